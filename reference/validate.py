@@ -38,7 +38,7 @@ def check_lengths(name: str, value: object) -> tuple[int, ...]:
         assert isinstance(item, int)
         if item < 0:
             raise ValueError(f"{name}[{i}] must be an int >= 0, got {item} in {name}={value!r}")
-    return items  # type: ignore[return-value]
+    return items
 
 
 def check_strategy(strategy: object) -> str:
@@ -67,7 +67,7 @@ def check_capture_list(name: str, value: object) -> tuple[int, ...]:
             raise ValueError(
                 f"{name} must be sorted ascending; {items[i - 1]} comes before {items[i]} in {name}={value!r}"
             )
-    return items  # type: ignore[return-value]
+    return items
 
 
 def check_capacities(name: str, value: object) -> dict[int, int]:
