@@ -1,0 +1,99 @@
+"""The invariants by their SEMANTICS.md ids, as claims (BoolTerms) over spec terms; proofs/ asserts them.
+
+Safety: rank_consensus, admission_replay, captured_bucket, padding_limit, capacity_fit.
+Efficiency: minimal_bucket, no_needless_fallback.
+Layout facts: conservation, per_request_balance (busiest rank holds ceil(L/P)), headroom (max load <=
+floor((N + R(P-1))/P)). The layout facts are stated division-free (P*l <= ..., exact for integers), so
+they stay linear for a concrete P and need no fresh variables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import z3
+
+from spec.selection import CaptureList, Selection, Window, fits, same_selection, some_bucket_fits, within_padding_limit
+from spec.terms import BoolTerm, IntLike, Loads, all_of, any_of, int_term
+
+
+def rank_consensus(selections: Sequence[Selection]) -> BoolTerm:
+    """Every rank decides the same admit verdict and the same bucket."""
+    return all_of(same_selection(selections[0], other) for other in selections[1:])
+
+
+def admission_replay(admission: Selection, replay: Selection) -> BoolTerm:
+    """Admitted iff replay succeeds, and replay pads to the admitted bucket."""
+    return same_selection(admission, replay)
+
+
+def captured_bucket(selection: Selection, capture: CaptureList) -> BoolTerm:
+    """An admitted bucket is in the capture list and has a recorded capacity."""
+    member = any_of(
+        z3.And(selection.bucket == b, rec) for b, rec in zip(capture.buckets, capture.recorded)
+    )
+    return z3.Implies(selection.admitted, member)
+
+
+def padding_limit(selection: Selection, window: Window) -> BoolTerm:
+    """An admitted bucket B satisfies n <= B <= F*n."""
+    return z3.Implies(selection.admitted, within_padding_limit(selection.bucket, window))
+
+
+def capacity_fit(selection: Selection, capture: CaptureList, rows: IntLike) -> BoolTerm:
+    """The live layout's rows (the same on every rank) fit the admitted bucket's recorded capacity."""
+    room = any_of(
+        z3.And(selection.bucket == b, rec, c >= rows)
+        for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded)
+    )
+    return z3.Implies(selection.admitted, room)
+
+
+def minimal_bucket(selection: Selection, capture: CaptureList, window: Window, required: IntLike) -> BoolTerm:
+    """No smaller captured bucket would do: the admitted bucket is <= every fitting bucket."""
+    return z3.Implies(
+        selection.admitted,
+        all_of(
+            z3.Implies(fits(capture, i, window, required), selection.bucket <= capture.buckets[i])
+            for i in range(len(capture))
+        ),
+    )
+
+
+def no_needless_fallback(selection: Selection, capture: CaptureList, window: Window, required: IntLike) -> BoolTerm:
+    """If some captured bucket fits, the batch is admitted."""
+    return z3.Implies(some_bucket_fits(capture, window, required), selection.admitted)
+
+
+def conservation(loads: Loads, tokens: IntLike) -> BoolTerm:
+    """The loads sum to the batch's tokens."""
+    return loads.total() == int_term(tokens)
+
+
+def loads_fit(loads: Loads, rows: IntLike) -> BoolTerm:
+    """Every rank's load fits ``rows`` physical rows."""
+    return all_of(load <= rows for load in loads.loads)
+
+
+def per_request_balance(loads: Loads, length: IntLike) -> BoolTerm:
+    """The busiest rank holds exactly ceil(L/P): every l_r <= ceil(L/P) (P(l_r - 1) < L) and some
+    l_r >= ceil(L/P) (P l_r >= L)."""
+    p, n = loads.cp_size, int_term(length)
+    return z3.And(
+        all_of(p * (load - 1) < n for load in loads.loads),
+        any_of(p * load >= n for load in loads.loads),
+    )
+
+
+def within_headroom(loads: Loads, tokens: IntLike, requests: IntLike) -> BoolTerm:
+    """Every rank holds at most floor((N + R(P-1))/P) tokens, stated as P l_r <= N + R(P-1)."""
+    p = loads.cp_size
+    bound = int_term(tokens) + int_term(requests) * (p - 1)
+    return all_of(p * load <= bound for load in loads.loads)
+
+
+def reaches_headroom(loads: Loads, tokens: IntLike, requests: IntLike) -> BoolTerm:
+    """Some rank holds exactly (N + R(P-1))/P tokens (the headroom bound is attained)."""
+    p = loads.cp_size
+    bound = int_term(tokens) + int_term(requests) * (p - 1)
+    return any_of(p * load == bound for load in loads.loads)

@@ -1,0 +1,143 @@
+"""Bucket selection, stated twice: declaratively (the least element of the fitting set, or none) and as
+upstream's operational scan of the sorted capture list (skip below n, stop at the first above F*n, skip a
+bucket with no recorded capacity). proofs/selection.py shows the two agree.
+
+A bucket B fits when n <= B <= F*n (both ends inclusive), its capacity is recorded and is >= required.
+The padding window [n, F*n] is a record of its own so proofs can quantify over every F at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import z3
+
+from spec.terms import BoolTerm, IntLike, IntTerm, all_of, any_of, int_term
+
+
+@dataclass(frozen=True)
+class CaptureList:
+    """Captured buckets in list order with their capacities; ``recorded[i]`` false = missing capacity."""
+
+    buckets: tuple[IntTerm, ...]
+    capacities: tuple[IntTerm, ...]
+    recorded: tuple[BoolTerm, ...]
+
+    def __post_init__(self) -> None:
+        if not len(self.buckets) == len(self.capacities) == len(self.recorded):
+            raise ValueError(
+                f"buckets, capacities and recorded must have one entry per bucket, got lengths "
+                f"{len(self.buckets)}, {len(self.capacities)}, {len(self.recorded)}"
+            )
+
+    def __len__(self) -> int:
+        return len(self.buckets)
+
+
+def symbolic_capture_list(length: int, name: str) -> CaptureList:
+    """``length`` buckets ``{name}.b{i}`` with capacities ``{name}.c{i}`` and flags ``{name}.rec{i}``."""
+    if length < 0:
+        raise ValueError(f"length must be an int >= 0, got {length}")
+    return CaptureList(
+        tuple(z3.Int(f"{name}.b{i}") for i in range(length)),
+        tuple(z3.Int(f"{name}.c{i}") for i in range(length)),
+        tuple(z3.Bool(f"{name}.rec{i}") for i in range(length)),
+    )
+
+
+def concrete_capture_list(
+    capture_num_tokens: Sequence[int], bucket_local_tokens: Mapping[int, int | None]
+) -> CaptureList:
+    """A concrete capture list; a bucket absent from ``bucket_local_tokens`` (or None) has no capacity."""
+    caps = [bucket_local_tokens.get(b) for b in capture_num_tokens]
+    return CaptureList(
+        tuple(z3.IntVal(b) for b in capture_num_tokens),
+        tuple(z3.IntVal(0 if c is None else c) for c in caps),
+        tuple(z3.BoolVal(c is not None) for c in caps),
+    )
+
+
+def capture_list_is_sorted(capture: CaptureList) -> BoolTerm:
+    """Positive and strictly increasing: the order the scan relies on."""
+    b = capture.buckets
+    return all_of(([b[0] >= 1] if b else []) + [b[i] < b[i + 1] for i in range(len(b) - 1)])
+
+
+def capture_list_is_well_formed(capture: CaptureList) -> BoolTerm:
+    """Sorted, and every recorded capacity is >= 0."""
+    return z3.And(capture_list_is_sorted(capture), all_of(c >= 0 for c in capture.capacities))
+
+
+@dataclass(frozen=True)
+class Window:
+    """The padding window: buckets B with low <= B <= high are within the padding limit."""
+
+    low: IntTerm
+    high: IntTerm
+
+
+def padding_window(num_tokens: IntLike, max_padding_factor: IntLike) -> Window:
+    """[n, F*n], both ends inclusive (F = ``max_padding_factor``)."""
+    n = int_term(num_tokens)
+    return Window(n, int_term(max_padding_factor) * n)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A decision: replay ``bucket`` when ``admitted``, else run eagerly (``bucket`` is then meaningless)."""
+
+    admitted: BoolTerm
+    bucket: IntTerm
+
+
+def within_padding_limit(bucket: IntLike, window: Window) -> BoolTerm:
+    """n <= B <= F*n."""
+    b = int_term(bucket)
+    return z3.And(window.low <= b, b <= window.high)
+
+
+def has_room(capture: CaptureList, index: int, required: IntLike) -> BoolTerm:
+    """Bucket ``index`` has a recorded capacity >= required (a missing capacity is never room)."""
+    return z3.And(capture.recorded[index], capture.capacities[index] >= required)
+
+
+def fits(capture: CaptureList, index: int, window: Window, required: IntLike) -> BoolTerm:
+    """Bucket ``index`` is in the fitting set: within the padding limit and with room."""
+    return z3.And(within_padding_limit(capture.buckets[index], window), has_room(capture, index, required))
+
+
+def some_bucket_fits(capture: CaptureList, window: Window, required: IntLike) -> BoolTerm:
+    """The fitting set is non-empty."""
+    return any_of(fits(capture, i, window, required) for i in range(len(capture)))
+
+
+def is_least_fitting(selection: Selection, capture: CaptureList, window: Window, required: IntLike) -> BoolTerm:
+    """The declarative relation: admitted iff the fitting set is non-empty, and then the bucket is its least
+    element (a member that is <= every member)."""
+    members = [fits(capture, i, window, required) for i in range(len(capture))]
+    b = capture.buckets
+    chosen_is_member = any_of(z3.And(f, selection.bucket == b[i]) for i, f in enumerate(members))
+    chosen_is_least = all_of(z3.Implies(f, selection.bucket <= b[i]) for i, f in enumerate(members))
+    return z3.And(
+        selection.admitted == any_of(members),
+        z3.Implies(selection.admitted, z3.And(chosen_is_member, chosen_is_least)),
+    )
+
+
+def scan_select(capture: CaptureList, window: Window, required: IntLike) -> Selection:
+    """Upstream's scan of the sorted list: skip a bucket below n, stop (none) at the first above F*n, take
+    the first with room, skip one without (including a missing capacity)."""
+    admitted: BoolTerm = z3.BoolVal(False)
+    bucket: IntTerm = z3.IntVal(0)
+    for i in reversed(range(len(capture))):
+        b = capture.buckets[i]
+        below, above, room = b < window.low, b > window.high, has_room(capture, i, required)
+        admitted = z3.If(below, admitted, z3.If(above, z3.BoolVal(False), z3.Or(room, admitted)))
+        bucket = z3.If(below, bucket, z3.If(above, z3.IntVal(0), z3.If(room, b, bucket)))
+    return Selection(admitted, bucket)
+
+
+def same_selection(first: Selection, second: Selection) -> BoolTerm:
+    """Same admit verdict, and the same bucket when admitted."""
+    return z3.And(first.admitted == second.admitted, z3.Implies(first.admitted, first.bucket == second.bucket))

@@ -1,0 +1,80 @@
+"""The layout strategies as one table (one row per strategy): alignment and per-rank loads of a batch.
+
+- zigzag: per request, 2P blocks, rank r owns blocks r and 2P-1-r (spec/zigzag.py).
+- contiguous: per request, rank r owns [floor(L*r/P), floor(L*(r+1)/P)).
+- interleave: token t of the whole batch goes to rank t mod P; request boundaries do not matter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import z3
+
+from spec.arith import divmod_by
+from spec.terms import IntLike, IntTerm, Loads, all_of, indicator, int_term
+from spec.zigzag import zigzag_request_loads
+
+RequestLoads = Callable[[IntLike, int, str], Loads]
+
+
+def contiguous_request_loads(length: IntLike, cp_size: int, name: str) -> Loads:
+    """Per-rank loads of one sequence cut into P contiguous blocks: floor(L(r+1)/P) - floor(Lr/P)."""
+    if cp_size < 1:
+        raise ValueError(f"cp_size must be an int >= 1, got {cp_size}")
+    cuts = [divmod_by(int_term(length) * r if r else 0, cp_size, f"{name}.cut{r}") for r in range(cp_size)]
+    starts = [c.quotient for c in cuts] + [int_term(length)]
+    loads = tuple(starts[r + 1] - starts[r] for r in range(cp_size))
+    return Loads(loads, all_of(c.holds for c in cuts))
+
+
+def interleave_loads(total: IntLike, cp_size: int, name: str) -> Loads:
+    """Per-rank loads when token t of the batch goes to rank t mod P: floor(N/P) + [r < N mod P]."""
+    if cp_size < 1:
+        raise ValueError(f"cp_size must be an int >= 1, got {cp_size}")
+    split = divmod_by(total, cp_size, name)
+    return Loads(tuple(split.quotient + indicator(split.remainder > r) for r in range(cp_size)), split.holds)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """One row of the strategy table."""
+
+    name: str
+    align_factor: int  # A = align_factor * P (upstream's default alignment)
+    request_loads: RequestLoads | None  # per-request loads; None when loads depend only on the total
+
+    def align_size(self, cp_size: int) -> int:
+        """Upstream's default alignment for this strategy."""
+        return self.align_factor * cp_size
+
+    def batch_loads(self, lengths: Sequence[IntLike], cp_size: int, name: str) -> Loads:
+        """Per-rank loads of the whole batch (the sum over requests, or the interleave of the total)."""
+        if not lengths:
+            raise ValueError(f"lengths must hold at least one request, got {lengths!r}")
+        if self.request_loads is None:
+            return interleave_loads(z3.Sum([int_term(x) for x in lengths]), cp_size, name)
+        loads = self.request_loads(lengths[0], cp_size, f"{name}.req0")
+        for i, length in enumerate(lengths[1:], start=1):
+            loads = loads.plus(self.request_loads(length, cp_size, f"{name}.req{i}"))
+        return loads
+
+
+STRATEGIES: dict[str, Strategy] = {
+    "zigzag": Strategy("zigzag", 2, zigzag_request_loads),
+    "interleave": Strategy("interleave", 1, None),
+    "contiguous": Strategy("contiguous", 1, contiguous_request_loads),
+}
+
+
+def strategy(name: str) -> Strategy:
+    """The table row for ``name``; ValueError names the allowed strategies."""
+    if name not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {name!r}")
+    return STRATEGIES[name]
+
+
+def rank_loads(lengths: Sequence[IntLike], cp_size: int, name: str, kind: str = "zigzag") -> Loads:
+    """Per-rank loads of a batch under strategy ``kind`` (the spec's counterpart of reference.rank_loads)."""
+    return strategy(kind).batch_loads(lengths, cp_size, name)
