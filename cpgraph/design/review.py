@@ -1,0 +1,204 @@
+"""Prove every SEMANTICS.md invariant for a design, or refute it with a minimal replayed counterexample.
+
+For each invariant:
+1. Try the any-number-of-requests abstraction (spec.design.any_requests_batch). It rests on two lemmas
+   proved here first for the design's P and strategy: the per-request excess lemma and its induction
+   step. Proved there = proved for every length and every number of requests.
+2. Otherwise the abstraction's least request count R_a is a lower bound for a real counterexample (the
+   abstraction is sound); search the exact model from R_a requests upward, fewest requests first, then
+   fewest tokens (z3 Optimize), and replay the witness through cpgraph.design.evaluate (the reference).
+3. If no exact witness turns up within the search bound, the verdict is ``bounded``: safe for every
+   batch of fewer requests than the bound, stated as such, never reported as proved.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+
+import z3
+
+from cpgraph.design.evaluate import INVARIANTS, SAFETY, Outcome, evaluate, replay_message
+from cpgraph.design.schema import Design
+from cpgraph.design.solve import int_value, minimize
+from proofs.check import Status, check
+from spec.design import (
+    DesignSpec,
+    any_requests_batch,
+    design_terms,
+    exact_batch,
+    exact_lengths,
+    induction_step_claim,
+    per_request_excess_claim,
+)
+
+SEARCH_EXTRA_REQUESTS = 3  # exact requests tried beyond the abstraction's lower bound
+MAX_EXACT_REQUESTS = 24
+WITNESS_TIMEOUT_MS = 8_000
+DESCRIPTIONS = {
+    "rank_consensus": "every rank decides the same admit verdict and bucket",
+    "admission_replay": "admitted iff replay succeeds, replay uses the admitted bucket",
+    "captured_bucket": "the bucket is in the capture list and has a recorded capacity",
+    "padding_limit": "n <= B <= F*n",
+    "capacity_fit": "the rows replay lays out on every rank fit the bucket's capacity",
+    "minimal_bucket": "no smaller captured bucket would do",
+    "no_needless_fallback": "if some bucket fits, the batch is admitted",
+}
+
+
+def spec_of(design: Design) -> DesignSpec:
+    """The design as the spec's plain numbers."""
+    return DesignSpec(
+        strategy=design.strategy,
+        cp_size=design.cp_size,
+        align_size=design.align_size,
+        buckets=design.buckets,
+        max_padding_factor=design.max_padding_factor,
+        layout_basis=design.layout_basis,
+        selector=design.selector,
+        capacities=tuple(tuple(sorted(c.items())) for c in design.capacities()),
+    )
+
+
+@dataclass(frozen=True)
+class Witness:
+    """A concrete batch, what the design does with it, and the reference's replay of it."""
+
+    extend_seq_lens: tuple[int, ...]
+    outcome: Outcome
+    replay: str
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(self.extend_seq_lens)
+
+
+@dataclass(frozen=True)
+class Lemma:
+    name: str
+    statement: str
+    status: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class InvariantResult:
+    """``status``: proved | refuted | bounded | unknown, with the scope the verdict covers."""
+
+    invariant: str
+    kind: str
+    status: str
+    scope: str
+    seconds: float
+    witness: Witness | None = None
+    note: str = ""
+
+
+def witness_of(design: Design, lengths: tuple[int, ...]) -> Witness:
+    outcome = evaluate(design, lengths)
+    return Witness(lengths, outcome, replay_message(design, outcome))
+
+
+def prove_lemmas(design: Design) -> tuple[Lemma, ...]:
+    """The two facts the any-requests abstraction rests on, for this P and strategy."""
+    p = design.cp_size
+    out = []
+    facts, claim = per_request_excess_claim(design.strategy, p, "lemma")
+    verdict = check(claim, hypotheses=[facts])
+    out.append(
+        Lemma(
+            "per_request_excess",
+            f"one request of any length L: every rank holds l_r with {p}*l_r <= L + {p - 1}; loads sum to L",
+            verdict.status.value,
+            verdict.seconds,
+        )
+    )
+    facts, claim = induction_step_claim(p, "step")
+    verdict = check(claim, hypotheses=[facts])
+    out.append(
+        Lemma(
+            "headroom_induction_step",
+            f"{p}*l <= N + k*{p - 1} and one more request within its bound give {p}*l' <= N' + (k+1)*{p - 1}",
+            verdict.status.value,
+            verdict.seconds,
+        )
+    )
+    return tuple(out)
+
+
+def least_abstract_requests(spec: DesignSpec, invariant: str) -> int | None:
+    """The fewest requests for which the abstraction breaks ``invariant`` (None: it never does or gave up)."""
+    batch = any_requests_batch(spec, "abs")
+    terms = design_terms(spec, batch, "abs")
+    facts = z3.And(batch.holds, terms.holds, batch.active, z3.Not(terms.claims[invariant]))
+    verdict = minimize(facts, [batch.requests, batch.num_tokens], timeout_ms=WITNESS_TIMEOUT_MS)
+    if verdict.status != "refuted":
+        return None
+    return int_value(verdict.model, batch.requests)
+
+
+def exact_witness(spec: DesignSpec, invariant: str, requests: int) -> tuple[tuple[int, ...] | None, str]:
+    """Fewest-token batch of exactly ``requests`` requests breaking ``invariant`` (None if none / gave up)."""
+    lengths, length_facts = exact_lengths(requests, "x", exact=True)
+    batch = exact_batch(spec, lengths, "x")
+    terms = design_terms(spec, batch, "x")
+    facts = z3.And(length_facts, batch.active, terms.holds, z3.Not(terms.claims[invariant]))
+    verdict = minimize(facts, [batch.num_tokens], timeout_ms=WITNESS_TIMEOUT_MS)
+    if verdict.status == "refuted":
+        return tuple(int_value(verdict.model, x) for x in lengths), ""
+    return None, verdict.reason
+
+
+def review_invariant(design: Design, spec: DesignSpec, invariant: str, lemmas_ok: bool) -> InvariantResult:
+    kind = "safety" if invariant in SAFETY else "efficiency"
+    start = time.perf_counter()
+    batch = any_requests_batch(spec, "abs")
+    terms = design_terms(spec, batch, "abs")
+    verdict = check(terms.claims[invariant], hypotheses=[batch.holds, terms.holds])
+    if verdict.status is Status.PROVED and lemmas_ok:
+        return InvariantResult(
+            invariant, kind, "proved", "all lengths, any number of requests", time.perf_counter() - start
+        )
+    lower = least_abstract_requests(spec, invariant) if verdict.status is Status.REFUTED else 1
+    first = lower if lower is not None else 1
+    last = min(first + SEARCH_EXTRA_REQUESTS, MAX_EXACT_REQUESTS)
+    reasons = []
+    for requests in range(first, last + 1):
+        lengths, reason = exact_witness(spec, invariant, requests)
+        if reason:
+            reasons.append(f"R={requests}: {reason}")
+        if lengths is None:
+            continue
+        witness = witness_of(design, lengths)
+        seconds = time.perf_counter() - start
+        if invariant not in witness.outcome.violated:
+            return InvariantResult(
+                invariant, kind, "unknown", "encoding check", seconds, witness,
+                "the solver's witness is not confirmed by the reference replay (spec/design.py disagrees)",
+            )
+        scope = f"minimal: fewest requests ({requests}), then fewest tokens ({witness.num_tokens})"
+        if first > 1:
+            scope += f"; no batch of fewer than {first} requests breaks it (proved by the abstraction)"
+        return InvariantResult(invariant, kind, "refuted", scope, seconds, witness)
+    seconds = time.perf_counter() - start
+    bound = f"holds for every batch of at most {last} requests"
+    if first > 1:
+        bound = f"holds for every batch of at most {last} requests (below {first}: proved for any length)"
+    note = "the any-requests abstraction is inconclusive beyond that"
+    if reasons:
+        return InvariantResult(invariant, kind, "unknown", bound, seconds, None, "solver gave up: " + "; ".join(reasons))
+    return InvariantResult(invariant, kind, "bounded", bound, seconds, None, note)
+
+
+def review_invariants(design: Design, *, progress: bool = False) -> tuple[tuple[Lemma, ...], tuple[InvariantResult, ...]]:
+    """Lemmas, then every invariant in SEMANTICS.md order."""
+    spec = spec_of(design)
+    lemmas = prove_lemmas(design)
+    lemmas_ok = all(lemma.status == "proved" for lemma in lemmas)
+    results = []
+    for invariant in INVARIANTS:
+        if progress:
+            print(f"  {design.name}: {invariant} ...", file=sys.stderr, flush=True)
+        results.append(review_invariant(design, spec, invariant, lemmas_ok))
+    return lemmas, tuple(results)
