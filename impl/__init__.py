@@ -1,0 +1,62 @@
+"""A PyTorch CUDA-graph prefill runner with zigzag context parallelism, checked against reference/.
+
+The decision path (this namespace) needs no torch; the runner, model and layouts are imported lazily so that
+``cpgraph check impl.policy`` does not pay for torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from impl.decision import (
+    FallbackReason,
+    Plan,
+    Selector,
+    capture_local_tokens,
+    default_align_size,
+    headroom_local_tokens,
+    is_cp_active,
+    max_rank_load,
+    plan_batch,
+    required_local_tokens,
+    select_replay_bucket,
+)
+
+_LAZY = {
+    "PrefillGraphRunner": "impl.runner",
+    "Dispatcher": "impl.runner",
+    "RunResult": "impl.runner",
+    "ReplayError": "impl.runner",
+    "BucketKey": "impl.graphs",
+    "GraphRunner": "impl.graphs",
+    "CPTransformer": "impl.model",
+    "ModelConfig": "impl.model",
+    "TorchLayout": "impl.layout",
+    "build_torch_layout": "impl.layout",
+    "DistributedPrefillRunner": "impl.distributed",
+    "ConsensusError": "impl.distributed",
+    "spawn": "impl.distributed",
+}
+
+__all__ = [
+    "FallbackReason",
+    "Plan",
+    "Selector",
+    "capture_local_tokens",
+    "default_align_size",
+    "headroom_local_tokens",
+    "is_cp_active",
+    "max_rank_load",
+    "plan_batch",
+    "required_local_tokens",
+    "select_replay_bucket",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'impl' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
