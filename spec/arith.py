@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import z3
 
-from spec.terms import BoolTerm, Defined, IntLike, IntTerm, int_term
+from spec.terms import BoolTerm, Defined, IntLike, IntTerm, int_term, literal
 
 
 @dataclass(frozen=True)
@@ -29,14 +29,17 @@ class DivMod:
 def divmod_by(dividend: IntLike, divisor: IntLike, name: str) -> DivMod:
     """Floor division of ``dividend`` by a positive ``divisor`` as an explicit quotient and remainder.
 
-    Two Python ints give numerals (no variables). The divisor must be positive: a Python int < 1 raises
+    Two literals (Python ints or z3 numerals) fold to numerals (no variables, facts true). The divisor must be positive: a Python int < 1 raises
     ValueError; a symbolic divisor's positivity is the caller's hypothesis.
     """
     if isinstance(divisor, int) and not isinstance(divisor, bool) and divisor < 1:
         raise ValueError(f"divisor must be a positive int or a z3 term, got {divisor}")
-    if isinstance(dividend, int) and isinstance(divisor, int):
-        q, m = divmod(dividend, divisor)
-        return DivMod(z3.IntVal(dividend), z3.IntVal(divisor), z3.IntVal(q), z3.IntVal(m), z3.BoolVal(True))
+    a, b = literal(dividend), literal(divisor)
+    if a is not None and b is not None:
+        if b < 1:
+            raise ValueError(f"divisor must be positive, got {b}")
+        q, m = divmod(a, b)
+        return DivMod(z3.IntVal(a), z3.IntVal(b), z3.IntVal(q), z3.IntVal(m), z3.BoolVal(True))
     n, d = int_term(dividend), int_term(divisor)
     q, m = z3.Int(f"{name}.q"), z3.Int(f"{name}.m")
     return DivMod(n, d, q, m, z3.And(n == d * q + m, m >= 0, m < d))
@@ -50,13 +53,18 @@ def floor_div(value: IntLike, divisor: IntLike, name: str) -> Defined:
 
 def ceil_div(value: IntLike, divisor: IntLike, name: str) -> Defined:
     """ceil(value / divisor) = floor((value + divisor - 1) / divisor)."""
-    split = divmod_by(int_term(value) + int_term(divisor) - 1, divisor, name)
+    v, d = literal(value), literal(divisor)
+    dividend = v + d - 1 if v is not None and d is not None else int_term(value) + int_term(divisor) - 1
+    split = divmod_by(dividend, divisor, name)
     return Defined(split.quotient, split.holds)
 
 
 def align_up(value: IntLike, align_size: IntLike, name: str) -> Defined:
     """The smallest multiple of ``align_size`` that is >= ``value``: align_size * ceil(value / align_size)."""
     up = ceil_div(value, align_size, name)
+    a, q = literal(align_size), literal(up.value)
+    if a is not None and q is not None:
+        return Defined(z3.IntVal(a * q), up.holds)
     return Defined(int_term(align_size) * up.value, up.holds)
 
 
@@ -64,5 +72,8 @@ def max_of(values: tuple[IntTerm, ...], name: str) -> Defined:
     """The largest of ``values`` as a fresh variable: >= each, equal to one (no nested If chain)."""
     if not values:
         raise ValueError(f"values must hold at least one term, got an empty tuple (name={name!r})")
+    literals = [literal(v) for v in values]
+    if all(x is not None for x in literals):
+        return Defined(z3.IntVal(max(x for x in literals if x is not None)), z3.BoolVal(True))
     top = z3.Int(f"{name}.max")
     return Defined(top, z3.And(z3.And([top >= v for v in values]), z3.Or([top == v for v in values])))

@@ -119,10 +119,15 @@ def exact_batch(design: DesignSpec, lengths: tuple[IntTerm, ...], name: str) -> 
     return Batch(n, count, lengths, active, required.value, required.holds, replay_rows)
 
 
-def any_requests_batch(design: DesignSpec, name: str) -> Batch:
-    """The any-number-of-requests abstraction (sound: see the module docstring)."""
+def any_requests_batch(
+    design: DesignSpec, name: str, *, tokens: IntTerm | None = None, requests: IntTerm | None = None
+) -> Batch:
+    """The any-number-of-requests abstraction (sound: see the module docstring). Pass ``tokens`` and
+    ``requests`` to let two designs read one batch (each keeps its own busiest load, named by ``name``)."""
     p, a = design.cp_size, design.align_size
-    n, r, top = z3.Int(f"{name}.n"), z3.Int(f"{name}.R"), z3.Int(f"{name}.busiest")
+    n = z3.Int(f"{name}.n") if tokens is None else tokens
+    r = z3.Int(f"{name}.R") if requests is None else requests
+    top = z3.Int(f"{name}.busiest")
 
     def busiest_bounds(tokens: IntTerm, busiest: IntTerm) -> BoolTerm:
         if design.strategy == "interleave":
@@ -197,7 +202,7 @@ def design_terms(design: DesignSpec, batch: Batch, name: str) -> DesignTerms:
         window = padding_window(batch.num_tokens, design.max_padding_factor)
         key = sel.bucket.get_id()
         if key not in replayed:  # ranks with the same capture list share one replay layout
-            replayed[key] = batch.replay_rows(sel.bucket, f"replay{len(replayed)}")
+            replayed[key] = batch.replay_rows(sel.bucket, f"{name}.replay{len(replayed)}")
             facts.append(replayed[key].holds)
         rows = replayed[key].value
         recorded, capacity = recorded_rows(capture, sel.bucket)

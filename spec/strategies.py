@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import z3
 
 from spec.arith import divmod_by
-from spec.terms import IntLike, IntTerm, Loads, all_of, indicator, int_term
+from spec.terms import IntLike, Loads, all_of, indicator, int_term, literal, sub
 from spec.zigzag import zigzag_request_loads
 
 RequestLoads = Callable[[IntLike, int, str], Loads]
@@ -23,9 +23,13 @@ def contiguous_request_loads(length: IntLike, cp_size: int, name: str) -> Loads:
     """Per-rank loads of one sequence cut into P contiguous blocks: floor(L(r+1)/P) - floor(Lr/P)."""
     if cp_size < 1:
         raise ValueError(f"cp_size must be an int >= 1, got {cp_size}")
-    cuts = [divmod_by(int_term(length) * r if r else 0, cp_size, f"{name}.cut{r}") for r in range(cp_size)]
-    starts = [c.quotient for c in cuts] + [int_term(length)]
-    loads = tuple(starts[r + 1] - starts[r] for r in range(cp_size))
+    n = literal(length)
+    cuts = [
+        divmod_by(n * r if n is not None else int_term(length) * r, cp_size, f"{name}.cut{r}")
+        for r in range(1, cp_size)
+    ]
+    starts = [z3.IntVal(0), *(c.quotient for c in cuts), int_term(length)]
+    loads = tuple(sub(starts[r + 1], starts[r]) for r in range(cp_size))
     return Loads(loads, all_of(c.holds for c in cuts))
 
 
@@ -34,6 +38,9 @@ def interleave_loads(total: IntLike, cp_size: int, name: str) -> Loads:
     if cp_size < 1:
         raise ValueError(f"cp_size must be an int >= 1, got {cp_size}")
     split = divmod_by(total, cp_size, name)
+    q, m = literal(split.quotient), literal(split.remainder)
+    if q is not None and m is not None:
+        return Loads(tuple(z3.IntVal(q + (1 if m > r else 0)) for r in range(cp_size)), split.holds)
     return Loads(tuple(split.quotient + indicator(split.remainder > r) for r in range(cp_size)), split.holds)
 
 
@@ -54,7 +61,9 @@ class Strategy:
         if not lengths:
             raise ValueError(f"lengths must hold at least one request, got {lengths!r}")
         if self.request_loads is None:
-            return interleave_loads(z3.Sum([int_term(x) for x in lengths]), cp_size, name)
+            values = [literal(x) for x in lengths]
+            total = sum(v for v in values if v is not None) if all(v is not None for v in values) else None
+            return interleave_loads(total if total is not None else z3.Sum([int_term(x) for x in lengths]), cp_size, name)
         loads = self.request_loads(lengths[0], cp_size, f"{name}.req0")
         for i, length in enumerate(lengths[1:], start=1):
             loads = loads.plus(self.request_loads(length, cp_size, f"{name}.req{i}"))

@@ -21,6 +21,35 @@ def int_term(value: IntLike) -> IntTerm:
     return z3.IntVal(value) if isinstance(value, int) else value
 
 
+def literal(value: IntLike) -> int | None:
+    """``value`` as a Python int when it is one or a z3 numeral, else None (a symbolic term).
+
+    Builders fold literals (concrete inputs give numerals, not terms): the conformance harness evaluates the
+    spec on concrete inputs, and z3's Python term construction is the slow part there.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if z3.is_int_value(value):
+        return int(value.as_long())
+    return None
+
+
+def add(first: IntLike, second: IntLike) -> IntTerm:
+    """first + second, folded to a numeral when both are literals."""
+    a, b = literal(first), literal(second)
+    if a is not None and b is not None:
+        return z3.IntVal(a + b)
+    return int_term(first) + int_term(second)
+
+
+def sub(first: IntLike, second: IntLike) -> IntTerm:
+    """first - second, folded to a numeral when both are literals."""
+    a, b = literal(first), literal(second)
+    if a is not None and b is not None:
+        return z3.IntVal(a - b)
+    return int_term(first) - int_term(second)
+
+
 def all_of(facts: Iterable[BoolTerm]) -> BoolTerm:
     """Conjunction of ``facts`` (true when there are none)."""
     items = list(facts)
@@ -33,8 +62,10 @@ def any_of(facts: Iterable[BoolTerm]) -> BoolTerm:
     return z3.Or(items) if items else z3.BoolVal(False)
 
 
-def indicator(fact: BoolTerm) -> IntTerm:
-    """[fact]: 1 when ``fact`` holds, else 0."""
+def indicator(fact: BoolTerm | bool) -> IntTerm:
+    """[fact]: 1 when ``fact`` holds, else 0 (a Python int for a Python bool, so ladders fold)."""
+    if isinstance(fact, bool):
+        return 1 if fact else 0
     return z3.If(fact, z3.IntVal(1), z3.IntVal(0))
 
 
@@ -65,4 +96,4 @@ class Loads:
         """Rank-wise sum: the loads of two batches laid out one after the other."""
         if other.cp_size != self.cp_size:
             raise ValueError(f"other must have cp_size={self.cp_size} ranks, got {other.cp_size}")
-        return Loads(tuple(a + b for a, b in zip(self.loads, other.loads)), z3.And(self.holds, other.holds))
+        return Loads(tuple(add(a, b) for a, b in zip(self.loads, other.loads)), z3.And(self.holds, other.holds))

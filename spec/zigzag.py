@@ -9,7 +9,9 @@ Ranks and cp_size may be Python ints (linear facts) or z3 terms (the symbolic-P 
 from __future__ import annotations
 
 from spec.arith import DivMod, divmod_by
-from spec.terms import IntLike, IntTerm, Loads, indicator, int_term
+import z3
+
+from spec.terms import IntLike, IntTerm, Loads, indicator, int_term, literal
 
 
 def block_count(cp_size: IntLike) -> IntTerm:
@@ -27,15 +29,32 @@ def zigzag_owned_blocks(rank: IntLike, cp_size: IntLike) -> tuple[IntLike, IntLi
     return (rank, 2 * cp_size - 1 - rank)
 
 
+def _block_len(quotient: IntLike, remainder: IntLike, block: IntLike) -> IntLike:
+    # One ladder for both worlds: Python ints give an int, z3 terms give a term.
+    return quotient + indicator(block < remainder)
+
+
+def _rank_load(quotient: IntLike, remainder: IntLike, rank: IntLike, cp_size: IntLike) -> IntLike:
+    early, late = zigzag_owned_blocks(rank, cp_size)
+    return _block_len(quotient, remainder, early) + _block_len(quotient, remainder, late)
+
+
 def zigzag_block_len(split: DivMod, block: IntLike) -> IntTerm:
     """Tokens in block j: q + [j < m]."""
-    return split.quotient + indicator(int_term(block) < split.remainder)
+    q, m, j = literal(split.quotient), literal(split.remainder), literal(block)
+    if q is not None and m is not None and j is not None:
+        return z3.IntVal(_block_len(q, m, j))
+    return _block_len(split.quotient, split.remainder, int_term(block))
 
 
 def zigzag_rank_load(split: DivMod, rank: IntLike, cp_size: IntLike) -> IntTerm:
     """Tokens of one sequence on rank r: the sizes of its two owned blocks."""
-    early, late = zigzag_owned_blocks(rank, cp_size)
-    return zigzag_block_len(split, early) + zigzag_block_len(split, late)
+    q, m, r, p = literal(split.quotient), literal(split.remainder), literal(rank), literal(cp_size)
+    if q is not None and m is not None and r is not None and p is not None:
+        return z3.IntVal(_rank_load(q, m, r, p))
+    return zigzag_block_len(split, zigzag_owned_blocks(rank, cp_size)[0]) + zigzag_block_len(
+        split, zigzag_owned_blocks(rank, cp_size)[1]
+    )
 
 
 def zigzag_request_loads(length: IntLike, cp_size: int, name: str) -> Loads:
@@ -43,4 +62,7 @@ def zigzag_request_loads(length: IntLike, cp_size: int, name: str) -> Loads:
     if cp_size < 1:
         raise ValueError(f"cp_size must be an int >= 1, got {cp_size}")
     split = zigzag_split(length, cp_size, name)
+    q, m = literal(split.quotient), literal(split.remainder)
+    if q is not None and m is not None:  # concrete length: fold the same ladder over Python ints
+        return Loads(tuple(z3.IntVal(_rank_load(q, m, r, cp_size)) for r in range(cp_size)), split.holds)
     return Loads(tuple(zigzag_rank_load(split, r, cp_size) for r in range(cp_size)), split.holds)

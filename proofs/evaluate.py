@@ -1,0 +1,97 @@
+"""The spec evaluated on concrete inputs: the expected side of the conformance harness.
+
+Inputs become numerals, so z3.simplify folds most terms; where a fresh variable remains (a max_of or an
+align_up quotient) one small solver call reads its value, and a second call confirms the spec's facts pin
+that value down (a spec term that admits two values is a spec bug, reported as such).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import z3
+
+from spec.capacity import capture_local_tokens, headroom_local_tokens, required_local_tokens
+from spec.selection import concrete_capture_list, padding_window, scan_select
+from spec.strategies import rank_loads
+from spec.terms import BoolTerm, Defined, IntTerm, Loads
+
+_RLIMIT = 2_000_000
+
+
+class SpecEvaluationError(RuntimeError):
+    """The spec's facts do not determine a unique value for concrete inputs (or are contradictory)."""
+
+
+def value_of(term: IntTerm | BoolTerm, facts: BoolTerm) -> int | bool:
+    """The unique value of ``term`` under ``facts`` (inputs already concrete)."""
+    folded = z3.simplify(term)
+    if z3.is_int_value(folded):
+        return int(folded.as_long())
+    if z3.is_true(folded) or z3.is_false(folded):
+        return bool(z3.is_true(folded))
+    solver = z3.Solver()
+    solver.set("rlimit", _RLIMIT)
+    solver.add(facts)
+    if solver.check() != z3.sat:
+        raise SpecEvaluationError(f"spec facts are unsatisfiable for these inputs: {facts}")
+    value = solver.model().eval(term, model_completion=True)
+    solver.add(term != value)
+    if solver.check() != z3.unsat:
+        raise SpecEvaluationError(f"spec term {term} is not determined by its facts (one value: {value})")
+    if z3.is_int_value(value):
+        return int(value.as_long())
+    return bool(z3.is_true(value))
+
+
+def _int(defined: Defined) -> int:
+    value = value_of(defined.value, defined.holds)
+    assert isinstance(value, int) and not isinstance(value, bool)
+    return value
+
+
+def _loads(extend_seq_lens: Sequence[int], cp_size: int, strategy: str) -> Loads:
+    """The spec's loads folded to numerals (so the capacity terms built on them fold too)."""
+    loads = rank_loads(tuple(extend_seq_lens), cp_size, "eval.loads", strategy)
+    return Loads(tuple(z3.IntVal(_int(Defined(load, loads.holds))) for load in loads.loads), z3.BoolVal(True))
+
+
+def spec_rank_loads(extend_seq_lens: Sequence[int], *, cp_size: int, strategy: str = "zigzag") -> tuple[int, ...]:
+    """Per-rank loads by the spec."""
+    return tuple(int(load.as_long()) for load in _loads(extend_seq_lens, cp_size, strategy).loads)
+
+
+def spec_required_local_tokens(
+    extend_seq_lens: Sequence[int], *, cp_size: int, align_size: int, strategy: str = "zigzag"
+) -> int:
+    """align_up(max_r l_r, A) by the spec."""
+    return _int(required_local_tokens(_loads(extend_seq_lens, cp_size, strategy), align_size, "eval.required"))
+
+
+def spec_capture_local_tokens(num_tokens: int, *, cp_size: int, align_size: int, strategy: str = "zigzag") -> int:
+    """The single-request capacity of bucket ``num_tokens`` by the spec."""
+    return _int(capture_local_tokens(num_tokens, cp_size, align_size, "eval.capture", strategy))
+
+
+def spec_headroom_local_tokens(num_tokens: int, *, cp_size: int, align_size: int, max_requests: int) -> int:
+    """The headroom capacity of bucket ``num_tokens`` by the spec."""
+    return _int(headroom_local_tokens(num_tokens, cp_size, align_size, max_requests, "eval.headroom"))
+
+
+def spec_select_replay_bucket(
+    *,
+    num_tokens: int,
+    required_local_tokens: int,
+    capture_num_tokens: Sequence[int],
+    bucket_local_tokens: Mapping[int, int | None],
+    max_padding_factor: int,
+) -> int | None:
+    """The spec's scan of the capture list (None = run eagerly)."""
+    capture = concrete_capture_list(tuple(capture_num_tokens), bucket_local_tokens)
+    chosen = scan_select(capture, padding_window(num_tokens, max_padding_factor), required_local_tokens)
+    admitted = value_of(chosen.admitted, z3.BoolVal(True))
+    if not admitted:
+        return None
+    bucket = value_of(chosen.bucket, z3.BoolVal(True))
+    assert isinstance(bucket, int)
+    return bucket
