@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import z3
 
-from spec.arith import divmod_by
-from spec.terms import IntLike, Loads, all_of, indicator, int_term, literal, sub
+from spec.arith import DivMod, divmod_by
+from spec.terms import IntLike, IntTerm, Loads, all_of, indicator, int_term, literal, sub
 from spec.zigzag import zigzag_request_loads
 
 RequestLoads = Callable[[IntLike, int, str], Loads]
@@ -33,6 +33,11 @@ def contiguous_request_loads(length: IntLike, cp_size: int, name: str) -> Loads:
     return Loads(loads, all_of(c.holds for c in cuts))
 
 
+def interleave_rank_load(split: DivMod, rank: IntLike) -> IntTerm:
+    """Tokens of a batch of N = P*q + m tokens on rank r under interleave: q + [r < m]."""
+    return split.quotient + indicator(int_term(rank) < split.remainder)
+
+
 def interleave_loads(total: IntLike, cp_size: int, name: str) -> Loads:
     """Per-rank loads when token t of the batch goes to rank t mod P: floor(N/P) + [r < N mod P]."""
     if cp_size < 1:
@@ -41,7 +46,7 @@ def interleave_loads(total: IntLike, cp_size: int, name: str) -> Loads:
     q, m = literal(split.quotient), literal(split.remainder)
     if q is not None and m is not None:
         return Loads(tuple(z3.IntVal(q + (1 if m > r else 0)) for r in range(cp_size)), split.holds)
-    return Loads(tuple(split.quotient + indicator(split.remainder > r) for r in range(cp_size)), split.holds)
+    return Loads(tuple(interleave_rank_load(split, r) for r in range(cp_size)), split.holds)
 
 
 @dataclass(frozen=True)
