@@ -1,0 +1,333 @@
+"""Inputs, cheapest and sharpest first: Z3 boundary models, exhaustive small domains, then seeded random.
+
+Every batch carries a capacity table made the way upstream records it ('captured': one request of B
+tokens), with headroom for R requests ('headroom:R'), or 'arbitrary' (perturbed, some buckets absent).
+The small-domain tables are built around each batch's own n and required rows, so every edge the
+selector must respect (n-1, n, the first bucket that fits, F*n, F*n+1, an absent capacity) is met.
+"""
+
+from __future__ import annotations
+
+import itertools
+import importlib.util
+import json
+import os
+import random
+import subprocess
+import sys
+from collections.abc import Generator, Iterator
+from dataclasses import replace
+from functools import lru_cache
+from typing import Any
+
+from cpgraph.check.batch import Batch, parse_table
+from cpgraph.check.invariants import spec_for
+from cpgraph.check.options import CheckOptions
+from reference import capture_local_tokens, default_align_size, headroom_local_tokens
+
+Case = tuple[str, Batch]  # (phase, batch)
+
+
+@lru_cache(maxsize=65536)
+def _captured(bucket: int, cp_size: int, align_size: int, strategy: str) -> int:
+    return capture_local_tokens(bucket, cp_size=cp_size, align_size=align_size, strategy=strategy)
+
+
+@lru_cache(maxsize=65536)
+def _headroom(bucket: int, cp_size: int, align_size: int, max_requests: int) -> int:
+    return headroom_local_tokens(bucket, cp_size=cp_size, align_size=align_size, max_requests=max_requests)
+
+
+def recorded(
+    table: str, buckets: tuple[int, ...], *, cp_size: int, align_size: int, strategy: str
+) -> tuple[tuple[int, int], ...]:
+    """Capacities of ``buckets`` under a 'captured' or 'headroom:R' rule."""
+    kind, r = parse_table(table)
+    if kind == "headroom":
+        return tuple((b, _headroom(b, cp_size, align_size, r)) for b in buckets)
+    return tuple((b, _captured(b, cp_size, align_size, strategy)) for b in buckets)
+
+
+def build(
+    lengths: tuple[int, ...],
+    buckets: tuple[int, ...] | list[int] | set[int],
+    table: str,
+    *,
+    cp_size: int,
+    strategy: str,
+    factor: int,
+    rows: dict[int, int] | None = None,
+) -> Batch:
+    """A batch of ``lengths`` (num_tokens = their sum) meeting ``buckets`` with capacities by ``table``,
+    or the explicit ``rows`` for an 'arbitrary' table (buckets missing from ``rows`` are absent)."""
+    align = default_align_size(cp_size=cp_size, strategy=strategy)
+    clean = tuple(sorted({b for b in buckets if b >= 1}))
+    if rows is not None:
+        caps = tuple((b, rows[b]) for b in clean if b in rows)
+        table = "arbitrary"
+    else:
+        caps = recorded(table, clean, cp_size=cp_size, align_size=align, strategy=strategy)
+    return Batch(cp_size, align, sum(lengths), lengths, clean, caps, factor, table)
+
+
+def _edge_batches(lengths: tuple[int, ...], cp_size: int, options: CheckOptions) -> Iterator[Batch]:
+    """Capture lists and tables around this batch's n and required rows (see the module docstring)."""
+    s, f = options.strategy, options.max_padding_factor
+    n = sum(lengths)
+    probe = build(lengths, (n,), "captured", cp_size=cp_size, strategy=s, factor=f)
+    req, a = spec_for(probe, s).required, probe.align_size
+    # captured rows are align_up(ceil(B/P), A); the first B >= n with rows >= req:
+    fit = max(n, cp_size * (req - a) + 1)
+    low = 2 * cp_size
+    edges = {b for b in (n - 1, n, fit - 1, fit, f * n, f * n + 1) if b >= low}
+    kinds = {parse_table(t)[0]: t for t in options.capacities}
+    if "captured" in kinds:
+        yield build(lengths, edges, "captured", cp_size=cp_size, strategy=s, factor=f)
+        yield build(lengths, {n, f * n}, "captured", cp_size=cp_size, strategy=s, factor=f)
+    if "headroom" in kinds:
+        yield build(lengths, edges, kinds["headroom"], cp_size=cp_size, strategy=s, factor=f)
+    if "arbitrary" in kinds:
+        tight = max(req - 1, 0)
+        build_rows = {n - 1: req, n: tight, f * n: req, f * n + 1: req}
+        yield build(lengths, {n, n + 1, f * n}, "", cp_size=cp_size, strategy=s, factor=f, rows={n + 1: req, f * n: req + a})
+        yield build(lengths, [b for b in build_rows if b >= low], "", cp_size=cp_size, strategy=s, factor=f, rows=build_rows)
+        over = {n - 1: req, n: tight, f * n: tight, f * n + 1: req}
+        yield build(lengths, [b for b in over if b >= low], "", cp_size=cp_size, strategy=s, factor=f, rows=over)
+
+
+def _small_lengths(cp_size: int, options: CheckOptions) -> list[tuple[int, ...]]:
+    """Every multiset of up to 3 lengths from [2P, 6P) (four rounds of L mod 2P), smallest n first."""
+    lo = 1 if cp_size == 1 else 2 * cp_size
+    hi = 6 if cp_size == 1 else 6 * cp_size
+    out: list[tuple[int, ...]] = []
+    for r in range(1, min(3, options.max_requests) + 1):
+        out.extend(c for c in itertools.combinations_with_replacement(range(lo, hi), r) if sum(c) <= options.max_tokens)
+    out.sort(key=lambda c: (sum(c), len(c)))
+    return out
+
+
+def _domain(cp_size: int, options: CheckOptions) -> Iterator[Batch]:
+    for lengths in _small_lengths(cp_size, options):
+        for batch in _edge_batches(lengths, cp_size, options):
+            if batch.capture_num_tokens:
+                yield batch
+
+
+def exhaustive(options: CheckOptions) -> Iterator[Case]:
+    """The small domains of every cp_size, round-robin so that no P waits for a larger one."""
+    streams = [_domain(p, options) for p in options.cp_sizes]
+    while streams:
+        for stream in list(streams):
+            batch = next(stream, None)
+            if batch is None:
+                streams.remove(stream)
+            else:
+                yield ("exhaustive", batch)
+
+
+def _table_kind(batch: Batch, options: CheckOptions) -> str | None:
+    """Which of the allowed table kinds a boundary model's capacities are (None: not an allowed kind)."""
+    allowed = {parse_table(t)[0]: t for t in options.capacities}
+    for spec in (allowed.get("captured"), allowed.get("headroom")):
+        if spec is None:
+            continue
+        rows = recorded(spec, batch.capture_num_tokens, cp_size=batch.cp_size, align_size=batch.align_size, strategy=options.strategy)
+        if rows == batch.bucket_local_tokens:
+            return spec
+    return "arbitrary" if "arbitrary" in allowed else None
+
+
+_Model = tuple[str, int, int, int, int, tuple[int, ...], tuple[int, ...], tuple[tuple[int, int], ...]]
+_MODELS: dict[tuple[Any, ...], tuple[_Model, ...]] = {}  # per process, per argument tuple
+
+
+def _models_for(cp_size: int, factor: int, max_requests: int, max_tokens: int, strategy: str) -> tuple[_Model, ...]:
+    """proofs.boundaries' cases as plain picklable tuples (empty when no model exists for them)."""
+    try:
+        from proofs.boundaries import boundary_cases
+    except ImportError:
+        return ()
+    try:
+        models = boundary_cases(
+            cp_size=cp_size, max_padding_factor=factor, max_requests=max_requests, max_tokens=max_tokens, strategy=strategy
+        )
+    except (ValueError, NotImplementedError):
+        return ()  # no boundary model for that strategy or size; the other phases still cover it
+    out = []
+    for c in models:
+        caps = dict(c.bucket_local_tokens)
+        buckets = tuple(c.capture_num_tokens)
+        rows = tuple((b, caps[b]) for b in buckets if b in caps)
+        out.append((c.clause, c.cp_size, c.align_size, c.max_padding_factor, c.num_tokens, tuple(c.extend_seq_lens), buckets, rows))
+    return tuple(out)
+
+
+def solve_to_stdout(keys_json: str) -> None:
+    """Child process entry: solve each key in turn, writing one JSON line (key, models) as each is done."""
+    for key in json.loads(keys_json):
+        models = _models_for(*key)
+        sys.stdout.write(json.dumps([key, models]) + "\n")
+        sys.stdout.flush()
+
+
+def _as_model(raw: list[Any]) -> _Model:
+    clause, p, align, factor, n, lengths, buckets, rows = raw
+    return (str(clause), p, align, factor, n, tuple(lengths), tuple(buckets), tuple((b, r) for b, r in rows))
+
+
+class _BoundaryFeed:
+    """Boundary models drawn by Z3 in a child process (z3's context is not thread-safe, and the solver
+    should not hold up the cheap exhaustive phase); models already drawn in this process are reused."""
+
+    def __init__(self, options: CheckOptions) -> None:
+        self._options = options
+        keys = [
+            (p, options.max_padding_factor, min(options.max_requests, 3), options.max_tokens, options.strategy)
+            for p in options.cp_sizes
+            if p > 1
+        ]
+        pending = [k for k in keys if k not in _MODELS]
+        self._ready = [k for k in keys if k in _MODELS]
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._buffer = b""
+        if pending and _solver_available():
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+            code = "import sys; from cpgraph.check.generate import solve_to_stdout; solve_to_stdout(sys.argv[1])"
+            self._proc = subprocess.Popen(
+                [sys.executable, "-c", code, json.dumps(pending)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
+                env=env,
+            )
+            assert self._proc.stdout is not None
+            os.set_blocking(self._proc.stdout.fileno(), False)
+
+    def ready(self) -> list[Case]:
+        """Every boundary case that has arrived since the last call (never blocks)."""
+        if self._proc is not None:
+            assert self._proc.stdout is not None
+            chunk = self._proc.stdout.read()
+            if chunk:
+                self._buffer += chunk
+                *lines, self._buffer = self._buffer.split(b"\n")
+                for line in lines:
+                    key, models = json.loads(line)
+                    key = tuple(key)
+                    _MODELS[key] = tuple(_as_model(m) for m in models)
+                    self._ready.append(key)
+            elif self._proc.poll() is not None:
+                self.close()
+        out: list[Case] = []
+        for key in self._ready:
+            out.extend(_cases_from(_MODELS[key], self._options))
+        self._ready = []
+        return out
+
+    def close(self) -> None:
+        """Stop the solver child (this process started it) and reap it."""
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.terminate()
+            self._proc.wait(timeout=5)
+            if self._proc.stdout is not None:
+                self._proc.stdout.close()
+            self._proc = None
+
+
+def _solver_available() -> bool:
+    return importlib.util.find_spec("z3") is not None and importlib.util.find_spec("proofs.boundaries") is not None
+
+
+def _cases_from(models: tuple[_Model, ...], options: CheckOptions) -> Iterator[Case]:
+    for clause, p, align, factor, n, lengths, buckets, rows in models:
+        batch = Batch(p, align, n, lengths, buckets, rows, factor, "arbitrary")
+        kind = _table_kind(batch, options)
+        if kind is not None and buckets:
+            yield (f"boundary:{clause}", replace(batch, table=kind))
+
+
+def boundary(options: CheckOptions) -> Iterator[Case]:
+    """The spec's boundary models (Z3, proofs/boundaries.py), solved in this process, allowed kinds only."""
+    for p in options.cp_sizes:
+        if p > 1:
+            key = (p, options.max_padding_factor, min(options.max_requests, 3), options.max_tokens, options.strategy)
+            if key not in _MODELS:
+                _MODELS[key] = _models_for(*key)
+            yield from _cases_from(_MODELS[key], options)
+
+
+def _random_lengths(rng: random.Random, p: int, options: CheckOptions) -> tuple[int, ...]:
+    s = 2 * p
+    r = rng.randint(1, options.max_requests)
+    budget = options.max_tokens
+    out: list[int] = []
+    for _ in range(r):
+        roll = rng.random()
+        if roll < 0.35:
+            length = rng.randint(s, 8 * s)
+        elif roll < 0.6:
+            length = s * rng.randint(1, max(1, budget // (s * r))) + rng.choice((p + 1, s - 1, 1, p))
+        elif roll < 0.95:
+            length = rng.randint(s, max(s, budget // r))
+        else:
+            length = rng.randint(1, s)  # a short request: not CP-active
+        out.append(max(1, min(length, budget - sum(out) - (r - len(out) - 1))))
+        if sum(out) >= budget:
+            break
+    return tuple(out)
+
+
+def _random_buckets(rng: random.Random, n: int, p: int, options: CheckOptions) -> set[int]:
+    f, low = options.max_padding_factor, 2 * p
+    roll = rng.random()
+    top = max(low, min(f * n + f * 64, 4 * options.max_tokens))
+    if roll < 0.4:
+        step = rng.choice((2 * p, 8 * p, 64, 128, 256, max(1, n // 8)))
+        grid = list(range(step * max(1, (n // 2) // step), top + 1, step))
+        buckets = set(rng.sample(grid, min(len(grid), rng.randint(1, 12)))) if grid else set()
+    elif roll < 0.6:
+        buckets = {1 << k for k in range(1, 16) if (1 << k) <= top}
+    else:
+        buckets = {rng.randint(max(1, n // 2), top) for _ in range(rng.randint(1, 8))}
+    buckets |= {b for b in (n, f * n, n + rng.randint(1, 4 * low)) if rng.random() < 0.35}
+    return {b for b in buckets if b >= low} or {max(n, low)}
+
+
+def random_cases(options: CheckOptions) -> Iterator[Case]:
+    """Seeded random batches forever: sizes, residues mod 2P, capture lists and tables all varied."""
+    rng = random.Random(options.seed)
+    sizes = options.cp_sizes
+    weights = [0.3 if p == 1 else 1.0 for p in sizes]
+    s, f = options.strategy, options.max_padding_factor
+    while True:
+        p = rng.choices(sizes, weights)[0]
+        lengths = _random_lengths(rng, p, options)
+        n = sum(lengths)
+        buckets = _random_buckets(rng, n, p, options)
+        table = rng.choice(options.capacities)
+        if parse_table(table)[0] != "arbitrary":
+            yield ("random", build(lengths, buckets, table, cp_size=p, strategy=s, factor=f))
+            continue
+        align = default_align_size(cp_size=p, strategy=s)
+        rows = {}
+        for b in sorted(buckets):
+            if rng.random() < 0.2:
+                continue  # absent: no recorded capacity
+            base = _captured(b, p, align, s)
+            rows[b] = max(0, base + rng.choice((0, 0, align, -align, 1, -1)))
+        yield ("random", build(lengths, buckets, "", cp_size=p, strategy=s, factor=f, rows=rows))
+
+
+def cases(options: CheckOptions) -> Generator[Case, None, None]:
+    """Boundary models as soon as the solver has them, the exhaustive small domains, then seeded random
+    batches until the caller stops (closing the generator stops the solver)."""
+    feed = _BoundaryFeed(options) if options.boundary else None
+    try:
+        for case in itertools.chain(exhaustive(options), random_cases(options)):
+            if feed is not None:
+                yield from feed.ready()
+            yield case
+    finally:
+        if feed is not None:
+            feed.close()

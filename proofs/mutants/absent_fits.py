@@ -1,0 +1,24 @@
+"""Takes a bucket with no recorded capacity as a fit (``get(b) is None or ...``)."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from proofs.mutants._kit import align_up, cp_active, protocol, zigzag_loads
+
+CAUGHT_AS: Final = "captured_bucket"
+
+
+def select(**batch: Any) -> int | None:
+    lengths, p, n, f = batch["extend_seq_lens"], batch["cp_size"], batch["num_tokens"], batch["max_padding_factor"]
+    if not cp_active(lengths, n, p):
+        return None
+    required = align_up(max(zigzag_loads(lengths, p)), batch["align_size"])
+    for bucket in batch["capture_num_tokens"]:
+        rows = batch["bucket_local_tokens"].get(bucket)
+        if n <= bucket <= f * n and (rows is None or rows >= required):
+            return int(bucket)
+    return None
+
+
+admit, replay_bucket = protocol(select)

@@ -1,0 +1,20 @@
+"""Sizes the batch by this rank's own load instead of the busiest rank's: ranks pick different buckets."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from proofs.mutants._kit import align_up, cp_active, protocol, scan, zigzag_loads
+
+CAUGHT_AS: Final = "rank_consensus"
+
+
+def select(**batch: Any) -> int | None:
+    lengths, p, n = batch["extend_seq_lens"], batch["cp_size"], batch["num_tokens"]
+    if not cp_active(lengths, n, p):
+        return None
+    required = align_up(zigzag_loads(lengths, p)[batch["cp_rank"]], batch["align_size"])
+    return scan(required, n, batch["capture_num_tokens"], batch["bucket_local_tokens"], batch["max_padding_factor"])
+
+
+admit, replay_bucket = protocol(select)
