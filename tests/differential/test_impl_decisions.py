@@ -1,0 +1,162 @@
+"""impl's decisions against the reference's on the same drawn input: rows, bucket, admission, fallback reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import reference
+from impl import decision, policy
+from impl.checks import STRATEGIES
+from reference import policy as reference_policy
+
+
+@st.composite
+def cp_sizes(draw: st.DrawFn) -> int:
+    return draw(st.sampled_from((1, 2, 3, 4, 8, 16)))
+
+
+@st.composite
+def batches(draw: st.DrawFn, *, max_requests: int = 16, max_len: int = 600) -> tuple[int, ...]:
+    """Request lengths, biased to the interesting residues around multiples of 2P."""
+    return tuple(draw(st.lists(st.integers(0, max_len), min_size=1, max_size=max_requests)))
+
+
+@st.composite
+def capture_tables(draw: st.DrawFn, cp_size: int, align_size: int) -> tuple[tuple[int, ...], dict[int, int | None]]:
+    """A sorted capture list with capacities: captured, headroom, or arbitrary with absent buckets."""
+    buckets = tuple(sorted(draw(st.sets(st.integers(1, 4096), min_size=1, max_size=12))))
+    kind = draw(st.sampled_from(("captured", "headroom", "arbitrary")))
+    caps: dict[int, int | None]
+    if kind == "captured":
+        caps = {b: reference.capture_local_tokens(b, cp_size=cp_size, align_size=align_size) for b in buckets}
+    elif kind == "headroom":
+        r = draw(st.integers(1, 16))
+        caps = {b: reference.headroom_local_tokens(b, cp_size=cp_size, align_size=align_size, max_requests=r)
+                for b in buckets}
+    else:
+        caps = {b: draw(st.none() | st.integers(0, 2048)) for b in buckets if draw(st.booleans())}
+    return buckets, caps
+
+
+@st.composite
+def policy_batches(draw: st.DrawFn) -> dict[str, Any]:
+    p = draw(cp_sizes())
+    a = draw(st.sampled_from((2 * p, p, 1)))
+    lengths = draw(batches())
+    n = sum(lengths) + draw(st.sampled_from((0, 0, 0, 1, 17)))
+    buckets, caps = draw(capture_tables(p, a))
+    if draw(st.booleans()):  # put n right at a bucket edge
+        n = max(n, draw(st.sampled_from(buckets)))
+    return dict(cp_rank=draw(st.integers(0, p - 1)), cp_size=p, align_size=a, num_tokens=max(n, 1),
+                extend_seq_lens=lengths, capture_num_tokens=buckets, bucket_local_tokens=caps,
+                max_padding_factor=draw(st.sampled_from((1, 2, 3))))
+
+
+WORKED = dict(cp_rank=1, cp_size=4, align_size=8, num_tokens=2048, extend_seq_lens=(1534, 161, 353),
+              capture_num_tokens=(2048, 2304, 2560), bucket_local_tokens={2048: 512, 2304: 576, 2560: 640},
+              max_padding_factor=2)
+
+
+@given(lengths=batches(max_requests=40, max_len=5000), p=cp_sizes(), a=st.integers(1, 40),
+       strategy=st.sampled_from(STRATEGIES))
+@example(lengths=(1534, 161, 353), p=4, a=8, strategy="zigzag")
+@example(lengths=(0,), p=16, a=1, strategy="contiguous")
+def test_impl_agrees_with_reference_on_required_local_tokens(
+    lengths: tuple[int, ...], p: int, a: int, strategy: str
+) -> None:
+    expected = reference.required_local_tokens(lengths, cp_size=p, align_size=a, strategy=strategy)
+    assert decision.required_local_tokens(lengths, cp_size=p, align_size=a, strategy=strategy) == expected
+    assert decision.max_rank_load(lengths, cp_size=p, strategy=strategy) == max(
+        reference.rank_loads(lengths, cp_size=p, strategy=strategy)
+    )
+
+
+@given(batch=policy_batches())
+@example(batch=WORKED)
+def test_impl_policy_agrees_with_reference_policy(batch: dict[str, Any]) -> None:
+    assert policy.admit(**batch) == reference_policy.admit(**batch)
+    try:
+        expected: int | None = reference_policy.replay_bucket(**batch)
+    except LookupError:
+        expected = None
+    if expected is None:
+        with pytest.raises(LookupError):
+            policy.replay_bucket(**batch)
+    else:
+        assert policy.replay_bucket(**batch) == expected
+        assert policy.local_rows(bucket=expected, **batch) == reference_policy.local_rows(bucket=expected, **batch)
+
+
+@given(batch=policy_batches())
+def test_impl_agrees_with_reference_on_select_replay_bucket(batch: dict[str, Any]) -> None:
+    args = dict(num_tokens=batch["num_tokens"], capture_num_tokens=batch["capture_num_tokens"],
+                bucket_local_tokens=batch["bucket_local_tokens"], max_padding_factor=batch["max_padding_factor"])
+    for required in (0, 1, 64, 513, 520, 2048):
+        assert decision.select_replay_bucket(required_local_tokens=required, **args) == (
+            reference.select_replay_bucket(required_local_tokens=required, **args)
+        )
+
+
+@st.composite
+def runner_setups(draw: st.DrawFn) -> tuple[int, tuple[int, ...], reference.CaptureRule, int]:
+    p = draw(st.sampled_from((1, 2, 4, 8)))
+    buckets = tuple(sorted(draw(st.sets(st.integers(1, 2048), min_size=1, max_size=10))))
+    buckets = buckets if buckets[-1] >= 2 * p else buckets + (2 * p,)
+    rule = draw(st.sampled_from(("captured", "headroom")))
+    return p, buckets, reference.CaptureRule(rule, max_requests=draw(st.integers(1, 16))), draw(st.sampled_from((1, 2)))
+
+
+@given(setup=runner_setups(), lengths=batches(max_len=700), extra=st.sampled_from((0, 0, 3)))
+@example(setup=(4, (2048, 2304, 2560), reference.CaptureRule(), 2), lengths=(1534, 161, 353), extra=0)
+def test_impl_plan_agrees_with_reference_runner_plan(
+    setup: tuple[int, tuple[int, ...], reference.CaptureRule, int], lengths: tuple[int, ...], extra: int
+) -> None:
+    """The dispatcher's plan (bucket, capacity, fallback reason) equals the reference runner's, field by field."""
+    p, buckets, rule, factor = setup
+    ref = reference.ReferenceRunner(cp_size=p, capture_num_tokens=buckets, capture_rule=rule, max_padding_factor=factor)
+    kept = ref.capture_num_tokens
+    a = decision.default_align_size(cp_size=p)
+    if rule.kind == "headroom":
+        caps = {b: decision.headroom_local_tokens(b, cp_size=p, align_size=a, max_requests=rule.max_requests) for b in kept}
+    else:
+        caps = {b: decision.capture_local_tokens(b, cp_size=p, align_size=a) for b in kept}
+    assert caps == ref.bucket_local_tokens
+    n = sum(lengths) + extra
+    if n == 0:
+        return
+    got = decision.plan_batch(lengths, num_tokens=n, cp_size=p, align_size=a,
+                              selector=decision.Selector.build(kept, caps), max_padding_factor=factor)
+    want = ref.plan(lengths, n)
+    assert (got.bucket, got.bucket_local_tokens, got.required_local_tokens) == (
+        want.bucket, want.bucket_local_tokens, want.required_local_tokens), (lengths, n, p, buckets, rule)
+    assert (got.fallback.value if got.fallback else None) == (want.fallback.value if want.fallback else None)
+
+
+BAD_CALLS: list[dict[str, Any]] = [
+    dict(extend_seq_lens=()),
+    dict(extend_seq_lens=(3, -2)),
+    dict(extend_seq_lens=(3, False)),
+    dict(extend_seq_lens="12"),
+    dict(extend_seq_lens=None),
+    dict(cp_size=0),
+    dict(cp_size=True),
+    dict(align_size=0),
+    dict(align_size=1.5),
+    dict(strategy="ring"),
+    dict(strategy=None),
+]
+
+
+@pytest.mark.parametrize("bad", BAD_CALLS)
+def test_impl_raises_the_reference_error_on_bad_input(bad: dict[str, Any]) -> None:
+    args: dict[str, Any] = dict(extend_seq_lens=(10, 20), cp_size=4, align_size=8, strategy="zigzag")
+    args.update(bad)
+    with pytest.raises(Exception) as want:
+        reference.required_local_tokens(**args)
+    with pytest.raises(type(want.value)) as got:
+        decision.required_local_tokens(**args)
+    assert str(got.value) == str(want.value)
