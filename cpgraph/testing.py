@@ -1,0 +1,39 @@
+"""pytest helpers: assert that a policy keeps every invariant, with the counterexample in the message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cpgraph.check import CheckReport, check_policy
+from cpgraph.check.batch import Batch
+from cpgraph.check.invariants import judge
+from cpgraph.check.protocol import as_policy, ask, load_policy
+
+__all__ = ["assert_batch_sound", "assert_policy_sound"]
+
+
+def assert_policy_sound(policy: object, *, budget_s: float = 2.0, **options: Any) -> CheckReport:
+    """Run ``cpgraph check`` on ``policy`` (an object or 'MODULE:ATTR') and fail with the minimised
+    counterexamples when an invariant breaks. Options as ``check_policy`` (default budget 2 s, so a
+    test suite stays fast; raise it in a nightly job). Returns the report when sound."""
+    report = check_policy(policy, budget_s=budget_s, **options)
+    if not report.ok:
+        raise AssertionError(report.text())
+    return report
+
+
+def assert_batch_sound(policy: object, batch: Batch, *, strategy: str = "zigzag", safety_only: bool = False) -> None:
+    """Ask every rank of ``policy`` about one batch (e.g. drawn from cpgraph.strategies.batches()) and
+    fail naming each broken invariant and every rank's answer."""
+    resolved = load_policy(policy) if isinstance(policy, str) else as_policy(policy)
+    answers = ask(resolved, batch)
+    wanted = None
+    if safety_only:
+        from cpgraph.check.invariants import SAFETY
+
+        wanted = frozenset(SAFETY)
+    found = judge(batch, answers, strategy=strategy, invariants=wanted)
+    if found:
+        ranks = "\n".join(f"  rank {a.rank}: {a.describe()}" for a in answers)
+        broken = "\n".join(f"  {f.invariant}: {f.why}" for f in found)
+        raise AssertionError(f"policy {resolved.name} breaks on {batch.literal()}:\n{broken}\n{ranks}")
