@@ -137,4 +137,4 @@ def shard(hidden: Tensor, layout: TorchLayout, out: Tensor | None = None) -> Ten
 
 def gather(per_rank: Tensor, layout: TorchLayout) -> Tensor:
     """Per-rank rows [P, rows, H] -> packed [n, H] in the original token order (a new tensor)."""
-    return per_rank.reshape(layout.cp_size * layout.rows, -1).index_select(0, layout.dest)
+    return per_rank.reshape(layout.cp_size * layout.rows, per_rank.shape[-1]).index_select(0, layout.dest)
