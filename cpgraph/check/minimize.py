@@ -77,8 +77,16 @@ def candidates(batch: Batch, cp_sizes: tuple[int, ...], strategy: str) -> Iterat
         if len(lengths) > 1:
             yield from _variants(batch, lengths[:i] + lengths[i + 1 :], p, strategy)
     active_floor = 2 * p if p > 1 and min(lengths) >= 2 * p else 1
+    s = 2 * p
+    # Residues mod 2P decide which rank is busiest, so shrink by whole rounds of 2P first (all at once,
+    # then one by one), and only then by single tokens.
+    same_residue = tuple(max(active_floor, length % s + s) if length % s + s <= length else length for length in lengths)
+    if same_residue != lengths:
+        yield from _variants(batch, same_residue, p, strategy)
     for i, length in enumerate(lengths):
-        for target in sorted({active_floor, length // 2, length - 2 * p, length - p, length - 1}):
+        q, m = divmod(length, s)
+        rounds = {m + s * j for j in (1, q // 2, q - 1) if m + s * j >= active_floor}
+        for target in sorted(rounds | {active_floor, length // 2, length - p, length - 1}):
             if active_floor <= target < length:
                 yield from _variants(batch, lengths[:i] + (target,) + lengths[i + 1 :], p, strategy)
     for q in cp_sizes:

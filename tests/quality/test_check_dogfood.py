@@ -1,0 +1,25 @@
+"""Dogfooding: the reference and impl/'s policy are checked through the same path users take."""
+
+import pytest
+
+from cpgraph import check_policy
+from cpgraph.testing import assert_policy_sound
+
+
+@pytest.mark.parametrize("target", ["reference.policy", "impl.policy"])
+def test_policy_keeps_every_invariant(target: str) -> None:
+    report = check_policy(target, budget_s=2.0, boundary=False)
+    assert report.ok, report.text()
+    assert report.cases > 300
+    assert dict(report.phases).get("exhaustive", 0) > 0
+
+
+def test_reference_passes_with_the_z3_boundary_models_first() -> None:
+    report = assert_policy_sound("reference.policy", budget_s=6.0, cp_sizes=(2, 4))
+    assert dict(report.phases).get("boundary", 0) > 0, report.phases
+
+
+def test_impl_policy_passes_the_pytest_helper_on_every_strategy_table() -> None:
+    import impl.policy
+
+    assert_policy_sound(impl.policy, budget_s=1.0, boundary=False, capacities=("captured", "headroom:3", "arbitrary"))

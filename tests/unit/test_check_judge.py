@@ -1,0 +1,132 @@
+"""The judge on hand-built batches (SEMANTICS.md's worked example first), the minimiser, the options'
+errors, the adapter's captured exceptions and the exported strategies."""
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import given
+
+from cpgraph.check import Batch, as_policy, ask, judge, load_policy, make_batch, make_options
+from cpgraph.check.minimize import minimize
+from cpgraph.check.run import breaks
+from cpgraph.strategies import batches
+from cpgraph.testing import assert_batch_sound
+
+SEED = make_batch((1534, 161, 353), (2048, 2304, 2560), cp_size=4)  # capacities 512, 576, 640
+
+
+def _ids(policy: object, batch: Batch) -> set[str]:
+    return {f.invariant for f in judge(batch, ask(as_policy(policy), batch))}
+
+
+def _const(bucket: int | None, rows: tuple[int, ...] | None = None) -> Any:
+    def select(**_: Any) -> int:
+        if bucket is None:
+            raise LookupError("eager")
+        return bucket
+
+    ns = SimpleNamespace(admit=lambda **_: bucket is not None, replay_bucket=select)
+    if rows is not None:
+        ns.local_rows = lambda **_: rows
+    return ns
+
+
+def test_seed_example_spec_is_bucket_2304_and_the_reference_keeps_every_invariant() -> None:
+    assert SEED.capacities == {2048: 512, 2304: 576, 2560: 640}
+    assert _ids(load_policy("reference.policy"), SEED) == set()
+
+
+def test_replaying_2048_on_the_seed_example_breaks_capacity_fit_only() -> None:
+    assert _ids(_const(2048), SEED) == {"capacity_fit"}
+
+
+def test_the_padded_layout_of_the_seed_example_needs_584_rows_and_breaks_capacity_fit() -> None:
+    found = judge(SEED, ask(as_policy(_const(2304, (584,) * 4)), SEED))
+    assert [f.invariant for f in found] == ["capacity_fit"]
+    assert "584" in found[0].why and "576" in found[0].why
+
+
+def test_each_wrong_answer_maps_to_its_invariant() -> None:
+    assert _ids(_const(2560), SEED) == {"minimal_bucket"}
+    assert _ids(_const(None), SEED) == {"no_needless_fallback"}
+    assert _ids(_const(3000), SEED) == {"captured_bucket"}
+    absent = make_batch((1534, 161, 353), (2048, 2304), cp_size=4, capacities={2048: 512})
+    assert _ids(_const(2304), absent) == {"captured_bucket"}
+    over = make_batch((1534, 161, 353), (4097,), cp_size=4, capacities={4097: 2000})
+    assert _ids(_const(4097), over) == {"padding_limit"}
+
+
+def test_admit_and_replay_disagreeing_breaks_admission_replay() -> None:
+    policy = SimpleNamespace(admit=lambda **_: False, replay_bucket=lambda **_: 2304)
+    assert "admission_replay" in _ids(policy, SEED)
+    raising = SimpleNamespace(admit=lambda **_: 1 / 0, replay_bucket=lambda **_: 2304)
+    answers = ask(as_policy(raising), SEED)
+    assert answers[0].admit is None and "ZeroDivisionError" in (answers[0].admit_error or "")
+    assert "admission_replay" in {f.invariant for f in judge(SEED, answers)}
+
+
+def test_a_rank_dependent_answer_breaks_rank_consensus() -> None:
+    policy = SimpleNamespace(admit=lambda **_: True, replay_bucket=lambda *, cp_rank, **_: 2304 if cp_rank else 2560)
+    found = judge(SEED, ask(as_policy(policy), SEED))
+    assert found[0].invariant == "rank_consensus"
+
+
+def test_efficiency_invariants_do_not_apply_to_batches_that_are_not_cp_active() -> None:
+    short = make_batch((3, 100), (103, 206), cp_size=2)  # a length below 2P
+    assert _ids(_const(None), short) == set()
+    assert _ids(_const(206), short) == set()
+
+
+def test_minimiser_shrinks_the_seed_overflow_to_a_small_batch() -> None:
+    policy = load_policy("proofs.mutants.ignore_capacity")
+    assert breaks(policy, SEED, "capacity_fit")
+    small, tries = minimize(SEED, lambda b: breaks(policy, b, "capacity_fit"), cp_sizes=(2, 4), budget_s=3.0)
+    assert tries > 0 and breaks(policy, small, "capacity_fit")
+    assert small.num_tokens < 100 and small.cp_size <= 4 and len(small.extend_seq_lens) <= 3
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"cp_sizes": "2,4"}, TypeError, "cp_sizes must be a sequence of ints"),
+        ({"cp_sizes": ()}, ValueError, "cp_sizes must name at least one"),
+        ({"cp_sizes": (2, 0)}, ValueError, "cp_sizes[] must be an int >= 1, got 0"),
+        ({"strategy": "spiral"}, ValueError, "strategy must be one of"),
+        ({"capacities": ()}, ValueError, "capacities must name at least one"),
+        ({"capacities": ("headroom:x",)}, ValueError, "got 'headroom:x'"),
+        ({"budget_s": -1}, ValueError, "budget_s must be a number of seconds > 0, got -1"),
+        ({"budget_s": "3"}, TypeError, "budget_s must be a number of seconds"),
+        ({"invariants": ("capacity",)}, ValueError, "invariants must be among rank_consensus"),
+        ({"max_tokens": True}, TypeError, "max_tokens must be an int >= 2, got True"),
+        ({"safety_only": True, "invariants": ("minimal_bucket",)}, ValueError, "safety_only leaves nothing"),
+    ],
+)
+def test_bad_options_name_the_argument_the_value_and_what_is_allowed(kwargs: dict[str, Any], error: type, message: str) -> None:
+    with pytest.raises(error) as info:
+        make_options(**kwargs)
+    assert message in str(info.value)
+
+
+def test_policy_without_the_protocol_is_a_type_error_naming_what_is_missing() -> None:
+    with pytest.raises(TypeError, match="missing replay_bucket"):
+        as_policy(SimpleNamespace(admit=lambda **_: True))
+    with pytest.raises(ValueError, match="MODULE:ATTR"):
+        load_policy("")
+
+
+@given(batches(cp_size_choices=(2, 4), max_requests=3, max_tokens=512))
+def test_reference_keeps_every_invariant_on_drawn_batches(batch: Batch) -> None:
+    assert batch.num_tokens == sum(batch.extend_seq_lens)
+    assert list(batch.capture_num_tokens) == sorted(set(batch.capture_num_tokens))
+    assert_batch_sound("reference.policy", batch)
+
+
+@given(batches(cp_size_choices=(2, 4), max_requests=3, max_tokens=512, tables=("captured",)))
+def test_helper_reports_the_prefix_bug_on_drawn_captured_batches_when_it_overflows(batch: Batch) -> None:
+    policy = load_policy("proofs.mutants.ignore_capacity")
+    if breaks(policy, batch, "capacity_fit"):
+        with pytest.raises(AssertionError, match="capacity_fit"):
+            assert_batch_sound(policy, batch)
+    else:
+        assert_batch_sound(policy, batch, safety_only=True)
