@@ -138,7 +138,7 @@ def test_required_local_tokens_rejects_bad_lengths(lengths: object, error: type[
 )
 def test_required_local_tokens_rejects_bad_scalars(kwargs: dict[str, object], error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=message):
-        decision.required_local_tokens((10, 20), **kwargs)  # type: ignore[arg-type]
+        decision.required_local_tokens((10, 20), **kwargs)
 
 
 @pytest.mark.parametrize(
