@@ -111,6 +111,9 @@ class DistributedPrefillRunner:
 # -- launching ---------------------------------------------------------------------------------------------
 
 
+_DEFAULT_START = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -136,15 +139,23 @@ def _entry(rank: int, world: int, port: int, backend: str, fn: Callable[..., Any
 
 
 def spawn(fn: Callable[..., Any], world_size: int, *args: Any, backend: str = "gloo",
-          timeout_s: float = 120.0) -> list[Any]:
+          timeout_s: float = 120.0, start_method: str = _DEFAULT_START) -> list[Any]:
     """Run ``fn(rank, world_size, *args)`` in one fresh process per rank; return the results by rank.
+
+    The default start method is "forkserver" where available (torch is imported once per session, by the
+    server, instead of once per rank), else "spawn"; never "fork" (unsafe after threads or CUDA).
 
     ``fn`` must be importable (module level) and return picklable values (prefer lists over tensors). Raises
     RuntimeError carrying each failed rank's traceback.
     """
     if backend not in ("gloo", "nccl"):
         raise ValueError(f"backend must be gloo or nccl, got {backend!r}")
-    ctx = mp.get_context("spawn")
+    if start_method not in mp.get_all_start_methods():
+        raise ValueError(f"start_method must be one of {mp.get_all_start_methods()}, got {start_method!r}")
+    ctx = mp.get_context(start_method)
+    if start_method == "forkserver":
+        # The server imports torch once, before any thread or CUDA context exists; every rank forks from it.
+        ctx.set_forkserver_preload(["impl.distributed", fn.__module__])
     queue = ctx.Queue()
     port = _free_port()
     procs = [ctx.Process(target=_entry, args=(r, world_size, port, backend, fn, args, queue)) for r in range(world_size)]

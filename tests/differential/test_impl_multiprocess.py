@@ -1,0 +1,67 @@
+"""One process per rank over gloo (CPU): the same outputs as one device, and the consensus guard.
+
+One spawn per cp_size serves every test of that group (module-scoped fixture); the model is tiny.
+Tolerance against the one-device runner and the non-CP eager model: float32, atol = rtol = 1e-5.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from impl.distributed import PrefillJob, batch_hidden, build_model, prefill_worker, spawn
+from impl.model import ModelConfig
+from impl.runner import PrefillGraphRunner
+
+pytestmark = pytest.mark.multiprocess
+
+CONFIG = ModelConfig(hidden=32, heads=4, layers=2)
+BUCKETS = (16, 32, 64, 128, 256)
+BATCHES = ((40, 30), (100,), (20, 20, 20), (9, 9, 9, 9, 9, 9, 9), (3, 60), (120, 100), (16, 16))
+ODD = 2  # batch index fed differently to the last rank
+
+
+def job(p: int) -> PrefillJob:
+    return PrefillJob(CONFIG, seed=p, capture_num_tokens=BUCKETS, batches=BATCHES,
+                      overrides=((ODD, p - 1, (20, 20, 21)),), capture_rule="headroom", max_requests=8)
+
+
+@pytest.fixture(scope="module", params=[2, 4], ids=["P2", "P4"])
+def group(request: pytest.FixtureRequest) -> tuple[int, list[list[dict[str, Any]]]]:
+    p: int = request.param
+    return p, spawn(prefill_worker, p, job(p), timeout_s=180)
+
+
+def test_every_rank_returns_the_one_device_outputs(group: tuple[int, list[list[dict[str, Any]]]]) -> None:
+    p, results = group
+    one = PrefillGraphRunner(build_model(CONFIG, seed=p), cp_size=p, capture_num_tokens=BUCKETS,
+                             capture_rule="headroom", max_requests=8)
+    replays = 0
+    for i, lengths in enumerate(BATCHES):
+        if i == ODD:
+            continue
+        hidden = batch_hidden(lengths, CONFIG.hidden, p, i)
+        local = one.run(hidden, lengths)
+        eager = one.run_eager(hidden, lengths)
+        for rank in range(p):
+            record = results[rank][i]
+            assert "error" not in record, record
+            assert (record["bucket"], record["reason"]) == (local.plan.bucket, local.reason), (rank, i)
+            assert record["mode"] == ("emulation" if local.plan.admitted else "eager")
+            out = torch.tensor(record["output"])
+            torch.testing.assert_close(out, local.output, atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(out, eager, atol=1e-5, rtol=1e-5)
+        replays += local.plan.admitted
+    assert replays >= 4
+
+
+def test_consensus_guard_names_the_rank_fed_a_different_batch(group: tuple[int, list[list[dict[str, Any]]]]) -> None:
+    p, results = group
+    for rank in range(p):
+        message = results[rank][ODD].get("error", "")
+        assert f"ranks [{p - 1}] disagree with ranks {list(range(p - 1))}" in message, message
+        assert "extend_seq_lens=(20, 20, 21)" in message and "extend_seq_lens=(20, 20, 20)" in message
+    # The group stays usable after a refusal: the next batch replays on every rank.
+    assert all("output" in results[rank][ODD + 1] for rank in range(p))
