@@ -125,17 +125,27 @@ def is_least_fitting(selection: Selection, capture: CaptureList, window: Window,
     )
 
 
+def scan_step(capture: CaptureList, index: int, window: Window, required: IntLike, rest: Selection) -> Selection:
+    """One step of the scan at bucket ``index``, given the decision ``rest`` of scanning the buckets after
+    it: below n, defer to the rest; above F*n, stop with none; with room, take it; else defer."""
+    b = capture.buckets[index]
+    below, above, room = b < window.low, b > window.high, has_room(capture, index, required)
+    admitted = z3.If(below, rest.admitted, z3.If(above, z3.BoolVal(False), z3.Or(room, rest.admitted)))
+    bucket = z3.If(below, rest.bucket, z3.If(above, z3.IntVal(0), z3.If(room, b, rest.bucket)))
+    return Selection(admitted, bucket)
+
+
+NO_SELECTION = Selection(z3.BoolVal(False), z3.IntVal(0))  # the scan of an empty list: run eagerly
+
+
 def scan_select(capture: CaptureList, window: Window, required: IntLike) -> Selection:
     """Upstream's scan of the sorted list: skip a bucket below n, stop (none) at the first above F*n, take
-    the first with room, skip one without (including a missing capacity)."""
-    admitted: BoolTerm = z3.BoolVal(False)
-    bucket: IntTerm = z3.IntVal(0)
+    the first with room, skip one without (including a missing capacity). Built as a fold of scan_step
+    from the last bucket back to the first."""
+    chosen = NO_SELECTION
     for i in reversed(range(len(capture))):
-        b = capture.buckets[i]
-        below, above, room = b < window.low, b > window.high, has_room(capture, i, required)
-        admitted = z3.If(below, admitted, z3.If(above, z3.BoolVal(False), z3.Or(room, admitted)))
-        bucket = z3.If(below, bucket, z3.If(above, z3.IntVal(0), z3.If(room, b, bucket)))
-    return Selection(admitted, bucket)
+        chosen = scan_step(capture, i, window, required, chosen)
+    return chosen
 
 
 def same_selection(first: Selection, second: Selection) -> BoolTerm:

@@ -1,0 +1,196 @@
+"""Theorems about spec/capacity.py: the headroom bound for any number of requests and its tightness, the
+captured capacity as an aligned ceil share, headroom capacities fitting every bucket at or above n, and
+required rows covering every rank.
+
+The induction over requests works one rank at a time: the claims are "for every rank" and a rank's load
+in a batch is the sum of its loads per request, so a symbolic rank (or one symbolic prior load) suffices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import z3
+
+from proofs.induction import symbolic_loads
+from proofs.obligation import Query
+from proofs.replay import batch_replay
+from proofs.strategies import Split, ZigzagRankLoad
+from spec.arith import align_up, ceil_div, divmod_by
+from spec.capacity import capture_local_tokens, headroom_bound, headroom_local_tokens, required_local_tokens
+from spec.invariants import loads_fit
+from spec.strategies import STRATEGIES
+from spec.terms import Defined, IntLike, indicator
+from spec.zigzag import zigzag_rank_load, zigzag_split
+
+HeadroomBound = Callable[[IntLike, int, IntLike, str], Defined]
+Capture = Callable[[IntLike, int, IntLike, str, str], Defined]
+HeadroomCapacity = Callable[[IntLike, int, IntLike, IntLike, str], Defined]
+
+
+def headroom_bound_holds_for_any_number_of_requests(
+    cp_size: int,
+    *,
+    split: Split = zigzag_split,
+    rank_load: ZigzagRankLoad = zigzag_rank_load,
+    bound: HeadroomBound = headroom_bound,
+) -> tuple[Query, ...]:
+    """Under zigzag, in any batch of N tokens in at most R requests every rank holds at most
+    floor((N + R(P-1))/P) tokens. Request: a non-empty request of L tokens puts at most (L + P - 1)/P on a
+    rank (an empty one puts nothing). Step: adding a request keeps P*a_r <= N + k(P-1) with k the non-empty
+    requests so far. Bound: that inequality with k <= R gives the floor (R capped at N)."""
+    p = cp_size
+    length, rank = z3.Int("L"), z3.Int("r")
+    parts = split(length, p, "req")
+    load = rank_load(parts, rank, p)
+    request = Query(
+        "request",
+        p * load <= length + (p - 1) * indicator(length >= 1),
+        (length >= 0, parts.holds, rank >= 0, rank < p),
+        size=length,
+        shown=(("l_r", load),),
+        replay=batch_replay(
+            theorem="headroom_bound_holds_for_any_number_of_requests",
+            cp_size=p,
+            strategy="zigzag",
+            length_names=("L",),
+            claim="P * max(loads) <= N + (P - 1) * (N >= 1)",
+        ),
+    )
+    prior, tokens, requests = z3.Int("a"), z3.Int("N"), z3.Int("k")
+    more, nonempty = z3.Int("l"), z3.Int("j")
+    step = Query(
+        "step",
+        z3.And(
+            p * (prior + more) <= (tokens + length) + (requests + nonempty) * (p - 1),
+            requests + nonempty <= tokens + length,
+        ),
+        (
+            prior >= 0, tokens >= 0, requests >= 0, requests <= tokens, p * prior <= tokens + requests * (p - 1),
+            length >= 0, nonempty == indicator(length >= 1), more >= 0, p * more <= length + nonempty * (p - 1),
+        ),
+    )
+    limit = z3.Int("R")
+    capped = bound(tokens, p, limit, "bound")
+    final = Query(
+        "bound",
+        prior <= capped.value,
+        (
+            capped.holds, prior >= 0, tokens >= 0, requests >= 0, requests <= tokens, limit >= 1, requests <= limit,
+            p * prior <= tokens + requests * (p - 1),
+        ),
+        size=tokens,
+    )
+    return (request, step, final)
+
+
+def headroom_bound_is_tight(
+    cp_size: int,
+    *,
+    split: Split = zigzag_split,
+    rank_load: ZigzagRankLoad = zigzag_rank_load,
+    bound: HeadroomBound = headroom_bound,
+) -> tuple[Query, ...]:
+    """The headroom bound is attained: in any batch of R requests whose every length has L mod 2P = P+1,
+    rank P-1 holds exactly floor((N + R(P-1))/P) tokens (so with the bound above, it is the busiest)."""
+    p = cp_size
+    length = z3.Int("L")
+    parts = split(length, p, "req")
+    clause = divmod_by(length, 2 * p, "tight")
+    request = Query(
+        "request",
+        p * rank_load(parts, p - 1, p) == length + p - 1,
+        (length >= 1, parts.holds, clause.holds, clause.remainder == (p + 1) % (2 * p)),
+        size=length,
+        replay=batch_replay(
+            theorem="headroom_bound_is_tight",
+            cp_size=p,
+            strategy="zigzag",
+            length_names=("L",),
+            claim="P * loads[-1] == N + P - 1",
+        ),
+    )
+    prior, tokens, requests, more = z3.Int("a"), z3.Int("N"), z3.Int("k"), z3.Int("l")
+    step = Query(
+        "step",
+        p * (prior + more) == (tokens + length) + (requests + 1) * (p - 1),
+        (p * prior == tokens + requests * (p - 1), p * more == length + (p - 1)),
+    )
+    exact = bound(tokens, p, requests, "bound")
+    final = Query(
+        "bound",
+        prior == exact.value,
+        (exact.holds, requests >= 1, requests <= tokens, p * prior == tokens + requests * (p - 1)),
+        size=tokens,
+    )
+    return (request, step, final)
+
+
+def capture_capacity_is_aligned_ceil_share(cp_size: int, *, capture: Capture = capture_local_tokens) -> tuple[Query, ...]:
+    """For every strategy, the capacity recorded when bucket B is captured as one request is
+    align_up(ceil(B/P), A) with the strategy's default A (the busiest rank of one request holds ceil(B/P))."""
+    p = cp_size
+    bucket = z3.Int("B")
+    queries = []
+    for kind, row in STRATEGIES.items():
+        a = row.align_size(p)
+        recorded = capture(bucket, p, a, "capture", kind)
+        share = ceil_div(bucket, p, "share")
+        aligned = align_up(share.value, a, "aligned")
+        queries.append(
+            Query(
+                kind,
+                recorded.value == aligned.value,
+                (bucket >= 1, recorded.holds, share.holds, aligned.holds),
+                size=bucket,
+                shown=(("capture_local_tokens", recorded.value), ("align_up(ceil(B/P), A)", aligned.value)),
+            )
+        )
+    return tuple(queries)
+
+
+def headroom_capture_fits_first_bucket_at_or_above_n(
+    cp_size: int, *, capacity: HeadroomCapacity = headroom_local_tokens
+) -> tuple[Query, ...]:
+    """Under zigzag with A = 2P, when every bucket B is captured with headroom for R requests, any batch of
+    at most R requests and N <= n tokens fits every bucket B >= n, so it fits the first bucket at or above
+    n (its loads are those of the headroom theorem: P*a_r <= N + k(P-1), k non-empty requests)."""
+    p = cp_size
+    a = STRATEGIES["zigzag"].align_size(p)
+    loads = symbolic_loads(p, "a")
+    tokens, requests, limit, n, bucket = z3.Int("N"), z3.Int("k"), z3.Int("R"), z3.Int("n"), z3.Int("B")
+    rows = required_local_tokens(loads, a, "required")
+    room = capacity(bucket, p, a, limit, "capacity")
+    return (
+        Query(
+            "batch",
+            rows.value <= room.value,
+            (
+                loads.holds, rows.holds, room.holds, requests >= 0, requests <= tokens, requests <= limit,
+                limit >= 1, tokens <= n, n <= bucket, n >= 1,
+                *[p * x <= tokens + requests * (p - 1) for x in loads.loads],
+            ),
+            size=bucket,
+            shown=(("required", rows.value), ("capacity", room.value)),
+        ),
+    )
+
+
+def capacity_fits_every_rank(cp_size: int, *, required: Callable[..., Defined] = required_local_tokens) -> tuple[Query, ...]:
+    """Every rank's live load fits the rows every rank pads to (align_up of the busiest load), hence any
+    bucket whose capacity is >= those rows; for A = 2P (zigzag) and A = P (interleave, contiguous)."""
+    p = cp_size
+    loads = symbolic_loads(p, "a")
+    room = z3.Int("capacity")
+    queries = []
+    for label, a in (("A=2P", 2 * p), ("A=P", p)):
+        rows = required(loads, a, "required")
+        queries.append(
+            Query(
+                label,
+                z3.And(loads_fit(loads, rows.value), loads_fit(loads, room)),
+                (loads.holds, rows.holds, room >= rows.value),
+                shown=(("required", rows.value),),
+            )
+        )
+    return tuple(queries)

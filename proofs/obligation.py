@@ -1,0 +1,73 @@
+"""Proof obligations: a theorem is a builder of solver queries over one parameter (cp_size, capture-list
+length, or none); the registry (proofs/registry.py) lists them with their scope for the CLI and tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from proofs.check import DEFAULT_RLIMIT, Value
+from spec.terms import BoolTerm, IntTerm
+
+MAX_LIST_LENGTH = 32  # selection theorems: every capture list of 1..32 buckets (values unbounded)
+
+Replay = Callable[[Mapping[str, Value]], str]
+
+
+@dataclass(frozen=True)
+class Query:
+    """One solver call: ``hypotheses => claim``.
+
+    ``part`` names the step of the argument (e.g. "request" lemma, induction "step", final "bound").
+    ``size`` is what counterexample minimisation shrinks (tokens plus requests); ``shown`` are named terms
+    a counterexample prints; ``replay`` turns a model into a concrete run of the reference and a
+    paste-able regression test.
+    """
+
+    part: str
+    claim: BoolTerm
+    hypotheses: tuple[BoolTerm, ...]
+    size: IntTerm | None = None
+    shown: tuple[tuple[str, IntTerm], ...] = ()
+    replay: Replay | None = None
+    rlimit: int = DEFAULT_RLIMIT
+
+
+Theorem = Callable[[int], tuple[Query, ...]]
+
+
+@dataclass(frozen=True)
+class Obligation:
+    """A named theorem with its scope; ``over`` says what its parameter ranges over."""
+
+    name: str
+    scope: str  # may mention {cp_max}
+    doc: str
+    over: str  # "cp_size" (1..cp_max), "list_length" (1..32) or "once"
+    build: Theorem = field(repr=False)
+
+    def __post_init__(self) -> None:
+        if self.over not in ("cp_size", "list_length", "once"):
+            raise ValueError(f"over must be one of cp_size, list_length, once; got {self.over!r}")
+
+    def parameters(self, cp_max: int) -> tuple[int, ...]:
+        """The parameter values checked: cp_size 1..cp_max, list length 1..32, or the single 0."""
+        if self.over == "cp_size":
+            return tuple(range(1, cp_max + 1))
+        if self.over == "list_length":
+            return tuple(range(1, MAX_LIST_LENGTH + 1))
+        return (0,)
+
+    def scope_for(self, cp_max: int) -> str:
+        return self.scope.format(cp_max=cp_max)
+
+    def label(self, parameter: int) -> str:
+        return {"cp_size": f"P={parameter}", "list_length": f"K={parameter}", "once": "symbolic"}[self.over]
+
+
+def obligation(build: Theorem, *, scope: str, over: str) -> Obligation:
+    """An obligation named and documented by its builder (the theorem's name is the function's)."""
+    doc = " ".join((build.__doc__ or "").split())
+    if not doc:
+        raise ValueError(f"theorem {build.__name__} needs a plain-English docstring")
+    return Obligation(build.__name__, scope, doc, over, build)

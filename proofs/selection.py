@@ -1,0 +1,169 @@
+"""Theorems about spec/selection.py: upstream's scan of a sorted capture list selects exactly the least
+fitting bucket (or falls back exactly when none fits), and so meets every selection invariant.
+
+Every theorem is proved for every capture list of 1..32 buckets with unbounded values, unbounded
+capacities (or missing ones), any n >= 1, any required rows, and any padding window [n, H] with H >= n:
+a window with a symbolic upper end covers every padding factor F >= 1 at once
+(padding_window_holds_n_for_every_factor shows F*n >= n).
+
+The scan is proved to compute the declarative relation (least fitting bucket, or none) by induction over
+the list; each invariant is then proved of any decision satisfying the relation, so it holds of the scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import z3
+
+from proofs.obligation import Query
+from proofs.replay import selection_replay
+from spec.invariants import capacity_fit, captured_bucket, minimal_bucket, no_needless_fallback, padding_limit
+from spec.selection import (
+    CaptureList,
+    Selection,
+    Window,
+    capture_list_is_well_formed,
+    is_least_fitting,
+    padding_window,
+    same_selection,
+    scan_step,
+    symbolic_capture_list,
+)
+from spec.terms import BoolTerm, IntLike, IntTerm, all_of
+
+Step = Callable[[CaptureList, int, Window, IntLike, Selection], Selection]
+Relation = Callable[[Selection, CaptureList, Window, IntLike], BoolTerm]
+WellFormed = Callable[[CaptureList], BoolTerm]
+
+
+def _setting(length: int, well_formed: WellFormed) -> tuple[CaptureList, Window, IntTerm, tuple[BoolTerm, ...], IntTerm]:
+    """A symbolic sorted capture list, window [n, high], required rows; the hypotheses; a size to shrink."""
+    capture = symbolic_capture_list(length, "cap")
+    n, high, required = z3.Int("n"), z3.Int("high"), z3.Int("required")
+    hypotheses = (well_formed(capture), n >= 1, high >= n, required >= 0)
+    size = z3.Sum([*capture.buckets, *capture.capacities, high, required])
+    return capture, Window(n, high), required, hypotheses, size
+
+
+def _tail(capture: CaptureList) -> CaptureList:
+    return CaptureList(capture.buckets[1:], capture.capacities[1:], capture.recorded[1:])
+
+
+def scan_selects_least_fitting_bucket(
+    length: int, *, step: Step = scan_step, well_formed: WellFormed = capture_list_is_well_formed
+) -> tuple[Query, ...]:
+    """The scan (skip below n, stop at the first above F*n, skip a bucket without room or capacity) admits
+    exactly when some bucket fits, and then selects the least fitting bucket: the declarative relation.
+    By induction over the list from its end: if scanning the buckets after the first gives the least
+    fitting bucket of those, one more scan step gives the least fitting bucket of the whole list (the
+    empty list falls back, which is the relation for no buckets)."""
+    capture, window, required, hypotheses, size = _setting(length, well_formed)
+    rest = Selection(z3.Bool("rest.admitted"), z3.Int("rest.bucket"))
+    chosen = step(capture, 0, window, required, rest)
+    return (
+        Query(
+            "step",
+            is_least_fitting(chosen, capture, window, required),
+            (*hypotheses, is_least_fitting(rest, _tail(capture), window, required)),
+            size=size,
+            shown=(("admitted", z3.If(chosen.admitted, 1, 0)), ("bucket", chosen.bucket)),
+            replay=selection_replay(theorem="scan_selects_least_fitting_bucket", length=length),
+        ),
+    )
+
+
+def _from_relation(length: int, relation: Relation, claim: Callable[[Selection, CaptureList, Window, IntTerm], BoolTerm],
+                   well_formed: WellFormed, part: str = "relation") -> tuple[Query, ...]:
+    capture, window, required, hypotheses, size = _setting(length, well_formed)
+    chosen = Selection(z3.Bool("chosen.admitted"), z3.Int("chosen.bucket"))
+    return (
+        Query(
+            part,
+            claim(chosen, capture, window, required),
+            (*hypotheses, relation(chosen, capture, window, required)),
+            size=size,
+            shown=(("admitted", z3.If(chosen.admitted, 1, 0)), ("bucket", chosen.bucket)),
+        ),
+    )
+
+
+def scan_selects_a_captured_bucket(
+    length: int, *, relation: Relation = is_least_fitting, well_formed: WellFormed = capture_list_is_well_formed
+) -> tuple[Query, ...]:
+    """captured_bucket: the scan's bucket (the least fitting one) is in the capture list and has a recorded
+    capacity."""
+    return _from_relation(length, relation, lambda s, c, w, r: captured_bucket(s, c), well_formed)
+
+
+def scan_respects_padding_limit(
+    length: int, *, relation: Relation = is_least_fitting, well_formed: WellFormed = capture_list_is_well_formed
+) -> tuple[Query, ...]:
+    """padding_limit: the scan's bucket B satisfies n <= B <= F*n."""
+    return _from_relation(length, relation, lambda s, c, w, r: padding_limit(s, w), well_formed)
+
+
+def scan_bucket_has_room_for_required_rows(
+    length: int, *, relation: Relation = is_least_fitting, well_formed: WellFormed = capture_list_is_well_formed
+) -> tuple[Query, ...]:
+    """capacity_fit: the scan's bucket has a recorded capacity >= the live batch's required rows."""
+    return _from_relation(length, relation, lambda s, c, w, r: capacity_fit(s, c, r), well_formed)
+
+
+def scan_selects_minimal_bucket(
+    length: int, *, relation: Relation = is_least_fitting, well_formed: WellFormed = capture_list_is_well_formed
+) -> tuple[Query, ...]:
+    """minimal_bucket: no smaller captured bucket would do."""
+    return _from_relation(length, relation, minimal_bucket, well_formed)
+
+
+def scan_never_falls_back_when_a_bucket_fits(
+    length: int, *, relation: Relation = is_least_fitting, well_formed: WellFormed = capture_list_is_well_formed
+) -> tuple[Query, ...]:
+    """no_needless_fallback: if some captured bucket fits, the scan admits the batch."""
+    return _from_relation(length, relation, no_needless_fallback, well_formed)
+
+
+def least_fitting_bucket_is_unique(
+    length: int, *, relation: Relation = is_least_fitting, well_formed: WellFormed = capture_list_is_well_formed
+) -> tuple[Query, ...]:
+    """The declarative relation is a function: two decisions that both satisfy it are the same decision, so
+    any two ranks (or admission and replay) that compute it from the same inputs agree."""
+    capture, window, required, hypotheses, size = _setting(length, well_formed)
+    first = Selection(z3.Bool("first.admitted"), z3.Int("first.bucket"))
+    second = Selection(z3.Bool("second.admitted"), z3.Int("second.bucket"))
+    return (
+        Query(
+            "relation",
+            same_selection(first, second),
+            (*hypotheses, relation(first, capture, window, required), relation(second, capture, window, required)),
+            size=size,
+        ),
+    )
+
+
+def scan_selects_first_bucket_at_or_above_n_when_it_has_room(
+    length: int, *, relation: Relation = is_least_fitting, well_formed: WellFormed = capture_list_is_well_formed
+) -> tuple[Query, ...]:
+    """When the first captured bucket at or above n is within the padding limit and has room (e.g. every
+    bucket captured with headroom), the scan selects it."""
+
+    def claim(chosen: Selection, capture: CaptureList, window: Window, required: IntTerm) -> BoolTerm:
+        b = capture.buckets
+        cases = []
+        for i in range(len(capture)):
+            first = z3.And(b[i] >= window.low, *([b[i - 1] < window.low] if i else []))
+            room = z3.And(b[i] <= window.high, capture.recorded[i], capture.capacities[i] >= required)
+            cases.append(z3.Implies(z3.And(first, room), z3.And(chosen.admitted, chosen.bucket == b[i])))
+        return all_of(cases)
+
+    return _from_relation(length, relation, claim, well_formed)
+
+
+def padding_window_holds_n_for_every_factor(parameter: int) -> tuple[Query, ...]:
+    """For every padding factor F >= 1 and n >= 1 the window [n, F*n] is non-empty (F*n >= n), so the
+    selection theorems, proved for every window [n, H] with H >= n, cover every F."""
+    del parameter
+    n, factor = z3.Int("n"), z3.Int("F")
+    window = padding_window(n, factor)
+    return (Query("window", window.high >= window.low, (n >= 1, factor >= 1)),)

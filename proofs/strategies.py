@@ -1,0 +1,159 @@
+"""Theorems about spec/strategies.py and spec/zigzag.py: conservation (loads sum to tokens) and per-request
+balance (the busiest rank holds ceil(L/P)), for every strategy in the table, every cp_size and every length;
+conservation for any number of requests by induction (the step adds one request's loads rank-wise).
+
+Claims "for every rank" use one symbolic rank 0 <= r < P where the strategy's rank load allows it (zigzag,
+interleave): the same statement, a much smaller query.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import z3
+
+from proofs.induction import batch_so_far, next_request
+from proofs.obligation import Query
+from proofs.replay import batch_replay
+from spec.arith import DivMod, divmod_by
+from spec.invariants import conservation, per_request_balance
+from spec.strategies import RequestLoads, contiguous_request_loads, interleave_loads, interleave_rank_load
+from spec.terms import IntLike, IntTerm, Loads
+from spec.zigzag import zigzag_rank_load, zigzag_request_loads, zigzag_split
+
+ZigzagRankLoad = Callable[[DivMod, IntLike, IntLike], IntTerm]
+Split = Callable[[IntLike, IntLike, str], DivMod]
+InterleaveRankLoad = Callable[[DivMod, IntLike], IntTerm]
+
+
+@functools.lru_cache(maxsize=512)
+def request_terms(request_loads: RequestLoads, cp_size: int) -> tuple[IntTerm, Loads]:
+    """(L, the loads of one request of length L): built once per builder and cp_size, shared by theorems."""
+    length = z3.Int("L")
+    return length, request_loads(length, cp_size, "req")
+
+
+def _shown(loads: Loads) -> tuple[tuple[str, IntTerm], ...]:
+    return tuple((f"l{r}", x) for r, x in enumerate(loads.loads))
+
+
+def _sum_over_requests(cp_size: int, strategy: str, request_loads: RequestLoads, theorem: str) -> tuple[Query, ...]:
+    length, loads = request_terms(request_loads, cp_size)
+    request = Query(
+        "request",
+        conservation(loads, length),
+        (length >= 0, loads.holds),
+        size=length,
+        shown=_shown(loads),
+        replay=batch_replay(
+            theorem=theorem, cp_size=cp_size, strategy=strategy, length_names=("L",), claim="sum(loads) == N"
+        ),
+    )
+    so_far, tokens, _ = batch_so_far(cp_size)
+    more, extra = next_request(cp_size)
+    step = Query(
+        "step",
+        conservation(so_far.plus(more), tokens + extra),
+        (so_far.holds, more.holds, conservation(so_far, tokens), conservation(more, extra)),
+    )
+    return (request, step)
+
+
+def _ceil_share_replay(theorem: str, cp_size: int, strategy: str) -> Callable[..., str]:
+    return batch_replay(
+        theorem=theorem, cp_size=cp_size, strategy=strategy, length_names=("L",), claim="max(loads) == -(-N // P)"
+    )
+
+
+def zigzag_loads_sum_to_tokens(cp_size: int, *, request_loads: RequestLoads = zigzag_request_loads) -> tuple[Query, ...]:
+    """Under zigzag, the ranks' loads sum to the batch's tokens: per request, and for any number of requests."""
+    return _sum_over_requests(cp_size, "zigzag", request_loads, "zigzag_loads_sum_to_tokens")
+
+
+def contiguous_loads_sum_to_tokens(
+    cp_size: int, *, request_loads: RequestLoads = contiguous_request_loads
+) -> tuple[Query, ...]:
+    """Under contiguous sharding, the ranks' loads sum to the batch's tokens, for any number of requests."""
+    return _sum_over_requests(cp_size, "contiguous", request_loads, "contiguous_loads_sum_to_tokens")
+
+
+def interleave_loads_sum_to_tokens(cp_size: int, *, batch_loads: RequestLoads = interleave_loads) -> tuple[Query, ...]:
+    """Under interleave, the ranks' loads sum to the batch's tokens (they depend only on the total N)."""
+    total, loads = request_terms(batch_loads, cp_size)
+    return (
+        Query(
+            "batch",
+            conservation(loads, total),
+            (total >= 0, loads.holds),
+            size=total,
+            shown=_shown(loads),
+            replay=batch_replay(
+                theorem="interleave_loads_sum_to_tokens",
+                cp_size=cp_size,
+                strategy="interleave",
+                length_names=("L",),
+                claim="sum(loads) == N",
+            ),
+        ),
+    )
+
+
+def zigzag_busiest_rank_holds_ceil_share(
+    cp_size: int, *, split: Split = zigzag_split, rank_load: ZigzagRankLoad = zigzag_rank_load
+) -> tuple[Query, ...]:
+    """Under zigzag, for one request of any length L the busiest rank holds exactly ceil(L/P) tokens: every
+    rank holds at most that, and rank P-1 (when L mod 2P > P) or rank 0 (otherwise) holds it."""
+    p = cp_size
+    length, rank = z3.Int("L"), z3.Int("r")
+    parts = split(length, p, "req")
+    witness = z3.If(parts.remainder > p, p - 1, 0)
+    load, busiest = rank_load(parts, rank, p), rank_load(parts, witness, p)
+    return (
+        Query(
+            "request",
+            z3.And(p * (load - 1) < length, p * busiest >= length),
+            (length >= 0, parts.holds, rank >= 0, rank < p),
+            size=length,
+            shown=(("l_r", load), ("l_witness", busiest)),
+            replay=_ceil_share_replay("zigzag_busiest_rank_holds_ceil_share", p, "zigzag"),
+        ),
+    )
+
+
+def contiguous_busiest_rank_holds_ceil_share(
+    cp_size: int, *, request_loads: RequestLoads = contiguous_request_loads
+) -> tuple[Query, ...]:
+    """Under contiguous sharding, for one request of any length L the busiest rank holds exactly ceil(L/P)."""
+    length, loads = request_terms(request_loads, cp_size)
+    return (
+        Query(
+            "request",
+            per_request_balance(loads, length),
+            (length >= 0, loads.holds),
+            size=length,
+            shown=_shown(loads),
+            replay=_ceil_share_replay("contiguous_busiest_rank_holds_ceil_share", cp_size, "contiguous"),
+        ),
+    )
+
+
+def interleave_busiest_rank_holds_ceil_share(
+    cp_size: int, *, rank_load: InterleaveRankLoad = interleave_rank_load
+) -> tuple[Query, ...]:
+    """Under interleave, for any batch of N tokens the busiest rank holds exactly ceil(N/P) tokens (every
+    rank at most that; rank 0 holds it)."""
+    p = cp_size
+    total, rank = z3.Int("L"), z3.Int("r")
+    parts = divmod_by(total, p, "batch")
+    load, first = rank_load(parts, rank), rank_load(parts, 0)
+    return (
+        Query(
+            "batch",
+            z3.And(p * (load - 1) < total, p * first >= total),
+            (total >= 0, parts.holds, rank >= 0, rank < p),
+            size=total,
+            shown=(("l_r", load), ("l_0", first)),
+            replay=_ceil_share_replay("interleave_busiest_rank_holds_ceil_share", p, "interleave"),
+        ),
+    )

@@ -1,0 +1,103 @@
+"""Theorems about spec/zigzag.py with a symbolic cp_size: each is one query for every P >= 1 at once.
+
+With P symbolic, L = 2P*q + m is nonlinear; these forms stay stable in the solver because every claim is
+linear once the products P*q are treated as atoms. (Conservation sums over P ranks and is proved per P in
+proofs/strategies.py.)
+"""
+
+from __future__ import annotations
+
+import z3
+
+from proofs.obligation import Query
+from proofs.strategies import Split, ZigzagRankLoad
+from spec.terms import indicator
+from spec.zigzag import zigzag_owned_blocks, zigzag_rank_load, zigzag_split
+
+
+def _symbolic(split: Split, rank_load: ZigzagRankLoad) -> tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef, z3.ArithRef, tuple[z3.BoolRef, ...], object]:
+    p, rank, length = z3.Int("P"), z3.Int("r"), z3.Int("L")
+    parts = split(length, p, "req")
+    load = rank_load(parts, rank, p)
+    return p, rank, length, load, (p >= 1, rank >= 0, rank < p, length >= 0, parts.holds), parts
+
+
+def per_request_headroom_bound_holds_for_symbolic_cp_size(
+    parameter: int, *, split: Split = zigzag_split, rank_load: ZigzagRankLoad = zigzag_rank_load
+) -> tuple[Query, ...]:
+    """For every P >= 1, every rank and every length L = 2Pq + m, a non-empty request puts at most
+    (L + P - 1)/P tokens on a rank: P*l_r <= L + P - 1."""
+    del parameter
+    p, _, length, load, hypotheses, _ = _symbolic(split, rank_load)
+    return (Query("request", p * load <= length + (p - 1) * indicator(length >= 1), hypotheses, size=length),)
+
+
+def headroom_step_holds_for_symbolic_cp_size(parameter: int) -> tuple[Query, ...]:
+    """For every P >= 1, adding one request keeps every rank within the headroom bound: if P*a <= N + k(P-1)
+    and P*l <= L + P - 1 then P*(a + l) <= (N + L) + (k + 1)(P - 1)."""
+    del parameter
+    p, prior, tokens, requests, more, length = (z3.Int(x) for x in ("P", "a", "N", "k", "l", "L"))
+    return (
+        Query(
+            "step",
+            p * (prior + more) <= (tokens + length) + (requests + 1) * (p - 1),
+            (p >= 1, p * prior <= tokens + requests * (p - 1), p * more <= length + p - 1),
+        ),
+    )
+
+
+def busiest_rank_holds_ceil_share_for_symbolic_cp_size(
+    parameter: int, *, split: Split = zigzag_split, rank_load: ZigzagRankLoad = zigzag_rank_load
+) -> tuple[Query, ...]:
+    """For every P >= 1 and every length L, every rank holds at most ceil(L/P) tokens of one request and
+    rank P-1 (when L mod 2P > P) or rank 0 (otherwise) holds exactly that."""
+    del parameter
+    p, _, length, load, hypotheses, parts = _symbolic(split, rank_load)
+    assert hasattr(parts, "remainder")
+    witness = z3.If(parts.remainder > p, p - 1, 0)
+    busiest = rank_load(parts, witness, p)  # type: ignore[arg-type]
+    return (
+        Query(
+            "request",
+            z3.And(p * (load - 1) < length, p * busiest >= length),
+            hypotheses,
+            size=length,
+        ),
+    )
+
+
+def headroom_bound_is_tight_for_symbolic_cp_size(
+    parameter: int, *, split: Split = zigzag_split, rank_load: ZigzagRankLoad = zigzag_rank_load
+) -> tuple[Query, ...]:
+    """For every P >= 2 and every length with L mod 2P = P+1, rank P-1 holds exactly (L + P - 1)/P tokens."""
+    del parameter
+    p, length, q = z3.Int("P"), z3.Int("L"), z3.Int("q")
+    parts = split(length, p, "req")
+    return (
+        Query(
+            "request",
+            p * rank_load(parts, p - 1, p) == length + p - 1,
+            (p >= 2, q >= 0, length == 2 * p * q + p + 1, parts.holds),
+            size=length,
+        ),
+    )
+
+
+def zigzag_ownership_partitions_blocks_for_symbolic_cp_size(parameter: int) -> tuple[Query, ...]:
+    """For every P >= 1, each of the 2P blocks is owned by exactly one rank: block j by rank j (j < P) or
+    rank 2P-1-j (j >= P), and no other rank owns it (so no token is lost or duplicated)."""
+    del parameter
+    p, block, rank = z3.Int("P"), z3.Int("j"), z3.Int("r")
+    owner = z3.If(block < p, block, 2 * p - 1 - block)
+
+    def owns(r: z3.ArithRef) -> z3.BoolRef:
+        early, late = zigzag_owned_blocks(r, p)
+        return z3.Or(block == early, block == late)
+
+    return (
+        Query(
+            "blocks",
+            z3.And(owner >= 0, owner < p, owns(owner), z3.Implies(owns(rank), rank == owner)),
+            (p >= 1, block >= 0, block < 2 * p, rank >= 0, rank < p),
+        ),
+    )
