@@ -152,7 +152,7 @@ def spawn(fn: Callable[..., Any], world_size: int, *args: Any, backend: str = "g
         raise ValueError(f"backend must be gloo or nccl, got {backend!r}")
     if start_method not in mp.get_all_start_methods():
         raise ValueError(f"start_method must be one of {mp.get_all_start_methods()}, got {start_method!r}")
-    ctx = mp.get_context(start_method)
+    ctx: Any = mp.get_context(start_method)
     if start_method == "forkserver":
         # The server imports torch once, before any thread or CUDA context exists; every rank forks from it.
         ctx.set_forkserver_preload(["impl.distributed", fn.__module__])
