@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from reference import capture_local_tokens, default_align_size, headroom_local_tokens
@@ -33,14 +32,14 @@ class Batch:
         return dict(self.bucket_local_tokens)
 
     def kwargs(self) -> dict[str, Any]:
-        """The protocol's keyword arguments (without ``cp_rank``); the capacity mapping is read-only."""
+        """The protocol's keyword arguments (without ``cp_rank``); the capacity mapping is a fresh dict."""
         return {
             "cp_size": self.cp_size,
             "align_size": self.align_size,
             "num_tokens": self.num_tokens,
             "extend_seq_lens": self.extend_seq_lens,
             "capture_num_tokens": self.capture_num_tokens,
-            "bucket_local_tokens": MappingProxyType(dict(self.bucket_local_tokens)),
+            "bucket_local_tokens": dict(self.bucket_local_tokens),
             "max_padding_factor": self.max_padding_factor,
         }
 

@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from cpgraph.check.batch import Batch, parse_table
-from cpgraph.check.invariants import spec_for
+from cpgraph.check.invariants import live_loads
 from cpgraph.check.options import CheckOptions
 from reference import capture_local_tokens, default_align_size, headroom_local_tokens
 
@@ -74,8 +74,8 @@ def _edge_batches(lengths: tuple[int, ...], cp_size: int, options: CheckOptions)
     """Capture lists and tables around this batch's n and required rows (see the module docstring)."""
     s, f = options.strategy, options.max_padding_factor
     n = sum(lengths)
-    probe = build(lengths, (n,), "captured", cp_size=cp_size, strategy=s, factor=f)
-    req, a = spec_for(probe, s).required, probe.align_size
+    a = default_align_size(cp_size=cp_size, strategy=s)
+    req = -(-max(live_loads(lengths, cp_size, s)) // a) * a
     # captured rows are align_up(ceil(B/P), A); the first B >= n with rows >= req:
     fit = max(n, cp_size * (req - a) + 1)
     low = 2 * cp_size
@@ -96,9 +96,10 @@ def _edge_batches(lengths: tuple[int, ...], cp_size: int, options: CheckOptions)
 
 
 def _small_lengths(cp_size: int, options: CheckOptions) -> list[tuple[int, ...]]:
-    """Every multiset of up to 3 lengths from [2P, 6P) (four rounds of L mod 2P), smallest n first."""
+    """Every multiset of up to 3 lengths from [2P, 2P + W), smallest n first: W = max(4P, 16) below P = 8
+    (several rounds of L mod 2P), one round W = 2P from P = 8 (every residue once)."""
     lo = 1 if cp_size == 1 else 2 * cp_size
-    hi = 6 if cp_size == 1 else 6 * cp_size
+    hi = 6 if cp_size == 1 else lo + max(4 * cp_size, 16) if cp_size < 8 else lo + 2 * cp_size
     out: list[tuple[int, ...]] = []
     for r in range(1, min(3, options.max_requests) + 1):
         out.extend(c for c in itertools.combinations_with_replacement(range(lo, hi), r) if sum(c) <= options.max_tokens)
@@ -319,12 +320,17 @@ def random_cases(options: CheckOptions) -> Iterator[Case]:
         yield ("random", build(lengths, buckets, "", cp_size=p, strategy=s, factor=f, rows=rows))
 
 
-def cases(options: CheckOptions) -> Generator[Case, None, None]:
+def cases(options: CheckOptions, *, shard: int = 0, shards: int = 1) -> Generator[Case, None, None]:
     """Boundary models as soon as the solver has them, the exhaustive small domains, then seeded random
-    batches until the caller stops (closing the generator stops the solver)."""
-    feed = _BoundaryFeed(options) if options.boundary else None
+    batches until the caller stops (closing the generator stops the solver).
+
+    With ``shards`` > 1 this is shard ``shard``'s share: every shards-th exhaustive batch, its own random
+    seed, and the boundary models on shard 0 only."""
+    feed = _BoundaryFeed(options) if options.boundary and shard == 0 else None
+    mine = (batch for i, batch in enumerate(exhaustive(options)) if i % shards == shard)
+    random_stream = random_cases(replace(options, seed=options.seed + 7919 * shard))
     try:
-        for case in itertools.chain(exhaustive(options), random_cases(options)):
+        for case in itertools.chain(mine, random_stream):
             if feed is not None:
                 yield from feed.ready()
             yield case

@@ -9,7 +9,7 @@ from typing import Final
 
 from cpgraph.check.batch import Batch
 from cpgraph.check.protocol import RankAnswer
-from reference import align_up, fitting_buckets, is_cp_active, rank_loads
+from reference import fitting_buckets, is_cp_active, rank_loads, required_local_tokens
 
 SAFETY: Final = ("rank_consensus", "admission_replay", "captured_bucket", "padding_limit", "capacity_fit")
 EFFICIENCY: Final = ("minimal_bucket", "no_needless_fallback")
@@ -48,15 +48,30 @@ class Spec:
 
 
 @lru_cache(maxsize=65536)
-def _loads(lengths: tuple[int, ...], cp_size: int, strategy: str) -> tuple[int, ...]:
+def live_loads(lengths: tuple[int, ...], cp_size: int, strategy: str) -> tuple[int, ...]:
     return rank_loads(lengths, cp_size=cp_size, strategy=strategy)
 
 
 @lru_cache(maxsize=16384)
 def spec_for(batch: Batch, strategy: str = "zigzag") -> Spec:
-    """The reference's verdict on ``batch`` (cached: the same batch meets many policies and ranks)."""
-    loads = _loads(batch.extend_seq_lens, batch.cp_size, strategy)
-    required = align_up(max(loads), batch.align_size)
+    """The reference's verdict on ``batch`` (cached: the same batch meets many policies and ranks).
+
+    Loads come from reference.rank_loads; the fitting set and CP-activity are the reference's
+    definitions (fitting_buckets, is_cp_active) inlined on already-validated values, because this runs
+    once per checked batch (tests/unit/test_check_judge.py holds them equal to the reference's).
+    """
+    p, n, factor = batch.cp_size, batch.num_tokens, batch.max_padding_factor
+    loads = live_loads(batch.extend_seq_lens, p, strategy)
+    required = -(-max(loads) // batch.align_size) * batch.align_size
+    caps = batch.capacities
+    fitting = tuple(b for b in batch.capture_num_tokens if n <= b <= factor * n and b in caps and caps[b] >= required)
+    active = p > 1 and n >= 2 * p and min(batch.extend_seq_lens) >= 2 * p
+    return Spec(active, loads, required, fitting)
+
+
+def spec_by_reference(batch: Batch, strategy: str = "zigzag") -> Spec:
+    """``spec_for`` computed entirely through reference/'s public, validating functions (slow; for tests)."""
+    required = required_local_tokens(batch.extend_seq_lens, cp_size=batch.cp_size, align_size=batch.align_size, strategy=strategy)
     fitting = fitting_buckets(
         num_tokens=batch.num_tokens,
         required_local_tokens=required,
@@ -65,7 +80,7 @@ def spec_for(batch: Batch, strategy: str = "zigzag") -> Spec:
         max_padding_factor=batch.max_padding_factor,
     )
     active = is_cp_active(batch.extend_seq_lens, num_tokens=batch.num_tokens, cp_size=batch.cp_size)
-    return Spec(active, loads, required, fitting)
+    return Spec(active, rank_loads(batch.extend_seq_lens, cp_size=batch.cp_size, strategy=strategy), required, fitting)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import operator
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -123,13 +124,25 @@ def load_policy(target: str) -> Policy:
     return as_policy(obj, target)
 
 
+def _as_int(value: object) -> object:
+    """Integer-likes (numpy ints, IntEnum) become int so they compare as buckets; bools and others stay."""
+    if isinstance(value, bool) or isinstance(value, int) and type(value) is int:
+        return value
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return value
+
+
 def ask(policy: Policy, batch: Batch, ranks: Sequence[int] | None = None) -> tuple[RankAnswer, ...]:
     """Ask every rank (by keyword) admit, replay_bucket and, when the rank names a bucket and the policy
-    has it, local_rows(bucket=...). Exceptions are answers, never crashes."""
+    has it, local_rows(bucket=...). Exceptions are answers, never crashes. Each rank gets its own copy
+    of the capacity mapping, so a policy that writes to it cannot change what another rank sees."""
     base = batch.kwargs()
+    table = base.pop("bucket_local_tokens")
     answers = []
     for rank in range(batch.cp_size) if ranks is None else ranks:
-        kw = dict(base, cp_rank=rank)
+        kw = dict(base, cp_rank=rank, bucket_local_tokens=dict(table))
         admit: bool | None
         admit_error = replay_error = rows_error = None
         rows: tuple[object, ...] | None = None
@@ -138,13 +151,15 @@ def ask(policy: Policy, batch: Batch, ranks: Sequence[int] | None = None) -> tup
         except Exception as exc:
             admit, admit_error = None, _error(exc)
         bucket: object
+        kw["bucket_local_tokens"] = dict(table)
         try:
-            bucket = policy.replay_bucket(**kw)
+            bucket = _as_int(policy.replay_bucket(**kw))
         except Exception as exc:
             bucket, replay_error = None, _error(exc)
         if policy.local_rows is not None and bucket is not None:
+            kw["bucket_local_tokens"] = dict(table)
             try:
-                rows = tuple(policy.local_rows(bucket=bucket, **kw))
+                rows = tuple(_as_int(r) for r in policy.local_rows(bucket=bucket, **kw))
             except Exception as exc:
                 rows_error = _error(exc)
         answers.append(RankAnswer(rank, admit, admit_error, bucket, replay_error, rows, rows_error))

@@ -1,104 +1,211 @@
-"""``check_policy``: ask every rank about each generated batch, judge, minimise, report."""
+"""``check_policy``: ask every rank about each generated batch, judge, minimise, report.
+
+On a multi-core POSIX machine the search runs in two processes (this one and a fork), each taking a
+share of the inputs; they share one stop time and the set of invariants already broken, so a bug found
+by either ends both searches within the grace period.
+"""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import pickle
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import Connection
 from typing import Any
 
 from cpgraph.check.batch import Batch
 from cpgraph.check.generate import cases
 from cpgraph.check.invariants import INVARIANTS, judge, spec_for
-from cpgraph.check.minimize import minimize
+from cpgraph.check.minimize import minimize, size
 from cpgraph.check.options import CheckOptions, make_options
-from cpgraph.check.protocol import Policy, as_policy, ask, load_policy
+from cpgraph.check.protocol import Policy, RankAnswer, as_policy, ask, load_policy
 from cpgraph.check.report import CheckReport, Violation
 
 PROGRESS_EVERY_S = 5.0
+_STOP = 0  # shared[0]: perf_counter time at which every worker stops; shared[1 + i]: INVARIANTS[i] broken
 
 
 def breaks(policy: Policy, batch: Batch, invariant: str, strategy: str = "zigzag") -> bool:
     """Does ``policy`` break ``invariant`` on ``batch`` (every rank asked)?"""
-    return any(f.invariant == invariant for f in judge(batch, ask(policy, batch), strategy=strategy, invariants=frozenset((invariant,))))
+    found = judge(batch, ask(policy, batch), strategy=strategy, invariants=frozenset((invariant,)))
+    return any(f.invariant == invariant for f in found)
 
 
-def violation_on(policy: Policy, batch: Batch, invariant: str, strategy: str, *, phase: str, found_after: int, original: Batch) -> Violation | None:
-    """The Violation of ``invariant`` on ``batch``, or None when the policy keeps it there."""
-    answers = ask(policy, batch)
-    for f in judge(batch, answers, strategy=strategy, invariants=frozenset((invariant,))):
-        return Violation(invariant, batch, answers, spec_for(batch, strategy), f.why, phase, found_after, original)
-    return None
+@dataclass
+class _Partial:
+    """One worker's share of the search."""
+
+    count: int = 0
+    phases: Counter[str] = field(default_factory=Counter)
+    found: dict[str, Violation] = field(default_factory=dict)
+    stopped: str = "exhausted"
 
 
-def run_check(policy: Policy, opts: CheckOptions, progress: Callable[[str], None] | None = None) -> CheckReport:
-    """The search loop behind ``check_policy`` (options already validated)."""
-    start = time.perf_counter()
-    stop_at = start + opts.budget_s
-    next_note = start + PROGRESS_EVERY_S
+def _violation(policy: Policy, batch: Batch, answers: tuple[RankAnswer, ...], why: str, inv: str, opts: CheckOptions, phase: str, count: int) -> Violation:
+    """Minimise the batch for ``inv`` and build the Violation from a fresh ask of the minimised batch."""
+
+    def fails(candidate: Batch) -> bool:
+        return breaks(policy, candidate, inv, opts.strategy)
+
+    small, _ = minimize(batch, fails, cp_sizes=opts.cp_sizes, strategy=opts.strategy, budget_s=opts.minimize_s)
+    again = ask(policy, small)
+    for f in judge(small, again, strategy=opts.strategy, invariants=frozenset((inv,))):
+        return Violation(inv, small, again, spec_for(small, opts.strategy), f.why, phase, count, batch)
+    # the policy answered differently the second time (it is not a function of the batch): keep it as found
+    return Violation(inv, batch, answers, spec_for(batch, opts.strategy), why, phase, count, batch)
+
+
+def _search(
+    policy: Policy,
+    opts: CheckOptions,
+    *,
+    start: float,
+    shared: Any,
+    shard: int,
+    shards: int,
+    progress: Callable[[str], None] | None,
+) -> _Partial:
+    out = _Partial()
     checked = opts.checked
     open_ = frozenset(checked)
-    found: dict[str, Violation] = {}
-    per_phase: Counter[str] = Counter()
-    count = 0
-    stopped = "exhausted"
-    stream = cases(opts)
+    next_note = start + PROGRESS_EVERY_S
+    stream = cases(opts, shard=shard, shards=shards)
     for phase, batch in stream:
         now = time.perf_counter()
-        if now >= stop_at:
-            stopped = "grace after violation" if found and now < start + opts.budget_s else "budget"
+        if now >= shared[_STOP]:
+            out.stopped = "budget" if now >= start + opts.budget_s else "grace after violation"
             break
+        if out.count % 32 == 0 and shards > 1:  # invariants another worker already broke are not sought here
+            open_ = frozenset(i for i in open_ if not shared[1 + INVARIANTS.index(i)])
+            if not open_:
+                out.stopped = "all violated"
+                break
         if progress is not None and now >= next_note:
             next_note = now + PROGRESS_EVERY_S
             progress(
-                f"cpgraph check {policy.name}: {count:,} batches in {now - start:.0f} s "
-                f"({phase.split(':')[0]}); violated so far: {', '.join(found) or 'none'}"
+                f"cpgraph check {policy.name}: {out.count * shards:,} batches in {now - start:.0f} s "
+                f"({phase.split(':')[0]}); violated so far: {', '.join(out.found) or 'none'}"
             )
         answers = ask(policy, batch)
-        count += 1
-        per_phase[phase.split(":")[0]] += 1
+        out.count += 1
+        out.phases[phase.split(":")[0]] += 1
         findings = judge(batch, answers, strategy=opts.strategy, invariants=open_)
         for finding in findings:
             inv = finding.invariant
-
-            def fails(candidate: Batch, inv: str = inv) -> bool:
-                return breaks(policy, candidate, inv, opts.strategy)
-
-            small, _ = minimize(batch, fails, cp_sizes=opts.cp_sizes, strategy=opts.strategy, budget_s=opts.minimize_s)
-            v = violation_on(policy, small, inv, opts.strategy, phase=phase, found_after=count, original=batch)
-            if v is None:  # the policy answered differently the second time: keep the batch as found
-                v = Violation(inv, batch, answers, spec_for(batch, opts.strategy), finding.why, phase, count, batch)
-            found[inv] = v
+            shared[1 + INVARIANTS.index(inv)] = 1.0
+            out.found[inv] = _violation(policy, batch, answers, finding.why, inv, opts, phase, out.count)
             if progress is not None:
-                progress(f"cpgraph check {policy.name}: {inv} violated after {count:,} batches ({phase})")
+                progress(f"cpgraph check {policy.name}: {inv} violated after {out.count * shards:,} batches ({phase})")
         if findings:
-            open_ = open_ - found.keys()
-            stop_at = min(stop_at, time.perf_counter() + opts.grace_s)
+            open_ = open_ - out.found.keys()
+            shared[_STOP] = min(shared[_STOP], time.perf_counter() + opts.grace_s)
             if not open_:
-                stopped = "all violated"
+                out.stopped = "all violated"
                 break
     stream.close()  # stops the boundary solver if it is still running
+    return out
+
+
+def _portable(partial: _Partial) -> _Partial:
+    """Answers that cannot be pickled (odd objects a policy returned) become their repr."""
+    try:
+        pickle.dumps(partial)
+        return partial
+    except Exception:
+        pass
+
+    def clean(a: RankAnswer) -> RankAnswer:
+        bucket = a.bucket if a.bucket is None or isinstance(a.bucket, int) else repr(a.bucket)
+        rows = None if a.rows is None else tuple(r if isinstance(r, int) else repr(r) for r in a.rows)
+        return replace(a, bucket=bucket, rows=rows)
+
+    found = {k: replace(v, answers=tuple(clean(a) for a in v.answers)) for k, v in partial.found.items()}
+    return _Partial(partial.count, partial.phases, found, partial.stopped)
+
+
+def _child(policy: Policy, opts: CheckOptions, start: float, shared: Any, conn: Connection) -> None:
+    try:
+        partial = _search(policy, opts, start=start, shared=shared, shard=1, shards=2, progress=None)
+        conn.send(_portable(partial))
+    except BaseException:  # the parent keeps its own share; nothing to report from here
+        pass
+    finally:
+        conn.close()
+
+
+def _can_fork() -> bool:
+    # A fork must not inherit a busy thread pool (torch/OpenMP) the policy might call into.
+    return (
+        "fork" in multiprocessing.get_all_start_methods()
+        and (os.cpu_count() or 1) >= 2
+        and "torch" not in sys.modules
+    )
+
+
+def run_check(policy: Policy, opts: CheckOptions, progress: Callable[[str], None] | None = None, *, workers: int | None = None) -> CheckReport:
+    """The search behind ``check_policy`` (options already validated)."""
+    start = time.perf_counter()
+    if workers is None:
+        shards = 2 if _can_fork() else 1
+    else:
+        shards = 2 if workers == 2 and "fork" in multiprocessing.get_all_start_methods() else 1
+    ctx = multiprocessing.get_context("fork") if shards > 1 else None
+    shared: Any = (ctx.RawArray("d", 1 + len(INVARIANTS)) if ctx is not None else [0.0] * (1 + len(INVARIANTS)))
+    shared[_STOP] = start + opts.budget_s
+    proc = conn = None
+    if ctx is not None:
+        conn, child_conn = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_child, args=(policy, opts, start, shared, child_conn), daemon=True)
+        proc.start()
+        child_conn.close()
+    mine = _search(policy, opts, start=start, shared=shared, shard=0, shards=shards, progress=progress)
+    parts = [mine]
+    if proc is not None and conn is not None:
+        shared[_STOP] = min(shared[_STOP], time.perf_counter())  # this share is done: end the other one
+        if conn.poll(opts.minimize_s + 5.0):
+            try:
+                parts.append(conn.recv())
+            except (EOFError, OSError, pickle.UnpicklingError):
+                pass
+        conn.close()
+        if proc.is_alive():
+            proc.terminate()
+        proc.join(timeout=2)
+    found: dict[str, Violation] = {}
+    for part in parts:
+        for inv, v in part.found.items():
+            if inv not in found or size(v.batch) < size(found[inv].batch):
+                found[inv] = v
     order = {inv: i for i, inv in enumerate(INVARIANTS)}
+    stopped = "all violated" if any(p.stopped == "all violated" for p in parts) else mine.stopped
     return CheckReport(
         policy=policy.name,
         violations=tuple(sorted(found.values(), key=lambda v: order[v.invariant])),
-        cases=count,
+        cases=sum(p.count for p in parts),
         seconds=time.perf_counter() - start,
-        checked=tuple(i for i in INVARIANTS if i in checked),
-        phases=tuple(per_phase.items()),
+        checked=tuple(i for i in INVARIANTS if i in opts.checked),
+        phases=tuple(sum((p.phases for p in parts), Counter()).items()),
         stopped=stopped,
     )
 
 
-def check_policy(policy: object, *, progress: Callable[[str], None] | None = None, **options: Any) -> CheckReport:
+def check_policy(policy: object, *, progress: Callable[[str], None] | None = None, workers: int | None = None, **options: Any) -> CheckReport:
     """Check ``policy`` (a module, an instance, or a 'MODULE:ATTR' string) against every invariant.
 
     Options (see CheckOptions): cp_sizes=(1, 2, 4, 8), strategy='zigzag', max_requests=3,
     max_tokens=4096, capacities=('captured', 'headroom:2', 'arbitrary'), budget_s=30.0,
     safety_only=False, invariants=None (all), max_padding_factor=2, seed=0, grace_s=1.0,
-    minimize_s=1.0, boundary=True. Raises TypeError/ValueError on bad options or a policy without
-    the protocol, ImportError when a 'MODULE:ATTR' cannot be imported.
+    minimize_s=1.0, boundary=True. ``workers``: 1 or 2 search processes (default 2 where fork is safe).
+    Raises TypeError/ValueError on bad options or a policy without the protocol, ImportError when a
+    'MODULE:ATTR' cannot be imported.
     """
     opts = make_options(**options)
+    if workers is not None and workers not in (1, 2):
+        raise ValueError(f"workers must be 1 or 2 (search processes), got {workers!r}")
     resolved = load_policy(policy) if isinstance(policy, str) else as_policy(policy)
-    return run_check(resolved, opts, progress)
+    return run_check(resolved, opts, progress, workers=workers)

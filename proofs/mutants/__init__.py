@@ -27,6 +27,8 @@ MUTANTS: Final = {
     "first_bucket_only": "no_needless_fallback",  # only the first bucket >= n is tried
     "split_selectors": "admission_replay",  # admission ignores capacity, replay does not
     "padded_layout": "capacity_fit",  # replay layout built on the padded count
+    "strict_lower": "minimal_bucket",  # window (n, F*n]: a bucket of exactly n is skipped
+    "stale_cache": "capacity_fit",  # decision memoised by lengths only, not the capture table
 }
 
 CORRECT: Final = ("scan", "fitting_set", "bisected", "cached", "blockwise", "with_rows")

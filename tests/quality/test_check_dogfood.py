@@ -8,14 +8,14 @@ from cpgraph.testing import assert_policy_sound
 
 @pytest.mark.parametrize("target", ["reference.policy", "impl.policy"])
 def test_policy_keeps_every_invariant(target: str) -> None:
-    report = check_policy(target, budget_s=2.0, boundary=False)
+    report = check_policy(target, budget_s=1.5, boundary=False)
     assert report.ok, report.text()
     assert report.cases > 300
     assert dict(report.phases).get("exhaustive", 0) > 0
 
 
 def test_reference_passes_with_the_z3_boundary_models_first() -> None:
-    report = assert_policy_sound("reference.policy", budget_s=6.0, cp_sizes=(2, 4))
+    report = assert_policy_sound("reference.policy", budget_s=4.0, cp_sizes=(2, 4))
     assert dict(report.phases).get("boundary", 0) > 0, report.phases
 
 

@@ -130,3 +130,10 @@ def test_helper_reports_the_prefix_bug_on_drawn_captured_batches_when_it_overflo
             assert_batch_sound(policy, batch)
     else:
         assert_batch_sound(policy, batch, safety_only=True)
+
+
+@given(batches(cp_size_choices=(1, 2, 3, 4, 8), max_requests=4, max_tokens=2048))
+def test_the_judges_fast_spec_equals_the_reference_computed_through_its_public_functions(batch: Batch) -> None:
+    from cpgraph.check.invariants import spec_by_reference, spec_for
+
+    assert spec_for(batch) == spec_by_reference(batch)
