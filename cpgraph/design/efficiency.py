@@ -98,7 +98,7 @@ def bucket_costs(design: Design) -> tuple[BucketCost, ...]:
 def efficiency(design: Design, *, request_bound: int = DEFAULT_REQUEST_BOUND) -> Efficiency:
     """Exact efficiency figures over CP-active batches of 1..request_bound requests."""
     p, a = design.cp_size, design.align_size
-    caps = design.rank_capacities(0)
+    caps = design.capacities()[0]
     top = max(design.buckets)
     decided: dict[tuple[int, int], int | None] = {}
     # (ratio, n, requests, bucket, busiest) of the worst batch so far

@@ -88,13 +88,15 @@ def evaluate(design: Design, extend_seq_lens: Sequence[int]) -> Outcome:
     if not is_cp_active(lengths, num_tokens=n, cp_size=p):
         none: tuple[int | None, ...] = (None,) * p
         return Outcome(lengths, n, False, required, none, none, none, ())
-    chosen = tuple(select(design, n, required, caps[r]) for r in range(p))
+    # Ranks with the same recorded capacities decide alike: check one, copy its verdict.
+    ranks = range(p) if design.per_rank_table else range(1)
+    chosen = tuple(select(design, n, required, caps[r]) for r in ranks)
     rows: list[int | None] = []
     held: list[int | None] = []
     broken: set[str] = set()
     if len(set(chosen)) > 1:
         broken.add("rank_consensus")
-    for r, b in enumerate(chosen):
+    for r, b in zip(ranks, chosen):
         have_fit = [c for c in design.buckets if fits(design, n, required, caps[r], c)]
         if b is None:
             rows.append(None)
@@ -115,6 +117,8 @@ def evaluate(design: Design, extend_seq_lens: Sequence[int]) -> Outcome:
             broken.add("padding_limit")
         if any(c < b for c in have_fit):
             broken.add("minimal_bucket")
+    if len(chosen) < p:
+        chosen, rows, held = chosen * p, rows * p, held * p
     violated = tuple(i for i in INVARIANTS if i in broken)
     return Outcome(lengths, n, True, required, chosen, tuple(rows), tuple(held), violated)
 

@@ -202,3 +202,4 @@ def review_invariants(design: Design, *, progress: bool = False) -> tuple[tuple[
             print(f"  {design.name}: {invariant} ...", file=sys.stderr, flush=True)
         results.append(review_invariant(design, spec, invariant, lemmas_ok))
     return lemmas, tuple(results)
+

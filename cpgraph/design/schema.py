@@ -26,6 +26,7 @@ per-rank capacities that differ): finding what goes wrong with them is the revie
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -104,13 +105,18 @@ class Design:
         return {b: caps[b] for b in self.buckets}
 
     def capacities(self) -> tuple[dict[int, int], ...]:
-        """Per rank, bucket -> rows."""
-        return tuple(self.rank_capacities(r) for r in range(self.cp_size))
+        """Per rank, bucket -> rows (computed once per design; treat the dicts as read-only)."""
+        return _capacities(self)
 
     @property
     def per_rank_table(self) -> bool:
         """True when some bucket's recorded rows differ between ranks."""
         return any(len(set(rows)) > 1 for _, rows in self.table)
+
+
+@functools.lru_cache(maxsize=64)
+def _capacities(design: Design) -> tuple[dict[int, int], ...]:
+    return tuple(design.rank_capacities(r) for r in range(design.cp_size))
 
 
 def _fail(key: str, value: object, allowed: str) -> DesignError:
