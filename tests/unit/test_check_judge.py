@@ -137,3 +137,67 @@ def test_the_judges_fast_spec_equals_the_reference_computed_through_its_public_f
     from cpgraph.check.invariants import spec_by_reference, spec_for
 
     assert spec_for(batch) == spec_by_reference(batch)
+
+
+class _Strategic:
+    """A correct policy for a non-zigzag strategy (the protocol does not pass the strategy)."""
+
+    def __init__(self, strategy: str) -> None:
+        self.strategy = strategy
+
+    def _pick(self, **b: Any) -> int | None:
+        from reference import is_cp_active, required_local_tokens, select_replay_bucket
+
+        if not is_cp_active(b["extend_seq_lens"], num_tokens=b["num_tokens"], cp_size=b["cp_size"]):
+            return None
+        need = required_local_tokens(b["extend_seq_lens"], cp_size=b["cp_size"], align_size=b["align_size"], strategy=self.strategy)
+        return select_replay_bucket(
+            num_tokens=b["num_tokens"], required_local_tokens=need, capture_num_tokens=b["capture_num_tokens"],
+            bucket_local_tokens=b["bucket_local_tokens"], max_padding_factor=b["max_padding_factor"],
+        )
+
+    def admit(self, **b: Any) -> bool:
+        return self._pick(**b) is not None
+
+    def replay_bucket(self, **b: Any) -> int:
+        bucket = self._pick(**b)
+        if bucket is None:
+            raise LookupError("eager")
+        return bucket
+
+
+@pytest.mark.parametrize("strategy", ["interleave", "contiguous"])
+def test_other_strategies_pass_their_own_policy_and_catch_the_zigzag_one(strategy: str) -> None:
+    from cpgraph import check_policy
+
+    options = dict(strategy=strategy, capacities=("captured", "arbitrary"), cp_sizes=(2, 4), budget_s=0.8, boundary=False, workers=1)
+    assert check_policy(_Strategic(strategy), **options).ok
+    assert not check_policy("reference.policy", **options).ok  # zigzag rows and alignment are wrong here
+
+
+def test_integer_like_buckets_are_read_as_ints_and_bools_are_not() -> None:
+    class Index:
+        def __init__(self, value: int) -> None:
+            self.value = value
+
+        def __index__(self) -> int:
+            return self.value
+
+    assert _ids(SimpleNamespace(admit=lambda **_: True, replay_bucket=lambda **_: Index(2304)), SEED) == set()
+    assert "captured_bucket" in _ids(SimpleNamespace(admit=lambda **_: True, replay_bucket=lambda **_: True), SEED)
+
+
+def test_a_policy_writing_to_its_capacity_mapping_cannot_change_what_other_ranks_see() -> None:
+    def replay(*, bucket_local_tokens: dict[int, int], **_: Any) -> int:
+        bucket_local_tokens.clear()
+        return 2304
+
+    assert _ids(SimpleNamespace(admit=lambda **_: True, replay_bucket=replay), SEED) == set()
+
+
+def test_one_and_two_search_processes_find_the_same_invariant() -> None:
+    from cpgraph import check_policy
+
+    for workers in (1, 2):
+        report = check_policy("proofs.mutants.fn_exclusive", budget_s=5, boundary=False, grace_s=0.2, workers=workers)
+        assert "no_needless_fallback" in report.invariants
