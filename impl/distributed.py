@@ -194,6 +194,7 @@ class PrefillJob:
     overrides: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
     capture_rule: str = "captured"
     max_requests: int = 1
+    device: str = "cpu"  # "cuda": rank r uses cuda:r (NCCL)
 
 
 def build_model(config: ModelConfig, seed: int, device: torch.device | str = "cpu") -> CPTransformer:
@@ -210,7 +211,8 @@ def batch_hidden(lengths: Sequence[int], hidden: int, seed: int, index: int) -> 
 
 def prefill_worker(rank: int, world: int, job: PrefillJob) -> list[dict[str, Any]]:
     """Run ``job`` on this rank; one record per batch: outputs (as lists) and the decision, or the refusal."""
-    model = build_model(job.config, job.seed)
+    device = torch.device(f"cuda:{rank}" if job.device == "cuda" else "cpu")
+    model = build_model(job.config, job.seed, device)
     runner = DistributedPrefillRunner(
         model, capture_num_tokens=job.capture_num_tokens, capture_rule=job.capture_rule,
         max_requests=job.max_requests,
@@ -219,12 +221,12 @@ def prefill_worker(rank: int, world: int, job: PrefillJob) -> list[dict[str, Any
     records: list[dict[str, Any]] = []
     for i, lengths in enumerate(job.batches):
         mine = overrides.get((i, rank), lengths)
-        hidden = batch_hidden(mine, job.config.hidden, job.seed, i)
+        hidden = batch_hidden(mine, job.config.hidden, job.seed, i).to(device)
         try:
             result = runner.run(hidden, mine)
         except ConsensusError as exc:
             records.append({"error": str(exc)})
             continue
         records.append({"mode": result.mode, "reason": result.reason, "bucket": result.plan.bucket,
-                        "output": result.output.tolist()})
+                        "output": result.output.cpu().tolist()})
     return records
