@@ -21,8 +21,8 @@ import z3
 
 from cpgraph.design.evaluate import INVARIANTS, SAFETY, Outcome, evaluate, replay_message
 from cpgraph.design.schema import Design
-from cpgraph.design.solve import int_value, minimize
-from proofs.check import Status, check
+from cpgraph.design.solve import int_value, minimize, prove
+from proofs.check import check
 from spec.design import (
     DesignSpec,
     any_requests_batch,
@@ -155,12 +155,12 @@ def review_invariant(design: Design, spec: DesignSpec, invariant: str, lemmas_ok
     start = time.perf_counter()
     batch = any_requests_batch(spec, "abs")
     terms = design_terms(spec, batch, "abs")
-    verdict = check(terms.claims[invariant], hypotheses=[batch.holds, terms.holds])
-    if verdict.status is Status.PROVED and lemmas_ok:
+    verdict = prove([batch.holds, terms.holds], terms.claims[invariant])
+    if verdict.status == "proved" and lemmas_ok:
         return InvariantResult(
             invariant, kind, "proved", "all lengths, any number of requests", time.perf_counter() - start
         )
-    lower = least_abstract_requests(spec, invariant) if verdict.status is Status.REFUTED else 1
+    lower = least_abstract_requests(spec, invariant) if verdict.status == "refuted" else 1
     first = lower if lower is not None else 1
     last = min(first + SEARCH_EXTRA_REQUESTS, MAX_EXACT_REQUESTS)
     reasons = []
