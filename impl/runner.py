@@ -172,6 +172,8 @@ class PrefillGraphRunner:
         if self.placement.cp_size != self.cp_size:
             raise ValueError(f"placement is for cp_size={self.placement.cp_size}, runner for cp_size={self.cp_size}")
         rows = {b: self._rule_rows(b) for b in self.capture_num_tokens}
+        before = torch.cuda.memory_allocated(self.device) if cuda else 0
+        reserved_before = torch.cuda.memory_reserved(self.device) if cuda else 0
         self.graph_runner = GraphRunner(
             model,
             placement=self.placement,
@@ -184,10 +186,11 @@ class PrefillGraphRunner:
         self.bucket_local_tokens: dict[int, int] = {}
         self.dropped: dict[int, str] = {}
         self.capture_seconds: dict[int, float] = {}
-        before = torch.cuda.memory_allocated(self.device) if cuda else 0
         for b in reversed(self.capture_num_tokens):  # largest first: smaller graphs reuse the pool's blocks
             self._capture(b, rows[b])
+        # Static inputs and captured outputs (allocated), and what the graphs' pool keeps reserved on top.
         self.static_bytes = (torch.cuda.memory_allocated(self.device) - before) if cuda else self._static_bytes()
+        self.reserved_bytes = (torch.cuda.memory_reserved(self.device) - reserved_before) if cuda else self.static_bytes
         self._check_against_reference()
         self.dispatcher = self._dispatcher()
 
@@ -361,4 +364,5 @@ class PrefillGraphRunner:
             "dropped": {str(b): r for b, r in self.dropped.items()},
             "capture_seconds": {str(b): s for b, s in self.capture_seconds.items()},
             "static_bytes": self.static_bytes,
+            "reserved_bytes": self.reserved_bytes,
         }
