@@ -299,7 +299,8 @@ def random_cases(options: CheckOptions) -> Iterator[Case]:
     """Seeded random batches forever: sizes, residues mod 2P, capture lists and tables all varied."""
     rng = random.Random(options.seed)
     sizes = options.cp_sizes
-    weights = [0.3 if p == 1 else 1.0 for p in sizes]
+    # Equal policy time per cp_size rather than equal batch counts: a batch asks P ranks, so weight 1/P.
+    weights = [0.3 if p == 1 else 1.0 / p for p in sizes]
     s, f = options.strategy, options.max_padding_factor
     while True:
         p = rng.choices(sizes, weights)[0]

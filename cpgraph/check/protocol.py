@@ -137,7 +137,8 @@ def _as_int(value: object) -> object:
 def ask(policy: Policy, batch: Batch, ranks: Sequence[int] | None = None) -> tuple[RankAnswer, ...]:
     """Ask every rank (by keyword) admit, replay_bucket and, when the rank names a bucket and the policy
     has it, local_rows(bucket=...). Exceptions are answers, never crashes. Each rank gets its own copy
-    of the capacity mapping, so a policy that writes to it cannot change what another rank sees."""
+    of the capacity mapping, so a policy that writes to it cannot change what another rank sees.
+    ``bool(admit)`` is taken as the answer; integer-likes (``__index__``) are read as ints."""
     base = batch.kwargs()
     table = base.pop("bucket_local_tokens")
     answers = []
@@ -151,13 +152,11 @@ def ask(policy: Policy, batch: Batch, ranks: Sequence[int] | None = None) -> tup
         except Exception as exc:
             admit, admit_error = None, _error(exc)
         bucket: object
-        kw["bucket_local_tokens"] = dict(table)
         try:
             bucket = _as_int(policy.replay_bucket(**kw))
         except Exception as exc:
             bucket, replay_error = None, _error(exc)
         if policy.local_rows is not None and bucket is not None:
-            kw["bucket_local_tokens"] = dict(table)
             try:
                 rows = tuple(_as_int(r) for r in policy.local_rows(bucket=bucket, **kw))
             except Exception as exc:
