@@ -1,0 +1,104 @@
+"""Plan a capture list (and headroom) for a workload: minimise padded rows plus eager fallbacks.
+
+The planned design is zigzag with capacity search, live layout, F = 2 and the headroom rule for R
+requests (R defaults to the most requests any workload batch has), so the first bucket >= n always
+fits a batch of at most R requests (the review proves it). That makes the cost of a capture list a
+function of n alone, and choosing at most K buckets is a 1-D dynamic programme over candidate buckets
+(multiples of ``grain`` tokens):
+
+    cost = sum over CP-active batches of (B - n) if a bucket B in [n, 2n] exists, else ``eager_cost``
+
+Exact per-batch figures come afterwards from cpgraph.design.simulate; the plan never assumes them.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from cpgraph.design.schema import Design
+from reference import is_cp_active
+
+DEFAULT_EAGER_COST = 1024  # rows an eager fallback is worth (launch overhead of a graph-less prefill)
+DEFAULT_GRAIN = 64
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    design: Design
+    cost: float  # the DP objective over the workload
+    batches: int
+    active: int
+
+
+def plan_design(
+    batches: Sequence[tuple[int, ...]],
+    *,
+    cp_size: int,
+    max_buckets: int = 23,
+    max_requests: int | None = None,
+    eager_cost: int = DEFAULT_EAGER_COST,
+    grain: int = DEFAULT_GRAIN,
+    name: str = "planned",
+) -> PlanResult:
+    """The capture list of at most ``max_buckets`` buckets minimising the objective above."""
+    p = cp_size
+    active = sorted(sum(b) for b in batches if is_cp_active(b, num_tokens=sum(b), cp_size=p))
+    requests = max_requests or max((len(b) for b in batches), default=1)
+    if not active:
+        raise ValueError(f"no batch of the workload is CP-active for cp_size={p}: nothing to plan for")
+    step = max(grain, 2 * p)
+    top = -(-active[-1] // step) * step
+    candidates = list(range(step, top + 1, step))
+    prefix = [0]
+    for n in active:
+        prefix.append(prefix[-1] + n)
+
+    def segment(lo: int, hi: int) -> float:
+        """Cost of batches with lo < n <= hi served by bucket hi (eager when hi > 2n)."""
+        i, j = bisect.bisect_right(active, lo), bisect.bisect_right(active, hi)
+        k = max(i, bisect.bisect_left(active, (hi + 1) // 2))  # first n with 2n >= hi
+        served = j - k
+        return served * hi - (prefix[j] - prefix[k]) + (k - i) * eager_cost
+
+    inf = float("inf")
+    count = len(candidates)
+    best = [[inf] * count for _ in range(max_buckets + 1)]
+    back = [[-1] * count for _ in range(max_buckets + 1)]
+    for j, c in enumerate(candidates):
+        best[1][j] = segment(0, c)
+    for k in range(2, max_buckets + 1):
+        for j in range(count):
+            for i in range(j):
+                if best[k - 1][i] == inf:
+                    continue
+                value = best[k - 1][i] + segment(candidates[i], candidates[j])
+                if value < best[k][j]:
+                    best[k][j], back[k][j] = value, i
+    total, chosen_k, chosen_j = inf, 1, 0
+    for k in range(1, max_buckets + 1):
+        for j in range(count):
+            value = best[k][j] + (len(active) - bisect.bisect_right(active, candidates[j])) * eager_cost
+            if value < total:
+                total, chosen_k, chosen_j = value, k, j
+    picked = []
+    k, j = chosen_k, chosen_j
+    while j >= 0 and k >= 1:
+        picked.append(candidates[j])
+        j, k = back[k][j], k - 1
+    buckets = tuple(sorted(picked))
+    design = Design(
+        name=name,
+        strategy="zigzag",
+        cp_size=p,
+        align_size=2 * p,
+        capture_num_tokens=buckets,
+        max_padding_factor=2,
+        layout_basis="live",
+        selector="search",
+        capacity_rule="headroom",
+        max_requests=requests,
+        description=f"planned: {len(buckets)} buckets, headroom for {requests} requests, eager cost {eager_cost} rows",
+    )
+    return PlanResult(replace(design, source="cpgraph plan"), total, len(batches), len(active))
