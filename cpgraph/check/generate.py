@@ -164,7 +164,12 @@ def _models_for(cp_size: int, factor: int, max_requests: int, max_tokens: int, s
 
 
 def solve_to_stdout(keys_json: str) -> None:
-    """Child process entry: solve each key in turn, writing one JSON line (key, models) as each is done."""
+    """Child process entry: solve each key in turn, writing one JSON line (key, models) as each is done.
+    Runs niced: on a busy machine the policy's own search comes first, the solver takes what is left."""
+    try:
+        os.nice(10)
+    except OSError:
+        pass
     for key in json.loads(keys_json):
         models = _models_for(*key)
         sys.stdout.write(json.dumps([key, models]) + "\n")
@@ -301,12 +306,14 @@ def random_cases(options: CheckOptions) -> Iterator[Case]:
     sizes = options.cp_sizes
     # Equal policy time per cp_size rather than equal batch counts: a batch asks P ranks, so weight 1/P.
     weights = [0.3 if p == 1 else 1.0 / p for p in sizes]
-    s, f = options.strategy, options.max_padding_factor
+    s = options.strategy
     while True:
         p = rng.choices(sizes, weights)[0]
+        # Mostly the configured F; sometimes another, so a policy that ignores max_padding_factor shows.
+        f = options.max_padding_factor if rng.random() < 0.8 else rng.choice((1, 2, 3, 4))
         lengths = _random_lengths(rng, p, options)
         n = sum(lengths)
-        buckets = _random_buckets(rng, n, p, options)
+        buckets = _random_buckets(rng, n, p, replace(options, max_padding_factor=f))
         table = rng.choice(options.capacities)
         if parse_table(table)[0] != "arbitrary":
             yield ("random", build(lengths, buckets, table, cp_size=p, strategy=s, factor=f))
@@ -321,6 +328,19 @@ def random_cases(options: CheckOptions) -> Iterator[Case]:
         yield ("random", build(lengths, buckets, "", cp_size=p, strategy=s, factor=f, rows=rows))
 
 
+RANDOM_EVERY = 4  # while the exhaustive domains last, one random batch after every 3 exhaustive ones
+
+
+def _mix(first: Iterator[Case], then: Iterator[Case], *, every: int) -> Iterator[Case]:
+    """``first`` with one item of ``then`` in every ``every`` (so bugs only random inputs reach are not
+    kept waiting for the whole exhaustive phase), then the rest of ``then``."""
+    for i, case in enumerate(first):
+        yield case
+        if i % every == every - 1:
+            yield next(then)
+    yield from then
+
+
 def cases(options: CheckOptions, *, shard: int = 0, shards: int = 1) -> Generator[Case, None, None]:
     """Boundary models as soon as the solver has them, the exhaustive small domains, then seeded random
     batches until the caller stops (closing the generator stops the solver).
@@ -331,7 +351,7 @@ def cases(options: CheckOptions, *, shard: int = 0, shards: int = 1) -> Generato
     mine = (batch for i, batch in enumerate(exhaustive(options)) if i % shards == shard)
     random_stream = random_cases(replace(options, seed=options.seed + 7919 * shard))
     try:
-        for case in itertools.chain(mine, random_stream):
+        for case in _mix(mine, random_stream, every=RANDOM_EVERY):
             if feed is not None:
                 yield from feed.ready()
             yield case
