@@ -1,0 +1,70 @@
+"""The review proves safe designs and refutes unsafe edits with the right invariant and a replayed witness."""
+
+import pytest
+
+from cpgraph.design.evaluate import evaluate
+from cpgraph.design.review import review_invariants
+from cpgraph.design.schema import load_design, loads_design
+
+SMALL = "cp_size = 4\ncapture_num_tokens = [256, 384, 512, 768, 1024]\n"
+
+
+def verdicts(text: str) -> dict[str, str]:
+    _, results = review_invariants(loads_design(text, name="t"))
+    for r in results:
+        if r.witness is not None:  # every witness is replayed and really breaks the invariant
+            assert r.invariant in evaluate(loads_design(text, name="t"), r.witness.extend_seq_lens).violated
+    return {r.invariant: r.status for r in results}
+
+
+def test_upstream_design_is_proved_for_any_number_of_requests() -> None:
+    _, results = review_invariants(load_design("upstream"))
+    assert all(r.status == "proved" for r in results), results
+    assert all("any number of requests" in r.scope for r in results)
+
+
+def test_prefix_design_is_refuted_on_capacity_fit_with_a_minimal_crash() -> None:
+    _, results = review_invariants(load_design("prefix"))
+    fit = next(r for r in results if r.invariant == "capacity_fit")
+    assert fit.status == "refuted" and fit.witness is not None
+    outcome = fit.witness.outcome
+    assert len(fit.witness.extend_seq_lens) == 3 and fit.witness.num_tokens == 507  # fewest requests, then tokens
+    assert outcome.bucket == 512 and outcome.capacity[0] == 128 and outcome.required_local_tokens == 136
+    assert "refuses" in fit.witness.replay
+
+
+def test_headroom_with_smallest_selector_is_safe_up_to_r_and_refuted_beyond() -> None:
+    # align_size = 1 leaves no alignment slack, so the first overflow needs exactly R + 1 requests
+    text = SMALL + 'align_size = 1\nselector = "smallest"\n[capacity]\nrule = "headroom"\nmax_requests = 2\n'
+    _, results = review_invariants(loads_design(text, name="t"))
+    fit = next(r for r in results if r.invariant == "capacity_fit")
+    assert fit.status == "refuted" and fit.witness is not None
+    assert len(fit.witness.extend_seq_lens) == 3  # two requests always fit the headroom
+
+
+def test_padded_layout_basis_is_refuted_on_replay() -> None:
+    got = verdicts(SMALL + 'layout_basis = "padded"\n')
+    assert got["admission_replay"] == "refuted" and got["capacity_fit"] == "refuted"
+    assert got["minimal_bucket"] == "proved"
+
+
+def test_unsorted_capture_list_breaks_minimality_not_safety() -> None:
+    got = verdicts("cp_size = 4\ncapture_num_tokens = [512, 256, 1024]\n")
+    assert got["minimal_bucket"] == "refuted" or got["no_needless_fallback"] == "refuted"
+    assert got["capacity_fit"] == "proved" and got["padding_limit"] == "proved"
+
+
+def test_missing_capacity_with_smallest_selector_breaks_captured_bucket() -> None:
+    got = verdicts(SMALL + 'selector = "smallest"\n[capacity]\nrule = "table"\ntable = { "256" = 64, "512" = 200 }\n')
+    assert got["captured_bucket"] == "refuted"
+
+
+def test_per_rank_capacities_break_rank_consensus() -> None:
+    got = verdicts(SMALL + '[capacity]\nrule = "table"\ntable = { "256" = [64, 64, 72, 64], "384" = 96, "512" = 128 }\n')
+    assert got["rank_consensus"] == "refuted"
+
+
+@pytest.mark.parametrize("factor", [1, 3])
+def test_search_designs_stay_safe_for_other_padding_factors(factor: int) -> None:
+    got = verdicts(SMALL + f"max_padding_factor = {factor}\n")
+    assert set(got.values()) == {"proved"}
