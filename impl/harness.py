@@ -38,6 +38,8 @@ class Comparison:
 
 
 def _close(actual: Tensor, expected: Tensor, atol: float, rtol: float) -> tuple[float, bool]:
+    if actual.shape != expected.shape:
+        return float("inf"), False
     a, e = actual.float(), expected.float()
     diff = (a - e).abs()
     ok = bool(torch.all(diff <= atol + rtol * e.abs()).item()) and bool(torch.isfinite(a).all().item())

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import reference
 from impl.distributed import batch_hidden, build_model
+from impl.harness import compare_with_eager
 from impl.layout import build_torch_layout
 from impl.model import ModelConfig
 from impl.runner import PrefillGraphRunner
@@ -46,23 +47,18 @@ def served_batches(draw: st.DrawFn) -> tuple[int, str, tuple[int, ...], int]:
 
 
 def check_against_eager(runner: PrefillGraphRunner, lengths: tuple[int, ...], seed: int) -> str:
+    """The reference's decision, outputs within tolerance of non-CP eager, bit-exact vs padded eager."""
     hidden = batch_hidden(lengths, CONFIG.hidden, seed, 0)
-    result = runner.run(hidden, lengths)
     want = reference.ReferenceRunner(
         cp_size=runner.cp_size, capture_num_tokens=BUCKETS,
         capture_rule=reference.CaptureRule(runner.capture_rule, max_requests=runner.max_requests),
     ).plan(lengths)
-    assert (result.plan.bucket, result.plan.bucket_local_tokens) == (want.bucket, want.bucket_local_tokens)
-    assert result.reason == (want.fallback.value if want.fallback else None)
-    eager = runner.run_eager(hidden, lengths)
-    assert result.output.shape == eager.shape == (sum(lengths), CONFIG.hidden)
-    torch.testing.assert_close(result.output, eager, atol=ATOL, rtol=RTOL)
-    if result.plan.admitted:
-        assert result.mode == "emulation"
-        assert torch.equal(result.output, runner.run_padded_eager(hidden, result.plan))
-    else:
-        assert result.mode == "eager"
-    return result.mode
+    c = compare_with_eager(runner, lengths, hidden, atol=ATOL, rtol=RTOL)
+    assert (c.bucket, c.reason) == (want.bucket, want.fallback.value if want.fallback else None), c
+    assert c.within_tolerance, c.message(ATOL, RTOL)
+    assert c.mode == ("emulation" if want.admitted else "eager")
+    assert c.bit_exact is (True if want.admitted else None), c.message(ATOL, RTOL)
+    return c.mode
 
 
 @given(case=served_batches())
