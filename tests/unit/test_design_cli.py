@@ -1,0 +1,57 @@
+"""cpgraph review / simulate / plan: exit codes, formats and usage errors."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cpgraph.cli import main
+
+
+def test_review_of_the_prefix_design_exits_1_and_names_capacity_fit(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["review", "prefix", "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    statuses = {x["invariant"]: x["status"] for x in data["invariants"]}
+    assert statuses["capacity_fit"] == "refuted" and statuses["rank_consensus"] == "proved"
+
+
+def test_review_md_is_a_pasteable_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["review", "headroom", "--format", "md", "--plot", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("### cpgraph review: `headroom`") and "| `capacity_fit` | **proved** |" in out
+    assert (tmp_path / "eager_fallback.png").stat().st_size > 1000
+    assert (tmp_path / "padding.png").stat().st_size > 1000
+
+
+def test_review_of_a_bad_design_exits_2_naming_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('cp_size = 4\ncapture_num_tokens = [512]\nselector = "fastest"\n')
+    assert main(["review", str(bad)]) == 2
+    assert "'selector': got 'fastest'" in capsys.readouterr().err
+
+
+def test_simulate_counts_the_prefix_overflow(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("[1534, 161, 353]\n[4096]\n{\"extend_seq_lens\": [3, 600]}\n")
+    assert main(["simulate", "--workload", str(workload), "upstream", "prefix", "--format", "json"]) == 1
+    rows = {r["design"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["prefix"]["overflows"] == 1 and rows["prefix"]["first_overflow"] == [1534, 161, 353]
+    assert rows["upstream"]["overflows"] == 0 and rows["upstream"]["graph"] == 2 and rows["upstream"]["eager"] == 1
+    assert main(["simulate", "--workload", str(workload), "upstream"]) == 0
+
+
+def test_simulate_rejects_a_bad_workload_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("[10, -1]\n")
+    assert main(["simulate", "--workload", str(workload)]) == 2
+    assert "w.jsonl:1" in capsys.readouterr().err
+
+
+def test_plan_writes_a_design_that_the_review_proves(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("\n".join(json.dumps([300 + 7 * i, 40]) for i in range(60)) + "\n")
+    out = tmp_path / "planned.toml"
+    code = main(["plan", "--workload", str(workload), "--cp-size", "4", "--max-buckets", "4", "--out", str(out)])
+    assert code == 0
+    assert "SAFE: every invariant proved" in capsys.readouterr().out
+    assert main(["review", str(out)]) == 0
