@@ -7,6 +7,7 @@ import error (the reason on stderr).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from typing import Any
@@ -84,14 +85,19 @@ def run(args: argparse.Namespace) -> int:
         return _usage(str(exc))
     target = _absolute_target(args.target)
     try:
-        policy = load_policy(target)
+        with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+            policy = load_policy(target)
     except (ImportError, TypeError, ValueError) as exc:
         return _usage(f"cannot load policy {args.target!r}: {exc}")
 
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    report: CheckReport = run_check(policy, options, progress)
+    if args.json:  # a policy that prints must not break the one-object contract of stdout
+        with contextlib.redirect_stdout(sys.stderr):
+            report: CheckReport = run_check(policy, options, progress)
+    else:
+        report = run_check(policy, options, progress)
     if args.json:
         print(report.json())
     else:

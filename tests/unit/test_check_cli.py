@@ -96,3 +96,15 @@ def test_python_dash_m_cpgraph_check_runs_end_to_end() -> None:
     )
     assert result.returncode == 1, result.stderr
     assert json.loads(result.stdout)["violations"][0]["invariant"] == "minimal_bucket"
+
+
+def test_json_stays_one_object_when_the_policy_prints(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    policy = tmp_path / "chatty_policy.py"
+    policy.write_text(
+        "print('importing')\n"
+        "from reference.policy import admit as _admit, replay_bucket\n"
+        "def admit(**batch):\n    print('debug', batch['cp_rank'])\n    return _admit(**batch)\n"
+    )
+    code, out, err = _run(capsys, str(policy), "--json", *FAST)
+    assert code == 0 and json.loads(out)["ok"] is True
+    assert "importing" in err
