@@ -1,0 +1,63 @@
+"""The runner and the reference runner side by side over a session of batches, poisoned buffers in between."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+import reference
+from impl.distributed import batch_hidden, build_model
+from impl.harness import compare_with_eager
+from impl.model import ModelConfig
+from impl.runner import PrefillGraphRunner
+
+torch.set_num_threads(1)
+CONFIG = ModelConfig(hidden=32, heads=4)
+BUCKETS = (16, 32, 64, 96, 128, 192, 256)
+
+
+class RunnerMachine(RuleBasedStateMachine):
+    """Model: reference.ReferenceRunner. System: PrefillGraphRunner. They agree on every plan; every output
+    equals eager; the static buffers never move."""
+
+    @initialize(p=st.sampled_from((2, 4)), rule_name=st.sampled_from(("captured", "headroom")),
+                max_requests=st.integers(1, 8))
+    def start(self, p: int, rule_name: str, max_requests: int) -> None:
+        self.runner = PrefillGraphRunner(build_model(CONFIG, seed=p), cp_size=p, capture_num_tokens=BUCKETS,
+                                         capture_rule=rule_name, max_requests=max_requests)
+        self.reference = reference.ReferenceRunner(
+            cp_size=p, capture_num_tokens=BUCKETS, capture_rule=reference.CaptureRule(rule_name, max_requests=max_requests))
+        g = self.runner.graph_runner
+        self.pointers = (g.static_hidden.data_ptr(), g.static_request_id.data_ptr(), g.static_position.data_ptr())
+        self.served = 0
+
+    @rule(lengths=st.lists(st.integers(1, 48), min_size=1, max_size=8), seed=st.integers(0, 1000))
+    def serve(self, lengths: list[int], seed: int) -> None:
+        batch = tuple(lengths)
+        want = self.reference.plan(batch)
+        c = compare_with_eager(self.runner, batch, batch_hidden(batch, CONFIG.hidden, seed, 0), atol=1e-5, rtol=1e-5)
+        assert (c.bucket, c.reason) == (want.bucket, want.fallback.value if want.fallback else None), c
+        assert c.within_tolerance and c.bit_exact is not False, c.message(1e-5, 1e-5)
+        self.served += 1
+
+    @precondition(lambda self: self.served > 0)
+    @rule()
+    def poison_static_buffers(self) -> None:
+        g = self.runner.graph_runner
+        g.static_hidden.fill_(math.nan)
+        g.static_request_id.fill_(0)
+        g.static_position.fill_(-5)
+
+    @invariant()
+    def buffers_never_move(self) -> None:
+        if hasattr(self, "runner"):
+            g = self.runner.graph_runner
+            assert (g.static_hidden.data_ptr(), g.static_request_id.data_ptr(), g.static_position.data_ptr()) == self.pointers
+
+
+RunnerMachine.TestCase.settings = settings(RunnerMachine.TestCase.settings, max_examples=8, stateful_step_count=15)
+TestRunnerMachine = RunnerMachine.TestCase
