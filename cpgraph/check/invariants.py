@@ -116,8 +116,17 @@ def judge(
 
     decisions = {a.decision for a in answers}
     if len(decisions) > 1:
-        by = "; ".join(f"rank {a.rank}: admit={a.decision[0]} bucket={a.decision[1]}" for a in answers[:8])
-        note("rank_consensus", f"ranks disagree: {by}")
+        groups: list[tuple[list[int], tuple[object, object]]] = []
+        for a in answers:
+            if groups and groups[-1][1] == a.decision:
+                groups[-1][0].append(a.rank)
+            else:
+                groups.append(([a.rank], a.decision))
+        by = "; ".join(
+            f"{'rank' if len(r) == 1 else 'ranks'} {r[0] if len(r) == 1 else f'{r[0]}-{r[-1]}'}: admit={d[0]} bucket={d[1]}"
+            for r, d in groups[:6]
+        )
+        note("rank_consensus", f"ranks disagree: {by}{'; ...' if len(groups) > 6 else ''}")
     for a in answers:
         replayed = a.bucket is not None
         if a.admit is None:

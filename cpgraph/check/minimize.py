@@ -85,7 +85,8 @@ def candidates(batch: Batch, cp_sizes: tuple[int, ...], strategy: str) -> Iterat
         yield from _variants(batch, same_residue, p, strategy)
     for i, length in enumerate(lengths):
         q, m = divmod(length, s)
-        rounds = {m + s * j for j in (1, q // 2, q - 1) if m + s * j >= active_floor}
+        steps = {q // 2, q - 1} | {1 << k for k in range(max(q, 1).bit_length())}
+        rounds = {m + s * j for j in steps if 0 < j < q and m + s * j >= active_floor}
         for target in sorted(rounds | {active_floor, length // 2, length - p, length - 1}):
             if active_floor <= target < length:
                 yield from _variants(batch, lengths[:i] + (target,) + lengths[i + 1 :], p, strategy)
