@@ -19,15 +19,16 @@ from dataclasses import dataclass
 
 import z3
 
-from cpgraph.design.evaluate import Outcome, evaluate
+from cpgraph.design.evaluate import Outcome, evaluate, select
 from cpgraph.design.loads import busiest_loads, example_batch
 from cpgraph.design.review import MAX_EXACT_REQUESTS, SEARCH_EXTRA_REQUESTS, spec_of
 from cpgraph.design.schema import Design
 from cpgraph.design.solve import int_value, maximize, minimize
+from reference import align_up
 from spec.design import DesignTerms, any_requests_batch, design_terms, exact_batch, exact_lengths
 
 CLASSES = ("fixed", "regressed", "changed")
-MAX_TRANSITIONS = 6
+MAX_TRANSITIONS = 4
 MAX_ENUMERATED_REQUESTS = 6
 TIMEOUT_MS = 8_000
 
@@ -51,6 +52,9 @@ class DiffClass:
     changes: tuple[Change, ...]
     more: bool  # more distinct changes exist than listed
     note: str = ""
+    # exact token ranges per request count (1..ENUMERATED_REQUESTS), when both designs share P, strategy
+    # and a live layout: every (n, busiest load) a batch can have is enumerated (cpgraph.design.loads)
+    ranges: tuple[tuple[int, tuple[tuple[int, int], ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,7 @@ def _witness(
 def diff_designs(old: Design, new: Design, *, progress: bool = False) -> Diff:
     """Every class of differing decisions between ``old`` and ``new``, for any number of requests."""
     old_terms, new_terms, n, requests, base = _abstract(old, new)
+    exact = enumerated_ranges(old, new)
     classes = []
     for kind, term in _class_terms(old_terms, new_terms).items():
         if progress:
@@ -152,7 +157,7 @@ def diff_designs(old: Design, new: Design, *, progress: bool = False) -> Diff:
         changes = [_change(old, new, batch)]
         more = False
         blocked = [_block(old_terms, new_terms, changes[0])]
-        for _ in range(MAX_TRANSITIONS + 3):  # further changes, from the abstraction, made concrete
+        for _ in range(MAX_TRANSITIONS + 2):  # further changes, from the abstraction, made concrete
             verdict = minimize(z3.And(base, term, *blocked), [requests, n], timeout_ms=TIMEOUT_MS)
             if verdict.status != "refuted":
                 break
@@ -173,8 +178,79 @@ def diff_designs(old: Design, new: Design, *, progress: bool = False) -> Diff:
             change = _concretize(old, new, kind, tokens, count, changes)
             if change is not None:
                 changes.append(change)
-        classes.append(DiffClass(kind, "found", region, tuple(changes), more, f"token range at {len(batch)} requests"))
+        classes.append(
+            DiffClass(
+                kind, "found", region, tuple(changes), more, f"token range at {len(batch)} requests", exact.get(kind, ())
+            )
+        )
     return Diff(old, new, classes=tuple(classes))
+
+
+ENUMERATED_REQUESTS = 8
+
+
+def _rank_decisions(design: Design, n: int, required: int) -> tuple[int | None, bool]:
+    """(rank 0's bucket, crashes) from n and the live rows alone (live layout only)."""
+    caps = design.capacities()
+    chosen = [select(design, n, required, caps[r]) for r in range(design.cp_size if design.per_rank_table else 1)]
+    crash = len(set(chosen)) > 1 or any(
+        b is not None and (b not in caps[r] or required > caps[r][b]) for r, b in enumerate(chosen)
+    )
+    return chosen[0], crash
+
+
+def enumerated_ranges(old: Design, new: Design) -> dict[str, tuple[tuple[int, tuple[tuple[int, int], ...]], ...]]:
+    """class -> ((requests, token ranges), ...) over every CP-active batch of 1..ENUMERATED_REQUESTS requests."""
+    if (old.cp_size, old.strategy) != (new.cp_size, new.strategy) or "padded" in (old.layout_basis, new.layout_basis):
+        return {}
+    p = old.cp_size
+    if p < 2:
+        return {}
+    top = max(max(old.buckets), max(new.buckets))
+    out: dict[str, list[tuple[int, tuple[tuple[int, int], ...]]]] = {k: [] for k in CLASSES}
+    memo: dict[tuple[int, int], str | None] = {}
+    for requests in range(1, ENUMERATED_REQUESTS + 1):
+        hits: dict[str, list[int]] = {k: [] for k in CLASSES}
+        for n in range(2 * p * requests, top + 1):
+            kinds = set()
+            for busiest in busiest_loads(n, requests, cp_size=p, strategy=old.strategy):
+                key = (n, busiest)
+                if key not in memo:
+                    before = _rank_decisions(old, n, align_up(busiest, old.align_size))
+                    after = _rank_decisions(new, n, align_up(busiest, new.align_size))
+                    memo[key] = _kind(before, after)
+                if memo[key] is not None:
+                    kinds.add(memo[key])
+            for kind in kinds:
+                hits[str(kind)].append(n)
+        for kind, ns in hits.items():
+            if ns:
+                out[kind].append((requests, _runs(ns)))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _runs(points: list[int]) -> tuple[tuple[int, int], ...]:
+    out: list[tuple[int, int]] = []
+    for n in points:
+        if out and out[-1][1] == n - 1:
+            out[-1] = (out[-1][0], n)
+        else:
+            out.append((n, n))
+    return tuple(out)
+
+
+def _kind(before: tuple[int | None, bool], after: tuple[int | None, bool]) -> str | None:
+    """The class of a change between two (bucket, crashes) decisions (None: they agree)."""
+    (old_bucket, old_crash), (new_bucket, new_crash) = before, after
+    if old_crash and not new_crash:
+        return "fixed"
+    if not old_crash and old_bucket is not None and (
+        new_crash or new_bucket is None or new_bucket > old_bucket
+    ):
+        return "regressed"
+    if (old_bucket, old_crash) != (new_bucket, new_crash):
+        return "changed"
+    return None
 
 
 def _concretize(
@@ -201,15 +277,7 @@ def _change(old: Design, new: Design, lengths: tuple[int, ...]) -> Change:
 def _classify(change: Change) -> str | None:
     """The class of a concrete change (None when the designs agree on it)."""
     old, new = change.old_outcome, change.new_outcome
-    if old.crashes and not new.crashes:
-        return "fixed"
-    if not old.crashes and old.admitted and (
-        new.crashes or not new.admitted or (new.bucket is not None and old.bucket is not None and new.bucket > old.bucket)
-    ):
-        return "regressed"
-    if (old.bucket, old.crashes) != (new.bucket, new.crashes):
-        return "changed"
-    return None
+    return _kind((old.bucket, old.admitted and old.crashes), (new.bucket, new.admitted and new.crashes))
 
 
 def _block(old_terms: DesignTerms, new_terms: DesignTerms, change: Change) -> z3.BoolRef:

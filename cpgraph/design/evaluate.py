@@ -7,6 +7,7 @@ rank_loads / required_local_tokens / build_layout so a replay is the oracle's ve
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,7 +28,10 @@ SAFETY = INVARIANTS[:5]
 
 def select(design: Design, n: int, required: int, caps: dict[int, int]) -> int | None:
     """The design's selector on one rank: scan the buckets in the order written."""
-    for b in design.buckets:
+    buckets = design.buckets
+    if design.is_sorted:  # the skipped prefix (buckets below n) can be jumped over
+        buckets = buckets[bisect.bisect_left(buckets, n) :]
+    for b in buckets:
         if b < n:
             continue
         if b > design.max_padding_factor * n:

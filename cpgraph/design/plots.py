@@ -18,12 +18,13 @@ def plot_fallback_region(efficiencies: Sequence[tuple[str, Efficiency]], path: P
     """One row per request count: where some (light) or every (dark) batch runs eagerly, per design."""
     fig, axes = plt.subplots(len(efficiencies), 1, figsize=(10, 1.2 + 1.6 * len(efficiencies)), squeeze=False)
     for ax, (name, e) in zip(axes[:, 0], efficiencies):
+        least = e.largest_bucket * 0.004  # keep a region of a few tokens visible at this scale
         for region in e.regions:
             y = region.requests
             for lo, hi in region.some_eager:
-                ax.barh(y, hi - lo + 1, left=lo, height=0.8, color="#f4a582")
+                ax.barh(y, max(hi - lo + 1, least), left=lo, height=0.8, color="#f4a582")
             for lo, hi in region.all_eager:
-                ax.barh(y, hi - lo + 1, left=lo, height=0.8, color="#b2182b")
+                ax.barh(y, max(hi - lo + 1, least), left=lo, height=0.8, color="#b2182b")
         ax.axvline(e.largest_bucket, color="k", lw=0.8, ls="--")
         ax.set_xlim(0, e.largest_bucket * 1.03)
         ax.set_ylabel("requests")
@@ -38,14 +39,16 @@ def plot_fallback_region(efficiencies: Sequence[tuple[str, Efficiency]], path: P
 def plot_padding(efficiencies: Sequence[tuple[str, Efficiency]], path: Path) -> Path:
     """Rows executed per real token (B/n) against n, least to largest over admitted batches, per design."""
     fig, ax = plt.subplots(figsize=(10, 4))
-    for name, e in efficiencies:
+    for index, (name, e) in enumerate(efficiencies):
         if not e.curve:
             continue
         xs = [c[0] for c in e.curve]
-        ax.fill_between(xs, [c[1] for c in e.curve], [c[2] for c in e.curve], alpha=0.35, step="mid", label=name)
+        color = f"C{index}"
+        ax.plot(xs, [c[2] for c in e.curve], color=color, lw=1.0, label=f"{name}: largest B/n")
+        ax.plot(xs, [c[1] for c in e.curve], color=color, lw=0.8, ls=":", label=f"{name}: least B/n")
     ax.set_xlabel("num_tokens n")
     ax.set_ylabel("padding ratio B / n")
-    ax.set_title("global padding of admitted batches (band: least to largest over request mixes)", fontsize=9)
+    ax.set_title("global padding of admitted batches (solid: largest, dotted: least B/n over request mixes)", fontsize=9)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -88,13 +88,18 @@ def _efficiency_text(e: Efficiency, design: Design) -> list[str]:
 
 
 def _diff_text(d: Diff) -> list[str]:
-    out = [f"Semantic diff {d.old.name} -> {d.new.name} (solver-found; minimal witnesses):"]
+    out = [
+        f"Semantic diff {d.old.name} -> {d.new.name} (solver-found classes and minimal witnesses; "
+        "R= lines: exact token ranges by request count)"
+    ]
     for c in d.classes:
         if c.status != "found":
             out.append(f"  {c.kind:9} {c.status}: {c.note}")
             continue
         region = f"n in [{c.region[0]}, {c.region[1]}] ({c.note})" if c.region else ""
         out.append(f"  {c.kind:9} found: {region}")
+        for requests, ranges in c.ranges:
+            out.append(f"            R={requests}: n in {_ranges(ranges, 5)}")
         for ch in c.changes:
             n = sum(ch.extend_seq_lens)
             out.append(f"            {ch.old} -> {ch.new}: extend_seq_lens={list(ch.extend_seq_lens)} (n={n})")

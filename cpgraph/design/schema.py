@@ -84,7 +84,7 @@ class Design:
         """Buckets the runner keeps, in scan order: those below 2P are dropped at start-up."""
         return tuple(b for b in self.capture_num_tokens if b >= 2 * self.cp_size)
 
-    @property
+    @functools.cached_property
     def is_sorted(self) -> bool:
         return list(self.buckets) == sorted(self.buckets)
 
