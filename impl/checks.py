@@ -31,6 +31,8 @@ def check_lengths(name: str, value: object) -> tuple[int, ...]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise TypeError(f"{name} must be a non-empty sequence of ints >= 0, got {value!r}")
     items = tuple(value)
+    if items and all(type(x) is int and x >= 0 for x in items):  # the common case, checked at C speed
+        return items
     if not items:
         raise ValueError(f"{name} must be a non-empty sequence of ints >= 0, got an empty batch {value!r}")
     for i, item in enumerate(items):
@@ -54,6 +56,8 @@ def check_capture_list(name: str, value: object) -> tuple[int, ...]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise TypeError(f"{name} must be a sorted sequence of positive ints, got {value!r}")
     items = tuple(value)
+    if items and all(type(x) is int for x in items) and items[0] >= 1 and all(a < b for a, b in zip(items, items[1:])):
+        return items
     if not items:
         raise ValueError(f"{name} must be a non-empty sorted sequence of positive ints, got {value!r}")
     for i, item in enumerate(items):
@@ -75,6 +79,8 @@ def check_capacities(name: str, value: object) -> dict[int, int]:
     """A mapping bucket -> rows (ints >= 0); a ``None`` row means absent (the bucket was dropped)."""
     if not isinstance(value, Mapping):
         raise TypeError(f"{name} must be a mapping bucket -> rows, got {value!r} ({type(value).__name__})")
+    if all(type(b) is int and type(r) is int and r >= 0 for b, r in value.items()):
+        return dict(value)
     out: dict[int, int] = {}
     for bucket, rows in value.items():
         if not is_int(bucket):

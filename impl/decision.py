@@ -70,6 +70,8 @@ def max_rank_load(extend_seq_lens: object, *, cp_size: object, strategy: object 
 
 
 def _max_load(lengths: tuple[int, ...], p: int, kind: str) -> int:
+    if len(lengths) == 1:  # one sequence: under every strategy its busiest rank holds ceil(L/P)
+        return -(-lengths[0] // p)
     if kind == "zigzag":
         return _zigzag_max_load(lengths, p)
     if kind == "interleave":
@@ -131,9 +133,8 @@ class Selector:
     def build(capture_num_tokens: Sequence[int], bucket_local_tokens: Mapping[int, int | None]) -> Selector:
         buckets = check_capture_list("capture_num_tokens", capture_num_tokens)
         table = check_capacities("bucket_local_tokens", bucket_local_tokens)
-        caps = tuple(table.get(b) for b in buckets)
-        present = [c for c in caps if c is not None]
-        monotone = len(present) == len(caps) and all(x <= y for x, y in zip(present, present[1:]))
+        caps = tuple(map(table.get, buckets))
+        monotone = None not in caps and all(x <= y for x, y in zip(caps, caps[1:]))  # type: ignore[operator]
         return Selector(buckets, caps, monotone)
 
     def window(self, num_tokens: int, max_padding_factor: int) -> tuple[int, int]:
