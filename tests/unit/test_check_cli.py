@@ -108,3 +108,15 @@ def test_json_stays_one_object_when_the_policy_prints(capsys: pytest.CaptureFixt
     code, out, err = _run(capsys, str(policy), "--json", *FAST)
     assert code == 0 and json.loads(out)["ok"] is True
     assert "importing" in err
+
+
+def test_importing_cpgraph_and_check_policy_stays_light() -> None:
+    code = (
+        "import sys, cpgraph\n"
+        "assert 'cpgraph.check' not in sys.modules\n"
+        "cpgraph.check_policy\n"
+        "heavy = [m for m in ('torch', 'matplotlib', 'z3', 'hypothesis') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
