@@ -113,4 +113,6 @@ def run(args: argparse.Namespace) -> int:
         chosen = report.violation("capacity_fit") or report.violations[0]
         plot_violation(chosen, args.plot, strategy=options.strategy)
         print(f"cpgraph check: wrote {chosen.invariant} layout plot {args.plot}", file=sys.stderr)
+    if report.ok and (args.emit_test or args.plot):
+        print("cpgraph check: every invariant held; no regression test or plot written", file=sys.stderr)
     return 0 if report.ok else 1
