@@ -50,11 +50,12 @@ class Violation:
             else:
                 groups.append(([a.rank], said))
         room = MAX_LINES - len(lines) - 3
-        for ranks, said in groups[:room]:
+        shown = groups if len(groups) <= room else groups[: room - 1]
+        for ranks, said in shown:
             who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks[0]}-{ranks[-1]}"
             lines.append(f"  {who}: {said}")
-        if len(groups) > room:
-            lines.append(f"  ... {len(groups) - room} more rank groups")
+        if len(shown) < len(groups):
+            lines.append(f"  ... and {len(groups) - len(shown)} more groups of ranks answering differently")
         lines.append("  " + self.spec.describe(b))
         lines.append(f"  why: {self.why}")
         if self.original != self.batch:

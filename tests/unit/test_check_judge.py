@@ -201,3 +201,14 @@ def test_one_and_two_search_processes_find_the_same_invariant() -> None:
     for workers in (1, 2):
         report = check_policy("proofs.mutants.fn_exclusive", budget_s=5, boundary=False, grace_s=0.2, workers=workers)
         assert "no_needless_fallback" in report.invariants
+
+
+def test_a_violation_with_every_rank_answering_differently_still_fits_15_lines() -> None:
+    from cpgraph import check_policy
+
+    wild = SimpleNamespace(admit=lambda **_: True, replay_bucket=lambda *, cp_rank, capture_num_tokens, **_: capture_num_tokens[0] + cp_rank)
+    report = check_policy(wild, cp_sizes=(16,), budget_s=5, boundary=False, workers=1, grace_s=0.1, minimize_s=0.2)
+    v = report.violation("rank_consensus")
+    assert v is not None
+    text = v.text()
+    assert len(text.splitlines()) <= 15 and "more groups of ranks" in text and text.splitlines()[-1].startswith("  (minimised")
