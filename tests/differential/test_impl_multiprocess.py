@@ -65,3 +65,9 @@ def test_consensus_guard_names_the_rank_fed_a_different_batch(group: tuple[int, 
         assert "extend_seq_lens=(20, 20, 21)" in message and "extend_seq_lens=(20, 20, 20)" in message
     # The group stays usable after a refusal: the next batch replays on every rank.
     assert all("output" in results[rank][ODD + 1] for rank in range(p))
+
+
+def test_spawn_reports_each_failed_rank_with_its_traceback() -> None:
+    bad = PrefillJob(CONFIG, seed=0, capture_num_tokens=(1, 2), batches=((8,),))
+    with pytest.raises(RuntimeError, match=r"(?s)rank 0 failed:.*has no bucket >= 2\*cp_size = 4.*rank 1 failed"):
+        spawn(prefill_worker, 2, bad, timeout_s=120)
