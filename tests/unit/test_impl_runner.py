@@ -166,3 +166,10 @@ def test_runner_answers_the_policy_protocol_like_the_reference() -> None:
         else:
             with pytest.raises(LookupError):
                 runner.replay_bucket(**batch)
+
+
+def test_a_capacity_that_disagrees_with_the_reference_stops_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    rule_rows = PrefillGraphRunner._rule_rows
+    monkeypatch.setattr(PrefillGraphRunner, "_rule_rows", lambda self, b: rule_rows(self, b) + 8)
+    with pytest.raises(RuntimeError, match="bucket 256 was captured with 72 rows per rank but the reference's 'captured' rule gives 64"):
+        make()
