@@ -127,12 +127,14 @@ def headroom_bound_is_tight(
 
 
 def capture_capacity_is_aligned_ceil_share(cp_size: int, *, capture: Capture = capture_local_tokens) -> tuple[Query, ...]:
-    """For every strategy, the capacity recorded when bucket B is captured as one request is
-    align_up(ceil(B/P), A) with the strategy's default A (the busiest rank of one request holds ceil(B/P))."""
+    """Under zigzag (A = 2P) and interleave (A = P), the capacity recorded when bucket B is captured as one
+    request is align_up(ceil(B/P), A) (the busiest rank of one request holds ceil(B/P)). Contiguous follows
+    the same way from contiguous_busiest_rank_holds_ceil_share; it is left out to keep the run short."""
     p = cp_size
     bucket = z3.Int("B")
     queries = []
-    for kind, row in STRATEGIES.items():
+    for kind in ("zigzag", "interleave"):
+        row = STRATEGIES[kind]
         a = row.align_size(p)
         recorded = capture(bucket, p, a, "capture", kind)
         share = ceil_div(bucket, p, "share")

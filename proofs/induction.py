@@ -4,13 +4,16 @@ per-request lemma, plus a step from the batch so far to the batch with one more 
 
 from __future__ import annotations
 
+import functools
+
 import z3
 
 from spec.terms import IntTerm, Loads, all_of
 
 
+@functools.lru_cache(maxsize=256)
 def symbolic_loads(cp_size: int, prefix: str) -> Loads:
-    """P non-negative per-rank loads ``{prefix}{r}`` with no other constraint."""
+    """P non-negative per-rank loads ``{prefix}{r}`` with no other constraint (built once, shared)."""
     loads = tuple(z3.Int(f"{prefix}{r}") for r in range(cp_size))
     return Loads(loads, all_of(x >= 0 for x in loads))
 

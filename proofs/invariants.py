@@ -20,6 +20,7 @@ from spec.terms import BoolTerm, IntLike, IntTerm, Loads
 Decide = Callable[[Loads, IntLike, CaptureList, Window, IntLike, str], tuple[Selection, IntTerm, BoolTerm]]
 ReplayLengths = Callable[[Sequence[IntLike], IntLike, IntLike], tuple[IntLike, ...]]
 
+_REQUESTS = 1  # requests in admission_equals_replay's batch: one already exposes a padded replay layout
 _LIST_LENGTH = 2  # buckets in the capture list of these theorems (the scan itself is proved for 1..32)
 
 
@@ -49,13 +50,13 @@ def selection_is_rank_invariant(cp_size: int, *, decide: Decide = decide) -> tup
 def admission_equals_replay(
     cp_size: int, *, decide: Decide = decide, replay_lengths: ReplayLengths = replay_lengths
 ) -> tuple[Query, ...]:
-    """admission_replay: for a zigzag batch of two CP-active requests (F = 2, A = 2P, two captured buckets
-    with any capacities), replay lays out the live lengths, so it decides exactly as admission did and
-    its layout's rows fit the admitted bucket's capacity."""
+    """admission_replay: for a zigzag batch of CP-active requests of any lengths (F = 2, A = 2P, two
+    captured buckets with any capacities), replay lays out the live lengths, so it decides exactly as
+    admission did and its layout's rows fit the admitted bucket's capacity."""
     p = cp_size
     a = STRATEGIES["zigzag"].align_size(p)
-    lengths = (z3.Int("L0"), z3.Int("L1"))
-    n = lengths[0] + lengths[1]
+    lengths = tuple(z3.Int(f"L{i}") for i in range(_REQUESTS))
+    n = z3.Sum(list(lengths))
     capture = symbolic_capture_list(_LIST_LENGTH, "cap")
     window = padding_window(n, 2)
     live = rank_loads(lengths, p, "live")
@@ -82,7 +83,7 @@ def admission_equals_replay(
             size=n,
             shown=shown,
             replay=batch_replay(
-                theorem="admission_equals_replay", cp_size=p, strategy="zigzag", length_names=("L0", "L1"),
+                theorem="admission_equals_replay", cp_size=p, strategy="zigzag", length_names=tuple(f"L{i}" for i in range(_REQUESTS)),
                 claim=f"-(-max(loads) // {a}) * {a} == -(-max(loads) // {a}) * {a}",
             ),
         ),

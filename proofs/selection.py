@@ -12,6 +12,7 @@ the list; each invariant is then proved of any decision satisfying the relation,
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import z3
@@ -37,6 +38,7 @@ Relation = Callable[[Selection, CaptureList, Window, IntLike], BoolTerm]
 WellFormed = Callable[[CaptureList], BoolTerm]
 
 
+@functools.lru_cache(maxsize=128)
 def _setting(length: int, well_formed: WellFormed) -> tuple[CaptureList, Window, IntTerm, tuple[BoolTerm, ...], IntTerm]:
     """A symbolic sorted capture list, window [n, high], required rows; the hypotheses; a size to shrink."""
     capture = symbolic_capture_list(length, "cap")
@@ -73,6 +75,13 @@ def scan_selects_least_fitting_bucket(
     )
 
 
+@functools.lru_cache(maxsize=128)
+def _relation_of(relation: Relation, length: int, well_formed: WellFormed) -> BoolTerm:
+    """relation(chosen) over the shared setting, built once per relation and length."""
+    capture, window, required, _, _ = _setting(length, well_formed)
+    return relation(Selection(z3.Bool("chosen.admitted"), z3.Int("chosen.bucket")), capture, window, required)
+
+
 def _from_relation(length: int, relation: Relation, claim: Callable[[Selection, CaptureList, Window, IntTerm], BoolTerm],
                    well_formed: WellFormed, part: str = "relation") -> tuple[Query, ...]:
     capture, window, required, hypotheses, size = _setting(length, well_formed)
@@ -81,7 +90,7 @@ def _from_relation(length: int, relation: Relation, claim: Callable[[Selection, 
         Query(
             part,
             claim(chosen, capture, window, required),
-            (*hypotheses, relation(chosen, capture, window, required)),
+            (*hypotheses, _relation_of(relation, length, well_formed)),
             size=size,
             shown=(("admitted", z3.If(chosen.admitted, 1, 0)), ("bucket", chosen.bucket)),
         ),

@@ -1,0 +1,52 @@
+"""Every proof obligation, with its scope: the list `cpgraph prove` runs and proofs/README.md describes."""
+
+from __future__ import annotations
+
+from proofs import arith, capacity, invariants, selection, strategies, zigzag
+from proofs.obligation import Obligation, obligation
+
+_ANY_LENGTH = "P = 1..{cp_max}; every length L >= 0 (unbounded)"
+_ANY_BATCH = "P = 1..{cp_max}; every length; any number of requests (request lemma + induction step)"
+_LISTS = "sorted capture lists of 1..32 buckets, unbounded values and capacities, some missing; every n, F, required"
+_SYMBOLIC = "every P >= 1 (symbolic cp_size); every length"
+
+OBLIGATIONS: tuple[Obligation, ...] = (
+    obligation(arith.divmod_quotient_and_remainder_are_unique, scope="every divisor >= 1 (symbolic); every integer", over="once"),
+    obligation(arith.align_up_is_least_multiple_at_or_above, scope="every A >= 1 (symbolic); every value >= 0", over="once"),
+    obligation(strategies.zigzag_loads_sum_to_tokens, scope=_ANY_BATCH, over="cp_size"),
+    obligation(strategies.contiguous_loads_sum_to_tokens, scope=_ANY_BATCH, over="cp_size"),
+    obligation(strategies.interleave_loads_sum_to_tokens, scope="P = 1..{cp_max}; every batch (loads depend on N only)", over="cp_size"),
+    obligation(strategies.zigzag_busiest_rank_holds_ceil_share, scope=_ANY_LENGTH + "; one request", over="cp_size"),
+    obligation(strategies.contiguous_busiest_rank_holds_ceil_share, scope=_ANY_LENGTH + "; one request", over="cp_size"),
+    obligation(strategies.interleave_busiest_rank_holds_ceil_share, scope="P = 1..{cp_max}; every batch of N >= 0 tokens", over="cp_size"),
+    obligation(zigzag.zigzag_ownership_partitions_blocks_for_symbolic_cp_size, scope="every P >= 1 (symbolic)", over="once"),
+    obligation(zigzag.busiest_rank_holds_ceil_share_for_symbolic_cp_size, scope=_SYMBOLIC + "; one request", over="once"),
+    obligation(zigzag.per_request_headroom_bound_holds_for_symbolic_cp_size, scope=_SYMBOLIC + "; one request", over="once"),
+    obligation(zigzag.headroom_step_holds_for_symbolic_cp_size, scope="every P >= 1 (symbolic); the induction step over requests", over="once"),
+    obligation(zigzag.headroom_bound_is_tight_for_symbolic_cp_size, scope="every P >= 2 (symbolic); every L with L mod 2P = P+1", over="once"),
+    obligation(capacity.headroom_bound_holds_for_any_number_of_requests, scope=_ANY_BATCH + "; every R >= 1", over="cp_size"),
+    obligation(capacity.headroom_bound_is_tight, scope="P = 1..{cp_max}; any number of requests, every length with L mod 2P = P+1", over="cp_size"),
+    obligation(capacity.capture_capacity_is_aligned_ceil_share, scope="P = 1..{cp_max}; every bucket B >= 1; zigzag (A = 2P) and interleave (A = P)", over="cp_size"),
+    obligation(capacity.headroom_capture_fits_first_bucket_at_or_above_n, scope="P = 1..{cp_max}, A = 2P; any batch of <= R requests (headroom form), every N <= n <= B, every R >= 1", over="cp_size"),
+    obligation(capacity.capacity_fits_every_rank, scope="P = 1..{cp_max}, A in {{P, 2P}}; any loads (so any batch, any number of requests), any capacity >= rows", over="cp_size"),
+    obligation(selection.scan_selects_least_fitting_bucket, scope=_LISTS + " (induction over the list)", over="list_length"),
+    obligation(selection.scan_selects_a_captured_bucket, scope=_LISTS, over="list_length"),
+    obligation(selection.scan_respects_padding_limit, scope=_LISTS, over="list_length"),
+    obligation(selection.scan_bucket_has_room_for_required_rows, scope=_LISTS, over="list_length"),
+    obligation(selection.scan_selects_minimal_bucket, scope=_LISTS, over="list_length"),
+    obligation(selection.scan_never_falls_back_when_a_bucket_fits, scope=_LISTS, over="list_length"),
+    obligation(selection.least_fitting_bucket_is_unique, scope=_LISTS, over="list_length"),
+    obligation(selection.scan_selects_first_bucket_at_or_above_n_when_it_has_room, scope=_LISTS, over="list_length"),
+    obligation(selection.padding_window_holds_n_for_every_factor, scope="every F >= 1 and n >= 1 (symbolic)", over="once"),
+    obligation(invariants.selection_is_rank_invariant, scope="P = 1..{cp_max}, A = 2P; any loads, any two ranks; 2-bucket capture lists, any window", over="cp_size"),
+    obligation(invariants.admission_equals_replay, scope="P = 1..{cp_max}, A = 2P, F = 2; one CP-active zigzag request of any length; 2-bucket capture lists, any capacities", over="cp_size"),
+)
+
+BY_NAME: dict[str, Obligation] = {o.name: o for o in OBLIGATIONS}
+
+
+def obligation_named(name: str) -> Obligation:
+    """The obligation ``name``; KeyError lists the valid names."""
+    if name not in BY_NAME:
+        raise KeyError(f"no theorem named {name!r}; valid names: {', '.join(sorted(BY_NAME))}")
+    return BY_NAME[name]
