@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from hypothesis import strategies as st
 
 from cpgraph.check.batch import Batch
-from cpgraph.check.generate import build
+from cpgraph.check.batch import build
 from reference import capture_local_tokens, default_align_size
 
 __all__ = ["batches", "capture_lists", "capture_tables", "cp_sizes", "extend_seq_lens"]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from reference import capture_local_tokens, default_align_size, headroom_local_tokens
+from reference.validate import check_capacities, check_capture_list, check_int, check_lengths, check_strategy
 
 TABLE_KINDS = ("captured", "headroom", "arbitrary")
 
@@ -80,22 +82,48 @@ def parse_table(spec: str) -> tuple[str, int]:
     raise ValueError(f"capacities entry must be captured, headroom:R (R an int >= 1) or arbitrary; got {spec!r}")
 
 
-def table_rows(
-    kind: str, max_requests: int, buckets: Sequence[int], *, cp_size: int, align_size: int, strategy: str
+@lru_cache(maxsize=65536)
+def captured_rows(bucket: int, cp_size: int, align_size: int, strategy: str) -> int:
+    """Upstream's recorded capacity of ``bucket`` (one request of B tokens), memoised."""
+    return capture_local_tokens(bucket, cp_size=cp_size, align_size=align_size, strategy=strategy)
+
+
+@lru_cache(maxsize=65536)
+def _headroom(bucket: int, cp_size: int, align_size: int, max_requests: int) -> int:
+    """A capacity with headroom for ``max_requests`` requests, memoised."""
+    return headroom_local_tokens(bucket, cp_size=cp_size, align_size=align_size, max_requests=max_requests)
+
+
+def recorded(
+    table: str, buckets: tuple[int, ...], *, cp_size: int, align_size: int, strategy: str
 ) -> tuple[tuple[int, int], ...]:
-    """Capacities for every bucket as recorded by a 'captured' or 'headroom' rule."""
-    if kind == "captured":
-        return tuple(
-            (b, capture_local_tokens(b, cp_size=cp_size, align_size=align_size, strategy=strategy)) for b in buckets
-        )
+    """Capacities of ``buckets`` under a 'captured' or 'headroom:R' rule."""
+    kind, r = parse_table(table)
     if kind == "headroom":
-        if strategy != "zigzag":
-            raise ValueError(f"capacities 'headroom:R' are defined for the zigzag strategy only, got {strategy!r}")
-        return tuple(
-            (b, headroom_local_tokens(b, cp_size=cp_size, align_size=align_size, max_requests=max_requests))
-            for b in buckets
-        )
-    raise ValueError(f"table kind must be captured or headroom, got {kind!r}")
+        return tuple((b, _headroom(b, cp_size, align_size, r)) for b in buckets)
+    return tuple((b, captured_rows(b, cp_size, align_size, strategy)) for b in buckets)
+
+
+def build(
+    lengths: tuple[int, ...],
+    buckets: tuple[int, ...] | list[int] | set[int],
+    table: str,
+    *,
+    cp_size: int,
+    strategy: str,
+    factor: int,
+    rows: dict[int, int] | None = None,
+) -> Batch:
+    """A batch of ``lengths`` (num_tokens = their sum) meeting ``buckets`` with capacities by ``table``,
+    or the explicit ``rows`` for an 'arbitrary' table (buckets missing from ``rows`` are absent)."""
+    align = default_align_size(cp_size=cp_size, strategy=strategy)
+    clean = tuple(sorted({b for b in buckets if b >= 1}))
+    if rows is not None:
+        caps = tuple((b, rows[b]) for b in clean if b in rows)
+        table = "arbitrary"
+    else:
+        caps = recorded(table, clean, cp_size=cp_size, align_size=align, strategy=strategy)
+    return Batch(cp_size, align, sum(lengths), lengths, clean, caps, factor, table)
 
 
 def make_batch(
@@ -106,20 +134,16 @@ def make_batch(
     table: str = "captured",
     capacities: Mapping[int, int] | None = None,
     strategy: str = "zigzag",
-    align_size: int | None = None,
     max_padding_factor: int = 2,
 ) -> Batch:
     """A batch with num_tokens = sum(lengths), buckets sorted and deduplicated, and capacities made by
-    ``table`` ('captured', 'headroom:R') or given explicitly (``table='arbitrary'``, ``capacities``)."""
-    a = default_align_size(cp_size=cp_size, strategy=strategy) if align_size is None else align_size
-    lengths = tuple(extend_seq_lens)
-    buckets = tuple(sorted(set(capture_num_tokens)))
-    if table == "arbitrary" or capacities is not None:
-        given = {} if capacities is None else dict(capacities)
-        rows = tuple((b, given[b]) for b in buckets if b in given)
-        label = "arbitrary"
-    else:
-        kind, r = parse_table(table)
-        rows = table_rows(kind, r, buckets, cp_size=cp_size, align_size=a, strategy=strategy)
-        label = table
-    return Batch(cp_size, a, sum(lengths), lengths, buckets, rows, max_padding_factor, label)
+    ``table`` ('captured', 'headroom:R') or given explicitly (``capacities``; missing buckets are absent)."""
+    lengths = check_lengths("extend_seq_lens", extend_seq_lens)
+    buckets = check_capture_list("capture_num_tokens", sorted(set(check_lengths("capture_num_tokens", capture_num_tokens))))
+    p = check_int("cp_size", cp_size, minimum=1)
+    factor = check_int("max_padding_factor", max_padding_factor, minimum=1)
+    check_strategy(strategy)
+    rows = None if capacities is None else check_capacities("capacities", capacities)
+    if rows is None:
+        parse_table(table)
+    return build(lengths, buckets, table, cp_size=p, strategy=strategy, factor=factor, rows=rows)

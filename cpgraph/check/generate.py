@@ -1,4 +1,4 @@
-"""Inputs, cheapest and sharpest first: Z3 boundary models, exhaustive small domains, then seeded random.
+"""Inputs, cheapest and sharpest first: Z3 boundary models (boundary.py), exhaustive small domains, seeded random.
 
 Every batch carries a capacity table made the way upstream records it ('captured': one request of B
 tokens), with headroom for R requests ('headroom:R'), or 'arbitrary' (perturbed, some buckets absent).
@@ -9,65 +9,15 @@ selector must respect (n-1, n, the first bucket that fits, F*n, F*n+1, an absent
 from __future__ import annotations
 
 import itertools
-import importlib.util
-import json
-import os
 import random
-import subprocess
-import sys
 from collections.abc import Generator, Iterator
 from dataclasses import replace
-from functools import lru_cache
-from typing import Any
 
-from cpgraph.check.batch import Batch, parse_table
+from cpgraph.check.batch import Batch, build, captured_rows, parse_table
+from cpgraph.check.boundary import Case, BoundaryFeed
 from cpgraph.check.invariants import live_loads
 from cpgraph.check.options import CheckOptions
-from reference import capture_local_tokens, default_align_size, headroom_local_tokens
-
-Case = tuple[str, Batch]  # (phase, batch)
-
-
-@lru_cache(maxsize=65536)
-def _captured(bucket: int, cp_size: int, align_size: int, strategy: str) -> int:
-    return capture_local_tokens(bucket, cp_size=cp_size, align_size=align_size, strategy=strategy)
-
-
-@lru_cache(maxsize=65536)
-def _headroom(bucket: int, cp_size: int, align_size: int, max_requests: int) -> int:
-    return headroom_local_tokens(bucket, cp_size=cp_size, align_size=align_size, max_requests=max_requests)
-
-
-def recorded(
-    table: str, buckets: tuple[int, ...], *, cp_size: int, align_size: int, strategy: str
-) -> tuple[tuple[int, int], ...]:
-    """Capacities of ``buckets`` under a 'captured' or 'headroom:R' rule."""
-    kind, r = parse_table(table)
-    if kind == "headroom":
-        return tuple((b, _headroom(b, cp_size, align_size, r)) for b in buckets)
-    return tuple((b, _captured(b, cp_size, align_size, strategy)) for b in buckets)
-
-
-def build(
-    lengths: tuple[int, ...],
-    buckets: tuple[int, ...] | list[int] | set[int],
-    table: str,
-    *,
-    cp_size: int,
-    strategy: str,
-    factor: int,
-    rows: dict[int, int] | None = None,
-) -> Batch:
-    """A batch of ``lengths`` (num_tokens = their sum) meeting ``buckets`` with capacities by ``table``,
-    or the explicit ``rows`` for an 'arbitrary' table (buckets missing from ``rows`` are absent)."""
-    align = default_align_size(cp_size=cp_size, strategy=strategy)
-    clean = tuple(sorted({b for b in buckets if b >= 1}))
-    if rows is not None:
-        caps = tuple((b, rows[b]) for b in clean if b in rows)
-        table = "arbitrary"
-    else:
-        caps = recorded(table, clean, cp_size=cp_size, align_size=align, strategy=strategy)
-    return Batch(cp_size, align, sum(lengths), lengths, clean, caps, factor, table)
+from reference import default_align_size
 
 
 def _edge_batches(lengths: tuple[int, ...], cp_size: int, options: CheckOptions) -> Iterator[Batch]:
@@ -124,143 +74,6 @@ def exhaustive(options: CheckOptions) -> Iterator[Case]:
                 streams.remove(stream)
             else:
                 yield ("exhaustive", batch)
-
-
-def _table_kind(batch: Batch, options: CheckOptions) -> str | None:
-    """Which of the allowed table kinds a boundary model's capacities are (None: not an allowed kind)."""
-    allowed = {parse_table(t)[0]: t for t in options.capacities}
-    for spec in (allowed.get("captured"), allowed.get("headroom")):
-        if spec is None:
-            continue
-        rows = recorded(spec, batch.capture_num_tokens, cp_size=batch.cp_size, align_size=batch.align_size, strategy=options.strategy)
-        if rows == batch.bucket_local_tokens:
-            return spec
-    return "arbitrary" if "arbitrary" in allowed else None
-
-
-_Model = tuple[str, int, int, int, int, tuple[int, ...], tuple[int, ...], tuple[tuple[int, int], ...]]
-_MODELS: dict[tuple[Any, ...], tuple[_Model, ...]] = {}  # per process, per argument tuple
-
-
-def _models_for(cp_size: int, factor: int, max_requests: int, max_tokens: int, strategy: str) -> tuple[_Model, ...]:
-    """proofs.boundaries' cases as plain picklable tuples (empty when no model exists for them)."""
-    try:
-        from proofs.boundaries import boundary_cases
-    except ImportError:
-        return ()
-    try:
-        models = boundary_cases(
-            cp_size=cp_size, max_padding_factor=factor, max_requests=max_requests, max_tokens=max_tokens, strategy=strategy
-        )
-    except (ValueError, NotImplementedError):
-        return ()  # no boundary model for that strategy or size; the other phases still cover it
-    out = []
-    for c in models:
-        caps = dict(c.bucket_local_tokens)
-        buckets = tuple(c.capture_num_tokens)
-        rows = tuple((b, caps[b]) for b in buckets if b in caps)
-        out.append((c.clause, c.cp_size, c.align_size, c.max_padding_factor, c.num_tokens, tuple(c.extend_seq_lens), buckets, rows))
-    return tuple(out)
-
-
-def solve_to_stdout(keys_json: str) -> None:
-    """Child process entry: solve each key in turn, writing one JSON line (key, models) as each is done.
-    Runs niced: on a busy machine the policy's own search comes first, the solver takes what is left."""
-    try:
-        os.nice(10)
-    except OSError:
-        pass
-    for key in json.loads(keys_json):
-        models = _models_for(*key)
-        sys.stdout.write(json.dumps([key, models]) + "\n")
-        sys.stdout.flush()
-
-
-def _as_model(raw: list[Any]) -> _Model:
-    clause, p, align, factor, n, lengths, buckets, rows = raw
-    return (str(clause), p, align, factor, n, tuple(lengths), tuple(buckets), tuple((b, r) for b, r in rows))
-
-
-class _BoundaryFeed:
-    """Boundary models drawn by Z3 in a child process (z3's context is not thread-safe, and the solver
-    should not hold up the cheap exhaustive phase); models already drawn in this process are reused."""
-
-    def __init__(self, options: CheckOptions) -> None:
-        self._options = options
-        keys = [
-            (p, options.max_padding_factor, min(options.max_requests, 3), options.max_tokens, options.strategy)
-            for p in options.cp_sizes
-            if p > 1
-        ]
-        pending = [k for k in keys if k not in _MODELS]
-        self._ready = [k for k in keys if k in _MODELS]
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._buffer = b""
-        if pending and _solver_available():
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-            code = "import sys; from cpgraph.check.generate import solve_to_stdout; solve_to_stdout(sys.argv[1])"
-            self._proc = subprocess.Popen(
-                [sys.executable, "-c", code, json.dumps(pending)],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                stdin=subprocess.DEVNULL,
-                env=env,
-            )
-            assert self._proc.stdout is not None
-            os.set_blocking(self._proc.stdout.fileno(), False)
-
-    def ready(self) -> list[Case]:
-        """Every boundary case that has arrived since the last call (never blocks)."""
-        if self._proc is not None:
-            assert self._proc.stdout is not None
-            chunk = self._proc.stdout.read()
-            if chunk:
-                self._buffer += chunk
-                *lines, self._buffer = self._buffer.split(b"\n")
-                for line in lines:
-                    key, models = json.loads(line)
-                    key = tuple(key)
-                    _MODELS[key] = tuple(_as_model(m) for m in models)
-                    self._ready.append(key)
-            elif self._proc.poll() is not None:
-                self.close()
-        out: list[Case] = []
-        for key in self._ready:
-            out.extend(_cases_from(_MODELS[key], self._options))
-        self._ready = []
-        return out
-
-    def close(self) -> None:
-        """Stop the solver child (this process started it) and reap it."""
-        if self._proc is not None:
-            if self._proc.poll() is None:
-                self._proc.terminate()
-            self._proc.wait(timeout=5)
-            if self._proc.stdout is not None:
-                self._proc.stdout.close()
-            self._proc = None
-
-
-def _solver_available() -> bool:
-    return importlib.util.find_spec("z3") is not None and importlib.util.find_spec("proofs.boundaries") is not None
-
-
-def _cases_from(models: tuple[_Model, ...], options: CheckOptions) -> Iterator[Case]:
-    for clause, p, align, factor, n, lengths, buckets, rows in models:
-        batch = Batch(p, align, n, lengths, buckets, rows, factor, "arbitrary")
-        kind = _table_kind(batch, options)
-        if kind is not None and buckets:
-            yield (f"boundary:{clause}", replace(batch, table=kind))
-
-
-def boundary(options: CheckOptions) -> Iterator[Case]:
-    """The spec's boundary models (Z3, proofs/boundaries.py), solved in this process, allowed kinds only."""
-    for p in options.cp_sizes:
-        if p > 1:
-            key = (p, options.max_padding_factor, min(options.max_requests, 3), options.max_tokens, options.strategy)
-            if key not in _MODELS:
-                _MODELS[key] = _models_for(*key)
-            yield from _cases_from(_MODELS[key], options)
 
 
 def _random_lengths(rng: random.Random, p: int, options: CheckOptions) -> tuple[int, ...]:
@@ -323,7 +136,7 @@ def random_cases(options: CheckOptions) -> Iterator[Case]:
         for b in sorted(buckets):
             if rng.random() < 0.2:
                 continue  # absent: no recorded capacity
-            base = _captured(b, p, align, s)
+            base = captured_rows(b, p, align, s)
             rows[b] = max(0, base + rng.choice((0, 0, align, -align, 1, -1)))
         yield ("random", build(lengths, buckets, "", cp_size=p, strategy=s, factor=f, rows=rows))
 
@@ -347,7 +160,7 @@ def cases(options: CheckOptions, *, shard: int = 0, shards: int = 1) -> Generato
 
     With ``shards`` > 1 this is shard ``shard``'s share: every shards-th exhaustive batch, its own random
     seed, and the boundary models on shard 0 only."""
-    feed = _BoundaryFeed(options) if options.boundary and shard == 0 else None
+    feed = BoundaryFeed(options) if options.boundary and shard == 0 else None
     mine = (batch for i, batch in enumerate(exhaustive(options)) if i % shards == shard)
     random_stream = random_cases(replace(options, seed=options.seed + 7919 * shard))
     try:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from cpgraph.check.batch import Batch
-from cpgraph.check.generate import build
+from cpgraph.check.batch import build
 from cpgraph.check.invariants import spec_for
 
 

@@ -15,7 +15,7 @@ def test_policy_keeps_every_invariant(target: str) -> None:
 
 
 def test_reference_passes_with_the_z3_boundary_models_first() -> None:
-    from cpgraph.check.generate import boundary
+    from cpgraph.check.boundary import boundary
     from cpgraph.check.options import make_options
 
     options = make_options(cp_sizes=(2, 4))
@@ -28,10 +28,10 @@ def test_reference_passes_with_the_z3_boundary_models_first() -> None:
 def test_boundary_models_arrive_from_the_solver_child_process() -> None:
     import time
 
-    from cpgraph.check.generate import _BoundaryFeed
+    from cpgraph.check.boundary import BoundaryFeed
     from cpgraph.check.options import make_options
 
-    feed = _BoundaryFeed(make_options(cp_sizes=(2,), max_tokens=97, max_requests=2))
+    feed = BoundaryFeed(make_options(cp_sizes=(2,), max_tokens=97, max_requests=2))
     try:
         arrived: list[object] = []
         deadline = time.monotonic() + 60

@@ -212,3 +212,20 @@ def test_a_violation_with_every_rank_answering_differently_still_fits_15_lines()
     assert v is not None
     text = v.text()
     assert len(text.splitlines()) <= 15 and "more groups of ranks" in text and text.splitlines()[-1].startswith("  (minimised")
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, error, message",
+    [
+        (((), (8,)), {"cp_size": 2}, ValueError, "extend_seq_lens must be a non-empty sequence"),
+        (((8, -1), (8,)), {"cp_size": 2}, ValueError, "extend_seq_lens[1] must be an int >= 0"),
+        (((8,), (0, 8)), {"cp_size": 2}, ValueError, "capture_num_tokens[0] must be a positive int"),
+        (((8,), (8,)), {"cp_size": 0}, ValueError, "cp_size must be an int >= 1, got 0"),
+        (((8,), (8,)), {"cp_size": 2, "capacities": {8: "x"}}, TypeError, "capacities[8] must be an int >= 0"),
+        (((8,), (8,)), {"cp_size": 2, "table": "headroom:0"}, ValueError, "headroom:R (R an int >= 1)"),
+    ],
+)
+def test_make_batch_rejects_bad_input_naming_it(args: tuple[Any, ...], kwargs: dict[str, Any], error: type, message: str) -> None:
+    with pytest.raises(error) as info:
+        make_batch(*args, **kwargs)
+    assert message in str(info.value)
