@@ -48,6 +48,34 @@ def fits(design: Design, n: int, required: int, caps: dict[int, int], b: int) ->
     return n <= b <= design.max_padding_factor * n and b in caps and caps[b] >= required
 
 
+def violations_at(design: Design, n: int, required: int) -> frozenset[str]:
+    """Invariants a CP-active batch of n tokens needing ``required`` rows breaks, for a live-layout design
+    (there every decision and every check reads only n and the live rows)."""
+    if design.layout_basis != "live":
+        raise ValueError(f"violations_at needs layout_basis = 'live', got {design.layout_basis!r}")
+    caps = design.capacities()
+    ranks = range(design.cp_size) if design.per_rank_table else range(1)
+    chosen = [select(design, n, required, caps[r]) for r in ranks]
+    broken = set()
+    if len(set(chosen)) > 1:
+        broken.add("rank_consensus")
+    for r, b in zip(ranks, chosen):
+        fitting = [c for c in design.buckets if fits(design, n, required, caps[r], c)]
+        if b is None:
+            if fitting:
+                broken.add("no_needless_fallback")
+            continue
+        if b not in caps[r]:
+            broken.update(("captured_bucket", "admission_replay"))
+        elif required > caps[r][b]:
+            broken.update(("capacity_fit", "admission_replay"))
+        if not n <= b <= design.max_padding_factor * n:
+            broken.add("padding_limit")
+        if any(c < b for c in fitting):
+            broken.add("minimal_bucket")
+    return frozenset(broken)
+
+
 def replay_lengths(design: Design, lengths: tuple[int, ...], bucket: int) -> tuple[int, ...]:
     """Lengths the replay layout is built on: live, or with the pad folded into the last request."""
     if design.layout_basis == "live":

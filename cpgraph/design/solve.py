@@ -3,7 +3,7 @@
 Verdicts follow proofs/check.py: proved, refuted (with a model), unknown (with the solver's reason);
 unknown is never read as proved. Design queries are long If-chains over the capture list; simplifying
 and eliminating the defining equations first (simplify, solve-eqs) makes them ~30x faster than z3's
-default solver, so this module builds its solvers from that tactic. Optimisation is a binary search on
+default solver, so this module builds its solvers from that tactic. Optimisation gallops then bisects on
 one objective at a time (lexicographic), each step a plain satisfiability check.
 """
 
@@ -55,27 +55,27 @@ def _optimize(
         return Verdict("proved") if result == z3.unsat else Verdict("unknown", reason=solver.reason_unknown())
     model = solver.model()
     for term, lowest in objectives:
+        # Gallop away from the current best until a bound is infeasible, then bisect the bracket.
+        # ``best`` is always attained by ``model``; values strictly beyond ``limit`` are infeasible.
         best = int_value(model, term)
         sign = 1 if lowest else -1
-        # Invariant: ``best`` is attained by ``model``; search strictly better values by halving the gap.
-        step = 1
-        while True:
+        gap, limit = 1, None
+        while limit is None or abs(best - limit) > 1:
+            target = best - sign * gap if limit is None else (best + limit) // 2 if lowest else -((-best - limit) // 2)
             solver.push()
-            target = best - sign * step
             solver.add(term <= target if lowest else term >= target)
             result = solver.check()
             if result == z3.sat:
                 model = solver.model()
                 best = int_value(model, term)
+                if limit is None:
+                    gap *= 2
+            elif result == z3.unsat:
+                limit = target
+            else:
                 solver.pop()
-                step *= 2
-                continue
-            solver.pop()
-            if result != z3.unsat:
                 return Verdict("unknown", reason=solver.reason_unknown())
-            if step == 1:
-                break
-            step = 1  # an overshoot: restart the doubling from the current best
+            solver.pop()
         solver.add(term == best)
     return Verdict("refuted", model)
 

@@ -63,3 +63,18 @@ def test_upstream_design_decides_like_the_reference_runner(lengths: list[int]) -
 def test_enumerated_busiest_loads_contain_every_drawn_batch(lengths: list[int]) -> None:
     busiest = max(rank_loads(lengths, cp_size=4))
     assert busiest in busiest_loads(sum(lengths), len(lengths), cp_size=4)
+
+
+def test_z3_exact_model_and_load_enumeration_find_the_same_least_witness() -> None:
+    from cpgraph.design.review import enumerated_witness, exact_witness, spec_of
+
+    for text in (SMALL + 'selector = "smallest"\n', "cp_size = 4\ncapture_num_tokens = [64, 96, 128]\nalign_size = 4\n"
+                 'selector = "smallest"\n'):
+        design = loads_design(text, name="t")
+        for requests in (2, 3):
+            by_z3, reason = exact_witness(spec_of(design), "capacity_fit", requests)
+            by_enumeration = enumerated_witness(design, "capacity_fit", requests)
+            assert reason == ""
+            assert (by_z3 is None) == (by_enumeration is None), (text, requests, by_z3, by_enumeration)
+            if by_z3 is not None and by_enumeration is not None:
+                assert sum(by_z3) == sum(by_enumeration), (text, requests, by_z3, by_enumeration)
