@@ -10,7 +10,7 @@ import z3
 
 from proofs.induction import symbolic_loads
 from proofs.obligation import Query
-from proofs.replay import batch_replay
+from proofs.replay import runner_replay
 from spec.decision import decide, replay_lengths
 from spec.invariants import admission_replay, capacity_fit, rank_consensus
 from spec.selection import CaptureList, Selection, Window, capture_list_is_well_formed, padding_window, symbolic_capture_list
@@ -78,19 +78,21 @@ def admission_equals_replay(
     return (
         Query(
             "rows",
-            admit_rows == replay_rows,
+            z3.Implies(admission.admitted, admit_rows == replay_rows),
             hypotheses,
             size=n,
             shown=shown,
-            replay=batch_replay(
-                theorem="admission_equals_replay", cp_size=p, strategy="zigzag", length_names=tuple(f"L{i}" for i in range(_REQUESTS)),
-                claim=f"-(-max(loads) // {a}) * {a} == -(-max(loads) // {a}) * {a}",
+            replay=runner_replay(
+                theorem="admission_equals_replay",
+                cp_size=p,
+                length_names=tuple(f"L{i}" for i in range(_REQUESTS)),
+                list_length=_LIST_LENGTH,
             ),
         ),
         Query(
             "decision",
             z3.And(admission_replay(admission, replay), capacity_fit(admission, capture, replay_rows)),
-            (*hypotheses, admit_rows == replay_rows),
+            (*hypotheses, z3.Implies(admission.admitted, admit_rows == replay_rows)),
             size=n,
             shown=shown,
         ),

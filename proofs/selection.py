@@ -169,10 +169,12 @@ def scan_selects_first_bucket_at_or_above_n_when_it_has_room(
     return _from_relation(length, relation, claim, well_formed)
 
 
-def padding_window_holds_n_for_every_factor(parameter: int) -> tuple[Query, ...]:
+def padding_window_holds_n_for_every_factor(
+    parameter: int, *, window_of: Callable[[IntLike, IntLike], Window] = padding_window
+) -> tuple[Query, ...]:
     """For every padding factor F >= 1 and n >= 1 the window [n, F*n] is non-empty (F*n >= n), so the
     selection theorems, proved for every window [n, H] with H >= n, cover every F."""
     del parameter
     n, factor = z3.Int("n"), z3.Int("F")
-    window = padding_window(n, factor)
+    window = window_of(n, factor)
     return (Query("window", window.high >= window.low, (n >= 1, factor >= 1)),)

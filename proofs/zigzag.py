@@ -7,11 +7,13 @@ proofs/strategies.py.)
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import z3
 
 from proofs.obligation import Query
 from proofs.strategies import Split, ZigzagRankLoad
-from spec.terms import indicator
+from spec.terms import IntLike, indicator
 from spec.zigzag import zigzag_owned_blocks, zigzag_rank_load, zigzag_split
 
 
@@ -32,7 +34,13 @@ def per_request_headroom_bound_holds_for_symbolic_cp_size(
     return (Query("request", p * load <= length + (p - 1) * indicator(length >= 1), hypotheses, size=length),)
 
 
-def headroom_step_holds_for_symbolic_cp_size(parameter: int) -> tuple[Query, ...]:
+def _one_more(requests: z3.ArithRef) -> z3.ArithRef:
+    return requests + 1
+
+
+def headroom_step_holds_for_symbolic_cp_size(
+    parameter: int, *, count: Callable[[z3.ArithRef], z3.ArithRef] = _one_more
+) -> tuple[Query, ...]:
     """For every P >= 1, adding one request keeps every rank within the headroom bound: if P*a <= N + k(P-1)
     and P*l <= L + P - 1 then P*(a + l) <= (N + L) + (k + 1)(P - 1)."""
     del parameter
@@ -40,7 +48,7 @@ def headroom_step_holds_for_symbolic_cp_size(parameter: int) -> tuple[Query, ...
     return (
         Query(
             "step",
-            p * (prior + more) <= (tokens + length) + (requests + 1) * (p - 1),
+            p * (prior + more) <= (tokens + length) + count(requests) * (p - 1),
             (p >= 1, p * prior <= tokens + requests * (p - 1), p * more <= length + p - 1),
         ),
     )
@@ -83,7 +91,12 @@ def headroom_bound_is_tight_for_symbolic_cp_size(
     )
 
 
-def zigzag_ownership_partitions_blocks_for_symbolic_cp_size(parameter: int) -> tuple[Query, ...]:
+Owned = Callable[[IntLike, IntLike], tuple[IntLike, IntLike]]
+
+
+def zigzag_ownership_partitions_blocks_for_symbolic_cp_size(
+    parameter: int, *, owned: Owned = zigzag_owned_blocks
+) -> tuple[Query, ...]:
     """For every P >= 1, each of the 2P blocks is owned by exactly one rank: block j by rank j (j < P) or
     rank 2P-1-j (j >= P), and no other rank owns it (so no token is lost or duplicated)."""
     del parameter
@@ -91,7 +104,7 @@ def zigzag_ownership_partitions_blocks_for_symbolic_cp_size(parameter: int) -> t
     owner = z3.If(block < p, block, 2 * p - 1 - block)
 
     def owns(r: z3.ArithRef) -> z3.BoolRef:
-        early, late = zigzag_owned_blocks(r, p)
+        early, late = owned(r, p)
         return z3.Or(block == early, block == late)
 
     return (

@@ -1,0 +1,301 @@
+"""Deliberately wrong variants of the spec's formulas, each substituted into a theorem, with the verdict it
+must get. A theorem that cannot be refuted proves nothing: every theorem in the registry has at least one
+variant here that it refutes. A few variants are equivalent rewrites and must stay proved (they document
+why, e.g., "skip a bucket above F*n" is as good as "stop" on a sorted list).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import z3
+
+from proofs import arith, capacity, invariants, selection, strategies, zigzag
+from proofs.check import Status
+from proofs.obligation import Query
+from proofs.registry import BY_NAME
+from spec.arith import DivMod, align_up, divmod_by, floor_div
+from spec.capacity import capture_local_tokens
+from spec.selection import (
+    NO_SELECTION,
+    CaptureList,
+    Selection,
+    Window,
+    has_room,
+    scan_select,
+    within_padding_limit,
+)
+from spec.terms import BoolTerm, Defined, IntLike, IntTerm, Loads, all_of, any_of, int_term
+from spec.zigzag import zigzag_block_len, zigzag_split
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A wrong (or equivalent) formula substituted into ``theorem`` at ``parameter``: must get ``expected``."""
+
+    name: str
+    theorem: str
+    description: str
+    parameter: int
+    expected: Status
+    build: Callable[[int], tuple[Query, ...]]
+
+
+# -- wrong layouts -------------------------------------------------------------------------------------------
+
+def wrong_partner_request_loads(length: IntLike, cp_size: int, name: str) -> Loads:
+    """Rank r owns blocks r and 2P-2-r (off by one): block 2P-1 is lost, one block is counted twice."""
+    split = zigzag_split(length, cp_size, name)
+    loads = tuple(zigzag_block_len(split, r) + zigzag_block_len(split, 2 * cp_size - 2 - r) for r in range(cp_size))
+    return Loads(loads, split.holds)
+
+
+def paired_rank_load(split: DivMod, rank: IntLike, cp_size: IntLike) -> IntTerm:
+    """Rank r owns blocks 2r and 2r+1 (contiguous pairs): both remainder tokens can land on rank 0."""
+    r = int_term(rank)
+    return zigzag_block_len(split, 2 * r) + zigzag_block_len(split, 2 * r + 1)
+
+
+def wrong_partner_owned(rank: IntLike, cp_size: IntLike) -> tuple[IntLike, IntLike]:
+    return (rank, 2 * cp_size - 2 - rank)
+
+
+def contiguous_dropping_remainder(length: IntLike, cp_size: int, name: str) -> Loads:
+    """Every rank gets floor(L/P): the remainder tokens vanish."""
+    split = divmod_by(length, cp_size, name)
+    return Loads(tuple(split.quotient for _ in range(cp_size)), split.holds)
+
+
+def contiguous_last_takes_rest(length: IntLike, cp_size: int, name: str) -> Loads:
+    """Ranks get floor(L/P), the last one also the whole remainder (unbalanced)."""
+    split = divmod_by(length, cp_size, name)
+    loads = tuple(split.quotient + (split.remainder if r == cp_size - 1 else 0) for r in range(cp_size))
+    return Loads(loads, split.holds)
+
+
+def interleave_without_remainder(total: IntLike, cp_size: int, name: str) -> Loads:
+    split = divmod_by(total, cp_size, name)
+    return Loads(tuple(split.quotient for _ in range(cp_size)), split.holds)
+
+
+def interleave_remainder_to_rank_zero(split: DivMod, rank: IntLike) -> IntTerm:
+    return split.quotient + z3.If(int_term(rank) == 0, split.remainder, 0)
+
+
+# -- wrong arithmetic and capacities ---------------------------------------------------------------------------
+
+def loose_divmod(dividend: IntLike, divisor: IntLike, name: str) -> DivMod:
+    """0 <= m <= S instead of m < S: the quotient is no longer unique."""
+    n, d = int_term(dividend), int_term(divisor)
+    q, m = z3.Int(f"{name}.q"), z3.Int(f"{name}.m")
+    return DivMod(n, d, q, m, z3.And(n == d * q + m, m >= 0, m <= d))
+
+
+def align_down(value: IntLike, align_size: IntLike, name: str) -> Defined:
+    down = floor_div(value, align_size, name)
+    return Defined(int_term(align_size) * down.value, down.holds)
+
+
+def headroom_bound_minus_one_per_request(num_tokens: IntLike, cp_size: int, max_requests: IntLike, name: str) -> Defined:
+    """floor((N + R(P-2))/P): one token per request too little."""
+    n, r = int_term(num_tokens), int_term(max_requests)
+    return floor_div(n + z3.If(r <= n, r, n) * (cp_size - 2), cp_size, f"{name}.headroom")
+
+
+def capture_of_mean(num_tokens: IntLike, cp_size: int, align_size: IntLike, name: str, kind: str = "zigzag") -> Defined:
+    """align_up(floor(B/P), A): the mean, not the busiest rank."""
+    mean = floor_div(num_tokens, cp_size, f"{name}.mean")
+    rows = align_up(mean.value, align_size, f"{name}.rows")
+    return Defined(rows.value, z3.And(mean.holds, rows.holds))
+
+
+def captured_ignoring_requests(num_tokens: IntLike, cp_size: int, align_size: IntLike, max_requests: IntLike, name: str) -> Defined:
+    """Upstream's capture rule (one request of B tokens) where headroom for R requests was meant."""
+    return capture_local_tokens(num_tokens, cp_size, align_size, name)
+
+
+def required_from_rank_zero(loads: Loads, align_size: IntLike, name: str) -> Defined:
+    """The local rank's load instead of the busiest rank's."""
+    return align_up(loads.loads[0], align_size, f"{name}.rows")
+
+
+def decide_from_local_load(
+    loads: Loads, rank: IntLike, capture: CaptureList, window: Window, align_size: IntLike, name: str
+) -> tuple[Selection, IntTerm, BoolTerm]:
+    """The hazard: each rank decides from its own load."""
+    local: IntTerm = loads.loads[0]
+    for r in range(1, loads.cp_size):
+        local = z3.If(int_term(rank) == r, loads.loads[r], local)
+    rows = align_up(local, align_size, f"{name}.rows")
+    chosen = scan_select(capture, window, rows.value)
+    return chosen, rows.value, z3.And(loads.holds, rows.holds)
+
+
+def replay_with_padded_last_request(
+    extend_seq_lens: Sequence[IntLike], num_tokens: IntLike, bucket: IntLike
+) -> tuple[IntLike, ...]:
+    """The hazard: the pad to the bucket is folded into the last request."""
+    lengths = list(extend_seq_lens)
+    return (*lengths[:-1], int_term(lengths[-1]) + int_term(bucket) - int_term(num_tokens))
+
+
+# -- wrong scans and relations ---------------------------------------------------------------------------------
+
+def _step(below_stops: bool = False, above_skips: bool = False,
+          room: Callable[[CaptureList, int, IntLike], BoolTerm] = has_room) -> selection.Step:
+    def step(capture: CaptureList, index: int, window: Window, required: IntLike, rest: Selection) -> Selection:
+        b = capture.buckets[index]
+        below, above, fits = b < window.low, b > window.high, room(capture, index, required)
+        on_below = NO_SELECTION if below_stops else rest
+        on_above = rest if above_skips else NO_SELECTION
+        admitted = z3.If(below, on_below.admitted, z3.If(above, on_above.admitted, z3.Or(fits, rest.admitted)))
+        bucket = z3.If(below, on_below.bucket, z3.If(above, on_above.bucket, z3.If(fits, b, rest.bucket)))
+        return Selection(admitted, bucket)
+
+    return step
+
+
+def _room_ignoring_record(capture: CaptureList, index: int, required: IntLike) -> BoolTerm:
+    return capture.capacities[index] >= required
+
+
+def _room_strict(capture: CaptureList, index: int, required: IntLike) -> BoolTerm:
+    return z3.And(capture.recorded[index], capture.capacities[index] > required)
+
+
+def _relation(fits: Callable[[CaptureList, int, Window, IntLike], BoolTerm], order: str = "least") -> selection.Relation:
+    """A relation like is_least_fitting over a custom fitting test and order (least, greatest, any)."""
+
+    def relation(selection: Selection, capture: CaptureList, window: Window, required: IntLike) -> BoolTerm:
+        members = [fits(capture, i, window, required) for i in range(len(capture))]
+        b = capture.buckets
+        member = any_of(z3.And(f, selection.bucket == b[i]) for i, f in enumerate(members))
+        if order == "least":
+            extreme = all_of(z3.Implies(f, selection.bucket <= b[i]) for i, f in enumerate(members))
+        elif order == "greatest":
+            extreme = all_of(z3.Implies(f, selection.bucket >= b[i]) for i, f in enumerate(members))
+        else:
+            extreme = z3.BoolVal(True)
+        return z3.And(selection.admitted == any_of(members), z3.Implies(selection.admitted, z3.And(member, extreme)))
+
+    return relation
+
+
+def _fits(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
+    return z3.And(within_padding_limit(capture.buckets[i], window), has_room(capture, i, required))
+
+
+def _fits_ignoring_record(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
+    return z3.And(within_padding_limit(capture.buckets[i], window), capture.capacities[i] >= required)
+
+
+def _fits_without_upper_limit(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
+    return z3.And(capture.buckets[i] >= window.low, has_room(capture, i, required))
+
+
+def _fits_ignoring_capacity(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
+    return z3.And(within_padding_limit(capture.buckets[i], window), capture.recorded[i])
+
+
+def _fits_first_at_or_above_n_only(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
+    first = z3.And(capture.buckets[i] >= window.low, *([capture.buckets[i - 1] < window.low] if i else []))
+    return z3.And(first, _fits(capture, i, window, required))
+
+
+def _window_one_short(num_tokens: IntLike, max_padding_factor: IntLike) -> Window:
+    n = int_term(num_tokens)
+    return Window(n, int_term(max_padding_factor) * n - 1)
+
+
+def _unsorted_ok(capture: CaptureList) -> BoolTerm:
+    return all_of(c >= 0 for c in capture.capacities)
+
+
+def _forget_new_request(requests: z3.ArithRef) -> z3.ArithRef:
+    return requests
+
+
+P, K = 4, 3  # where the variants are checked: a small cp_size and capture-list length that show each bug
+REFUTED, PROVED = Status.REFUTED, Status.PROVED
+
+VARIANTS: tuple[Variant, ...] = (
+    Variant("loose_remainder", "divmod_quotient_and_remainder_are_unique", "0 <= m <= S", 0, REFUTED,
+            functools.partial(arith.divmod_quotient_and_remainder_are_unique, divide=loose_divmod)),
+    Variant("align_down", "align_up_is_least_multiple_at_or_above", "align down instead of up", 0, REFUTED,
+            functools.partial(arith.align_up_is_least_multiple_at_or_above, align=align_down)),
+    Variant("wrong_partner", "zigzag_loads_sum_to_tokens", "rank r owns blocks r and 2P-2-r", P, REFUTED,
+            functools.partial(strategies.zigzag_loads_sum_to_tokens, request_loads=wrong_partner_request_loads)),
+    Variant("dropped_remainder", "contiguous_loads_sum_to_tokens", "every rank gets floor(L/P)", P, REFUTED,
+            functools.partial(strategies.contiguous_loads_sum_to_tokens, request_loads=contiguous_dropping_remainder)),
+    Variant("no_remainder", "interleave_loads_sum_to_tokens", "every rank gets floor(N/P)", P, REFUTED,
+            functools.partial(strategies.interleave_loads_sum_to_tokens, batch_loads=interleave_without_remainder)),
+    Variant("paired_blocks", "zigzag_busiest_rank_holds_ceil_share", "rank r owns blocks 2r and 2r+1", P, REFUTED,
+            functools.partial(strategies.zigzag_busiest_rank_holds_ceil_share, rank_load=paired_rank_load)),
+    Variant("last_takes_rest", "contiguous_busiest_rank_holds_ceil_share", "the last rank takes the remainder", P, REFUTED,
+            functools.partial(strategies.contiguous_busiest_rank_holds_ceil_share, request_loads=contiguous_last_takes_rest)),
+    Variant("remainder_to_rank_zero", "interleave_busiest_rank_holds_ceil_share", "rank 0 takes the remainder", P, REFUTED,
+            functools.partial(strategies.interleave_busiest_rank_holds_ceil_share, rank_load=interleave_remainder_to_rank_zero)),
+    Variant("wrong_partner", "zigzag_ownership_partitions_blocks_for_symbolic_cp_size", "rank r owns r and 2P-2-r", 0, REFUTED,
+            functools.partial(zigzag.zigzag_ownership_partitions_blocks_for_symbolic_cp_size, owned=wrong_partner_owned)),
+    Variant("paired_blocks", "busiest_rank_holds_ceil_share_for_symbolic_cp_size", "rank r owns 2r and 2r+1", 0, REFUTED,
+            functools.partial(zigzag.busiest_rank_holds_ceil_share_for_symbolic_cp_size, rank_load=paired_rank_load)),
+    Variant("paired_blocks", "per_request_headroom_bound_holds_for_symbolic_cp_size", "rank r owns 2r and 2r+1", 0, REFUTED,
+            functools.partial(zigzag.per_request_headroom_bound_holds_for_symbolic_cp_size, rank_load=paired_rank_load)),
+    Variant("forgets_new_request", "headroom_step_holds_for_symbolic_cp_size", "the step keeps k requests", 0, REFUTED,
+            functools.partial(zigzag.headroom_step_holds_for_symbolic_cp_size, count=_forget_new_request)),
+    Variant("paired_blocks", "headroom_bound_is_tight_for_symbolic_cp_size", "rank r owns 2r and 2r+1", 0, REFUTED,
+            functools.partial(zigzag.headroom_bound_is_tight_for_symbolic_cp_size, rank_load=paired_rank_load)),
+    Variant("paired_blocks", "headroom_bound_holds_for_any_number_of_requests", "rank r owns 2r and 2r+1", P, REFUTED,
+            functools.partial(capacity.headroom_bound_holds_for_any_number_of_requests, rank_load=paired_rank_load)),
+    Variant("bound_too_small", "headroom_bound_holds_for_any_number_of_requests", "floor((N + R(P-2))/P)", P, REFUTED,
+            functools.partial(capacity.headroom_bound_holds_for_any_number_of_requests, bound=headroom_bound_minus_one_per_request)),
+    Variant("bound_too_small", "headroom_bound_is_tight", "floor((N + R(P-2))/P)", P, REFUTED,
+            functools.partial(capacity.headroom_bound_is_tight, bound=headroom_bound_minus_one_per_request)),
+    Variant("capture_of_mean", "capture_capacity_is_aligned_ceil_share", "align_up(floor(B/P), A)", P, REFUTED,
+            functools.partial(capacity.capture_capacity_is_aligned_ceil_share, capture=capture_of_mean)),
+    Variant("single_request_capture", "headroom_capture_fits_first_bucket_at_or_above_n",
+            "upstream's capture rule: one request of B tokens (the crash)", P, REFUTED,
+            functools.partial(capacity.headroom_capture_fits_first_bucket_at_or_above_n, capacity=captured_ignoring_requests)),
+    Variant("local_rank_rows", "capacity_fits_every_rank", "rows from rank 0's load", P, REFUTED,
+            functools.partial(capacity.capacity_fits_every_rank, required=required_from_rank_zero)),
+    Variant("skip_above_limit", "scan_selects_least_fitting_bucket", "skip (not stop at) a bucket above F*n", K, PROVED,
+            functools.partial(selection.scan_selects_least_fitting_bucket, step=_step(above_skips=True))),
+    Variant("stop_below_n", "scan_selects_least_fitting_bucket", "stop (not skip) at a bucket below n", K, REFUTED,
+            functools.partial(selection.scan_selects_least_fitting_bucket, step=_step(below_stops=True))),
+    Variant("missing_capacity_fits", "scan_selects_least_fitting_bucket", "a missing capacity counts as room", K, REFUTED,
+            functools.partial(selection.scan_selects_least_fitting_bucket, step=_step(room=_room_ignoring_record))),
+    Variant("strict_capacity", "scan_selects_least_fitting_bucket", "capacity > required (not >=)", K, REFUTED,
+            functools.partial(selection.scan_selects_least_fitting_bucket, step=_step(room=_room_strict))),
+    Variant("unsorted_list", "scan_selects_least_fitting_bucket", "the capture list need not be sorted", K, REFUTED,
+            functools.partial(selection.scan_selects_least_fitting_bucket, well_formed=_unsorted_ok)),
+    Variant("missing_capacity_fits", "scan_selects_a_captured_bucket", "fitting ignores the recorded flag", K, REFUTED,
+            functools.partial(selection.scan_selects_a_captured_bucket, relation=_relation(_fits_ignoring_record))),
+    Variant("no_upper_limit", "scan_respects_padding_limit", "no F*n limit", K, REFUTED,
+            functools.partial(selection.scan_respects_padding_limit, relation=_relation(_fits_without_upper_limit))),
+    Variant("ignore_capacity", "scan_bucket_has_room_for_required_rows", "fitting ignores capacity", K, REFUTED,
+            functools.partial(selection.scan_bucket_has_room_for_required_rows, relation=_relation(_fits_ignoring_capacity))),
+    Variant("largest_fitting", "scan_selects_minimal_bucket", "the greatest fitting bucket", K, REFUTED,
+            functools.partial(selection.scan_selects_minimal_bucket, relation=_relation(_fits, "greatest"))),
+    Variant("first_bucket_only", "scan_never_falls_back_when_a_bucket_fits", "only the first bucket >= n is tried", K, REFUTED,
+            functools.partial(selection.scan_never_falls_back_when_a_bucket_fits, relation=_relation(_fits_first_at_or_above_n_only))),
+    Variant("any_fitting", "least_fitting_bucket_is_unique", "any fitting bucket (no minimality)", K, REFUTED,
+            functools.partial(selection.least_fitting_bucket_is_unique, relation=_relation(_fits, "any"))),
+    Variant("largest_fitting", "scan_selects_first_bucket_at_or_above_n_when_it_has_room", "the greatest fitting bucket", K, REFUTED,
+            functools.partial(selection.scan_selects_first_bucket_at_or_above_n_when_it_has_room, relation=_relation(_fits, "greatest"))),
+    Variant("window_one_short", "padding_window_holds_n_for_every_factor", "window [n, F*n - 1]", 0, REFUTED,
+            functools.partial(selection.padding_window_holds_n_for_every_factor, window_of=_window_one_short)),
+    Variant("local_load", "selection_is_rank_invariant", "each rank decides from its own load", P, REFUTED,
+            functools.partial(invariants.selection_is_rank_invariant, decide=decide_from_local_load)),
+    Variant("padded_layout", "admission_equals_replay", "replay folds the pad into the last request", P, REFUTED,
+            functools.partial(invariants.admission_equals_replay, replay_lengths=replay_with_padded_last_request)),
+)
+
+
+def variants_of(theorem: str) -> tuple[Variant, ...]:
+    """The variants substituted into ``theorem`` (KeyError for an unknown theorem)."""
+    if theorem not in BY_NAME:
+        raise KeyError(f"no theorem named {theorem!r}")
+    return tuple(v for v in VARIANTS if v.theorem == theorem)
+
