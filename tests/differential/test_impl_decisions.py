@@ -160,3 +160,30 @@ def test_impl_raises_the_reference_error_on_bad_input(bad: dict[str, Any]) -> No
     with pytest.raises(type(want.value)) as got:
         decision.required_local_tokens(**args)
     assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("p", [2, 3, 4])
+def test_impl_agrees_with_reference_exhaustively_on_small_batches(p: int) -> None:
+    """Every batch of one or two requests with lengths in [0, 4P+2] (every residue mod 2P, both sides of 2P),
+    num_tokens at the sum and one past it, against captured, headroom and gapped capture tables."""
+    a = 2 * p
+    buckets = tuple(range(2 * p, 12 * p + 1, p))
+    tables: list[dict[int, int | None]] = [
+        {b: reference.capture_local_tokens(b, cp_size=p, align_size=a) for b in buckets},
+        {b: reference.headroom_local_tokens(b, cp_size=p, align_size=a, max_requests=2) for b in buckets},
+        {b: (None if i % 3 == 1 else reference.capture_local_tokens(b, cp_size=p, align_size=a) + a * (i % 2))
+         for i, b in enumerate(buckets)},
+    ]
+    lengths_space = [(x,) for x in range(4 * p + 3)] + [(x, y) for x in range(4 * p + 3) for y in range(4 * p + 3)]
+    for table in tables:
+        for lengths in lengths_space:
+            for n in (sum(lengths), sum(lengths) + 1):
+                if n == 0:
+                    continue
+                for factor in (1, 2):
+                    batch = dict(cp_rank=0, cp_size=p, align_size=a, num_tokens=n, extend_seq_lens=lengths,
+                                 capture_num_tokens=buckets, bucket_local_tokens=table, max_padding_factor=factor)
+                    admitted = reference_policy.admit(**batch)  # type: ignore[arg-type]
+                    assert policy.admit(**batch) == admitted, batch  # type: ignore[arg-type]
+                    if admitted:
+                        assert policy.replay_bucket(**batch) == reference_policy.replay_bucket(**batch), batch  # type: ignore[arg-type]
