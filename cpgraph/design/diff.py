@@ -5,15 +5,15 @@ Both designs read one symbolic batch. Each differing batch falls in one class:
 - regressed: the old design replays it safely, the new one runs it eagerly, pads it to a larger bucket,
   or crashes;
 - changed: any other difference (e.g. a graph where the old ran eagerly, or a smaller bucket).
-A class the any-requests abstraction (spec.design) rules out is absent for every batch. Otherwise: a
-minimal exact witness (fewest requests, then fewest tokens) replayed through the reference, the token
-range [least n, largest n] where the class occurs at the witness's request count, and further distinct
-decision changes (old -> new) found on the abstraction and made concrete by cpgraph.design.loads.
+A class the any-requests abstraction (spec.design) rules out is absent for every batch, of any number
+of requests. Otherwise, when both designs share P and strategy and lay out live lengths, every batch of
+1..8 requests is enumerated exactly (cpgraph.design.loads): the token ranges of the class per request
+count, and each distinct decision change (old -> new) with its least batch (fewest requests, then
+tokens), replayed through the reference. Other pairs get a least witness from z3 on the exact model.
 """
 
 from __future__ import annotations
 
-import itertools
 import sys
 from dataclasses import dataclass
 
@@ -29,8 +29,7 @@ from spec.design import DesignTerms, any_requests_batch, design_terms, exact_bat
 
 CLASSES = ("fixed", "regressed", "changed")
 MAX_TRANSITIONS = 4
-MAX_ENUMERATED_REQUESTS = 6
-TIMEOUT_MS = 8_000
+TIMEOUT_MS = 5_000
 
 
 @dataclass(frozen=True)
@@ -124,8 +123,9 @@ def _witness(
     for requests in range(first, min(first + SEARCH_EXTRA_REQUESTS, MAX_EXACT_REQUESTS) + 1):
         lengths, facts, n = _exact(old, new, requests)
         low = minimize(facts[kind], [n], timeout_ms=TIMEOUT_MS)
-        if low.status == "unknown":
-            reasons.append(f"R={requests}: {low.reason}")
+        if low.status == "unknown":  # larger request counts only get harder
+            reasons.append(f"R={requests}: solver gave up ({low.reason})")
+            break
         if low.status != "refuted":
             continue
         batch = tuple(int_value(low.model, x) for x in lengths)
@@ -138,7 +138,7 @@ def _witness(
 def diff_designs(old: Design, new: Design, *, progress: bool = False) -> Diff:
     """Every class of differing decisions between ``old`` and ``new``, for any number of requests."""
     old_terms, new_terms, n, requests, base = _abstract(old, new)
-    exact = enumerated_ranges(old, new)
+    exact = enumerate_changes(old, new)
     classes = []
     for kind, term in _class_terms(old_terms, new_terms).items():
         if progress:
@@ -148,42 +148,41 @@ def diff_designs(old: Design, new: Design, *, progress: bool = False) -> Diff:
             classes.append(DiffClass(kind, "none", None, (), False, "no batch, any number of requests"))
             continue
         start = int_value(first.model, requests) if first.status == "refuted" else 1
+        if exact is not None and exact.firsts[kind]:
+            classes.append(_from_enumeration(old, new, kind, exact))
+            continue
+        if exact is not None:
+            start = max(start, ENUMERATED_REQUESTS + 1)  # 1..8 requests were enumerated: nothing there
         batch, region, reason = _witness(old, new, kind, start)
         if batch is None:
-            status = "unknown" if reason else "none"
-            note = reason or f"the abstraction finds candidates, but no batch of {start} to {start + SEARCH_EXTRA_REQUESTS} requests"
-            classes.append(DiffClass(kind, status, None, (), False, note))
+            scope = f"no batch of {'1' if exact is not None else start} to {start + SEARCH_EXTRA_REQUESTS} requests"
+            note = reason or f"{scope}; the any-requests abstraction is inconclusive beyond"
+            classes.append(DiffClass(kind, "unknown" if reason else "none", None, (), False, note))
             continue
-        changes = [_change(old, new, batch)]
-        more = False
-        blocked = [_block(old_terms, new_terms, changes[0])]
-        for _ in range(MAX_TRANSITIONS + 2):  # further changes, from the abstraction, made concrete
-            verdict = minimize(z3.And(base, term, *blocked), [requests, n], timeout_ms=TIMEOUT_MS)
-            if verdict.status != "refuted":
-                break
-            if len(changes) == MAX_TRANSITIONS:
-                more = True
-                break
-            tokens, count = int_value(verdict.model, n), int_value(verdict.model, requests)
-            blocked.append(
-                z3.Not(
-                    z3.And(
-                        old_terms.admitted == verdict.model.eval(old_terms.admitted, model_completion=True),
-                        old_terms.bucket == int_value(verdict.model, old_terms.bucket),
-                        new_terms.admitted == verdict.model.eval(new_terms.admitted, model_completion=True),
-                        new_terms.bucket == int_value(verdict.model, new_terms.bucket),
-                    )
-                )
-            )
-            change = _concretize(old, new, kind, tokens, count, changes)
-            if change is not None:
-                changes.append(change)
         classes.append(
-            DiffClass(
-                kind, "found", region, tuple(changes), more, f"token range at {len(batch)} requests", exact.get(kind, ())
-            )
+            DiffClass(kind, "found", region, (_change(old, new, batch),), False, f"token range at {len(batch)} requests")
         )
     return Diff(old, new, classes=tuple(classes))
+
+
+def _from_enumeration(old: Design, new: Design, kind: str, exact: Enumerated) -> DiffClass:
+    """A found class from the exact enumeration: least batch per decision change, ranges per request count."""
+    changes = []
+    for _, _, requests, tokens, busiest in exact.firsts[kind][:MAX_TRANSITIONS]:
+        lengths = example_batch(tokens, requests, busiest, cp_size=old.cp_size, strategy=old.strategy)
+        if lengths is not None:
+            changes.append(_change(old, new, lengths))
+    spans = [r for _, runs in exact.ranges[kind] for r in runs]
+    region = (min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
+    return DiffClass(
+        kind,
+        "found",
+        region,
+        tuple(changes),
+        len(exact.firsts[kind]) > MAX_TRANSITIONS,
+        f"exact over 1..{ENUMERATED_REQUESTS} requests; {len(exact.firsts[kind])} distinct decision changes",
+        exact.ranges[kind],
+    )
 
 
 ENUMERATED_REQUESTS = 8
@@ -199,16 +198,30 @@ def _rank_decisions(design: Design, n: int, required: int) -> tuple[int | None, 
     return chosen[0], crash
 
 
-def enumerated_ranges(old: Design, new: Design) -> dict[str, tuple[tuple[int, tuple[tuple[int, int], ...]], ...]]:
-    """class -> ((requests, token ranges), ...) over every CP-active batch of 1..ENUMERATED_REQUESTS requests."""
+Decision = tuple[int | None, bool]  # (rank 0's bucket or None for eager, replay crashes)
+
+
+@dataclass(frozen=True)
+class Enumerated:
+    """Per class: exact token ranges by request count, and the least (requests, n, busiest) batch of each
+    distinct decision change (old decision, new decision), in order of fewest requests then tokens."""
+
+    ranges: dict[str, tuple[tuple[int, tuple[tuple[int, int], ...]], ...]]
+    firsts: dict[str, tuple[tuple[Decision, Decision, int, int, int], ...]]
+
+
+def enumerate_changes(old: Design, new: Design) -> Enumerated | None:
+    """Every CP-active batch of 1..ENUMERATED_REQUESTS requests, exactly, when both designs share P and
+    strategy and lay out live lengths (then each decision reads only n and the busiest load)."""
     if (old.cp_size, old.strategy) != (new.cp_size, new.strategy) or "padded" in (old.layout_basis, new.layout_basis):
-        return {}
+        return None
     p = old.cp_size
     if p < 2:
-        return {}
+        return None
     top = max(max(old.buckets), max(new.buckets))
-    out: dict[str, list[tuple[int, tuple[tuple[int, int], ...]]]] = {k: [] for k in CLASSES}
-    memo: dict[tuple[int, int], str | None] = {}
+    ranges: dict[str, list[tuple[int, tuple[tuple[int, int], ...]]]] = {k: [] for k in CLASSES}
+    firsts: dict[str, dict[tuple[Decision, Decision], tuple[int, int, int]]] = {k: {} for k in CLASSES}
+    memo: dict[tuple[int, int], tuple[Decision, Decision, str | None]] = {}
     for requests in range(1, ENUMERATED_REQUESTS + 1):
         hits: dict[str, list[int]] = {k: [] for k in CLASSES}
         for n in range(2 * p * requests, top + 1):
@@ -218,15 +231,20 @@ def enumerated_ranges(old: Design, new: Design) -> dict[str, tuple[tuple[int, tu
                 if key not in memo:
                     before = _rank_decisions(old, n, align_up(busiest, old.align_size))
                     after = _rank_decisions(new, n, align_up(busiest, new.align_size))
-                    memo[key] = _kind(before, after)
-                if memo[key] is not None:
-                    kinds.add(memo[key])
+                    memo[key] = (before, after, _kind(before, after))
+                before, after, kind = memo[key]
+                if kind is not None:
+                    kinds.add(kind)
+                    firsts[kind].setdefault((before, after), (requests, n, busiest))
             for kind in kinds:
-                hits[str(kind)].append(n)
+                hits[kind].append(n)
         for kind, ns in hits.items():
             if ns:
-                out[kind].append((requests, _runs(ns)))
-    return {k: tuple(v) for k, v in out.items()}
+                ranges[kind].append((requests, _runs(ns)))
+    return Enumerated(
+        {k: tuple(v) for k, v in ranges.items()},
+        {k: tuple((b, a) + hit for (b, a), hit in sorted(v.items(), key=lambda kv: kv[1])) for k, v in firsts.items()},
+    )
 
 
 def _runs(points: list[int]) -> tuple[tuple[int, int], ...]:
@@ -253,38 +271,6 @@ def _kind(before: tuple[int | None, bool], after: tuple[int | None, bool]) -> st
     return None
 
 
-def _concretize(
-    old: Design, new: Design, kind: str, tokens: int, requests: int, seen: list[Change]
-) -> Change | None:
-    """A real batch near an abstract point (n .. n+4P-1 tokens, R .. R+2 requests) showing a new change of ``kind``."""
-    p = old.cp_size
-    for count, n in itertools.product(range(requests, min(requests + 2, MAX_ENUMERATED_REQUESTS) + 1), range(tokens, tokens + 4 * p)):
-        for busiest in busiest_loads(n, count, cp_size=p, strategy=old.strategy):
-            lengths = example_batch(n, count, busiest, cp_size=p, strategy=old.strategy)
-            if lengths is None:
-                continue
-            change = _change(old, new, lengths)
-            if _classify(change) == kind and all((c.old, c.new) != (change.old, change.new) for c in seen):
-                return change
-    return None
-
-
 def _change(old: Design, new: Design, lengths: tuple[int, ...]) -> Change:
     before, after = evaluate(old, lengths), evaluate(new, lengths)
     return Change(describe(before), describe(after), lengths, before, after)
-
-
-def _classify(change: Change) -> str | None:
-    """The class of a concrete change (None when the designs agree on it)."""
-    old, new = change.old_outcome, change.new_outcome
-    return _kind((old.bucket, old.admitted and old.crashes), (new.bucket, new.admitted and new.crashes))
-
-
-def _block(old_terms: DesignTerms, new_terms: DesignTerms, change: Change) -> z3.BoolRef:
-    """Exclude the (old decision, new decision) pair of ``change`` from further search."""
-    def same(terms: DesignTerms, bucket: int | None) -> z3.BoolRef:
-        if bucket is None:
-            return z3.Not(terms.admitted)
-        return z3.And(terms.admitted, terms.bucket == bucket)
-
-    return z3.Not(z3.And(same(old_terms, change.old_outcome.bucket), same(new_terms, change.new_outcome.bucket)))
