@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import z3
 
-from spec.terms import BoolTerm, IntLike, IntTerm, all_of, any_of, int_term
+from spec.terms import BoolTerm, IntLike, IntTerm, all_of, any_of, int_term, literal, truth
 
 
 @dataclass(frozen=True)
@@ -129,10 +129,30 @@ def scan_step(capture: CaptureList, index: int, window: Window, required: IntLik
     """One step of the scan at bucket ``index``, given the decision ``rest`` of scanning the buckets after
     it: below n, defer to the rest; above F*n, stop with none; with room, take it; else defer."""
     b = capture.buckets[index]
+    folded = _fold_step(capture, index, window, required, rest)
+    if folded is not None:
+        return folded
     below, above, room = b < window.low, b > window.high, has_room(capture, index, required)
     admitted = z3.If(below, rest.admitted, z3.If(above, z3.BoolVal(False), z3.Or(room, rest.admitted)))
     bucket = z3.If(below, rest.bucket, z3.If(above, z3.IntVal(0), z3.If(room, b, rest.bucket)))
     return Selection(admitted, bucket)
+
+
+def _fold_step(capture: CaptureList, index: int, window: Window, required: IntLike, rest: Selection) -> Selection | None:
+    # Concrete inputs (the conformance harness): the same step over Python values, as numerals.
+    b, c = literal(capture.buckets[index]), literal(capture.capacities[index])
+    low, high, need = literal(window.low), literal(window.high), literal(required)
+    recorded, rest_admitted = truth(capture.recorded[index]), truth(rest.admitted)
+    if None in (b, c, low, high, need, recorded, rest_admitted) or literal(rest.bucket) is None:
+        return None
+    assert b is not None and c is not None and low is not None and high is not None and need is not None
+    if b < low:
+        return rest
+    if b > high:
+        return NO_SELECTION
+    if recorded and c >= need:
+        return Selection(z3.BoolVal(True), z3.IntVal(b))
+    return rest
 
 
 NO_SELECTION = Selection(z3.BoolVal(False), z3.IntVal(0))  # the scan of an empty list: run eagerly

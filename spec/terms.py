@@ -29,8 +29,19 @@ def literal(value: IntLike) -> int | None:
     """
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if z3.is_int_value(value):
+    if isinstance(value, z3.IntNumRef):  # a class check: much cheaper than z3.is_int_value
         return int(value.as_long())
+    return None
+
+
+def truth(value: BoolTerm | bool) -> bool | None:
+    """``value`` as a Python bool when it is one or a z3 true/false literal, else None (symbolic)."""
+    if isinstance(value, bool):
+        return value
+    if z3.is_true(value):
+        return True
+    if z3.is_false(value):
+        return False
     return None
 
 
