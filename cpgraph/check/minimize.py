@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 from cpgraph.check.batch import Batch
 from cpgraph.check.batch import build
 from cpgraph.check.invariants import spec_for
+
+DEFAULT_FACTOR = 2  # SEMANTICS.md's F; a counterexample at another F is shown at F = 2 when it still fails
 
 
 def size(batch: Batch) -> tuple[int, ...]:
@@ -24,6 +27,7 @@ def size(batch: Batch) -> tuple[int, ...]:
         len(batch.capture_num_tokens),
         sum(batch.capture_num_tokens),
         0 if batch.table in ("captured",) else 1,
+        0 if batch.max_padding_factor == DEFAULT_FACTOR else 1,
         sum(rows for _, rows in batch.bucket_local_tokens),
     )
 
@@ -101,6 +105,8 @@ def candidates(batch: Batch, cp_sizes: tuple[int, ...], strategy: str) -> Iterat
             else:
                 rows = {c: r for c, r in batch.bucket_local_tokens if c != b}
                 yield build(lengths, kept, "", cp_size=p, strategy=strategy, factor=batch.max_padding_factor, rows=rows)
+    if batch.max_padding_factor != DEFAULT_FACTOR:
+        yield replace(batch, max_padding_factor=DEFAULT_FACTOR)
     if not _rule_based(batch):
         yield build(lengths, batch.capture_num_tokens, "captured", cp_size=p, strategy=strategy, factor=batch.max_padding_factor)
 

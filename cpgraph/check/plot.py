@@ -60,9 +60,12 @@ def plot_violation(v: Violation, path: str, *, strategy: str = "zigzag") -> str:
     ax.set_yticks(range(b.cp_size), [f"rank {r}\n{layout.loads[r]} tok" for r in range(b.cp_size)], fontsize=8)
     ax.set_xlim(0, top * 1.08 + 1)
     ax.set_ylim(b.cp_size - 0.4, -1.0)
-    ax.set_xlabel("rows on the rank (physical rows = aligned busiest load)")
+    source = "the policy's local_rows" if policy_rows is not None else "the spec: aligned busiest load"
+    ax.set_xlabel(f"rows on the rank (live tokens coloured by request; physical rows from {source})")
     handles = [Patch(color=colours(i % 10), label=f"request {i}: {length} tok") for i, length in enumerate(b.extend_seq_lens)][:10]
     handles.append(Patch(facecolor="#dddddd", hatch="//", edgecolor="#999999", label="padding"))
+    if capacity is not None and max(physical) > capacity:
+        handles.append(Patch(facecolor="none", hatch="xx", edgecolor="red", label="over capacity"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     ax.set_title(
         f"{v.invariant}: P={b.cp_size}, n={b.num_tokens}, lengths {list(b.extend_seq_lens)}; "
