@@ -245,3 +245,14 @@ def induction_step_claim(cp_size: int, name: str) -> tuple[BoolTerm, BoolTerm]:
     p = cp_size
     facts = z3.And(k >= 1, p * before <= tokens + k * (p - 1), p * extra <= length + p - 1)
     return facts, p * (before + extra) <= (tokens + length) + (k + 1) * (p - 1)
+
+
+def first_bucket_fits_claim(design: DesignSpec, batch: Batch, max_requests: int) -> tuple[BoolTerm, BoolTerm]:
+    """(facts, claim) of the headroom theorem: for every CP-active batch of at most ``max_requests``
+    requests, the first bucket >= n within the padding limit has a recorded capacity >= the live rows,
+    so padding to the smallest bucket >= n never overflows (rank 0's capacities)."""
+    capture = design.capture_list(0)
+    first = smallest_select(capture, padding_window(batch.num_tokens, design.max_padding_factor))
+    recorded, rows = recorded_rows(capture, first.bucket)
+    facts = z3.And(batch.holds, batch.active, batch.requests <= max_requests)
+    return facts, z3.Implies(first.admitted, z3.And(recorded, batch.required <= rows))

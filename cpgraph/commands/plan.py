@@ -29,7 +29,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--max-buckets", type=int, default=23, metavar="K")
     parser.add_argument("--max-requests", type=int, default=None, metavar="R",
                         help="headroom for batches of up to R requests (default: the workload's largest batch)")
-    parser.add_argument("--eager-cost", type=int, default=1024, metavar="ROWS", help="rows one eager fallback is worth")
+    parser.add_argument("--eager-cost", type=int, default=512, metavar="ROWS", help="rows one eager fallback is worth")
     parser.add_argument("--out", metavar="FILE", help="write the planned design TOML here")
     parser.set_defaults(run=run)
 

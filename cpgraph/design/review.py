@@ -28,7 +28,7 @@ from cpgraph.design.loads import busiest_loads, example_batch
 from cpgraph.design.schema import Design
 from cpgraph.design.solve import int_value, minimize, prove
 from proofs.check import check
-from reference import align_up
+from reference import align_up, capture_local_tokens
 from spec.design import (
     Batch,
     DesignTerms,
@@ -37,6 +37,7 @@ from spec.design import (
     design_terms,
     exact_batch,
     exact_lengths,
+    first_bucket_fits_claim,
     induction_step_claim,
     per_request_excess_claim,
 )
@@ -132,6 +133,24 @@ def prove_lemmas(design: Design) -> tuple[Lemma, ...]:
             verdict.seconds,
         )
     )
+    if design.capacity_rule == "headroom":
+        batch = any_requests_batch(spec_of(design), "head")
+        facts, claim = first_bucket_fits_claim(spec_of(design), batch, design.max_requests)
+        verdict = check(claim, hypotheses=[facts])
+        extra = sum(
+            rows - capture_local_tokens(b, cp_size=p, align_size=design.align_size)
+            for b, rows in design.capacities()[0].items()
+        )
+        out.append(
+            Lemma(
+                "headroom_first_bucket_fits",
+                f"every batch of at most {design.max_requests} requests fits the first bucket >= n within "
+                f"[n, {design.max_padding_factor}n] (any lengths; costs {extra} rows per rank over the "
+                "single-request rule, per bucket in the efficiency table)",
+                verdict.status.value,
+                verdict.seconds,
+            )
+        )
     return tuple(out)
 
 

@@ -68,3 +68,16 @@ def test_per_rank_capacities_break_rank_consensus() -> None:
 def test_search_designs_stay_safe_for_other_padding_factors(factor: int) -> None:
     got = verdicts(SMALL + f"max_padding_factor = {factor}\n")
     assert set(got.values()) == {"proved"}
+
+
+def test_headroom_theorem_is_proved_for_r_and_refuted_for_r_plus_one() -> None:
+    from cpgraph.design.review import prove_lemmas, spec_of
+    from proofs.check import Status, check
+    from spec.design import any_requests_batch, first_bucket_fits_claim
+
+    design = loads_design(SMALL + 'align_size = 1\n[capacity]\nrule = "headroom"\nmax_requests = 2\n', name="h")
+    lemmas = {lemma.name: lemma.status for lemma in prove_lemmas(design)}
+    assert lemmas["headroom_first_bucket_fits"] == "proved"
+    batch = any_requests_batch(spec_of(design), "t")
+    facts, claim = first_bucket_fits_claim(spec_of(design), batch, 3)  # one request more than captured for
+    assert check(claim, hypotheses=[facts]).status is Status.REFUTED
