@@ -159,7 +159,8 @@ class PrefillGraphRunner:
                 "a CP graph runner needs at least one"
             )
         if len(self.capture_num_tokens) < len(listed):
-            log.info("dropped buckets below 2P=%d: %s", 2 * self.cp_size, sorted(set(listed) - set(self.capture_num_tokens)))
+            below = sorted(set(listed) - set(self.capture_num_tokens))
+            log.info("dropped buckets below 2P=%d: %s", 2 * self.cp_size, below)
         self.model = model
         self.device = torch.device(device) if device is not None else next(model.parameters()).device
         self.dtype = dtype
@@ -190,7 +191,8 @@ class PrefillGraphRunner:
             self._capture(b, rows[b])
         # Static inputs and captured outputs (allocated), and what the graphs' pool keeps reserved on top.
         self.static_bytes = (torch.cuda.memory_allocated(self.device) - before) if cuda else self._static_bytes()
-        self.reserved_bytes = (torch.cuda.memory_reserved(self.device) - reserved_before) if cuda else self.static_bytes
+        reserved = torch.cuda.memory_reserved(self.device) - reserved_before if cuda else self.static_bytes
+        self.reserved_bytes = reserved
         self._check_against_reference()
         self.dispatcher = self._dispatcher()
 
@@ -310,7 +312,9 @@ class PrefillGraphRunner:
             return RunResult(self.run_eager(hidden, lengths), plan, "eager")
         key = self.dispatcher.key(plan)
         # Built from the live lengths at the captured capacity; raises (never truncates) if it would not fit.
-        layout = build_torch_layout(lengths, cp_size=self.cp_size, rows=key.local_tokens, strategy=self.strategy, device=self.device)
+        layout = build_torch_layout(
+            lengths, cp_size=self.cp_size, rows=key.local_tokens, strategy=self.strategy, device=self.device
+        )
         return RunResult(self.graph_runner.replay(key, layout, hidden), plan, self.mode)
 
     @torch.no_grad()
@@ -339,7 +343,8 @@ class PrefillGraphRunner:
     def replay_bucket(self, **batch: Any) -> int:
         plan = policy.decide(**batch, strategy=self.strategy)
         if plan.bucket is None:
-            raise LookupError(f"no captured bucket fits this batch ({plan.fallback.value if plan.fallback else None}); run eagerly")
+            reason = plan.fallback.value if plan.fallback else None
+            raise LookupError(f"no captured bucket fits this batch ({reason}); run eagerly")
         return plan.bucket
 
     def local_rows(self, *, bucket: int, **batch: Any) -> tuple[int, ...]:
