@@ -22,10 +22,12 @@ import z3
 import reference
 from proofs.evaluate import spec_capture_local_tokens, spec_required_local_tokens
 from spec.arith import align_up, ceil_div, divmod_by
-from spec.capacity import headroom_bound
+from spec.capacity import capture_local_tokens, headroom_bound, required_local_tokens
+from spec.strategies import rank_loads
 from spec.terms import BoolTerm, IntTerm
 
 _RLIMIT = 2_000_000
+_SPEC_DRAW_MAX_CP_SIZE = 8  # above this, drawing through the spec's P-rank loads costs seconds
 
 
 @dataclass(frozen=True)
@@ -74,16 +76,14 @@ def _draw_lengths(config: _Config, k: int, facts: LengthFacts, *, active: bool) 
 
 
 def _residue_edges(cp_size: int) -> list[tuple[str, int]]:
-    """The residues 0, P-1, P, P+1, 2P-1 of L mod 2P, each once (they coincide for small P)."""
+    """The residues 0, P-1, P, P+1, 2P-1 of L mod 2P, each once; names of coinciding residues are joined
+    (at P = 2, "P+1 = 2P-1")."""
     s = 2 * cp_size
     named = [("0", 0), ("P-1", cp_size - 1), ("P", cp_size), ("P+1", cp_size + 1), ("2P-1", s - 1)]
-    seen: set[int] = set()
-    out = []
+    labels: dict[int, list[str]] = {}
     for label, value in named:
-        if value % s not in seen:
-            seen.add(value % s)
-            out.append((label, value % s))
-    return out
+        labels.setdefault(value % s, []).append(label)
+    return [(" = ".join(names), residue) for residue, names in labels.items()]
 
 
 def _check_args(
@@ -205,8 +205,19 @@ def _boundary_cases(config: _Config) -> tuple[BoundaryCase, ...]:
             assert first is not None and required(ls) > first, f"spec disagrees with its closed form at {ls}"
             return listed
 
+        def overflow_by_spec(lengths: tuple[IntTerm, ...], n: IntTerm) -> list[BoolTerm]:
+            # Any residues: the spec's own loads and capacities (affordable for small P only).
+            loads = rank_loads(lengths, p, "edge.loads")
+            rows = required_local_tokens(loads, config.align_size, "edge.required")
+            capacity = capture_local_tokens(n, p, config.align_size, "edge.captured")
+            return [loads.holds, rows.holds, capacity.holds, rows.value > capacity.value]
+
         if k >= 2:
-            emit(f"required > captured capacity ({k} requests overflow bucket n)", k, overflow_facts, overflowed)
+            clause = f"required > captured capacity ({k} requests overflow bucket n)"
+            before = len(cases)
+            emit(clause, k, overflow_facts, overflowed)
+            if len(cases) == before and p <= _SPEC_DRAW_MAX_CP_SIZE:
+                emit(clause, k, overflow_by_spec, overflowed)
 
     emit("bucket = n", 1, no_facts, lambda ls, n: [(n, captured(n))])
     emit(
