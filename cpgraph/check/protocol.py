@@ -99,16 +99,25 @@ def load_policy(target: str) -> Policy:
         path = os.path.abspath(module_name)
         if not os.path.isfile(path):
             raise ImportError(f"cannot import policy module {module_name!r}: no such file {path}")
+        folder = os.path.dirname(path)
+        if folder not in sys.path:
+            sys.path.insert(0, folder)  # its sibling modules import as they would from there
         stem = os.path.splitext(os.path.basename(path))[0]
-        spec = importlib.util.spec_from_file_location(f"cpgraph_policy_{stem}", path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot import policy module from {path!r}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:
-            raise ImportError(f"importing policy module {path!r} failed: {_error(exc)}") from exc
+        name = f"cpgraph_policy_{stem}"
+        loaded = sys.modules.get(name)
+        if loaded is not None and getattr(loaded, "__file__", None) == path:
+            module = loaded  # one module object per file, as an import would give
+        else:
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot import policy module from {path!r}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            try:
+                spec.loader.exec_module(module)
+            except Exception as exc:
+                del sys.modules[spec.name]
+                raise ImportError(f"importing policy module {path!r} failed: {_error(exc)}") from exc
     else:
         try:
             module = importlib.import_module(module_name)
