@@ -1,0 +1,69 @@
+"""`cpgraph prove`: exit codes, --only, --cp-max, --json shape, the table, failures with counterexamples."""
+
+import json
+
+import pytest
+
+from cpgraph.cli import main
+from proofs import registry
+from proofs.obligation import Query, obligation
+from proofs.strategies import zigzag_loads_sum_to_tokens
+from proofs.variants import wrong_partner_request_loads
+
+
+def test_only_one_theorem_proves_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["prove", "--only", "zigzag_loads_sum_to_tokens", "--cp-max", "3", "--jobs", "1"])
+    out = capsys.readouterr()
+    assert code == 0
+    lines = out.out.splitlines()
+    assert lines[0].split()[:4] == ["theorem", "scope", "verdict", "queries"]
+    assert any(line.startswith("zigzag_loads_sum_to_tokens") and " proved " in line for line in lines)
+    assert "1 theorems, 6 queries, cp_size 1..3: all proved" in out.out
+    assert "theorem instances checked" in out.err  # progress goes to stderr
+
+
+def test_json_has_every_field_a_machine_needs(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main([
+        "prove", "--json", "--cp-max", "2", "--jobs", "1",
+        "--only", "headroom_bound_is_tight", "--only", "scan_selects_minimal_bucket",
+    ])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["proved"] is True and report["cp_max"] == 2
+    assert [t["name"] for t in report["theorems"]] == ["headroom_bound_is_tight", "scan_selects_minimal_bucket"]
+    tight = report["theorems"][0]
+    assert tight["verdict"] == "proved" and tight["queries"] == 6 and tight["failures"] == []
+    assert set(tight) == {"name", "scope", "verdict", "queries", "seconds", "slowest_query", "failures"}
+    assert "P = 1..2" in tight["scope"]
+    assert report["queries"] == 6 + 32
+    assert set(report["slowest_query"]) == {"theorem", "query", "seconds"}
+
+
+def test_an_unknown_only_name_exits_2_and_lists_the_valid_names(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["prove", "--only", "no_such_theorem"]) == 2
+    err = capsys.readouterr().err
+    assert "'no_such_theorem' is not a theorem" in err
+    assert all(name in err for name in registry.BY_NAME)
+
+
+@pytest.mark.parametrize("argv", [["prove", "--cp-max", "0"], ["prove", "--cp-max", "x"], ["prove", "--jobs", "-1"]])
+def test_bad_numbers_exit_2(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+
+
+def test_a_refuted_theorem_exits_1_with_a_minimal_replayed_counterexample(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def zigzag_loads_with_a_wrong_partner_sum_to_tokens(cp_size: int) -> tuple[Query, ...]:
+        """A theorem built on a wrong ownership formula (rank r owns blocks r and 2P-2-r)."""
+        return zigzag_loads_sum_to_tokens(cp_size, request_loads=wrong_partner_request_loads)
+
+    broken = obligation(zigzag_loads_with_a_wrong_partner_sum_to_tokens, scope="P = 1..{cp_max}", over="cp_size")
+    monkeypatch.setitem(registry.BY_NAME, broken.name, broken)
+    code = main(["prove", "--only", broken.name, "--cp-max", "2", "--jobs", "1"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert " refuted " in out and "NOT all proved" in out
+    assert "minimal counterexample: L=" in out and "replayed through the reference" in out
+    assert "def test_regression_" in out
