@@ -240,8 +240,13 @@ def review_invariant(design: Design, spec: DesignSpec, invariant: str, lemmas_ok
             )
         how = "exhaustive load enumeration" if enumerate_loads else "z3"
         scope = f"minimal: fewest requests ({requests}), then fewest tokens ({witness.num_tokens}) [{how}]"
+        below = []
         if first > 1:
-            scope += f"; no batch of fewer than {first} requests breaks it (proved by the abstraction)"
+            below.append(f"below {first} requests by the abstraction")
+        if requests > first:
+            below.append(f"{first}..{requests - 1} requests by exhaustive search")
+        if below:
+            scope += "; no batch of fewer requests breaks it (" + ", ".join(below) + ")"
         return InvariantResult(invariant, kind, "refuted", scope, seconds, witness)
     seconds = time.perf_counter() - start
     bound = f"holds for every batch of at most {checked} requests" if checked else "no request count checked"
