@@ -244,7 +244,8 @@ def review_invariant(design: Design, spec: DesignSpec, invariant: str, lemmas_ok
         if first > 1:
             below.append(f"below {first} requests by the abstraction")
         if requests > first:
-            below.append(f"{first}..{requests - 1} requests by exhaustive search")
+            span = str(first) if requests - 1 == first else f"{first}..{requests - 1}"
+            below.append(f"{span} requests by exhaustive search")
         if below:
             scope += "; no batch of fewer requests breaks it (" + ", ".join(below) + ")"
         return InvariantResult(invariant, kind, "refuted", scope, seconds, witness)

@@ -37,7 +37,9 @@ def test_simulate_counts_the_prefix_overflow(tmp_path: Path, capsys: pytest.Capt
     rows = {r["design"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["prefix"]["overflows"] == 1 and rows["prefix"]["first_overflow"] == [1534, 161, 353]
     assert rows["upstream"]["overflows"] == 0 and rows["upstream"]["graph"] == 2 and rows["upstream"]["eager"] == 1
-    assert main(["simulate", "--workload", str(workload), "upstream"]) == 0
+    png = tmp_path / "sim.png"
+    assert main(["simulate", "--workload", str(workload), "upstream", "--plot", str(png)]) == 0
+    assert png.stat().st_size > 1000
 
 
 def test_simulate_rejects_a_bad_workload_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
