@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import sys
@@ -39,7 +40,12 @@ def main() -> int:
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--skip-mutants", action="store_true")
     args = parser.parse_args()
-    results: dict[str, object] = {"python": platform.python_version(), "machine": platform.machine()}
+    results: dict[str, object] = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "loadavg_before": os.getloadavg()[0],
+    }
     rates = {}
     for target in CORRECT:
         cpu_before = _cpu_seconds()
