@@ -136,8 +136,9 @@ def judge(
         elif not a.admit and replayed:
             note("admission_replay", f"rank {a.rank} did not admit but replay_bucket returned {a.bucket!r}")
         if not replayed:
-            if spec.active and spec.fitting and a.admit is False:
-                note("no_needless_fallback", f"rank {a.rank} runs eagerly but bucket {spec.fitting[0]} fits")
+            if spec.active and spec.fitting and a.admit is not True:  # declined, or crashed deciding
+                how = "runs eagerly" if a.admit is False else "cannot decide (admit raised)"
+                note("no_needless_fallback", f"rank {a.rank} {how} but bucket {spec.fitting[0]} fits")
             continue
         if spec.active and spec.fitting and a.admit is False:
             note("no_needless_fallback", f"rank {a.rank} did not admit but bucket {spec.fitting[0]} fits")

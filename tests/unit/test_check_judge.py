@@ -229,3 +229,11 @@ def test_make_batch_rejects_bad_input_naming_it(args: tuple[Any, ...], kwargs: d
     with pytest.raises(error) as info:
         make_batch(*args, **kwargs)
     assert message in str(info.value)
+
+
+def test_a_policy_crashing_on_an_absent_capacity_breaks_admission_and_falls_back_needlessly() -> None:
+    def pick(*, bucket_local_tokens: dict[int, int], **_: Any) -> int:
+        return 2304 if bucket_local_tokens[2048] >= 0 else 2304  # KeyError when 2048 is absent
+
+    absent = make_batch((1534, 161, 353), (2048, 2304), cp_size=4, capacities={2304: 576})
+    assert _ids(SimpleNamespace(admit=pick, replay_bucket=pick), absent) == {"admission_replay", "no_needless_fallback"}
