@@ -95,3 +95,11 @@ def test_every_theorem_has_a_variant_that_refutes_it() -> None:
     refuted = {v.theorem for v in VARIANTS if v.expected is Status.REFUTED}
     assert refuted == set(BY_NAME)
     assert all(isinstance(v.build, functools.partial) for v in VARIANTS)
+
+
+def test_the_readme_lists_every_theorem_with_its_scope() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "proofs" / "README.md").read_text()
+    rows = {line.split("`")[1] for line in readme.splitlines() if line.startswith("| `")}
+    assert rows == set(BY_NAME)
