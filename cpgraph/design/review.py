@@ -28,7 +28,7 @@ from cpgraph.design.loads import busiest_loads, example_batch
 from cpgraph.design.schema import Design
 from cpgraph.design.solve import int_value, minimize, prove
 from proofs.check import check
-from reference import align_up, capture_local_tokens
+from reference import align_up, capture_local_tokens, required_local_tokens
 from spec.design import (
     Batch,
     DesignTerms,
@@ -44,6 +44,7 @@ from spec.design import (
 
 SEARCH_EXTRA_REQUESTS = 3  # exact requests tried beyond the abstraction's lower bound
 MAX_EXACT_REQUESTS = 24
+CONSTRUCTIVE_EXTRA_REQUESTS = 8
 WITNESS_TIMEOUT_MS = 4_000
 DESCRIPTIONS = {
     "rank_consensus": "every rank decides the same admit verdict and bucket",
@@ -205,6 +206,36 @@ def enumerated_witness(design: Design, invariant: str, requests: int) -> tuple[i
     return None
 
 
+def constructed_witness(design: Design, invariant: str, requests: int) -> tuple[int, ...] | None:
+    """A replay overflow of a padded-layout design from the tight family: every request but the last
+    has length 3P+1 (L mod 2P = P+1, the busiest rank at the headroom bound; 2P+1 for contiguous), so
+    the replay batch, whose last request absorbs the pad, is as unbalanced as R requests can be. For each
+    bucket whose replay layout overflows, the least n of the family that the selector pads to it.
+    Not exhaustive: used only where the exact z3 search gives up."""
+    if design.layout_basis != "padded" or invariant not in ("capacity_fit", "admission_replay"):
+        return None
+    p = design.cp_size
+    short = 2 * p + 1 if design.strategy == "contiguous" else 3 * p + 1
+    head = (short,) * (requests - 1)
+    best: tuple[int, ...] | None = None
+    caps = design.capacities()[0]
+    for bucket in design.buckets:
+        last = bucket - sum(head)
+        if last < 2 * p or bucket not in caps:
+            continue
+        rows = required_local_tokens(head + (last,), cp_size=p, align_size=design.align_size, strategy=design.strategy)
+        if rows <= caps[bucket]:
+            continue
+        low = max(-(-bucket // design.max_padding_factor), sum(head) + 2 * p)
+        for n in range(low, bucket + 1):
+            lengths = head + (n - sum(head),)
+            if invariant in evaluate(design, lengths).violated:
+                if best is None or n < sum(best):
+                    best = lengths
+                break
+    return best
+
+
 def review_invariant(design: Design, spec: DesignSpec, invariant: str, lemmas_ok: bool) -> InvariantResult:
     kind = "safety" if invariant in SAFETY else "efficiency"
     start = time.perf_counter()
@@ -220,16 +251,28 @@ def review_invariant(design: Design, spec: DesignSpec, invariant: str, lemmas_ok
     reasons = []
     checked = first - 1  # every batch of at most ``checked`` requests is known not to break it
     enumerate_loads = design.layout_basis == "live" and last <= ENUMERATION_REQUEST_LIMIT
-    for requests in range(first, last + 1):
+    constructive = False  # after z3 gives up: only the tight family, over a few more request counts
+    requests = first - 1
+    while requests < (last if not constructive else min(last + CONSTRUCTIVE_EXTRA_REQUESTS, MAX_EXACT_REQUESTS)):
+        requests += 1
+        how = "exhaustive load enumeration" if enumerate_loads else "z3"
         if enumerate_loads:
             lengths: tuple[int, ...] | None = enumerated_witness(design, invariant, requests)
+        elif constructive:
+            lengths = constructed_witness(design, invariant, requests)
+            how = "constructed from the tight family after z3 gave up; fewest tokens not guaranteed"
         else:
             lengths, reason = exact_witness(spec, invariant, requests)
-            if reason:  # the solver gave up: larger request counts only get harder
+            if reason:
                 reasons.append(f"R={requests}: {reason}")
-                break
+                lengths = constructed_witness(design, invariant, requests)
+                constructive = lengths is None and design.layout_basis == "padded"
+                if lengths is None and not constructive:
+                    break
+                how = "constructed from the tight family after z3 gave up; fewest tokens not guaranteed"
         if lengths is None:
-            checked = requests
+            if not constructive:
+                checked = requests
             continue
         witness = witness_of(design, lengths)
         seconds = time.perf_counter() - start
@@ -238,7 +281,11 @@ def review_invariant(design: Design, spec: DesignSpec, invariant: str, lemmas_ok
                 invariant, kind, "unknown", "encoding check", seconds, witness,
                 "the witness is not confirmed by the reference replay (spec/design.py or loads.py disagrees)",
             )
-        how = "exhaustive load enumeration" if enumerate_loads else "z3"
+        if how.startswith("constructed"):
+            scope = f"a batch of {requests} requests and {witness.num_tokens} tokens [{how}]"
+            if checked:
+                scope += f"; no batch of at most {checked} requests breaks it"
+            return InvariantResult(invariant, kind, "refuted", scope, seconds, witness)
         scope = f"minimal: fewest requests ({requests}), then fewest tokens ({witness.num_tokens}) [{how}]"
         below = []
         if first > 1:
