@@ -81,3 +81,17 @@ def test_headroom_theorem_is_proved_for_r_and_refuted_for_r_plus_one() -> None:
     batch = any_requests_batch(spec_of(design), "t")
     facts, claim = first_bucket_fits_claim(spec_of(design), batch, 3)  # one request more than captured for
     assert check(claim, hypotheses=[facts]).status is Status.REFUTED
+
+
+def test_tight_family_finds_a_padded_headroom_overflow_beyond_the_captured_requests() -> None:
+    from cpgraph.design.review import constructed_witness
+
+    design = loads_design(
+        'cp_size = 4\ncapture_num_tokens = [512, 768, 1024]\nlayout_basis = "padded"\n'
+        '[capacity]\nrule = "headroom"\nmax_requests = 4\n',
+        name="hp",
+    )
+    assert constructed_witness(design, "capacity_fit", 4) is None  # headroom covers 4 requests
+    lengths = constructed_witness(design, "capacity_fit", 13)
+    assert lengths is not None and len(lengths) == 13
+    assert "capacity_fit" in evaluate(design, lengths).violated
