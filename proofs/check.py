@@ -20,7 +20,7 @@ import z3
 
 from spec.terms import BoolTerm
 
-DEFAULT_RLIMIT = 20_000_000  # ~2-4 s of z3 work on this machine; the largest proof here uses < 1/4 of it
+DEFAULT_RLIMIT = 5_000_000  # the costliest proof here needs ~0.9M units (<0.1 s); a runaway query stops in ~1-4 s
 
 Value = int | bool
 

@@ -33,8 +33,9 @@ def add_parser(subparsers: Any) -> None:
         help="prove every theorem of proofs/ with Z3 (every cp_size 1..64, all lengths, any number of requests)",
         description=(
             "Run every proof obligation: for each theorem, every query it needs at every cp_size (or capture "
-            "list length). Prints a table (theorem, scope, verdict, seconds). Exit 0: all proved; 1: a theorem "
-            "refuted or unknown; 2: usage error."
+            "list length). Prints a table (theorem, scope, verdict, queries, seconds = build + solve time summed "
+            "over the theorem's queries, slowest single query). Exit 0: all proved; 1: a theorem refuted or "
+            "unknown; 2: usage error."
         ),
     )
     parser.add_argument(
