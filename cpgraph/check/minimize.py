@@ -97,6 +97,9 @@ def candidates(batch: Batch, cp_sizes: tuple[int, ...], strategy: str) -> Iterat
     for q in cp_sizes:
         if q < p and (q > 1 or p == 1):
             yield from _variants(batch, lengths, q, strategy)
+            # the same residues mod 2q, one round each: a smaller P usually needs shorter requests too
+            if q > 1 and min(lengths) >= 2 * p:
+                yield from _variants(batch, tuple(length % (2 * q) + 2 * q for length in lengths), q, strategy)
     for b in batch.capture_num_tokens:
         if len(batch.capture_num_tokens) > 1:
             kept = {c for c in batch.capture_num_tokens if c != b}

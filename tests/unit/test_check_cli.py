@@ -9,7 +9,8 @@ import pytest
 
 from cpgraph.cli import main
 
-FAST = ["--budget-s", "0.6", "--cp-sizes", "2,4"]
+FAST = ["--budget-s", "0.6", "--cp-sizes", "2,4"]  # for sound policies: the whole budget is spent
+BUGGY = ["--budget-s", "8", "--cp-sizes", "2,4"]  # a violation ends the run about a second after it is found
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -27,7 +28,7 @@ def test_sound_policy_exits_0_with_one_json_object(capsys: pytest.CaptureFixture
 
 
 def test_buggy_policy_exits_1_and_names_the_invariant_and_counterexample(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "proofs.mutants.ignore_capacity", "--json", "--capacities", "captured", *FAST)
+    code, out, _ = _run(capsys, "proofs.mutants.ignore_capacity", "--json", "--capacities", "captured", *BUGGY)
     assert code == 1
     data = json.loads(out)
     assert data["ok"] is False
@@ -41,7 +42,7 @@ def test_buggy_policy_exits_1_and_names_the_invariant_and_counterexample(capsys:
 
 
 def test_text_report_stays_within_15_lines_per_violation(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "proofs.mutants.local_load", *FAST)
+    code, out, _ = _run(capsys, "proofs.mutants.local_load", *BUGGY)
     assert code == 1
     blocks = out.strip().split("\n\n")[1:]
     assert blocks and all(len(b.splitlines()) <= 15 for b in blocks)
@@ -79,7 +80,7 @@ def test_usage_and_import_errors_exit_2_with_the_reason(capsys: pytest.CaptureFi
 
 def test_emit_test_and_plot_write_files(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     test_file, png = tmp_path / "test_regression.py", tmp_path / "layout.png"
-    code, _, err = _run(capsys, "proofs.mutants.padded_layout", *FAST, "--emit-test", str(test_file), "--plot", str(png))
+    code, _, err = _run(capsys, "proofs.mutants.padded_layout", *BUGGY, "--emit-test", str(test_file), "--plot", str(png))
     assert code == 1
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     source = test_file.read_text()
