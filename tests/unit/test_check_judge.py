@@ -207,7 +207,7 @@ def test_a_violation_with_every_rank_answering_differently_still_fits_15_lines()
     from cpgraph import check_policy
 
     wild = SimpleNamespace(admit=lambda **_: True, replay_bucket=lambda *, cp_rank, capture_num_tokens, **_: capture_num_tokens[0] + cp_rank)
-    report = check_policy(wild, cp_sizes=(16,), budget_s=5, boundary=False, workers=1, grace_s=0.1, minimize_s=0.2)
+    report = check_policy(wild, cp_sizes=(16,), budget_s=5, boundary=False, workers=1, grace_s=0.1, minimize_s=2.0)
     v = report.violation("rank_consensus")
     assert v is not None
     text = v.text()
