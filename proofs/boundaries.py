@@ -59,16 +59,21 @@ Captures = Callable[[tuple[int, ...], int], list[tuple[int, int | None]]]
 
 
 def _draw_lengths(config: _Config, k: int, facts: LengthFacts, *, active: bool) -> tuple[int, ...] | None:
-    """The lengths in the first model of the edge's facts, or None when the bounds cannot reach it."""
+    """The least lengths (fewest tokens, then lexicographically) on the edge, or None when the bounds
+    cannot reach it. An optimum, not the solver's first model: the same case whatever else the process
+    has asked z3 before."""
     lengths = tuple(z3.Int(f"L{i}") for i in range(k))
     n = z3.Sum(list(lengths))
     shortest = 2 * config.cp_size if active and config.cp_size > 1 else 1
-    solver = z3.Solver()
+    solver = z3.Optimize()
     solver.set("rlimit", _RLIMIT)
     solver.add(n <= config.max_tokens, *[x >= shortest for x in lengths])
-    # Non-increasing lengths: one representative per multiset keeps models small and stable.
+    # Non-increasing lengths: one representative per multiset.
     solver.add(*[lengths[i] >= lengths[i + 1] for i in range(k - 1)])
     solver.add(*facts(lengths, n))
+    solver.minimize(n)
+    for x in lengths:
+        solver.minimize(x)
     if solver.check() != z3.sat:
         return None
     model = solver.model()
