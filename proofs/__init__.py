@@ -1,0 +1,1 @@
+"""Theorems about spec/, the one `check` helper, counterexample replay, boundary cases and conformance."""

@@ -1,4 +1,6 @@
-"""Theorems about spec/capacity.py: the headroom bound for any number of requests and its tightness, the
+"""Theorems about spec/capacity.py: headroom bound and tightness, captured and headroom capacities.
+
+Theorems about spec/capacity.py: the headroom bound for any number of requests and its tightness, the
 captured capacity as an aligned ceil share, headroom capacities fitting every bucket at or above n, and
 required rows covering every rank.
 

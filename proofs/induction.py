@@ -1,6 +1,9 @@
-"""Symbolic batches for the induction over requests: a batch so far (any loads a_r, N tokens, k non-empty
+"""Symbolic batches for the induction over requests: the batch so far and one more request.
+
+Symbolic batches for the induction over requests: a batch so far (any loads a_r, N tokens, k non-empty
 requests) and one more request (loads l_r, L tokens). A theorem about any number of requests is a
-per-request lemma, plus a step from the batch so far to the batch with one more request."""
+per-request lemma, plus a step from the batch so far to the batch with one more request.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
-"""Theorems about spec/decision.py against the SEMANTICS.md invariants that involve more than the scan:
+"""Theorems for the rank_consensus and admission_replay invariants of spec/decision.py.
+
+Theorems about spec/decision.py against the SEMANTICS.md invariants that involve more than the scan:
 rank_consensus (every rank decides the same) and admission_replay (replay uses the admitted bucket and its
-live layout fits the admitted capacity). The scan's own invariants are in proofs/selection.py."""
+live layout fits the admitted capacity). The scan's own invariants are in proofs/selection.py.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""Proof obligations: a theorem is a builder of solver queries over one parameter (cp_size, capture-list
-length, or none); the registry (proofs/registry.py) lists them with their scope for the CLI and tests."""
+"""Proof obligations: named theorems that build solver queries over one parameter, with their scope.
+
+Proof obligations: a theorem is a builder of solver queries over one parameter (cp_size, capture-list
+length, or none); the registry (proofs/registry.py) lists them with their scope for the CLI and tests.
+"""
 
 from __future__ import annotations
 

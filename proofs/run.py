@@ -1,5 +1,6 @@
-"""Running obligations: every query through `check`, in parallel worker processes, with a progress callback;
-a refuted query is minimised (smallest size: fewest tokens) and replayed through the reference.
+"""Running obligations in parallel workers, with progress, minimised counterexamples and replays.
+
+Every query goes through `check`; a refuted query is minimised (smallest size: fewest tokens) and replayed through the reference.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Theorems about spec/selection.py: upstream's scan of a sorted capture list selects exactly the least
+"""Theorems about spec/selection.py: the scan selects exactly the least fitting bucket, and the invariants.
+
+Theorems about spec/selection.py: upstream's scan of a sorted capture list selects exactly the least
 fitting bucket (or falls back exactly when none fits), and so meets every selection invariant.
 
 Every theorem is proved for every capture list of 1..32 buckets with unbounded values, unbounded

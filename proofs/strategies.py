@@ -1,4 +1,6 @@
-"""Theorems about spec/strategies.py and spec/zigzag.py: conservation (loads sum to tokens) and per-request
+"""Theorems about spec/strategies.py and spec/zigzag.py: conservation and per-request balance.
+
+Theorems about spec/strategies.py and spec/zigzag.py: conservation (loads sum to tokens) and per-request
 balance (the busiest rank holds ceil(L/P)), for every strategy in the table, every cp_size and every length;
 conservation for any number of requests by induction (the step adds one request's loads rank-wise).
 

@@ -1,4 +1,6 @@
-"""Deliberately wrong variants of the spec's formulas, each substituted into a theorem, with the verdict it
+"""Deliberately wrong variants of the spec's formulas, each with the verdict its theorem must give.
+
+Deliberately wrong variants of the spec's formulas, each substituted into a theorem, with the verdict it
 must get. A theorem that cannot be refuted proves nothing: every theorem in the registry has at least one
 variant here that it refutes. A few variants are equivalent rewrites and must stay proved (they document
 why, e.g., "skip a bucket above F*n" is as good as "stop" on a sorted list).

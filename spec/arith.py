@@ -1,5 +1,6 @@
-"""Integer division with an explicit quotient and remainder (L = S*q + m, 0 <= m < S), and what it builds:
-floor, ceil and align_up.
+"""Integer division with an explicit quotient and remainder, and the floor, ceil and align_up built on it.
+
+Encoding: L = S*q + m with 0 <= m < S, q and m fresh variables.
 
 Every builder takes a ``name``; the fresh variables it introduces are named ``{name}.q`` and ``{name}.m``,
 so a model reads back with stable names. Callers keep names unique within one query. With a Python-int

@@ -1,4 +1,6 @@
-"""The one plan per batch that admission and replay both use: rows from the busiest rank of the live layout,
+"""The one plan per batch that admission and replay both use, decided from rank-invariant inputs.
+
+The one plan per batch that admission and replay both use: rows from the busiest rank of the live layout,
 then the scan. Every rank evaluates it on rank-invariant inputs, so the ranks agree by construction.
 
     decide(loads, rank, ...) = scan_select(capture, window, align_up(max_r l_r, A))

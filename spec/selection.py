@@ -1,4 +1,6 @@
-"""Bucket selection, stated twice: declaratively (the least element of the fitting set, or none) and as
+"""Bucket selection, stated declaratively (least fitting bucket, or none) and as upstream's scan.
+
+Bucket selection, stated twice: declaratively (the least element of the fitting set, or none) and as
 upstream's operational scan of the sorted capture list (skip below n, stop at the first above F*n, skip a
 bucket with no recorded capacity). proofs/selection.py shows the two agree.
 
