@@ -23,7 +23,14 @@ from proofs.obligation import Query
 from proofs.replay import selection_replay
 from spec.invariants import capacity_fit, captured_bucket, minimal_bucket, no_needless_fallback, padding_limit
 from spec.selection import (
+    EMPTY_CAPTURE_SET,
+    NO_SELECTION,
     CaptureList,
+    CaptureSet,
+    below_every_member,
+    is_least_fitting_in_set,
+    symbolic_capture_set,
+    with_head,
     Selection,
     Window,
     capture_list_is_well_formed,
@@ -82,6 +89,32 @@ def _relation_of(relation: Relation, length: int, well_formed: WellFormed) -> Bo
     """relation(chosen) over the shared setting, built once per relation and length."""
     capture, window, required, _, _ = _setting(length, well_formed)
     return relation(Selection(z3.Bool("chosen.admitted"), z3.Int("chosen.bucket")), capture, window, required)
+
+
+def scan_selects_least_fitting_bucket_for_any_list_length(
+    parameter: int, *, step: Step = scan_step, sorted_head: Callable[[IntTerm, CaptureSet], BoolTerm] = below_every_member
+) -> tuple[Query, ...]:
+    """For capture lists of every length: the scan of the empty list falls back (the relation for no
+    buckets), and if scanning a list's tail gives its least fitting bucket, one more scan step at a head
+    smaller than every tail bucket gives the least fitting bucket of the whole list. The tail is any set
+    of buckets with any capacities (uninterpreted functions), so the induction covers every length."""
+    del parameter
+    tail = symbolic_capture_set("rest")
+    n, high, required = z3.Int("n"), z3.Int("high"), z3.Int("required")
+    window = Window(n, high)
+    setting = (n >= 1, high >= n, required >= 0)
+    base = Query("base", is_least_fitting_in_set(NO_SELECTION, EMPTY_CAPTURE_SET, window, required), setting)
+    head, capacity, recorded = z3.Int("head.bucket"), z3.Int("head.capacity"), z3.Bool("head.recorded")
+    rest = Selection(z3.Bool("rest.admitted"), z3.Int("rest.bucket"))
+    chosen = step(CaptureList((head,), (capacity,), (recorded,)), 0, window, required, rest)
+    whole = with_head(tail, head, capacity, recorded)
+    induction = Query(
+        "step",
+        is_least_fitting_in_set(chosen, whole, window, required),
+        (*setting, head >= 1, sorted_head(head, tail), is_least_fitting_in_set(rest, tail, window, required)),
+        shown=(("admitted", z3.If(chosen.admitted, 1, 0)), ("bucket", chosen.bucket)),
+    )
+    return (base, induction)
 
 
 def _from_relation(length: int, relation: Relation, claim: Callable[[Selection, CaptureList, Window, IntTerm], BoolTerm],

@@ -22,6 +22,7 @@ from spec.arith import DivMod, align_up, divmod_by, floor_div
 from spec.capacity import capture_local_tokens
 from spec.selection import (
     NO_SELECTION,
+    CaptureSet,
     CaptureList,
     Selection,
     Window,
@@ -215,6 +216,10 @@ def _unsorted_ok(capture: CaptureList) -> BoolTerm:
     return all_of(c >= 0 for c in capture.capacities)
 
 
+def _any_head(bucket: IntTerm, capture: CaptureSet) -> BoolTerm:
+    return z3.BoolVal(True)
+
+
 def _forget_new_request(requests: z3.ArithRef) -> z3.ArithRef:
     return requests
 
@@ -272,6 +277,12 @@ VARIANTS: tuple[Variant, ...] = (
             functools.partial(selection.scan_selects_least_fitting_bucket, step=_step(room=_room_strict))),
     Variant("unsorted_list", "scan_selects_least_fitting_bucket", "the capture list need not be sorted", K, REFUTED,
             functools.partial(selection.scan_selects_least_fitting_bucket, well_formed=_unsorted_ok)),
+    Variant("stop_below_n", "scan_selects_least_fitting_bucket_for_any_list_length", "stop at a bucket below n", 0,
+            REFUTED, functools.partial(selection.scan_selects_least_fitting_bucket_for_any_list_length,
+                                       step=_step(below_stops=True))),
+    Variant("unsorted_list", "scan_selects_least_fitting_bucket_for_any_list_length", "the head need not be smallest",
+            0, REFUTED, functools.partial(selection.scan_selects_least_fitting_bucket_for_any_list_length,
+                                          sorted_head=_any_head)),
     Variant("missing_capacity_fits", "scan_selects_a_captured_bucket", "fitting ignores the recorded flag", K, REFUTED,
             functools.partial(selection.scan_selects_a_captured_bucket, relation=_relation(_fits_ignoring_record))),
     Variant("no_upper_limit", "scan_respects_padding_limit", "no F*n limit", K, REFUTED,

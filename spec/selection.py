@@ -10,7 +10,7 @@ The padding window [n, F*n] is a record of its own so proofs can quantify over e
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import z3
@@ -168,6 +168,71 @@ def scan_select(capture: CaptureList, window: Window, required: IntLike) -> Sele
     for i in reversed(range(len(capture))):
         chosen = scan_step(capture, i, window, required, chosen)
     return chosen
+
+
+@dataclass(frozen=True)
+class CaptureSet:
+    """A capture list of any length, as functions of the bucket value (buckets are distinct, so a value
+    names its entry): ``member(b)``, ``capacity(b)``, ``recorded(b)``. Quantified claims over a CaptureSet
+    speak of every list length at once."""
+
+    member: Callable[[IntTerm], BoolTerm]
+    capacity: Callable[[IntTerm], IntTerm]
+    recorded: Callable[[IntTerm], BoolTerm]
+
+
+def symbolic_capture_set(name: str) -> CaptureSet:
+    """Uninterpreted ``{name}.member``, ``{name}.capacity`` and ``{name}.recorded``: any set of buckets."""
+    ints, bools = z3.IntSort(), z3.BoolSort()
+    return CaptureSet(
+        z3.Function(f"{name}.member", ints, bools),
+        z3.Function(f"{name}.capacity", ints, ints),
+        z3.Function(f"{name}.recorded", ints, bools),
+    )
+
+
+EMPTY_CAPTURE_SET = CaptureSet(lambda b: z3.BoolVal(False), lambda b: z3.IntVal(0), lambda b: z3.BoolVal(False))
+
+
+def with_head(capture: CaptureSet, bucket: IntTerm, capacity: IntTerm, recorded: BoolTerm) -> CaptureSet:
+    """The set with one more bucket in front (its own capacity and recorded flag)."""
+    return CaptureSet(
+        lambda b: z3.Or(b == bucket, capture.member(b)),
+        lambda b: z3.If(b == bucket, capacity, capture.capacity(b)),
+        lambda b: z3.If(b == bucket, recorded, capture.recorded(b)),
+    )
+
+
+def below_every_member(bucket: IntTerm, capture: CaptureSet) -> BoolTerm:
+    """``bucket`` is smaller than every bucket of the set (the head of a sorted list)."""
+    x = z3.Int("x")
+    return z3.ForAll([x], z3.Implies(capture.member(x), x > bucket))
+
+
+def fits_in_set(capture: CaptureSet, bucket: IntTerm, window: Window, required: IntLike) -> BoolTerm:
+    """``bucket`` is in the set's fitting set: a member, within the padding limit, with recorded room."""
+    return z3.And(
+        capture.member(bucket),
+        within_padding_limit(bucket, window),
+        capture.recorded(bucket),
+        capture.capacity(bucket) >= required,
+    )
+
+
+def is_least_fitting_in_set(selection: Selection, capture: CaptureSet, window: Window, required: IntLike) -> BoolTerm:
+    """The declarative relation over a set of any size: admitted iff some bucket fits, and then the bucket
+    fits and is <= every fitting bucket."""
+    x = z3.Int("x")
+    return z3.And(
+        selection.admitted == z3.Exists([x], fits_in_set(capture, x, window, required)),
+        z3.Implies(
+            selection.admitted,
+            z3.And(
+                fits_in_set(capture, selection.bucket, window, required),
+                z3.ForAll([x], z3.Implies(fits_in_set(capture, x, window, required), selection.bucket <= x)),
+            ),
+        ),
+    )
 
 
 def same_selection(first: Selection, second: Selection) -> BoolTerm:
