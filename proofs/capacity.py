@@ -22,7 +22,7 @@ from spec.arith import align_up, ceil_div, divmod_by
 from spec.capacity import capture_local_tokens, headroom_bound, headroom_local_tokens, required_local_tokens
 from spec.invariants import loads_fit
 from spec.strategies import STRATEGIES
-from spec.terms import Defined, IntLike, indicator
+from spec.terms import BoolTerm, Defined, IntLike, indicator
 from spec.zigzag import zigzag_rank_load, zigzag_split
 
 HeadroomBound = Callable[[IntLike, int, IntLike, str], Defined]
@@ -61,15 +61,18 @@ def headroom_bound_holds_for_any_number_of_requests(
     )
     prior, tokens, requests = z3.Int("a"), z3.Int("N"), z3.Int("k")
     more, nonempty = z3.Int("l"), z3.Int("j")
+
+    def so_far(a: IntLike, n: IntLike, k: IntLike) -> BoolTerm:
+        # The induction invariant for one rank: N >= 0 tokens in 0 <= k <= N non-empty requests, P*a <= N + k(P-1).
+        return z3.And(n >= 0, k >= 0, k <= n, p * a <= n + k * (p - 1))
+
+    base = Query("base", so_far(0, 0, 0), ())
     step = Query(
         "step",
-        z3.And(
-            p * (prior + more) <= (tokens + length) + (requests + nonempty) * (p - 1),
-            requests + nonempty <= tokens + length,
-        ),
+        so_far(prior + more, tokens + length, requests + nonempty),
         (
-            prior >= 0, tokens >= 0, requests >= 0, requests <= tokens, p * prior <= tokens + requests * (p - 1),
-            length >= 0, nonempty == indicator(length >= 1), more >= 0, p * more <= length + nonempty * (p - 1),
+            so_far(prior, tokens, requests),
+            length >= 0, nonempty == indicator(length >= 1), p * more <= length + nonempty * (p - 1),
         ),
     )
     limit = z3.Int("R")
@@ -77,13 +80,10 @@ def headroom_bound_holds_for_any_number_of_requests(
     final = Query(
         "bound",
         prior <= capped.value,
-        (
-            capped.holds, prior >= 0, tokens >= 0, requests >= 0, requests <= tokens, limit >= 1, requests <= limit,
-            p * prior <= tokens + requests * (p - 1),
-        ),
+        (capped.holds, so_far(prior, tokens, requests), limit >= 1, requests <= limit),
         size=tokens,
     )
-    return (request, step, final)
+    return (request, base, step, final)
 
 
 def headroom_bound_is_tight(
@@ -113,19 +113,25 @@ def headroom_bound_is_tight(
         ),
     )
     prior, tokens, requests, more = z3.Int("a"), z3.Int("N"), z3.Int("k"), z3.Int("l")
+
+    def so_far(a: IntLike, n: IntLike, k: IntLike) -> BoolTerm:
+        # Rank P-1 of a batch of k requests (each at the edge, so each >= 1 token) holds (N + k(P-1))/P.
+        return z3.And(k >= 0, k <= n, p * a == n + k * (p - 1))
+
+    base = Query("base", so_far(0, 0, 0), ())
     step = Query(
         "step",
-        p * (prior + more) == (tokens + length) + (requests + 1) * (p - 1),
-        (p * prior == tokens + requests * (p - 1), p * more == length + (p - 1)),
+        so_far(prior + more, tokens + length, requests + 1),
+        (so_far(prior, tokens, requests), length >= 1, p * more == length + (p - 1)),
     )
     exact = bound(tokens, p, requests, "bound")
     final = Query(
         "bound",
         prior == exact.value,
-        (exact.holds, requests >= 1, requests <= tokens, p * prior == tokens + requests * (p - 1)),
+        (exact.holds, so_far(prior, tokens, requests), requests >= 1),
         size=tokens,
     )
-    return (request, step, final)
+    return (request, base, step, final)
 
 
 def capture_capacity_is_aligned_ceil_share(cp_size: int, *, capture: Capture = capture_local_tokens) -> tuple[Query, ...]:

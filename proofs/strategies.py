@@ -57,9 +57,10 @@ def _sum_over_requests(cp_size: int, strategy: str, request_loads: RequestLoads,
     step = Query(
         "step",
         conservation(so_far.plus(more), tokens + extra),
-        (so_far.holds, more.holds, conservation(so_far, tokens), conservation(more, extra)),
+        (conservation(so_far, tokens), conservation(more, extra)),
     )
-    return (request, step)
+    base = Query("base", conservation(Loads(tuple(z3.IntVal(0) for _ in range(cp_size)), z3.BoolVal(True)), 0), ())
+    return (request, base, step)
 
 
 def _ceil_share_replay(theorem: str, cp_size: int, strategy: str) -> Callable[..., str]:

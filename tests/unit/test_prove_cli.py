@@ -18,7 +18,8 @@ def test_only_one_theorem_proves_and_exits_0(capsys: pytest.CaptureFixture[str])
     lines = out.out.splitlines()
     assert lines[0].split()[:4] == ["theorem", "scope", "verdict", "queries"]
     assert any(line.startswith("zigzag_loads_sum_to_tokens") and " proved " in line for line in lines)
-    assert "1 theorems, 6 queries, cp_size 1..3: all proved" in out.out
+    queries = sum(len(registry.BY_NAME["zigzag_loads_sum_to_tokens"].build(p)) for p in (1, 2, 3))
+    assert f"1 theorems, {queries} queries, cp_size 1..3: all proved" in out.out
     assert "theorem instances checked" in out.err  # progress goes to stderr
 
 
@@ -31,10 +32,11 @@ def test_json_has_every_field_a_machine_needs(capsys: pytest.CaptureFixture[str]
     assert code == 0 and report["proved"] is True and report["cp_max"] == 2
     assert [t["name"] for t in report["theorems"]] == ["headroom_bound_is_tight", "scan_selects_minimal_bucket"]
     tight = report["theorems"][0]
-    assert tight["verdict"] == "proved" and tight["queries"] == 6 and tight["failures"] == []
+    per_p = sum(len(registry.BY_NAME["headroom_bound_is_tight"].build(p)) for p in (1, 2))
+    assert tight["verdict"] == "proved" and tight["queries"] == per_p and tight["failures"] == []
     assert set(tight) == {"name", "scope", "verdict", "queries", "seconds", "slowest_query", "failures"}
     assert "P = 1..2" in tight["scope"]
-    assert report["queries"] == 6 + 32
+    assert report["queries"] == per_p + 32  # one query per capture-list length 1..32
     assert set(report["slowest_query"]) == {"theorem", "query", "seconds"}
 
 
