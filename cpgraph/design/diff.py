@@ -29,7 +29,7 @@ from spec.design import DesignTerms, any_requests_batch, design_terms, exact_bat
 
 CLASSES = ("fixed", "regressed", "changed")
 MAX_TRANSITIONS = 4
-TIMEOUT_MS = 5_000
+RLIMIT = 10_000_000  # deterministic z3 resource units per query, not wall-clock
 
 
 @dataclass(frozen=True)
@@ -122,14 +122,14 @@ def _witness(
     reasons = []
     for requests in range(first, min(first + SEARCH_EXTRA_REQUESTS, MAX_EXACT_REQUESTS) + 1):
         lengths, facts, n = _exact(old, new, requests)
-        low = minimize(facts[kind], [n], timeout_ms=TIMEOUT_MS)
+        low = minimize(facts[kind], [n], rlimit=RLIMIT)
         if low.status == "unknown":  # larger request counts only get harder
             reasons.append(f"R={requests}: solver gave up ({low.reason})")
             break
         if low.status != "refuted":
             continue
         batch = tuple(int_value(low.model, x) for x in lengths)
-        high = maximize(facts[kind], n, timeout_ms=TIMEOUT_MS)
+        high = maximize(facts[kind], n, rlimit=RLIMIT)
         top = int_value(high.model, n) if high.status == "refuted" else sum(batch)
         return batch, (sum(batch), top), ""
     return None, None, "; ".join(reasons)
@@ -143,7 +143,7 @@ def diff_designs(old: Design, new: Design, *, progress: bool = False) -> Diff:
     for kind, term in _class_terms(old_terms, new_terms).items():
         if progress:
             print(f"  diff {old.name} -> {new.name}: {kind} ...", file=sys.stderr, flush=True)
-        first = minimize(z3.And(base, term), [requests, n], timeout_ms=TIMEOUT_MS)
+        first = minimize(z3.And(base, term), [requests, n], rlimit=RLIMIT)
         if first.status == "proved":
             classes.append(DiffClass(kind, "none", None, (), False, "no batch, any number of requests"))
             continue

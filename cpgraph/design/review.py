@@ -45,7 +45,7 @@ from spec.design import (
 SEARCH_EXTRA_REQUESTS = 3  # exact requests tried beyond the abstraction's lower bound
 MAX_EXACT_REQUESTS = 24
 CONSTRUCTIVE_EXTRA_REQUESTS = 8
-WITNESS_TIMEOUT_MS = 4_000
+WITNESS_RLIMIT = 8_000_000
 DESCRIPTIONS = {
     "rank_consensus": "every rank decides the same admit verdict and bucket",
     "admission_replay": "admitted iff replay succeeds, replay uses the admitted bucket",
@@ -159,7 +159,7 @@ def least_abstract_requests(spec: DesignSpec, invariant: str) -> int | None:
     """The fewest requests for which the abstraction breaks ``invariant`` (None: it never does or gave up)."""
     batch, terms = _abstract(spec)
     facts = z3.And(batch.holds, terms.holds, batch.active, z3.Not(terms.claims[invariant]))
-    verdict = minimize(facts, [batch.requests, batch.num_tokens], timeout_ms=WITNESS_TIMEOUT_MS)
+    verdict = minimize(facts, [batch.requests, batch.num_tokens], rlimit=WITNESS_RLIMIT)
     if verdict.status != "refuted":
         return None
     return int_value(verdict.model, batch.requests)
@@ -181,7 +181,7 @@ def exact_witness(spec: DesignSpec, invariant: str, requests: int) -> tuple[tupl
     # last request is kept apart: a padded layout folds the pad into it). Sorting them prunes R! orders.
     order = [lengths[i] >= lengths[i + 1] for i in range(len(lengths) - 2)]
     facts = z3.And(length_facts, batch.active, terms.holds, z3.Not(terms.claims[invariant]), *order)
-    verdict = minimize(facts, [batch.num_tokens], timeout_ms=WITNESS_TIMEOUT_MS)
+    verdict = minimize(facts, [batch.num_tokens], rlimit=WITNESS_RLIMIT)
     if verdict.status == "refuted":
         return tuple(int_value(verdict.model, x) for x in lengths), ""
     return None, verdict.reason

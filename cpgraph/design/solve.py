@@ -15,7 +15,9 @@ from typing import Any
 
 import z3
 
-DEFAULT_TIMEOUT_MS = 10_000
+# Deterministic resource units (z3 rlimit), not wall-clock: the same query gets the same verdict on
+# a loaded CI machine. About 20M units is a few seconds of solving here.
+DEFAULT_RLIMIT = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -27,15 +29,15 @@ class Verdict:
     reason: str = ""
 
 
-def _solver(timeout_ms: int) -> Any:
+def _solver(rlimit: int) -> Any:
     solver = z3.Then("simplify", "solve-eqs", "smt").solver()
-    solver.set("timeout", timeout_ms)
+    solver.set("rlimit", rlimit)
     return solver
 
 
-def prove(facts: Sequence[z3.BoolRef], claim: z3.BoolRef, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:
+def prove(facts: Sequence[z3.BoolRef], claim: z3.BoolRef, *, rlimit: int = DEFAULT_RLIMIT) -> Verdict:
     """Is ``claim`` true in every model of ``facts``?"""
-    solver = _solver(timeout_ms)
+    solver = _solver(rlimit)
     solver.add(*facts, z3.Not(claim))
     result = solver.check()
     if result == z3.unsat:
@@ -46,9 +48,9 @@ def prove(facts: Sequence[z3.BoolRef], claim: z3.BoolRef, *, timeout_ms: int = D
 
 
 def _optimize(
-    facts: z3.BoolRef, objectives: Sequence[tuple[z3.ArithRef, bool]], timeout_ms: int
+    facts: z3.BoolRef, objectives: Sequence[tuple[z3.ArithRef, bool]], rlimit: int
 ) -> Verdict:
-    solver = _solver(timeout_ms)
+    solver = _solver(rlimit)
     solver.add(facts)
     result = solver.check()
     if result != z3.sat:
@@ -81,15 +83,15 @@ def _optimize(
 
 
 def minimize(
-    facts: z3.BoolRef, objectives: Sequence[z3.ArithRef], *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    facts: z3.BoolRef, objectives: Sequence[z3.ArithRef], *, rlimit: int = DEFAULT_RLIMIT
 ) -> Verdict:
     """A model of ``facts`` minimising ``objectives`` lexicographically (refuted = found, proved = none)."""
-    return _optimize(facts, [(o, True) for o in objectives], timeout_ms)
+    return _optimize(facts, [(o, True) for o in objectives], rlimit)
 
 
-def maximize(facts: z3.BoolRef, objective: z3.ArithRef, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:
+def maximize(facts: z3.BoolRef, objective: z3.ArithRef, *, rlimit: int = DEFAULT_RLIMIT) -> Verdict:
     """A model of ``facts`` maximising ``objective`` (which must be bounded above)."""
-    return _optimize(facts, [(objective, False)], timeout_ms)
+    return _optimize(facts, [(objective, False)], rlimit)
 
 
 def int_value(model: Any, term: z3.ArithRef) -> int:
