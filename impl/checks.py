@@ -1,107 +1,29 @@
-"""Argument checks for impl/: the reference's contract (same exception types and messages), written once here.
+"""Argument checks for impl/: the reference's own validators, so both raise the same types and messages.
 
-impl/ does not import reference/ on its hot path; the differential tests hold the two to the same errors.
+Validation is not what the differential tests compare, so it is written once, in reference/validate.py
+(which accepts the common case in one C-speed pass before any per-item loop).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Final
+from reference.validate import (
+    STRATEGIES,
+    check_capacities,
+    check_capture_list,
+    check_int,
+    check_lengths,
+    check_num_tokens,
+    check_strategy,
+    is_int,
+)
 
-STRATEGIES: Final = ("zigzag", "interleave", "contiguous")
-
-
-def is_int(value: object) -> bool:
-    # bool is an int subclass; a length of True is a bug upstream, never one token.
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def check_int(name: str, value: object, *, minimum: int) -> int:
-    """``value`` if it is an int (not bool) >= ``minimum``; TypeError/ValueError otherwise."""
-    if not is_int(value):
-        raise TypeError(f"{name} must be an int >= {minimum}, got {value!r} ({type(value).__name__})")
-    assert isinstance(value, int)
-    if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
-    return value
-
-
-def check_lengths(name: str, value: object) -> tuple[int, ...]:
-    """A non-empty sequence of ints >= 0 (request lengths), as a tuple."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise TypeError(f"{name} must be a non-empty sequence of ints >= 0, got {value!r}")
-    items = tuple(value)
-    if items and all(type(x) is int and x >= 0 for x in items):  # the common case, checked at C speed
-        return items
-    if not items:
-        raise ValueError(f"{name} must be a non-empty sequence of ints >= 0, got an empty batch {value!r}")
-    for i, item in enumerate(items):
-        if not is_int(item):
-            raise TypeError(
-                f"{name}[{i}] must be an int >= 0, got {item!r} ({type(item).__name__}) in {name}={value!r}"
-            )
-        if item < 0:
-            raise ValueError(f"{name}[{i}] must be an int >= 0, got {item} in {name}={value!r}")
-    return items
-
-
-def check_strategy(strategy: object) -> str:
-    if not isinstance(strategy, str) or strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {strategy!r}")
-    return strategy
-
-
-def check_capture_list(name: str, value: object) -> tuple[int, ...]:
-    """A non-empty, strictly increasing sequence of positive ints (bisection relies on the order)."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise TypeError(f"{name} must be a sorted sequence of positive ints, got {value!r}")
-    items = tuple(value)
-    if items and all(type(x) is int for x in items) and items[0] >= 1 and all(a < b for a, b in zip(items, items[1:])):
-        return items
-    if not items:
-        raise ValueError(f"{name} must be a non-empty sorted sequence of positive ints, got {value!r}")
-    for i, item in enumerate(items):
-        if not is_int(item):
-            raise TypeError(f"{name}[{i}] must be a positive int, got {item!r} ({type(item).__name__})")
-        if item < 1:
-            raise ValueError(f"{name}[{i}] must be a positive int, got {item} in {name}={value!r}")
-    for i in range(1, len(items)):
-        if items[i] == items[i - 1]:
-            raise ValueError(f"{name} must not repeat a bucket; {items[i]} appears twice in {name}={value!r}")
-        if items[i] < items[i - 1]:
-            raise ValueError(
-                f"{name} must be sorted ascending; {items[i - 1]} comes before {items[i]} in {name}={value!r}"
-            )
-    return items
-
-
-def check_capacities(name: str, value: object) -> dict[int, int]:
-    """A mapping bucket -> rows (ints >= 0); a ``None`` row means absent (the bucket was dropped)."""
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{name} must be a mapping bucket -> rows, got {value!r} ({type(value).__name__})")
-    if all(type(b) is int and type(r) is int and r >= 0 for b, r in value.items()):
-        return dict(value)
-    out: dict[int, int] = {}
-    for bucket, rows in value.items():
-        if not is_int(bucket):
-            raise TypeError(f"{name} keys must be int buckets, got {bucket!r} ({type(bucket).__name__})")
-        if rows is None:
-            continue
-        if not is_int(rows):
-            raise TypeError(f"{name}[{bucket}] must be an int >= 0, got {rows!r} ({type(rows).__name__})")
-        if rows < 0:
-            raise ValueError(f"{name}[{bucket}] must be an int >= 0, got {rows}")
-        out[bucket] = rows
-    return out
-
-
-def check_num_tokens(num_tokens: object, lengths: tuple[int, ...]) -> int:
-    """``num_tokens`` may exceed the batch's tokens (pre-padded), never fall short of them."""
-    n = check_int("num_tokens", num_tokens, minimum=1)
-    total = sum(lengths)
-    if n < total:
-        raise ValueError(
-            f"num_tokens must be >= sum(extend_seq_lens) = {total}, got {n}; "
-            "a smaller count would truncate the batch"
-        )
-    return n
+__all__ = [
+    "STRATEGIES",
+    "check_capacities",
+    "check_capture_list",
+    "check_int",
+    "check_lengths",
+    "check_num_tokens",
+    "check_strategy",
+    "is_int",
+]

@@ -8,14 +8,14 @@ from typing import Final
 STRATEGIES: Final = ("zigzag", "interleave", "contiguous")
 
 
-def _is_int(value: object) -> bool:
+def is_int(value: object) -> bool:
     # bool is an int subclass; a length of True is a bug upstream, never one token.
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def check_int(name: str, value: object, *, minimum: int) -> int:
     """Return ``value`` if it is an int (not bool) >= ``minimum``; raise TypeError/ValueError otherwise."""
-    if not _is_int(value):
+    if not is_int(value):
         raise TypeError(f"{name} must be an int >= {minimum}, got {value!r} ({type(value).__name__})")
     assert isinstance(value, int)
     if value < minimum:
@@ -28,10 +28,12 @@ def check_lengths(name: str, value: object) -> tuple[int, ...]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise TypeError(f"{name} must be a non-empty sequence of ints >= 0, got {value!r}")
     items = tuple(value)
+    if items and all(type(x) is int and x >= 0 for x in items):  # the common case, checked at C speed
+        return items
     if not items:
         raise ValueError(f"{name} must be a non-empty sequence of ints >= 0, got an empty batch {value!r}")
     for i, item in enumerate(items):
-        if not _is_int(item):
+        if not is_int(item):
             raise TypeError(
                 f"{name}[{i}] must be an int >= 0, got {item!r} ({type(item).__name__}) in {name}={value!r}"
             )
@@ -52,10 +54,12 @@ def check_capture_list(name: str, value: object) -> tuple[int, ...]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise TypeError(f"{name} must be a sorted sequence of positive ints, got {value!r}")
     items = tuple(value)
+    if items and all(type(x) is int for x in items) and items[0] >= 1 and all(a < b for a, b in zip(items, items[1:])):
+        return items
     if not items:
         raise ValueError(f"{name} must be a non-empty sorted sequence of positive ints, got {value!r}")
     for i, item in enumerate(items):
-        if not _is_int(item):
+        if not is_int(item):
             raise TypeError(f"{name}[{i}] must be a positive int, got {item!r} ({type(item).__name__})")
         assert isinstance(item, int)
         if item < 1:
@@ -74,13 +78,15 @@ def check_capacities(name: str, value: object) -> dict[int, int]:
     """A mapping bucket -> rows with int keys and int rows >= 0. A ``None`` row means absent (dropped)."""
     if not isinstance(value, Mapping):
         raise TypeError(f"{name} must be a mapping bucket -> rows, got {value!r} ({type(value).__name__})")
+    if all(type(b) is int and type(r) is int and r >= 0 for b, r in value.items()):
+        return dict(value)
     out: dict[int, int] = {}
     for bucket, rows in value.items():
-        if not _is_int(bucket):
+        if not is_int(bucket):
             raise TypeError(f"{name} keys must be int buckets, got {bucket!r} ({type(bucket).__name__})")
         if rows is None:
             continue
-        if not _is_int(rows):
+        if not is_int(rows):
             raise TypeError(f"{name}[{bucket}] must be an int >= 0, got {rows!r} ({type(rows).__name__})")
         if rows < 0:
             raise ValueError(f"{name}[{bucket}] must be an int >= 0, got {rows}")
