@@ -7,110 +7,59 @@ rank-invariant.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from typing import Unpack
 
 from impl.checks import check_int, check_lengths, check_strategy
 from impl.decision import Plan, Selector, plan_batch, required_local_tokens
+from reference.policy import PolicyBatch, check_batch_keywords
 
 
-def decide(
-    *,
-    cp_rank: int,
-    cp_size: int,
-    align_size: int,
-    num_tokens: int,
-    extend_seq_lens: Sequence[int],
-    capture_num_tokens: Sequence[int],
-    bucket_local_tokens: Mapping[int, int | None],
-    max_padding_factor: int,
-    strategy: str = "zigzag",
-) -> Plan:
+def decide(*, strategy: str = "zigzag", **batch: Unpack[PolicyBatch]) -> Plan:
     """The one plan for this batch under the given capture table."""
-    lengths = check_lengths("extend_seq_lens", extend_seq_lens)
-    check_int("cp_rank", cp_rank, minimum=0)
+    check_batch_keywords("decide", batch)
+    lengths = check_lengths("extend_seq_lens", batch["extend_seq_lens"])
+    check_int("cp_rank", batch["cp_rank"], minimum=0)
     return plan_batch(
         lengths,
-        num_tokens=check_int("num_tokens", num_tokens, minimum=1),
-        cp_size=check_int("cp_size", cp_size, minimum=1),
-        align_size=check_int("align_size", align_size, minimum=1),
-        selector=Selector.build(capture_num_tokens, bucket_local_tokens),
-        max_padding_factor=check_int("max_padding_factor", max_padding_factor, minimum=1),
+        num_tokens=check_int("num_tokens", batch["num_tokens"], minimum=1),
+        cp_size=check_int("cp_size", batch["cp_size"], minimum=1),
+        align_size=check_int("align_size", batch["align_size"], minimum=1),
+        selector=Selector.build(batch["capture_num_tokens"], batch["bucket_local_tokens"]),
+        max_padding_factor=check_int("max_padding_factor", batch["max_padding_factor"], minimum=1),
         strategy=check_strategy(strategy),
     )
 
 
-def admit(
-    *,
-    cp_rank: int,
-    cp_size: int,
-    align_size: int,
-    num_tokens: int,
-    extend_seq_lens: Sequence[int],
-    capture_num_tokens: Sequence[int],
-    bucket_local_tokens: Mapping[int, int | None],
-    max_padding_factor: int,
-) -> bool:
-    """Would this rank replay a graph for this batch?"""
-    return decide(
-        cp_rank=cp_rank,
-        cp_size=cp_size,
-        align_size=align_size,
-        num_tokens=num_tokens,
-        extend_seq_lens=extend_seq_lens,
-        capture_num_tokens=capture_num_tokens,
-        bucket_local_tokens=bucket_local_tokens,
-        max_padding_factor=max_padding_factor,
-    ).admitted
-
-
-def replay_bucket(
-    *,
-    cp_rank: int,
-    cp_size: int,
-    align_size: int,
-    num_tokens: int,
-    extend_seq_lens: Sequence[int],
-    capture_num_tokens: Sequence[int],
-    bucket_local_tokens: Mapping[int, int | None],
-    max_padding_factor: int,
-) -> int:
-    """The bucket this rank pads to; raises LookupError (naming the fallback reason) when not admitted."""
-    plan = decide(
-        cp_rank=cp_rank,
-        cp_size=cp_size,
-        align_size=align_size,
-        num_tokens=num_tokens,
-        extend_seq_lens=extend_seq_lens,
-        capture_num_tokens=capture_num_tokens,
-        bucket_local_tokens=bucket_local_tokens,
-        max_padding_factor=max_padding_factor,
-    )
+def bucket_of(plan: Plan) -> int:
+    """The plan's bucket; raises LookupError (naming the fallback reason) when the plan falls back."""
     if plan.bucket is None:
         assert plan.fallback is not None
         raise LookupError(
-            f"no captured bucket fits num_tokens={num_tokens}, extend_seq_lens={tuple(extend_seq_lens)} "
+            f"no captured bucket fits num_tokens={plan.num_tokens}, extend_seq_lens={plan.extend_seq_lens} "
             f"({plan.fallback.value}); run eagerly"
         )
     return plan.bucket
 
 
-def local_rows(
-    *,
-    bucket: int,
-    cp_rank: int,
-    cp_size: int,
-    align_size: int,
-    num_tokens: int,
-    extend_seq_lens: Sequence[int],
-    capture_num_tokens: Sequence[int],
-    bucket_local_tokens: Mapping[int, int | None],
-    max_padding_factor: int,
-) -> tuple[int, ...]:
+def admit(**batch: Unpack[PolicyBatch]) -> bool:
+    """Would this rank replay a graph for this batch?"""
+    return decide(**batch).admitted
+
+
+def replay_bucket(**batch: Unpack[PolicyBatch]) -> int:
+    """The bucket this rank pads to; raises LookupError (naming the fallback reason) when not admitted."""
+    return bucket_of(decide(**batch))
+
+
+def local_rows(*, bucket: int, strategy: str = "zigzag", **batch: Unpack[PolicyBatch]) -> tuple[int, ...]:
     """Physical rows per rank the live layout needs at ``bucket``: every rank pads to align_up(max load, A).
 
     Built from the live lengths (never the padded count); ``bucket`` only selects which buffer they go into.
     """
+    check_batch_keywords("local_rows", batch)
     check_int("bucket", bucket, minimum=1)
-    p = check_int("cp_size", cp_size, minimum=1)
-    rows = required_local_tokens(extend_seq_lens, cp_size=p, align_size=align_size)
+    p = check_int("cp_size", batch["cp_size"], minimum=1)
+    rows = required_local_tokens(
+        batch["extend_seq_lens"], cp_size=p, align_size=batch["align_size"], strategy=check_strategy(strategy)
+    )
     return (rows,) * p

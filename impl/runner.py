@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Unpack
 
 import torch
 from torch import Tensor
@@ -30,6 +30,7 @@ from impl.decision import (
 from impl.graphs import BucketKey, GraphRunner, Placement
 from impl.layout import build_torch_layout, packed_layout
 from impl.model import CPTransformer
+from reference.policy import PolicyBatch
 
 log = logging.getLogger("impl.runner")
 
@@ -337,23 +338,14 @@ class PrefillGraphRunner:
 
     # -- the policy protocol (``cpgraph check``), through the same plan_batch the dispatcher uses ----------
 
-    def admit(self, **batch: Any) -> bool:
-        return policy.decide(**batch, strategy=self.strategy).admitted
+    def admit(self, **batch: Unpack[PolicyBatch]) -> bool:
+        return policy.decide(strategy=self.strategy, **batch).admitted
 
-    def replay_bucket(self, **batch: Any) -> int:
-        plan = policy.decide(**batch, strategy=self.strategy)
-        if plan.bucket is None:
-            reason = plan.fallback.value if plan.fallback else None
-            raise LookupError(f"no captured bucket fits this batch ({reason}); run eagerly")
-        return plan.bucket
+    def replay_bucket(self, **batch: Unpack[PolicyBatch]) -> int:
+        return policy.bucket_of(policy.decide(strategy=self.strategy, **batch))
 
-    def local_rows(self, *, bucket: int, **batch: Any) -> tuple[int, ...]:
-        check_int("bucket", bucket, minimum=1)
-        p = check_int("cp_size", batch["cp_size"], minimum=1)
-        rows = required_local_tokens(
-            batch["extend_seq_lens"], cp_size=p, align_size=batch["align_size"], strategy=self.strategy
-        )
-        return (rows,) * p
+    def local_rows(self, *, bucket: int, **batch: Unpack[PolicyBatch]) -> tuple[int, ...]:
+        return policy.local_rows(bucket=bucket, strategy=self.strategy, **batch)
 
     def describe(self) -> dict[str, object]:
         """A JSON-ready summary of start-up: what was captured, with how many rows, how long it took."""

@@ -93,3 +93,24 @@ def test_replay_of_a_batch_that_was_not_admitted_raises() -> None:
     plan = runner.plan((3,))
     with pytest.raises(ReplayError, match="not admitted"):
         runner.replay(plan)
+
+
+def test_policy_functions_take_exactly_the_batch_keywords() -> None:
+    from reference import policy
+
+    batch = dict(
+        cp_rank=0,
+        cp_size=2,
+        align_size=4,
+        num_tokens=8,
+        extend_seq_lens=(8,),
+        capture_num_tokens=(8,),
+        bucket_local_tokens={8: 4},
+        max_padding_factor=2,
+    )
+    assert policy.admit(**batch) and policy.replay_bucket(**batch) == 8
+    without_rank = {k: v for k, v in batch.items() if k != "cp_rank"}
+    with pytest.raises(TypeError, match=r"missing \['cp_rank'\]"):
+        policy.admit(**without_rank)
+    with pytest.raises(TypeError, match=r"unexpected \['strategy'\]"):
+        policy.replay_bucket(**batch, strategy="zigzag")
