@@ -8,7 +8,6 @@ request. This module does not lay anything out (impl/layout.py does) and never t
 
 from __future__ import annotations
 
-import enum
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,16 +20,15 @@ from impl.checks import (
     check_strategy,
 )
 
+# The vocabulary is shared with the oracle (one name per concept): the fallback reasons, the plan record
+# and upstream's default alignment. What impl computes (loads, capacities, selection) is its own.
+from reference.capacity import default_align_size as default_align_size
+from reference.runner import FallbackReason as FallbackReason, Plan as Plan
+
 
 def align_up(value: int, align_size: int) -> int:
     """The smallest multiple of ``align_size`` that is >= ``value`` (both already validated)."""
     return -(-value // align_size) * align_size
-
-
-def default_align_size(*, cp_size: int, strategy: str = "zigzag") -> int:
-    """Upstream's alignment: 2P for zigzag (two blocks a rank), P for interleave and contiguous."""
-    check_int("cp_size", cp_size, minimum=1)
-    return 2 * cp_size if check_strategy(strategy) == "zigzag" else cp_size
 
 
 def _zigzag_max_load(lengths: tuple[int, ...], p: int) -> int:
@@ -179,33 +177,6 @@ def select_replay_bucket(
     selector = Selector.build(capture_num_tokens, bucket_local_tokens)
     factor = check_int("max_padding_factor", max_padding_factor, minimum=1)
     return selector.select(n, required, factor)
-
-
-class FallbackReason(str, enum.Enum):
-    """Why a batch runs eagerly (checked in this order); values equal ``reference.FallbackReason``'s."""
-
-    CP_DISABLED = "cp_disabled"
-    TOO_FEW_TOKENS = "too_few_tokens"
-    SHORT_REQUEST = "short_request"
-    TOO_MANY_TOKENS = "too_many_tokens"
-    NO_BUCKET_WITHIN_PADDING_LIMIT = "no_bucket_within_padding_limit"
-    NO_CAPACITY_WITHIN_PADDING_LIMIT = "no_capacity_within_padding_limit"
-
-
-@dataclass(frozen=True)
-class Plan:
-    """The one decision for a batch, made once and consumed by replay: a bucket with its capacity, or a reason."""
-
-    extend_seq_lens: tuple[int, ...]
-    num_tokens: int
-    required_local_tokens: int
-    bucket: int | None
-    bucket_local_tokens: int | None
-    fallback: FallbackReason | None
-
-    @property
-    def admitted(self) -> bool:
-        return self.bucket is not None
 
 
 def plan_batch(
