@@ -10,10 +10,8 @@ from typing import Final
 from cpgraph.check.batch import Batch
 from cpgraph.check.protocol import RankAnswer
 from reference import fitting_buckets, is_cp_active, rank_loads, required_local_tokens
+from reference.invariants import EFFICIENCY as EFFICIENCY, INVARIANTS as INVARIANTS, SAFETY as SAFETY
 
-SAFETY: Final = ("rank_consensus", "admission_replay", "captured_bucket", "padding_limit", "capacity_fit")
-EFFICIENCY: Final = ("minimal_bucket", "no_needless_fallback")
-INVARIANTS: Final = SAFETY + EFFICIENCY
 
 CLAIMS: Final = {
     "rank_consensus": "every rank decides the same admit and bucket",

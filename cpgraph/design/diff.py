@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import z3
 
+from cpgraph.design.efficiency import runs
 from cpgraph.design.evaluate import Outcome, evaluate, select
 from cpgraph.design.loads import busiest_loads, example_batch
 from cpgraph.design.review import MAX_EXACT_REQUESTS, SEARCH_EXTRA_REQUESTS, spec_of
@@ -240,21 +241,11 @@ def enumerate_changes(old: Design, new: Design) -> Enumerated | None:
                 hits[kind].append(n)
         for kind, ns in hits.items():
             if ns:
-                ranges[kind].append((requests, _runs(ns)))
+                ranges[kind].append((requests, runs(ns)))
     return Enumerated(
         {k: tuple(v) for k, v in ranges.items()},
         {k: tuple((b, a) + hit for (b, a), hit in sorted(v.items(), key=lambda kv: kv[1])) for k, v in firsts.items()},
     )
-
-
-def _runs(points: list[int]) -> tuple[tuple[int, int], ...]:
-    out: list[tuple[int, int]] = []
-    for n in points:
-        if out and out[-1][1] == n - 1:
-            out[-1] = (out[-1][0], n)
-        else:
-            out.append((n, n))
-    return tuple(out)
 
 
 def _kind(before: tuple[int | None, bool], after: tuple[int | None, bool]) -> str | None:

@@ -68,7 +68,8 @@ class Efficiency:
         return sum(b.bytes or 0 for b in self.buckets)
 
 
-def _ranges(points: list[int]) -> tuple[tuple[int, int], ...]:
+def runs(points: list[int]) -> tuple[tuple[int, int], ...]:
+    """Sorted points as maximal runs of consecutive integers: [3, 4, 5, 9] -> ((3, 5), (9, 9))."""
     out: list[tuple[int, int]] = []
     for n in points:
         if out and out[-1][1] == n - 1:
@@ -135,7 +136,7 @@ def efficiency(design: Design, *, request_bound: int = DEFAULT_REQUEST_BOUND) ->
                 some.append(n)
             if loads and eager == len(loads):
                 every.append(n)
-        regions.append(Region(requests, _ranges(some), _ranges(every), eager_points, points))
+        regions.append(Region(requests, runs(some), runs(every), eager_points, points))
 
     def concrete(worst: tuple[float, int, int, int, int] | None) -> Extreme | None:
         if worst is None:

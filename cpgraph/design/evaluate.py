@@ -13,17 +13,8 @@ from dataclasses import dataclass
 
 from cpgraph.design.schema import Design
 from reference import build_layout, is_cp_active, required_local_tokens
+from reference.invariants import INVARIANTS as INVARIANTS, SAFETY as SAFETY
 
-INVARIANTS = (
-    "rank_consensus",
-    "admission_replay",
-    "captured_bucket",
-    "padding_limit",
-    "capacity_fit",
-    "minimal_bucket",
-    "no_needless_fallback",
-)
-SAFETY = INVARIANTS[:5]
 
 
 def select(design: Design, n: int, required: int, caps: dict[int, int]) -> int | None:
