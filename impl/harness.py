@@ -71,6 +71,17 @@ def compare_at_bucket(
     return Comparison(lengths, runner.cp_size, g.mode, bucket, None, err, ok, exact)
 
 
+def compare_drawn_batch(
+    runner: PrefillGraphRunner, lengths: tuple[int, ...], hidden: Tensor, *, atol: float, rtol: float
+) -> Comparison | None:
+    """Replay vs eager for one drawn batch. With cp_size = 1 no batch is CP-active, so the smallest captured
+    bucket that holds it is replayed directly; None when none does."""
+    if runner.cp_size > 1:
+        return compare_with_eager(runner, lengths, hidden, atol=atol, rtol=rtol)
+    fits = [b for b, rows in runner.bucket_local_tokens.items() if rows >= sum(lengths)]
+    return compare_at_bucket(runner, lengths, hidden, min(fits), atol=atol, rtol=rtol) if fits else None
+
+
 def random_batch(rng: random.Random, *, cp_size: int, max_tokens: int, max_requests: int = 16) -> tuple[int, ...]:
     """1..max_requests lengths, each >= 2P (CP-active) unless one is made short on purpose (1 in 10), summing
     to at most ``max_tokens`` where 2P per request allows it."""
