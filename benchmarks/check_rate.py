@@ -23,9 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cpgraph import check_policy  # noqa: E402
-from proofs.mutants import MUTANTS  # noqa: E402
+from cpgraph.proofs.mutants import MUTANTS  # noqa: E402
 
-CORRECT = ("reference.policy", "impl.policy", "proofs.mutants.correct:scan", "proofs.mutants.correct:with_rows")
+CORRECT = ("cpgraph.reference.policy", "cpgraph.impl.policy", "cpgraph.proofs.mutants.correct:scan", "cpgraph.proofs.mutants.correct:with_rows")
 
 
 def _cpu_seconds() -> float:
@@ -70,7 +70,7 @@ def main() -> int:
         catches = {}
         for name, invariant in MUTANTS.items():
             start = time.perf_counter()
-            report = check_policy(f"proofs.mutants.{name}", budget_s=10.0)
+            report = check_policy(f"cpgraph.proofs.mutants.{name}", budget_s=10.0)
             v = report.violation(invariant)
             wall = time.perf_counter() - start
             first = v.found_after if v else None

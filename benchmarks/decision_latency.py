@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import reference  # noqa: E402
-from impl import decision  # noqa: E402
-from impl import policy as impl_policy  # noqa: E402
-from reference import policy as reference_policy  # noqa: E402
+from cpgraph import reference  # noqa: E402
+from cpgraph.impl import decision  # noqa: E402
+from cpgraph.impl import policy as impl_policy  # noqa: E402
+from cpgraph.reference import policy as reference_policy  # noqa: E402
 
 REQUESTS = (1, 3, 16, 256, 1024)
 CP_SIZES = (4, 8, 16)

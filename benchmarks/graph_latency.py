@@ -30,12 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from impl.distributed import batch_hidden, build_model  # noqa: E402
-from impl.graphs import BucketKey  # noqa: E402
-from impl.harness import compare_drawn_batch, random_batch  # noqa: E402
-from impl.layout import build_torch_layout  # noqa: E402
-from impl.model import ModelConfig  # noqa: E402
-from impl.runner import PrefillGraphRunner  # noqa: E402
+from cpgraph.impl.distributed import batch_hidden, build_model  # noqa: E402
+from cpgraph.impl.graphs import BucketKey  # noqa: E402
+from cpgraph.impl.harness import compare_drawn_batch, random_batch  # noqa: E402
+from cpgraph.impl.layout import build_torch_layout  # noqa: E402
+from cpgraph.impl.model import ModelConfig  # noqa: E402
+from cpgraph.impl.runner import PrefillGraphRunner  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 TOLERANCE = {"bf16": (6e-2, 2e-2), "fp32": (1e-4, 1e-4)}

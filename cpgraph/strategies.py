@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from cpgraph.check.batch import Batch
 from cpgraph.check.batch import build
-from reference import capture_local_tokens, default_align_size
+from cpgraph.reference import capture_local_tokens, default_align_size
 
 __all__ = ["batches", "capture_lists", "capture_tables", "cp_sizes", "extend_seq_lens"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from impl.decision import (
+from cpgraph.impl.decision import (
     FallbackReason,
     Plan,
     Selector,
@@ -24,19 +24,19 @@ from impl.decision import (
 )
 
 _LAZY = {
-    "PrefillGraphRunner": "impl.runner",
-    "Dispatcher": "impl.runner",
-    "RunResult": "impl.runner",
-    "ReplayError": "impl.runner",
-    "BucketKey": "impl.graphs",
-    "GraphRunner": "impl.graphs",
-    "CPTransformer": "impl.model",
-    "ModelConfig": "impl.model",
-    "TorchLayout": "impl.layout",
-    "build_torch_layout": "impl.layout",
-    "DistributedPrefillRunner": "impl.distributed",
-    "ConsensusError": "impl.distributed",
-    "spawn": "impl.distributed",
+    "PrefillGraphRunner": "cpgraph.impl.runner",
+    "Dispatcher": "cpgraph.impl.runner",
+    "RunResult": "cpgraph.impl.runner",
+    "ReplayError": "cpgraph.impl.runner",
+    "BucketKey": "cpgraph.impl.graphs",
+    "GraphRunner": "cpgraph.impl.graphs",
+    "CPTransformer": "cpgraph.impl.model",
+    "ModelConfig": "cpgraph.impl.model",
+    "TorchLayout": "cpgraph.impl.layout",
+    "build_torch_layout": "cpgraph.impl.layout",
+    "DistributedPrefillRunner": "cpgraph.impl.distributed",
+    "ConsensusError": "cpgraph.impl.distributed",
+    "spawn": "cpgraph.impl.distributed",
 }
 
 __all__ = [

@@ -6,8 +6,8 @@ runner answers through the same ``plan_batch`` its dispatcher uses.
 
 from __future__ import annotations
 
-from impl.distributed import build_model
-from impl.model import ModelConfig
-from impl.runner import PrefillGraphRunner
+from cpgraph.impl.distributed import build_model
+from cpgraph.impl.model import ModelConfig
+from cpgraph.impl.runner import PrefillGraphRunner
 
 runner = PrefillGraphRunner(build_model(ModelConfig(hidden=16, heads=2), seed=0), cp_size=2, capture_num_tokens=(8, 16))

@@ -6,7 +6,7 @@ Validation is not what the differential tests compare, so it is written once, in
 
 from __future__ import annotations
 
-from reference.validate import (
+from cpgraph.reference.validate import (
     STRATEGIES,
     check_capacities,
     check_capture_list,

@@ -12,7 +12,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from impl.checks import (
+from cpgraph.impl.checks import (
     check_capacities,
     check_capture_list,
     check_int,
@@ -22,8 +22,8 @@ from impl.checks import (
 
 # The vocabulary is shared with the oracle (one name per concept): the fallback reasons, the plan record
 # and upstream's default alignment. What impl computes (loads, capacities, selection) is its own.
-from reference.capacity import default_align_size as default_align_size
-from reference.runner import FallbackReason as FallbackReason, Plan as Plan
+from cpgraph.reference.capacity import default_align_size as default_align_size
+from cpgraph.reference.runner import FallbackReason as FallbackReason, Plan as Plan
 
 
 def align_up(value: int, align_size: int) -> int:
@@ -82,7 +82,7 @@ def required_local_tokens(
 ) -> int:
     """Physical rows every rank pads to for this live batch: align_up(max_r l_r, A), in O(R + P).
 
-    Same contract and errors as ``reference.required_local_tokens``. Built from the live lengths, never from a
+    Same contract and errors as ``cpgraph.reference.required_local_tokens``. Built from the live lengths, never from a
     padded token count (that folds the pad into the last request and changes the loads).
     """
     lengths = check_lengths("extend_seq_lens", extend_seq_lens)

@@ -22,10 +22,10 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import Tensor
 
-from impl.decision import Plan
-from impl.graphs import Placement
-from impl.model import CPTransformer, ModelConfig
-from impl.runner import PrefillGraphRunner, RunResult
+from cpgraph.impl.decision import Plan
+from cpgraph.impl.graphs import Placement
+from cpgraph.impl.model import CPTransformer, ModelConfig
+from cpgraph.impl.runner import PrefillGraphRunner, RunResult
 
 
 # torch 2.13 renamed all_gather_into_tensor (deprecated there); GPU machines may run an older torch.
@@ -155,7 +155,7 @@ def spawn(fn: Callable[..., Any], world_size: int, *args: Any, backend: str = "g
     ctx: Any = mp.get_context(start_method)
     if start_method == "forkserver":
         # The server imports torch once, before any thread or CUDA context exists; every rank forks from it.
-        ctx.set_forkserver_preload(["impl.distributed", fn.__module__])
+        ctx.set_forkserver_preload(["cpgraph.impl.distributed", fn.__module__])
     queue = ctx.Queue()
     port = _free_port()
     procs = [ctx.Process(target=_entry, args=(r, world_size, port, backend, fn, args, queue)) for r in range(world_size)]

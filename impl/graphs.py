@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from impl.layout import TorchLayout
-from impl.model import AllGather, CPTransformer, one_device_all_gather
+from cpgraph.impl.layout import TorchLayout
+from cpgraph.impl.model import AllGather, CPTransformer, one_device_all_gather
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from impl.graphs import BucketKey
-from impl.layout import build_torch_layout
-from impl.runner import PrefillGraphRunner
+from cpgraph.impl.graphs import BucketKey
+from cpgraph.impl.layout import build_torch_layout
+from cpgraph.impl.runner import PrefillGraphRunner
 
 
 @dataclass(frozen=True)

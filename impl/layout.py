@@ -1,7 +1,7 @@
 """Vectorised layouts in torch: where every packed token goes (rank, row), and the per-row request id and position.
 
 No Python loop over tokens: every index is a closed form of (request, offset-in-request) evaluated on int64
-tensors. Row order matches ``reference.build_layout``: on a rank, request by request; for zigzag, block r
+tensors. Row order matches ``cpgraph.reference.build_layout``: on a rank, request by request; for zigzag, block r
 before block 2P-1-r. Padding rows carry request id -1 and position 0.
 This module only builds indices; it does not own buffers (impl/runner.py does).
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from impl.checks import check_int, check_lengths, check_strategy
+from cpgraph.impl.checks import check_int, check_lengths, check_strategy
 
 
 @dataclass(frozen=True, eq=False)

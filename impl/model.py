@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from impl.checks import check_int
+from cpgraph.impl.checks import check_int
 
 AllGather = Callable[[Tensor], Tensor]  # [G, C, *rest] -> [P*C, *rest]
 

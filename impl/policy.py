@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Unpack
 
-from impl.checks import check_int, check_lengths, check_strategy
-from impl.decision import Plan, Selector, plan_batch, required_local_tokens
-from reference.policy import PolicyBatch, check_batch_keywords
+from cpgraph.impl.checks import check_int, check_lengths, check_strategy
+from cpgraph.impl.decision import Plan, Selector, plan_batch, required_local_tokens
+from cpgraph.reference.policy import PolicyBatch, check_batch_keywords
 
 
 def decide(*, strategy: str = "zigzag", **batch: Unpack[PolicyBatch]) -> Plan:

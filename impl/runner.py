@@ -16,9 +16,9 @@ from typing import Unpack
 import torch
 from torch import Tensor
 
-from impl import policy
-from impl.checks import check_capture_list, check_int, check_lengths, check_num_tokens, check_strategy
-from impl.decision import (
+from cpgraph.impl import policy
+from cpgraph.impl.checks import check_capture_list, check_int, check_lengths, check_num_tokens, check_strategy
+from cpgraph.impl.decision import (
     Plan,
     Selector,
     align_up,
@@ -27,12 +27,12 @@ from impl.decision import (
     plan_batch,
     required_local_tokens,
 )
-from impl.graphs import BucketKey, GraphRunner, Placement
-from impl.layout import build_torch_layout, packed_layout
-from impl.model import CPTransformer
-from reference.policy import PolicyBatch
+from cpgraph.impl.graphs import BucketKey, GraphRunner, Placement
+from cpgraph.impl.layout import build_torch_layout, packed_layout
+from cpgraph.impl.model import CPTransformer
+from cpgraph.reference.policy import PolicyBatch
 
-log = logging.getLogger("impl.runner")
+log = logging.getLogger("cpgraph.impl.runner")
 
 CAPTURE_RULES = ("captured", "headroom")
 
@@ -257,7 +257,7 @@ class PrefillGraphRunner:
 
     def _check_against_reference(self) -> None:
         """Tripwire: the recorded capacities must equal the reference's rule (reference/ is the oracle)."""
-        import reference
+        from cpgraph import reference
 
         for b, rows in self.bucket_local_tokens.items():
             if self.capture_rule == "headroom":

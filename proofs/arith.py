@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import z3
 
-from proofs.obligation import Query
-from spec.arith import DivMod, align_up, divmod_by
-from spec.terms import Defined, IntLike
+from cpgraph.proofs.obligation import Query
+from cpgraph.spec.arith import DivMod, align_up, divmod_by
+from cpgraph.spec.terms import Defined, IntLike
 
 DivModBy = Callable[[IntLike, IntLike, str], DivMod]
 AlignUp = Callable[[IntLike, IntLike, str], Defined]

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 import z3
 
-import reference
-from proofs.evaluate import spec_capture_local_tokens, spec_required_local_tokens
-from spec.arith import align_up, ceil_div, divmod_by
-from spec.capacity import capture_local_tokens, headroom_bound, required_local_tokens
-from spec.strategies import rank_loads
-from spec.terms import BoolTerm, IntTerm
+from cpgraph import reference
+from cpgraph.proofs.evaluate import spec_capture_local_tokens, spec_required_local_tokens
+from cpgraph.spec.arith import align_up, ceil_div, divmod_by
+from cpgraph.spec.capacity import capture_local_tokens, headroom_bound, required_local_tokens
+from cpgraph.spec.strategies import rank_loads
+from cpgraph.spec.terms import BoolTerm, IntTerm
 
 _RLIMIT = 2_000_000
 _SPEC_DRAW_MAX_CP_SIZE = 8  # above this, drawing through the spec's P-rank loads costs seconds

@@ -14,16 +14,16 @@ from collections.abc import Callable
 
 import z3
 
-from proofs.induction import symbolic_loads
-from proofs.obligation import Query
-from proofs.replay import batch_replay
-from proofs.strategies import Split, ZigzagRankLoad
-from spec.arith import align_up, ceil_div, divmod_by
-from spec.capacity import capture_local_tokens, headroom_bound, headroom_local_tokens, required_local_tokens
-from spec.invariants import loads_fit
-from spec.strategies import STRATEGIES
-from spec.terms import BoolTerm, Defined, IntLike, indicator
-from spec.zigzag import zigzag_rank_load, zigzag_split
+from cpgraph.proofs.induction import symbolic_loads
+from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.replay import batch_replay
+from cpgraph.proofs.strategies import Split, ZigzagRankLoad
+from cpgraph.spec.arith import align_up, ceil_div, divmod_by
+from cpgraph.spec.capacity import capture_local_tokens, headroom_bound, headroom_local_tokens, required_local_tokens
+from cpgraph.spec.invariants import loads_fit
+from cpgraph.spec.strategies import STRATEGIES
+from cpgraph.spec.terms import BoolTerm, Defined, IntLike, indicator
+from cpgraph.spec.zigzag import zigzag_rank_load, zigzag_split
 
 HeadroomBound = Callable[[IntLike, int, IntLike, str], Defined]
 Capture = Callable[[IntLike, int, IntLike, str, str], Defined]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import z3
 
-from spec.terms import BoolTerm
+from cpgraph.spec.terms import BoolTerm
 
 DEFAULT_RLIMIT = 5_000_000  # the costliest proof here needs ~0.9M units (<0.1 s); a runaway query stops in ~1-4 s
 

@@ -20,9 +20,9 @@ from typing import Any, Protocol
 
 import hypothesis.strategies as st
 
-import reference
-from proofs.boundaries import boundary_cases
-from proofs.evaluate import (
+from cpgraph import reference
+from cpgraph.proofs.boundaries import boundary_cases
+from cpgraph.proofs.evaluate import (
     spec_capture_local_tokens,
     spec_rank_loads,
     spec_required_local_tokens,

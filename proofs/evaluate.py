@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 
 import z3
 
-from spec.capacity import capture_local_tokens, headroom_local_tokens, required_local_tokens
-from spec.selection import concrete_capture_list, padding_window, scan_select
-from spec.strategies import rank_loads
-from spec.terms import BoolTerm, Defined, IntTerm, Loads
+from cpgraph.spec.capacity import capture_local_tokens, headroom_local_tokens, required_local_tokens
+from cpgraph.spec.selection import concrete_capture_list, padding_window, scan_select
+from cpgraph.spec.strategies import rank_loads
+from cpgraph.spec.terms import BoolTerm, Defined, IntTerm, Loads
 
 _RLIMIT = 2_000_000
 

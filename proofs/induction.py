@@ -14,7 +14,7 @@ import functools
 
 import z3
 
-from spec.terms import IntTerm, Loads
+from cpgraph.spec.terms import IntTerm, Loads
 
 
 @functools.lru_cache(maxsize=256)

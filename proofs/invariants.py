@@ -11,14 +11,14 @@ from collections.abc import Callable, Sequence
 
 import z3
 
-from proofs.induction import symbolic_loads
-from proofs.obligation import Query
-from proofs.replay import runner_replay
-from spec.decision import decide, replay_lengths
-from spec.invariants import admission_replay, capacity_fit, rank_consensus
-from spec.selection import CaptureList, Selection, Window, capture_list_is_well_formed, padding_window, symbolic_capture_list
-from spec.strategies import STRATEGIES, rank_loads
-from spec.terms import BoolTerm, IntLike, IntTerm, Loads
+from cpgraph.proofs.induction import symbolic_loads
+from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.replay import runner_replay
+from cpgraph.spec.decision import decide, replay_lengths
+from cpgraph.spec.invariants import admission_replay, capacity_fit, rank_consensus
+from cpgraph.spec.selection import CaptureList, Selection, Window, capture_list_is_well_formed, padding_window, symbolic_capture_list
+from cpgraph.spec.strategies import STRATEGIES, rank_loads
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads
 
 Decide = Callable[[Loads, IntLike, CaptureList, Window, IntLike, str], tuple[Selection, IntTerm, BoolTerm]]
 ReplayLengths = Callable[[Sequence[IntLike], IntLike, IntLike], tuple[IntLike, ...]]

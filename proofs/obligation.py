@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from proofs.check import DEFAULT_RLIMIT, Value
-from spec.terms import BoolTerm, IntTerm
+from cpgraph.proofs.check import DEFAULT_RLIMIT, Value
+from cpgraph.spec.terms import BoolTerm, IntTerm
 
 MAX_LIST_LENGTH = 32  # selection theorems: every capture list of 1..32 buckets (values unbounded)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from proofs import arith, capacity, invariants, selection, strategies, zigzag
-from proofs.obligation import Obligation, obligation
+from cpgraph.proofs import arith, capacity, invariants, selection, strategies, zigzag
+from cpgraph.proofs.obligation import Obligation, obligation
 
 _ANY_LENGTH = "P = 1..{cp_max}; every length L >= 0 (unbounded)"
 _ANY_BATCH = "P = 1..{cp_max}; every length; any number of requests (request lemma + induction step)"

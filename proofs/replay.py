@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import reference
-from proofs.check import Value
-from proofs.obligation import Replay
+from cpgraph import reference
+from cpgraph.proofs.check import Value
+from cpgraph.proofs.obligation import Replay
 
 _SAFE_BUILTINS = {"sum": sum, "max": max, "min": min, "len": len, "all": all, "any": any}
 
@@ -40,7 +40,7 @@ def batch_replay(*, theorem: str, cp_size: int, strategy: str, length_names: Seq
         )
         return "\n".join(
             [
-                f"reference.rank_loads({lengths}, cp_size={cp_size}, strategy={strategy!r}) = {loads}",
+                f"cpgraph.reference.rank_loads({lengths}, cp_size={cp_size}, strategy={strategy!r}) = {loads}",
                 f"claim `{claim}` on the reference: {holds} -> {verdict}",
                 "",
                 "from reference import rank_loads",
@@ -87,7 +87,7 @@ def selection_replay(*, theorem: str, length: int) -> Replay:
         expected = fitting[0] if fitting else None
         return "\n".join(
             [
-                f"reference.select_replay_bucket(...) = {chosen}; least fitting bucket = {expected}",
+                f"cpgraph.reference.select_replay_bucket(...) = {chosen}; least fitting bucket = {expected}",
                 "",
                 "from reference import select_replay_bucket",
                 "",

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import z3
 
-from proofs.check import Status, Value, Verdict, check
-from proofs.obligation import Obligation, Query
-from proofs.registry import BY_NAME
+from cpgraph.proofs.check import Status, Value, Verdict, check
+from cpgraph.proofs.obligation import Obligation, Query
+from cpgraph.proofs.registry import BY_NAME
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ from collections.abc import Callable
 
 import z3
 
-from proofs.obligation import Query
-from proofs.replay import selection_replay
-from spec.invariants import capacity_fit, captured_bucket, minimal_bucket, no_needless_fallback, padding_limit
-from spec.selection import (
+from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.replay import selection_replay
+from cpgraph.spec.invariants import capacity_fit, captured_bucket, minimal_bucket, no_needless_fallback, padding_limit
+from cpgraph.spec.selection import (
     EMPTY_CAPTURE_SET,
     NO_SELECTION,
     CaptureList,
@@ -40,7 +40,7 @@ from spec.selection import (
     scan_step,
     symbolic_capture_list,
 )
-from spec.terms import BoolTerm, IntLike, IntTerm, all_of
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of
 
 Step = Callable[[CaptureList, int, Window, IntLike, Selection], Selection]
 Relation = Callable[[Selection, CaptureList, Window, IntLike], BoolTerm]

@@ -15,14 +15,14 @@ from collections.abc import Callable
 
 import z3
 
-from proofs.induction import batch_so_far, next_request
-from proofs.obligation import Query
-from proofs.replay import batch_replay
-from spec.arith import DivMod, divmod_by
-from spec.invariants import conservation, per_request_balance
-from spec.strategies import RequestLoads, contiguous_request_loads, interleave_loads, interleave_rank_load
-from spec.terms import IntLike, IntTerm, Loads
-from spec.zigzag import zigzag_rank_load, zigzag_request_loads, zigzag_split
+from cpgraph.proofs.induction import batch_so_far, next_request
+from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.replay import batch_replay
+from cpgraph.spec.arith import DivMod, divmod_by
+from cpgraph.spec.invariants import conservation, per_request_balance
+from cpgraph.spec.strategies import RequestLoads, contiguous_request_loads, interleave_loads, interleave_rank_load
+from cpgraph.spec.terms import IntLike, IntTerm, Loads
+from cpgraph.spec.zigzag import zigzag_rank_load, zigzag_request_loads, zigzag_split
 
 ZigzagRankLoad = Callable[[DivMod, IntLike, IntLike], IntTerm]
 Split = Callable[[IntLike, IntLike, str], DivMod]

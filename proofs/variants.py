@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 import z3
 
-from proofs import arith, capacity, invariants, selection, strategies, zigzag
-from proofs.check import Status
-from proofs.obligation import Query
-from proofs.registry import BY_NAME
-from spec.arith import DivMod, align_up, divmod_by, floor_div
-from spec.capacity import capture_local_tokens
-from spec.selection import (
+from cpgraph.proofs import arith, capacity, invariants, selection, strategies, zigzag
+from cpgraph.proofs.check import Status
+from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.registry import BY_NAME
+from cpgraph.spec.arith import DivMod, align_up, divmod_by, floor_div
+from cpgraph.spec.capacity import capture_local_tokens
+from cpgraph.spec.selection import (
     NO_SELECTION,
     CaptureSet,
     CaptureList,
@@ -30,8 +30,8 @@ from spec.selection import (
     scan_select,
     within_padding_limit,
 )
-from spec.terms import BoolTerm, Defined, IntLike, IntTerm, Loads, all_of, any_of, int_term
-from spec.zigzag import zigzag_block_len, zigzag_split
+from cpgraph.spec.terms import BoolTerm, Defined, IntLike, IntTerm, Loads, all_of, any_of, int_term
+from cpgraph.spec.zigzag import zigzag_block_len, zigzag_split
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from collections.abc import Callable
 
 import z3
 
-from proofs.obligation import Query
-from proofs.strategies import Split, ZigzagRankLoad
-from spec.terms import IntLike, indicator
-from spec.zigzag import zigzag_owned_blocks, zigzag_rank_load, zigzag_split
+from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.strategies import Split, ZigzagRankLoad
+from cpgraph.spec.terms import IntLike, indicator
+from cpgraph.spec.zigzag import zigzag_owned_blocks, zigzag_rank_load, zigzag_split
 
 
 def _symbolic(split: Split, rank_load: ZigzagRankLoad) -> tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef, z3.ArithRef, tuple[z3.BoolRef, ...], object]:

@@ -1,6 +1,6 @@
 """The typed oracle: layouts, capacity, selection and the admit/replay runner. No torch, no z3."""
 
-from reference.capacity import (
+from cpgraph.reference.capacity import (
     align_up,
     capture_local_tokens,
     default_align_size,
@@ -8,10 +8,10 @@ from reference.capacity import (
     headroom_local_tokens,
     required_local_tokens,
 )
-from reference.layout import Layout, build_layout, rank_loads, zigzag_block_lens, zigzag_request_loads
-from reference.runner import CaptureRule, FallbackReason, Plan, ReferenceRunner, ReplayError
-from reference.selection import fitting_buckets, is_cp_active, select_replay_bucket
-from reference.validate import STRATEGIES
+from cpgraph.reference.layout import Layout, build_layout, rank_loads, zigzag_block_lens, zigzag_request_loads
+from cpgraph.reference.runner import CaptureRule, FallbackReason, Plan, ReferenceRunner, ReplayError
+from cpgraph.reference.selection import fitting_buckets, is_cp_active, select_replay_bucket
+from cpgraph.reference.validate import STRATEGIES
 
 __all__ = [
     "STRATEGIES",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reference.layout import rank_loads
-from reference.validate import check_int, check_lengths, check_strategy
+from cpgraph.reference.layout import rank_loads
+from cpgraph.reference.validate import check_int, check_lengths, check_strategy
 
 
 def align_up(value: int, align_size: int) -> int:

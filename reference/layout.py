@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.validate import check_int, check_lengths, check_strategy
+from cpgraph.reference.validate import check_int, check_lengths, check_strategy
 
 Slot = tuple[int, int]  # (request, token) or (rank, row)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TypedDict, Unpack
 
-from reference.capacity import required_local_tokens
-from reference.selection import is_cp_active, select_replay_bucket
+from cpgraph.reference.capacity import required_local_tokens
+from cpgraph.reference.selection import is_cp_active, select_replay_bucket
 
 
 class PolicyBatch(TypedDict):

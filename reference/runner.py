@@ -6,15 +6,15 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from reference.capacity import (
+from cpgraph.reference.capacity import (
     capture_local_tokens,
     default_align_size,
     headroom_local_tokens,
     required_local_tokens,
 )
-from reference.layout import Layout, build_layout
-from reference.selection import select_replay_bucket
-from reference.validate import (
+from cpgraph.reference.layout import Layout, build_layout
+from cpgraph.reference.selection import select_replay_bucket
+from cpgraph.reference.validate import (
     check_capacities,
     check_capture_list,
     check_int,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from reference.validate import check_capacities, check_capture_list, check_int, check_lengths
+from cpgraph.reference.validate import check_capacities, check_capture_list, check_int, check_lengths
 
 
 def is_cp_active(extend_seq_lens: object, *, num_tokens: object, cp_size: object) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import z3
 
-from spec.terms import BoolTerm, Defined, IntLike, IntTerm, int_term, literal
+from cpgraph.spec.terms import BoolTerm, Defined, IntLike, IntTerm, int_term, literal
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import z3
 
-from spec.arith import align_up, floor_div, max_of
-from spec.strategies import rank_loads
-from spec.terms import Defined, IntLike, Loads, int_term
+from cpgraph.spec.arith import align_up, floor_div, max_of
+from cpgraph.spec.strategies import rank_loads
+from cpgraph.spec.terms import Defined, IntLike, Loads, int_term
 
 
 def busiest_load(loads: Loads, name: str) -> Defined:

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 import z3
 
-from spec.capacity import required_local_tokens
-from spec.selection import CaptureList, Selection, Window, scan_select
-from spec.terms import BoolTerm, IntLike, IntTerm, Loads
+from cpgraph.spec.capacity import required_local_tokens
+from cpgraph.spec.selection import CaptureList, Selection, Window, scan_select
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads
 
 
 def decide(

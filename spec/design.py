@@ -22,17 +22,17 @@ from dataclasses import dataclass
 
 import z3
 
-from reference.invariants import SAFETY
-from spec.arith import align_up
-from spec.capacity import required_local_tokens
-from spec.invariants import (
+from cpgraph.reference.invariants import SAFETY
+from cpgraph.spec.arith import align_up
+from cpgraph.spec.capacity import required_local_tokens
+from cpgraph.spec.invariants import (
     captured_bucket,
     minimal_bucket,
     no_needless_fallback,
     padding_limit,
     rank_consensus,
 )
-from spec.selection import (
+from cpgraph.spec.selection import (
     CaptureList,
     Selection,
     Window,
@@ -41,8 +41,8 @@ from spec.selection import (
     same_selection,
     scan_select,
 )
-from spec.strategies import rank_loads
-from spec.terms import BoolTerm, Defined, IntTerm, all_of, any_of, indicator, int_term
+from cpgraph.spec.strategies import rank_loads
+from cpgraph.spec.terms import BoolTerm, Defined, IntTerm, all_of, any_of, indicator, int_term
 
 
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import z3
 
-from spec.selection import CaptureList, Selection, Window, fits, same_selection, some_bucket_fits, within_padding_limit
-from spec.terms import BoolTerm, IntLike, Loads, all_of, any_of, int_term
+from cpgraph.spec.selection import CaptureList, Selection, Window, fits, same_selection, some_bucket_fits, within_padding_limit
+from cpgraph.spec.terms import BoolTerm, IntLike, Loads, all_of, any_of, int_term
 
 
 def rank_consensus(selections: Sequence[Selection]) -> BoolTerm:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import z3
 
-from spec.terms import BoolTerm, IntLike, IntTerm, all_of, any_of, int_term, literal, truth
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of, any_of, int_term, literal, truth
 
 
 @dataclass(frozen=True)

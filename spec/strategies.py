@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import z3
 
-from spec.arith import DivMod, divmod_by
-from spec.terms import IntLike, IntTerm, Loads, all_of, indicator, int_term, literal, sub
-from spec.zigzag import zigzag_request_loads
+from cpgraph.spec.arith import DivMod, divmod_by
+from cpgraph.spec.terms import IntLike, IntTerm, Loads, all_of, indicator, int_term, literal, sub
+from cpgraph.spec.zigzag import zigzag_request_loads
 
 RequestLoads = Callable[[IntLike, int, str], Loads]
 

@@ -8,10 +8,10 @@ Ranks and cp_size may be Python ints (linear facts) or z3 terms (the symbolic-P 
 
 from __future__ import annotations
 
-from spec.arith import DivMod, divmod_by
+from cpgraph.spec.arith import DivMod, divmod_by
 import z3
 
-from spec.terms import IntLike, IntTerm, Loads, indicator, int_term, literal
+from cpgraph.spec.terms import IntLike, IntTerm, Loads, indicator, int_term, literal
 
 
 def block_count(cp_size: IntLike) -> IntTerm:

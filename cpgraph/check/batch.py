@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from reference import capture_local_tokens, default_align_size, headroom_local_tokens
-from reference.validate import check_capacities, check_capture_list, check_int, check_lengths, check_strategy
+from cpgraph.reference import capture_local_tokens, default_align_size, headroom_local_tokens
+from cpgraph.reference.validate import check_capacities, check_capture_list, check_int, check_lengths, check_strategy
 
 TABLE_KINDS = ("captured", "headroom", "arbitrary")
 

@@ -36,9 +36,9 @@ _MODELS: dict[tuple[Any, ...], tuple[_Model, ...]] = {}  # per process, per argu
 
 
 def _models_for(cp_size: int, factor: int, max_requests: int, max_tokens: int, strategy: str) -> tuple[_Model, ...]:
-    """proofs.boundaries' cases as plain picklable tuples (empty when no model exists for them)."""
+    """cpgraph.proofs.boundaries' cases as plain picklable tuples (empty when no model exists for them)."""
     try:
-        from proofs.boundaries import boundary_cases
+        from cpgraph.proofs.boundaries import boundary_cases
     except ImportError:
         return ()
     try:
@@ -135,7 +135,7 @@ class BoundaryFeed:
 
 
 def _solver_available() -> bool:
-    return importlib.util.find_spec("z3") is not None and importlib.util.find_spec("proofs.boundaries") is not None
+    return importlib.util.find_spec("z3") is not None and importlib.util.find_spec("cpgraph.proofs.boundaries") is not None
 
 
 def _cases_from(models: tuple[_Model, ...], options: CheckOptions) -> Iterator[Case]:

@@ -17,7 +17,7 @@ from cpgraph.check.batch import Batch, build, captured_rows, parse_table
 from cpgraph.check.boundary import Case, BoundaryFeed
 from cpgraph.check.invariants import live_loads
 from cpgraph.check.options import CheckOptions
-from reference import default_align_size
+from cpgraph.reference import default_align_size
 
 
 def _edge_batches(lengths: tuple[int, ...], cp_size: int, options: CheckOptions) -> Iterator[Batch]:

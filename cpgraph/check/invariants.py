@@ -9,8 +9,8 @@ from typing import Final
 
 from cpgraph.check.batch import Batch
 from cpgraph.check.protocol import RankAnswer
-from reference import fitting_buckets, is_cp_active, rank_loads, required_local_tokens
-from reference.invariants import EFFICIENCY as EFFICIENCY, INVARIANTS as INVARIANTS, SAFETY as SAFETY
+from cpgraph.reference import fitting_buckets, is_cp_active, rank_loads, required_local_tokens
+from cpgraph.reference.invariants import EFFICIENCY as EFFICIENCY, INVARIANTS as INVARIANTS, SAFETY as SAFETY
 
 
 CLAIMS: Final = {

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from cpgraph.check.batch import parse_table
 from cpgraph.check.invariants import EFFICIENCY, INVARIANTS, SAFETY
-from reference import STRATEGIES
+from cpgraph.reference import STRATEGIES
 
 DEFAULT_CAPACITIES = ("captured", "headroom:2", "arbitrary")
 

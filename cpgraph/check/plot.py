@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from cpgraph.check.report import Violation
-from reference import build_layout
+from cpgraph.reference import build_layout
 
 
 def _replayed(v: Violation) -> int | None:

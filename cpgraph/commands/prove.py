@@ -80,9 +80,9 @@ def _table(rows: list[list[str]]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from proofs.check import Status
-    from proofs.registry import BY_NAME, OBLIGATIONS
-    from proofs.run import run_obligations
+    from cpgraph.proofs.check import Status
+    from cpgraph.proofs.registry import BY_NAME, OBLIGATIONS
+    from cpgraph.proofs.run import run_obligations
 
     names: list[str] = args.only or []
     unknown = [n for n in names if n not in BY_NAME]

@@ -25,8 +25,8 @@ from cpgraph.design.loads import busiest_loads, example_batch
 from cpgraph.design.review import MAX_EXACT_REQUESTS, SEARCH_EXTRA_REQUESTS, spec_of
 from cpgraph.design.schema import Design
 from cpgraph.design.solve import int_value, maximize, minimize
-from reference import align_up
-from spec.design import DesignTerms, any_requests_batch, design_terms, exact_batch, exact_lengths
+from cpgraph.reference import align_up
+from cpgraph.spec.design import DesignTerms, any_requests_batch, design_terms, exact_batch, exact_lengths
 
 CLASSES = ("fixed", "regressed", "changed")
 MAX_TRANSITIONS = 4

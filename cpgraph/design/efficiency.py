@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from cpgraph.design.evaluate import select
 from cpgraph.design.loads import busiest_loads, example_batch
 from cpgraph.design.schema import Design
-from reference import align_up, capture_local_tokens
+from cpgraph.reference import align_up, capture_local_tokens
 
 DEFAULT_REQUEST_BOUND = 8
 

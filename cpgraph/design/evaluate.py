@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cpgraph.design.schema import Design
-from reference import build_layout, is_cp_active, required_local_tokens
-from reference.invariants import INVARIANTS as INVARIANTS, SAFETY as SAFETY
+from cpgraph.reference import build_layout, is_cp_active, required_local_tokens
+from cpgraph.reference.invariants import INVARIANTS as INVARIANTS, SAFETY as SAFETY
 
 
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from cpgraph.design.schema import Design
-from reference import is_cp_active
+from cpgraph.reference import is_cp_active
 
 DEFAULT_EAGER_COST = 512  # rows an eager fallback is worth (launch overhead of a graph-less prefill)
 DEFAULT_GRAIN = 64

@@ -27,9 +27,9 @@ from cpgraph.design.evaluate import INVARIANTS, SAFETY, Outcome, evaluate, repla
 from cpgraph.design.loads import busiest_loads, example_batch
 from cpgraph.design.schema import Design
 from cpgraph.design.solve import int_value, minimize, prove
-from proofs.check import check
-from reference import align_up, capture_local_tokens, required_local_tokens
-from spec.design import (
+from cpgraph.proofs.check import check
+from cpgraph.reference import align_up, capture_local_tokens, required_local_tokens
+from cpgraph.spec.design import (
     Batch,
     DesignTerms,
     DesignSpec,

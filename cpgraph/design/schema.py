@@ -33,7 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
-from reference import STRATEGIES, CaptureRule
+from cpgraph.reference import STRATEGIES, CaptureRule
 
 LAYOUT_BASES: Final = ("live", "padded")
 SELECTORS: Final = ("search", "smallest")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from cpgraph.design.evaluate import evaluate
 from cpgraph.design.schema import Design
-from reference import rank_loads
+from cpgraph.reference import rank_loads
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Deliberately wrong policies, each modelled on a real bug class, and the invariant it must be caught on.
 
 ``cpgraph check proofs.mutants.<name>`` must report ``CAUGHT_AS`` of that module (tests/quality asserts
-it); ``proofs.mutants.correct`` holds differently-written correct policies that must pass. A checker
+it); ``cpgraph.proofs.mutants.correct`` holds differently-written correct policies that must pass. A checker
 that cannot fail these proves nothing.
 """
 

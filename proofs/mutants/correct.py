@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from proofs.mutants._kit import align_up, correct_select, cp_active, zigzag_loads
+from cpgraph.proofs.mutants._kit import align_up, correct_select, cp_active, zigzag_loads
 
 
 class _Protocol:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from proofs.mutants._kit import align_up, cp_active, protocol, zigzag_loads
+from cpgraph.proofs.mutants._kit import align_up, cp_active, protocol, zigzag_loads
 
 CAUGHT_AS: Final = "minimal_bucket"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from proofs.mutants._kit import align_up, correct_select, protocol, zigzag_loads
+from cpgraph.proofs.mutants._kit import align_up, correct_select, protocol, zigzag_loads
 
 CAUGHT_AS: Final = "capacity_fit"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from proofs.mutants import ignore_capacity
-from proofs.mutants._kit import correct_select, protocol
+from cpgraph.proofs.mutants import ignore_capacity
+from cpgraph.proofs.mutants._kit import correct_select, protocol
 
 CAUGHT_AS: Final = "admission_replay"
 

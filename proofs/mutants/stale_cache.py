@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from proofs.mutants._kit import correct_select, protocol
+from cpgraph.proofs.mutants._kit import correct_select, protocol
 
 CAUGHT_AS: Final = "capacity_fit"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from proofs.mutants._kit import cp_active, protocol, scan, zigzag_loads
+from cpgraph.proofs.mutants._kit import cp_active, protocol, scan, zigzag_loads
 
 CAUGHT_AS: Final = "capacity_fit"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from proofs.mutants._kit import align_up, cp_active, protocol, scan
+from cpgraph.proofs.mutants._kit import align_up, cp_active, protocol, scan
 
 CAUGHT_AS: Final = "minimal_bucket"
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-import reference
-from proofs.conformance import (
+from cpgraph import reference
+from cpgraph.proofs.conformance import (
     Case,
     ConformanceError,
     Mode,

@@ -9,7 +9,7 @@ from cpgraph.design.evaluate import evaluate
 from cpgraph.design.loads import busiest_loads
 from cpgraph.design.review import review_invariants
 from cpgraph.design.schema import load_design, loads_design
-from reference import ReferenceRunner, rank_loads
+from cpgraph.reference import ReferenceRunner, rank_loads
 
 SMALL = "cp_size = 2\ncapture_num_tokens = [16, 24, 32, 48, 64]\n"
 

@@ -8,12 +8,12 @@ testing = pytest.importorskip("cpgraph.testing", reason="needs cpgraph.testing (
 
 
 def test_impl_policy_module_is_sound() -> None:
-    from impl import policy
+    from cpgraph.impl import policy
 
     testing.assert_policy_sound(policy, budget_s=2.0, workers=1)
 
 
 def test_impl_runner_is_sound_as_a_policy() -> None:
-    from impl.checkable import runner
+    from cpgraph.impl.checkable import runner
 
     testing.assert_policy_sound(runner, budget_s=2.0, workers=1)

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-import reference
-from impl import decision, policy
-from impl.checks import STRATEGIES
-from reference import policy as reference_policy
+from cpgraph import reference
+from cpgraph.impl import decision, policy
+from cpgraph.impl.checks import STRATEGIES
+from cpgraph.reference import policy as reference_policy
 
 
 @st.composite

@@ -7,9 +7,9 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-import reference
-from impl.checks import STRATEGIES
-from impl.layout import build_torch_layout, gather, shard
+from cpgraph import reference
+from cpgraph.impl.checks import STRATEGIES
+from cpgraph.impl.layout import build_torch_layout, gather, shard
 
 
 @st.composite

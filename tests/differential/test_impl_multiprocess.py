@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import torch
 
-from impl.distributed import PrefillJob, batch_hidden, build_model, prefill_worker, spawn
-from impl.model import ModelConfig
-from impl.runner import PrefillGraphRunner
+from cpgraph.impl.distributed import PrefillJob, batch_hidden, build_model, prefill_worker, spawn
+from cpgraph.impl.model import ModelConfig
+from cpgraph.impl.runner import PrefillGraphRunner
 
 pytestmark = pytest.mark.multiprocess
 

@@ -15,10 +15,10 @@ import random
 import pytest
 import torch
 
-from impl.distributed import PrefillJob, batch_hidden, build_model, prefill_worker, spawn
-from impl.harness import compare_drawn_batch, random_batch
-from impl.model import ModelConfig
-from impl.runner import PrefillGraphRunner
+from cpgraph.impl.distributed import PrefillJob, batch_hidden, build_model, prefill_worker, spawn
+from cpgraph.impl.harness import compare_drawn_batch, random_batch
+from cpgraph.impl.model import ModelConfig
+from cpgraph.impl.runner import PrefillGraphRunner
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
@@ -73,7 +73,7 @@ def test_randomised_replays_equal_eager(p: int, dtype: torch.dtype) -> None:
 
 @pytest.mark.parametrize("p", [2, 4, 8])
 def test_captured_rule_falls_back_for_the_reference_reason(p: int) -> None:
-    import reference
+    from cpgraph import reference
 
     runner = runner_for(p, torch.bfloat16, rule="captured")
     ref = reference.ReferenceRunner(cp_size=p, capture_num_tokens=BUCKETS)

@@ -6,7 +6,7 @@ from cpgraph import check_policy
 from cpgraph.testing import assert_policy_sound
 
 
-@pytest.mark.parametrize("target", ["reference.policy", "impl.policy"])
+@pytest.mark.parametrize("target", ["cpgraph.reference.policy", "cpgraph.impl.policy"])
 def test_policy_keeps_every_invariant(target: str) -> None:
     report = check_policy(target, budget_s=1.5, boundary=False)
     assert report.ok, report.text()
@@ -21,7 +21,7 @@ def test_reference_passes_with_the_z3_boundary_models_first() -> None:
     options = make_options(cp_sizes=(2, 4))
     models = list(boundary(options))  # solved here, in this process; the check below reuses them at once
     assert models and all(phase.startswith("boundary:") for phase, _ in models)
-    report = assert_policy_sound("reference.policy", budget_s=1.5, cp_sizes=(2, 4))
+    report = assert_policy_sound("cpgraph.reference.policy", budget_s=1.5, cp_sizes=(2, 4))
     assert dict(report.phases).get("boundary", 0) > 0, report.phases
 
 
@@ -44,6 +44,6 @@ def test_boundary_models_arrive_from_the_solver_child_process() -> None:
 
 
 def test_impl_policy_passes_the_pytest_helper_on_every_strategy_table() -> None:
-    import impl.policy
+    import cpgraph.impl.policy
 
-    assert_policy_sound(impl.policy, budget_s=1.0, boundary=False, capacities=("captured", "headroom:3", "arbitrary"))
+    assert_policy_sound(cpgraph.impl.policy, budget_s=1.0, boundary=False, capacities=("captured", "headroom:3", "arbitrary"))

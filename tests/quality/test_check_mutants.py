@@ -8,7 +8,7 @@ import pytest
 
 from cpgraph import check_policy
 from cpgraph.check.emit import regression_test
-from proofs.mutants import CORRECT, MUTANTS
+from cpgraph.proofs.mutants import CORRECT, MUTANTS
 
 SMALL = dict(boundary=False, grace_s=0.3, minimize_s=3.0)  # minimising converges in well under 0.1 s; the slack is for a loaded machine
 
@@ -16,12 +16,12 @@ SMALL = dict(boundary=False, grace_s=0.3, minimize_s=3.0)  # minimising converge
 def test_the_corpus_has_at_least_twelve_mutants_each_annotated_with_its_id() -> None:
     assert len(MUTANTS) >= 12
     for name, invariant in MUTANTS.items():
-        assert importlib.import_module(f"proofs.mutants.{name}").CAUGHT_AS == invariant
+        assert importlib.import_module(f"cpgraph.proofs.mutants.{name}").CAUGHT_AS == invariant
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_mutant_is_caught_with_its_invariant_id(name: str) -> None:
-    report = check_policy(f"proofs.mutants.{name}", budget_s=8, **SMALL)
+    report = check_policy(f"cpgraph.proofs.mutants.{name}", budget_s=8, **SMALL)
     assert not report.ok
     assert MUTANTS[name] in report.invariants, report.text()
     violation = report.violation(MUTANTS[name])
@@ -34,13 +34,13 @@ def test_mutant_is_caught_with_its_invariant_id(name: str) -> None:
 
 @pytest.mark.parametrize("name", CORRECT)
 def test_correct_policy_passes(name: str) -> None:
-    report = check_policy(f"proofs.mutants.correct:{name}", budget_s=1.0, boundary=False)
+    report = check_policy(f"cpgraph.proofs.mutants.correct:{name}", budget_s=1.0, boundary=False)
     assert report.ok, report.text()
     assert report.cases > 200
 
 
 def test_prefix_bug_is_found_on_upstream_captured_tables_with_a_small_batch() -> None:
-    report = check_policy("proofs.mutants.ignore_capacity", capacities="captured", budget_s=8, **SMALL)
+    report = check_policy("cpgraph.proofs.mutants.ignore_capacity", capacities="captured", budget_s=8, **SMALL)
     v = report.violation("capacity_fit")
     assert v is not None and v.batch.table == "captured"
     assert len(v.batch.extend_seq_lens) <= 3 and v.batch.num_tokens <= 64 and v.batch.cp_size <= 4
@@ -63,10 +63,10 @@ def _run_emitted(source: str) -> list[str]:
 
 @pytest.mark.parametrize("name", ["ignore_capacity", "padded_layout", "local_load", "absent_fits", "split_selectors"])
 def test_emitted_test_fails_on_the_buggy_policy_and_passes_on_a_fixed_one(name: str) -> None:
-    report = check_policy(f"proofs.mutants.{name}", budget_s=8, **SMALL)
-    buggy = regression_test(f"proofs.mutants.{name}", report.violations)
+    report = check_policy(f"cpgraph.proofs.mutants.{name}", budget_s=8, **SMALL)
+    buggy = regression_test(f"cpgraph.proofs.mutants.{name}", report.violations)
     failures = _run_emitted(buggy)
     assert len(failures) == len(report.violations) >= 1
     assert any(MUTANTS[name] in f for f in failures)
-    fixed = regression_test("proofs.mutants.correct:with_rows", report.violations)
+    fixed = regression_test("cpgraph.proofs.mutants.correct:with_rows", report.violations)
     assert _run_emitted(fixed) == []

@@ -3,9 +3,9 @@
 
 import pytest
 
-from proofs.check import Status
-from proofs.run import run_queries
-from proofs.variants import VARIANTS, Variant
+from cpgraph.proofs.check import Status
+from cpgraph.proofs.run import run_queries
+from cpgraph.proofs.variants import VARIANTS, Variant
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"{v.theorem}-{v.name}")

@@ -9,11 +9,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-import reference
-from impl.distributed import batch_hidden, build_model
-from impl.harness import compare_with_eager
-from impl.model import ModelConfig
-from impl.runner import PrefillGraphRunner
+from cpgraph import reference
+from cpgraph.impl.distributed import batch_hidden, build_model
+from cpgraph.impl.harness import compare_with_eager
+from cpgraph.impl.model import ModelConfig
+from cpgraph.impl.runner import PrefillGraphRunner
 
 torch.set_num_threads(1)
 CONFIG = ModelConfig(hidden=32, heads=4)

@@ -3,7 +3,7 @@
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from reference import CaptureRule, Plan, ReferenceRunner, ReplayError, rank_loads
+from cpgraph.reference import CaptureRule, Plan, ReferenceRunner, ReplayError, rank_loads
 
 
 class RunnerMachine(RuleBasedStateMachine):

@@ -20,7 +20,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 
 def test_sound_policy_exits_0_with_one_json_object(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "reference.policy", "--json", *FAST)
+    code, out, _ = _run(capsys, "cpgraph.reference.policy", "--json", *FAST)
     assert code == 0
     data = json.loads(out)
     assert set(data) == {"ok", "violations", "cases", "seconds"}
@@ -28,7 +28,7 @@ def test_sound_policy_exits_0_with_one_json_object(capsys: pytest.CaptureFixture
 
 
 def test_buggy_policy_exits_1_and_names_the_invariant_and_counterexample(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "proofs.mutants.ignore_capacity", "--json", "--capacities", "captured", *BUGGY)
+    code, out, _ = _run(capsys, "cpgraph.proofs.mutants.ignore_capacity", "--json", "--capacities", "captured", *BUGGY)
     assert code == 1
     data = json.loads(out)
     assert data["ok"] is False
@@ -42,7 +42,7 @@ def test_buggy_policy_exits_1_and_names_the_invariant_and_counterexample(capsys:
 
 
 def test_text_report_stays_within_15_lines_per_violation(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "proofs.mutants.local_load", *BUGGY)
+    code, out, _ = _run(capsys, "cpgraph.proofs.mutants.local_load", *BUGGY)
     assert code == 1
     blocks = out.strip().split("\n\n")[1:]
     assert blocks and all(len(b.splitlines()) <= 15 for b in blocks)
@@ -60,16 +60,16 @@ def test_module_without_attr_and_a_file_path_are_accepted(capsys: pytest.Capture
     "argv, reason",
     [
         (["no_such_module_xyz:policy"], "cannot import policy module 'no_such_module_xyz'"),
-        (["reference.policy:nope"], "has no attribute 'nope'"),
+        (["cpgraph.reference.policy:nope"], "has no attribute 'nope'"),
         (["reference:align_up"], "must have callable admit"),
-        (["reference.policy", "--cp-sizes", "2,x"], "--cp-sizes must be comma-separated ints"),
-        (["reference.policy", "--cp-sizes", "0"], "--cp-sizes must be comma-separated ints >= 1"),
-        (["reference.policy", "--capacities", "bogus"], "capacities entry must be captured, headroom:R"),
-        (["reference.policy", "--capacities", "headroom:0"], "headroom:R (R an int >= 1)"),
-        (["reference.policy", "--strategy", "spiral"], "strategy must be one of zigzag"),
-        (["reference.policy", "--budget-s", "0"], "budget_s must be a number of seconds > 0"),
-        (["reference.policy", "--max-requests", "0"], "max_requests must be an int >= 1"),
-        (["reference.policy", "--strategy", "interleave", "--capacities", "headroom:2"], "needs strategy 'zigzag'"),
+        (["cpgraph.reference.policy", "--cp-sizes", "2,x"], "--cp-sizes must be comma-separated ints"),
+        (["cpgraph.reference.policy", "--cp-sizes", "0"], "--cp-sizes must be comma-separated ints >= 1"),
+        (["cpgraph.reference.policy", "--capacities", "bogus"], "capacities entry must be captured, headroom:R"),
+        (["cpgraph.reference.policy", "--capacities", "headroom:0"], "headroom:R (R an int >= 1)"),
+        (["cpgraph.reference.policy", "--strategy", "spiral"], "strategy must be one of zigzag"),
+        (["cpgraph.reference.policy", "--budget-s", "0"], "budget_s must be a number of seconds > 0"),
+        (["cpgraph.reference.policy", "--max-requests", "0"], "max_requests must be an int >= 1"),
+        (["cpgraph.reference.policy", "--strategy", "interleave", "--capacities", "headroom:2"], "needs strategy 'zigzag'"),
     ],
 )
 def test_usage_and_import_errors_exit_2_with_the_reason(capsys: pytest.CaptureFixture[str], argv: list[str], reason: str) -> None:
@@ -80,11 +80,11 @@ def test_usage_and_import_errors_exit_2_with_the_reason(capsys: pytest.CaptureFi
 
 def test_emit_test_and_plot_write_files(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     test_file, png = tmp_path / "test_regression.py", tmp_path / "layout.png"
-    code, _, err = _run(capsys, "proofs.mutants.padded_layout", *BUGGY, "--emit-test", str(test_file), "--plot", str(png))
+    code, _, err = _run(capsys, "cpgraph.proofs.mutants.padded_layout", *BUGGY, "--emit-test", str(test_file), "--plot", str(png))
     assert code == 1
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     source = test_file.read_text()
-    assert "POLICY = 'proofs.mutants.padded_layout'" in source and "def test_" in source
+    assert "POLICY = 'cpgraph.proofs.mutants.padded_layout'" in source and "def test_" in source
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)], capture_output=True, text=True)
     assert result.returncode == 1, result.stdout
     assert "capacity_fit broken" in result.stdout
@@ -92,7 +92,7 @@ def test_emit_test_and_plot_write_files(capsys: pytest.CaptureFixture[str], tmp_
 
 def test_python_dash_m_cpgraph_check_runs_end_to_end() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "cpgraph", "check", "proofs.mutants.largest_fitting", "--json", "--budget-s", "3"],
+        [sys.executable, "-m", "cpgraph", "check", "cpgraph.proofs.mutants.largest_fitting", "--json", "--budget-s", "3"],
         capture_output=True, text=True, timeout=60,
     )
     assert result.returncode == 1, result.stderr

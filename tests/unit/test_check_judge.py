@@ -34,7 +34,7 @@ def _const(bucket: int | None, rows: tuple[int, ...] | None = None) -> Any:
 
 def test_seed_example_spec_is_bucket_2304_and_the_reference_keeps_every_invariant() -> None:
     assert SEED.capacities == {2048: 512, 2304: 576, 2560: 640}
-    assert _ids(load_policy("reference.policy"), SEED) == set()
+    assert _ids(load_policy("cpgraph.reference.policy"), SEED) == set()
 
 
 def test_replaying_2048_on_the_seed_example_breaks_capacity_fit_only() -> None:
@@ -79,7 +79,7 @@ def test_efficiency_invariants_do_not_apply_to_batches_that_are_not_cp_active() 
 
 
 def test_minimiser_shrinks_the_seed_overflow_to_a_small_batch() -> None:
-    policy = load_policy("proofs.mutants.ignore_capacity")
+    policy = load_policy("cpgraph.proofs.mutants.ignore_capacity")
     assert breaks(policy, SEED, "capacity_fit")
     small, tries = minimize(SEED, lambda b: breaks(policy, b, "capacity_fit"), cp_sizes=(2, 4), budget_s=3.0)
     assert tries > 0 and breaks(policy, small, "capacity_fit")
@@ -119,12 +119,12 @@ def test_policy_without_the_protocol_is_a_type_error_naming_what_is_missing() ->
 def test_reference_keeps_every_invariant_on_drawn_batches(batch: Batch) -> None:
     assert batch.num_tokens == sum(batch.extend_seq_lens)
     assert list(batch.capture_num_tokens) == sorted(set(batch.capture_num_tokens))
-    assert_batch_sound("reference.policy", batch)
+    assert_batch_sound("cpgraph.reference.policy", batch)
 
 
 @given(batches(cp_size_choices=(2, 4), max_requests=3, max_tokens=512, tables=("captured",)))
 def test_helper_reports_the_prefix_bug_on_drawn_captured_batches_when_it_overflows(batch: Batch) -> None:
-    policy = load_policy("proofs.mutants.ignore_capacity")
+    policy = load_policy("cpgraph.proofs.mutants.ignore_capacity")
     if breaks(policy, batch, "capacity_fit"):
         with pytest.raises(AssertionError, match="capacity_fit"):
             assert_batch_sound(policy, batch)
@@ -146,7 +146,7 @@ class _Strategic:
         self.strategy = strategy
 
     def _pick(self, **b: Any) -> int | None:
-        from reference import is_cp_active, required_local_tokens, select_replay_bucket
+        from cpgraph.reference import is_cp_active, required_local_tokens, select_replay_bucket
 
         if not is_cp_active(b["extend_seq_lens"], num_tokens=b["num_tokens"], cp_size=b["cp_size"]):
             return None
@@ -172,7 +172,7 @@ def test_other_strategies_pass_their_own_policy_and_catch_the_zigzag_one(strateg
 
     options = dict(strategy=strategy, capacities=("captured", "arbitrary"), cp_sizes=(2, 4), budget_s=0.8, boundary=False, workers=1)
     assert check_policy(_Strategic(strategy), **options).ok
-    assert not check_policy("reference.policy", **options).ok  # zigzag rows and alignment are wrong here
+    assert not check_policy("cpgraph.reference.policy", **options).ok  # zigzag rows and alignment are wrong here
 
 
 def test_integer_like_buckets_are_read_as_ints_and_bools_are_not() -> None:
@@ -199,7 +199,7 @@ def test_one_and_two_search_processes_find_the_same_invariant() -> None:
     from cpgraph import check_policy
 
     for workers in (1, 2):
-        report = check_policy("proofs.mutants.fn_exclusive", budget_s=5, boundary=False, grace_s=0.2, workers=workers)
+        report = check_policy("cpgraph.proofs.mutants.fn_exclusive", budget_s=5, boundary=False, grace_s=0.2, workers=workers)
         assert "no_needless_fallback" in report.invariants
 
 

@@ -72,8 +72,8 @@ def test_search_designs_stay_safe_for_other_padding_factors(factor: int) -> None
 
 def test_headroom_theorem_is_proved_for_r_and_refuted_for_r_plus_one() -> None:
     from cpgraph.design.review import prove_lemmas, spec_of
-    from proofs.check import Status, check
-    from spec.design import any_requests_batch, first_bucket_fits_claim
+    from cpgraph.proofs.check import Status, check
+    from cpgraph.spec.design import any_requests_batch, first_bucket_fits_claim
 
     design = loads_design(SMALL + 'align_size = 1\n[capacity]\nrule = "headroom"\nmax_requests = 2\n', name="h")
     lemmas = {lemma.name: lemma.status for lemma in prove_lemmas(design)}

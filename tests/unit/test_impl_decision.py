@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from impl import decision, policy
-from impl.decision import FallbackReason, Selector, plan_batch
+from cpgraph.impl import decision, policy
+from cpgraph.impl.decision import FallbackReason, Selector, plan_batch
 
 
 def test_worked_example_needs_520_rows_and_picks_2304() -> None:
@@ -85,7 +85,7 @@ def test_plan_reports_reasons_in_order() -> None:
 
 
 def test_fallback_reason_values_match_the_reference() -> None:
-    import reference
+    from cpgraph import reference
 
     assert {r.value for r in FallbackReason} == {r.value for r in reference.FallbackReason}
 

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from impl.decision import FallbackReason, Plan
-from impl.distributed import plan_digest, spawn, prefill_worker
+from cpgraph.impl.decision import FallbackReason, Plan
+from cpgraph.impl.distributed import plan_digest, spawn, prefill_worker
 
 PLAN = Plan((1534, 161, 353), 2048, 520, 2304, 576, None)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from impl.distributed import build_model
-from impl.layout import packed_layout
-from impl.model import ModelConfig, attention_mask
+from cpgraph.impl.distributed import build_model
+from cpgraph.impl.layout import packed_layout
+from cpgraph.impl.model import ModelConfig, attention_mask
 
 CONFIG = ModelConfig(hidden=16, heads=2, layers=2)
 

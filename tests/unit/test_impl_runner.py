@@ -9,14 +9,14 @@ import pytest
 import torch
 from torch import Tensor
 
-import reference
-from reference import policy as reference_policy
-from impl.decision import FallbackReason
-from impl.distributed import batch_hidden, build_model
-from impl.graphs import BucketKey
-from impl.layout import build_torch_layout
-from impl.model import AllGather, CPTransformer, ModelConfig, one_device_all_gather
-from impl.runner import PrefillGraphRunner, ReplayError
+from cpgraph import reference
+from cpgraph.reference import policy as reference_policy
+from cpgraph.impl.decision import FallbackReason
+from cpgraph.impl.distributed import batch_hidden, build_model
+from cpgraph.impl.graphs import BucketKey
+from cpgraph.impl.layout import build_torch_layout
+from cpgraph.impl.model import AllGather, CPTransformer, ModelConfig, one_device_all_gather
+from cpgraph.impl.runner import PrefillGraphRunner, ReplayError
 
 torch.set_num_threads(1)
 CONFIG = ModelConfig(hidden=32, heads=4)
@@ -27,7 +27,7 @@ def make(p: int = 4, buckets: tuple[int, ...] = (4, 16, 64, 128, 256), **kwargs:
 
 
 def test_startup_drops_buckets_below_2p_and_records_reference_capacities(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="impl.runner"):
+    with caplog.at_level(logging.INFO, logger="cpgraph.impl.runner"):
         runner = make()
     assert runner.capture_num_tokens == (16, 64, 128, 256)
     assert "dropped buckets below 2P=8: [4]" in caplog.text
@@ -83,7 +83,7 @@ class FailsAtRows(CPTransformer):
 
 def test_capture_failure_drops_that_bucket_logs_why_and_keeps_serving(caplog: pytest.LogCaptureFixture) -> None:
     model = FailsAtRows(CONFIG, rows=32).eval()  # bucket 128 at P=4 has 32 rows
-    with caplog.at_level(logging.WARNING, logger="impl.runner"):
+    with caplog.at_level(logging.WARNING, logger="cpgraph.impl.runner"):
         runner = PrefillGraphRunner(model, cp_size=4, capture_num_tokens=(16, 64, 128, 256))
     assert "dropping bucket 128 (32 rows per rank): capture failed: RuntimeError: out of memory" in caplog.text
     assert 128 not in runner.bucket_local_tokens and "out of memory" in runner.dropped[128]

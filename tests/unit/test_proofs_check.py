@@ -1,9 +1,9 @@
-"""proofs.check: three verdicts, deterministic resource limits, unknown carries its reason."""
+"""cpgraph.proofs.check: three verdicts, deterministic resource limits, unknown carries its reason."""
 
 import pytest
 import z3
 
-from proofs.check import Status, check
+from cpgraph.proofs.check import Status, check
 
 
 def test_a_valid_claim_is_proved() -> None:

@@ -5,12 +5,12 @@ import functools
 
 import pytest
 
-from proofs.check import Status, check
-from proofs.obligation import MAX_LIST_LENGTH, obligation
-from proofs.registry import BY_NAME, OBLIGATIONS, obligation_named
-from proofs.run import minimise, run_obligations, run_queries
-from proofs.strategies import zigzag_loads_sum_to_tokens
-from proofs.variants import VARIANTS, wrong_partner_request_loads
+from cpgraph.proofs.check import Status, check
+from cpgraph.proofs.obligation import MAX_LIST_LENGTH, obligation
+from cpgraph.proofs.registry import BY_NAME, OBLIGATIONS, obligation_named
+from cpgraph.proofs.run import minimise, run_obligations, run_queries
+from cpgraph.proofs.strategies import zigzag_loads_sum_to_tokens
+from cpgraph.proofs.variants import VARIANTS, wrong_partner_request_loads
 
 
 def test_every_theorem_is_named_documented_and_scoped() -> None:
@@ -73,7 +73,7 @@ def test_a_refuted_theorem_prints_a_minimal_counterexample_replayed_through_the_
     assert request.size is not None
     assert check(request.claim, hypotheses=(*request.hypotheses, request.size <= length - 1)).proved
     text = result.failure.render()
-    assert f"reference.rank_loads(({length},), cp_size=4" in text
+    assert f"cpgraph.reference.rank_loads(({length},), cp_size=4" in text
     # The printed regression test is valid Python and passes on the (correct) reference.
     snippet = result.failure.replay[result.failure.replay.index("from reference"):]
     namespace: dict[str, object] = {}

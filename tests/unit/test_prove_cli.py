@@ -5,10 +5,10 @@ import json
 import pytest
 
 from cpgraph.cli import main
-from proofs import registry
-from proofs.obligation import Query, obligation
-from proofs.strategies import zigzag_loads_sum_to_tokens
-from proofs.variants import wrong_partner_request_loads
+from cpgraph.proofs import registry
+from cpgraph.proofs.obligation import Query, obligation
+from cpgraph.proofs.strategies import zigzag_loads_sum_to_tokens
+from cpgraph.proofs.variants import wrong_partner_request_loads
 
 
 def test_only_one_theorem_proves_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:

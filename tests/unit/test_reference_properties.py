@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference import (
+from cpgraph.reference import (
     align_up,
     build_layout,
     capture_local_tokens,

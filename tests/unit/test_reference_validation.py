@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from reference import (
+from cpgraph.reference import (
     CaptureRule,
     ReferenceRunner,
     ReplayError,
@@ -96,7 +96,7 @@ def test_replay_of_a_batch_that_was_not_admitted_raises() -> None:
 
 
 def test_policy_functions_take_exactly_the_batch_keywords() -> None:
-    from reference import policy
+    from cpgraph.reference import policy
 
     batch = dict(
         cp_rank=0,

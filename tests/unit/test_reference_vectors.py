@@ -2,7 +2,7 @@
 
 import pytest
 
-from reference import (
+from cpgraph.reference import (
     CaptureRule,
     FallbackReason,
     ReferenceRunner,

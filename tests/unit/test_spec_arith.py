@@ -1,13 +1,13 @@
-"""spec.arith and spec.terms: explicit quotient/remainder, ceil/floor/align_up, max, folding of literals."""
+"""cpgraph.spec.arith and spec.terms: explicit quotient/remainder, ceil/floor/align_up, max, folding of literals."""
 
 import pytest
 import z3
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proofs.evaluate import value_of
-from spec.arith import align_up, ceil_div, divmod_by, floor_div, max_of
-from spec.terms import Loads, literal, truth
+from cpgraph.proofs.evaluate import value_of
+from cpgraph.spec.arith import align_up, ceil_div, divmod_by, floor_div, max_of
+from cpgraph.spec.terms import Loads, literal, truth
 
 
 def test_divmod_by_folds_two_literals_to_numerals() -> None:

@@ -1,17 +1,17 @@
-"""spec.zigzag, spec.strategies, spec.capacity evaluated on concrete inputs agree with the reference."""
+"""cpgraph.spec.zigzag, spec.strategies, spec.capacity evaluated on concrete inputs agree with the reference."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import reference
-from proofs.evaluate import (
+from cpgraph import reference
+from cpgraph.proofs.evaluate import (
     spec_capture_local_tokens,
     spec_headroom_local_tokens,
     spec_rank_loads,
     spec_required_local_tokens,
 )
-from spec.strategies import STRATEGIES, strategy
+from cpgraph.spec.strategies import STRATEGIES, strategy
 
 SEED_LENGTHS = (1534, 161, 353)
 
