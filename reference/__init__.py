@@ -11,10 +11,15 @@ from cpgraph.reference.capacity import (
 from cpgraph.reference.layout import Layout, build_layout, rank_loads, zigzag_block_lens, zigzag_request_loads
 from cpgraph.reference.runner import CaptureRule, FallbackReason, Plan, ReferenceRunner, ReplayError
 from cpgraph.reference.selection import fitting_buckets, is_cp_active, select_replay_bucket
+from cpgraph.reference.strategies import STRATEGY_TABLE, StrategyRow, capture_lengths, strategy_row
 from cpgraph.reference.validate import STRATEGIES
 
 __all__ = [
     "STRATEGIES",
+    "STRATEGY_TABLE",
+    "StrategyRow",
+    "capture_lengths",
+    "strategy_row",
     "CaptureRule",
     "FallbackReason",
     "Layout",

@@ -1,8 +1,11 @@
-"""Rows a batch needs on every rank, and rows a bucket is captured with (single-request or headroom)."""
+"""Rows a batch needs on every rank, and rows a bucket is captured with (the capture layout, or headroom).
+
+Every strategy-dependent number comes from the strategy table (reference/strategies.py)."""
 
 from __future__ import annotations
 
 from cpgraph.reference.layout import rank_loads
+from cpgraph.reference.strategies import capture_lengths, strategy_row
 from cpgraph.reference.validate import check_int, check_lengths, check_strategy
 
 
@@ -14,9 +17,9 @@ def align_up(value: int, align_size: int) -> int:
 
 
 def default_align_size(*, cp_size: int, strategy: str = "zigzag") -> int:
-    """Upstream's alignment: 2P for zigzag (two blocks a rank), P for interleave and contiguous."""
+    """Upstream's alignment: the strategy row's factor times P (2P for zigzag and zigzag_pad, P else)."""
     check_int("cp_size", cp_size, minimum=1)
-    return 2 * cp_size if check_strategy(strategy) == "zigzag" else cp_size
+    return strategy_row(strategy).align_size(cp_size)
 
 
 def required_local_tokens(
@@ -34,29 +37,44 @@ def required_local_tokens(
 
 
 def capture_local_tokens(
-    num_tokens: object, *, cp_size: object, align_size: object, strategy: object = "zigzag"
+    num_tokens: object,
+    *,
+    cp_size: object,
+    align_size: object,
+    strategy: object = "zigzag",
+    context_len: object = None,
 ) -> int:
-    """``bucket_local_tokens[B]`` as upstream records it: the rows of one request of B tokens."""
+    """``bucket_local_tokens[B]`` as upstream records it: the rows of the capture layout, one request of B
+    tokens, or (B above ``context_len``) context-length requests and one with the rest."""
     n = check_int("num_tokens", num_tokens, minimum=1)
-    return required_local_tokens((n,), cp_size=cp_size, align_size=align_size, strategy=strategy)
+    ctx = None if context_len is None else check_int("context_len", context_len, minimum=1)
+    lengths = capture_lengths(n, context_len=ctx)
+    return required_local_tokens(lengths, cp_size=cp_size, align_size=align_size, strategy=strategy)
 
 
-def headroom_bound(num_tokens: int, *, cp_size: int, max_requests: int) -> int:
-    """floor((N + R(P-1)) / P): the most real tokens any rank holds, over zigzag batches of at most R
-    requests and at most N tokens (each request's busiest rank exceeds its mean by at most 1 - 1/P).
+def headroom_bound(num_tokens: int, *, cp_size: int, max_requests: int, strategy: str = "zigzag") -> int:
+    """floor((N + R*e) / P): the most rows any rank occupies over batches of at most R requests and at most
+    N tokens, where e is the strategy's per-request excess (P*l_r - L <= e: P-1 for zigzag, so each
+    request's busiest rank exceeds its mean by at most 1 - 1/P). Interleave, whose loads depend on N
+    only, gets ceil(N/P) for every R.
 
     R is capped at N: a batch of N tokens has at most N non-empty requests.
     """
     n = check_int("num_tokens", num_tokens, minimum=0)
     p = check_int("cp_size", cp_size, minimum=1)
     r = min(check_int("max_requests", max_requests, minimum=1), n)
-    return (n + r * (p - 1)) // p
+    excess = strategy_row(strategy).request_excess
+    if excess is None:
+        return -(-n // p)
+    return (n + r * excess(p)) // p
 
 
-def headroom_local_tokens(num_tokens: object, *, cp_size: object, align_size: object, max_requests: object) -> int:
-    """Capacity that fits every zigzag batch of at most ``max_requests`` requests and ``num_tokens`` tokens."""
+def headroom_local_tokens(
+    num_tokens: object, *, cp_size: object, align_size: object, max_requests: object, strategy: object = "zigzag"
+) -> int:
+    """Capacity that fits every batch of at most ``max_requests`` requests and ``num_tokens`` tokens."""
     n = check_int("num_tokens", num_tokens, minimum=1)
     p = check_int("cp_size", cp_size, minimum=1)
     a = check_int("align_size", align_size, minimum=1)
     r = check_int("max_requests", max_requests, minimum=1)
-    return align_up(headroom_bound(n, cp_size=p, max_requests=r), a)
+    return align_up(headroom_bound(n, cp_size=p, max_requests=r, strategy=check_strategy(strategy)), a)

@@ -1,9 +1,60 @@
-"""The invariant ids of SEMANTICS.md, stated once: every checker, review and spec uses these names."""
+"""The invariants as one table: id, kind and sentence, stated once for check, review, reports and spec.
+
+Every checker, report, review and spec docstring takes an invariant's id and sentence from here; the
+concrete judge of each id over a batch's per-rank answers is registered against the same ids.
+"""
 
 from __future__ import annotations
 
-from typing import Final
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final, Literal, Mapping
 
-SAFETY: Final = ("rank_consensus", "admission_replay", "captured_bucket", "padding_limit", "capacity_fit")
-EFFICIENCY: Final = ("minimal_bucket", "no_needless_fallback")
+Kind = Literal["safety", "efficiency"]
+
+
+@dataclass(frozen=True)
+class Invariant:
+    """One invariant: its stable id, whether breaking it crashes (safety) or wastes (efficiency), and
+    the one sentence that states it."""
+
+    id: str
+    kind: Kind
+    sentence: str
+
+
+INVARIANT_TABLE: Final[Mapping[str, Invariant]] = MappingProxyType(
+    {
+        row.id: row
+        for row in (
+            Invariant("rank_consensus", "safety", "every rank decides the same admit and bucket"),
+            Invariant(
+                "admission_replay",
+                "safety",
+                "admitted iff replay succeeds, and replay uses the admitted bucket",
+            ),
+            Invariant(
+                "captured_bucket", "safety", "the bucket is in the capture list and has a recorded capacity"
+            ),
+            Invariant("padding_limit", "safety", "the bucket B is within the padding limit: n <= B <= F*n"),
+            Invariant(
+                "capacity_fit",
+                "safety",
+                "the live layout's rows on every rank fit the chosen bucket's recorded capacity",
+            ),
+            Invariant("minimal_bucket", "efficiency", "no smaller captured bucket would fit"),
+            Invariant("no_needless_fallback", "efficiency", "if some captured bucket fits, the batch is admitted"),
+        )
+    }
+)
+
+SAFETY: Final = tuple(i for i, row in INVARIANT_TABLE.items() if row.kind == "safety")
+EFFICIENCY: Final = tuple(i for i, row in INVARIANT_TABLE.items() if row.kind == "efficiency")
 INVARIANTS: Final = SAFETY + EFFICIENCY
+
+
+def sentence(invariant: str) -> str:
+    """The sentence for ``invariant``; ValueError names the known ids."""
+    if invariant not in INVARIANT_TABLE:
+        raise ValueError(f"invariant must be one of {', '.join(INVARIANT_TABLE)}; got {invariant!r}")
+    return INVARIANT_TABLE[invariant].sentence

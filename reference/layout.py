@@ -1,27 +1,34 @@
 """Layouts: which (request, token) lands on which (rank, row), and the per-rank loads they imply.
 
-Strategies (SEMANTICS.md):
-- zigzag: each sequence is cut into S = 2P blocks, block j holds floor(L/S) + [j < L mod S]
-  tokens; rank r owns blocks r and S-1-r of every sequence. On a rank, rows are laid out
-  request by request, block r before block S-1-r.
-- interleave: token t of the packed batch goes to rank t mod P, row t // P.
-- contiguous: rank r owns [floor(L*r/P), floor(L*(r+1)/P)) of every sequence, request by request.
+Each strategy's rank token order is a row of the strategy table (reference/strategies.py); this
+module builds the physical layout from it: rows padded to a common count, and the inverse map.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cpgraph.reference.validate import check_int, check_lengths, check_strategy
+from cpgraph.reference.strategies import (
+    Slot,
+    contiguous_request_loads,
+    strategy_row,
+    zigzag_block_lens,
+    zigzag_owned_blocks,
+    zigzag_request_loads,
+)
+from cpgraph.reference.validate import check_int, check_lengths
 
-Slot = tuple[int, int]  # (request, token) or (rank, row)
-
-
-def zigzag_block_lens(length: int, *, cp_size: int) -> tuple[int, ...]:
-    """The 2P block lengths of one sequence; the remainder goes to the leading blocks."""
-    blocks = 2 * cp_size
-    q, m = divmod(length, blocks)
-    return tuple(q + (1 if j < m else 0) for j in range(blocks))
+__all__ = [
+    "Layout",
+    "Slot",
+    "build_layout",
+    "contiguous_request_loads",
+    "rank_loads",
+    "zigzag_block_lens",
+    "zigzag_block_starts",
+    "zigzag_owned_blocks",
+    "zigzag_request_loads",
+]
 
 
 def zigzag_block_starts(length: int, *, cp_size: int) -> tuple[int, ...]:
@@ -32,60 +39,12 @@ def zigzag_block_starts(length: int, *, cp_size: int) -> tuple[int, ...]:
     return tuple(starts)
 
 
-def zigzag_owned_blocks(rank: int, *, cp_size: int) -> tuple[int, int]:
-    """Rank r owns one early and one late block: (r, 2P-1-r)."""
-    return (rank, 2 * cp_size - 1 - rank)
-
-
-def zigzag_request_loads(length: int, *, cp_size: int) -> tuple[int, ...]:
-    """Tokens of one sequence held by each rank under zigzag."""
-    sizes = zigzag_block_lens(length, cp_size=cp_size)
-    return tuple(sum(sizes[b] for b in zigzag_owned_blocks(r, cp_size=cp_size)) for r in range(cp_size))
-
-
-def contiguous_request_loads(length: int, *, cp_size: int) -> tuple[int, ...]:
-    """Tokens of one sequence held by each rank under contiguous sharding."""
-    return tuple((length * (r + 1)) // cp_size - (length * r) // cp_size for r in range(cp_size))
-
-
 def rank_loads(extend_seq_lens: object, *, cp_size: object, strategy: object = "zigzag") -> tuple[int, ...]:
-    """Real (unpadded) tokens each of the P ranks holds for this batch; they sum to the batch's tokens."""
+    """Rows each of the P ranks occupies for this batch (real tokens, plus a strategy's in-layout padding:
+    zigzag_pad pads every request to a multiple of 2P); for the other strategies they sum to the tokens."""
     lengths = check_lengths("extend_seq_lens", extend_seq_lens)
     p = check_int("cp_size", cp_size, minimum=1)
-    kind = check_strategy(strategy)
-    if kind == "interleave":
-        total = sum(lengths)
-        return tuple(total // p + (1 if r < total % p else 0) for r in range(p))
-    per_request = zigzag_request_loads if kind == "zigzag" else contiguous_request_loads
-    loads = [0] * p
-    for length in lengths:
-        for r, load in enumerate(per_request(length, cp_size=p)):
-            loads[r] += load
-    return tuple(loads)
-
-
-def _rank_token_lists(lengths: tuple[int, ...], cp_size: int, strategy: str) -> list[list[Slot]]:
-    """For each rank, the (request, token) pairs of its real rows, in row order."""
-    ranks: list[list[Slot]] = [[] for _ in range(cp_size)]
-    if strategy == "interleave":
-        t = 0
-        for i, length in enumerate(lengths):
-            for k in range(length):
-                ranks[t % cp_size].append((i, k))
-                t += 1
-        return ranks
-    for i, length in enumerate(lengths):
-        if strategy == "zigzag":
-            sizes = zigzag_block_lens(length, cp_size=cp_size)
-            starts = zigzag_block_starts(length, cp_size=cp_size)
-            for r in range(cp_size):
-                for b in zigzag_owned_blocks(r, cp_size=cp_size):
-                    ranks[r].extend((i, k) for k in range(starts[b], starts[b] + sizes[b]))
-        else:
-            for r in range(cp_size):
-                lo, hi = (length * r) // cp_size, (length * (r + 1)) // cp_size
-                ranks[r].extend((i, k) for k in range(lo, hi))
-    return ranks
+    return strategy_row(strategy).batch_loads(lengths, p)
 
 
 @dataclass(frozen=True)
@@ -96,10 +55,12 @@ class Layout:
     cp_size: int
     strategy: str
     rows: int
-    rank_tokens: tuple[tuple[Slot, ...], ...]  # rank -> real rows' (request, token), in row order
+    rank_tokens: tuple[tuple[Slot | None, ...], ...]  # rank -> its occupied rows' (request, token) in row
+    # order; None marks a padding row inside the layout (zigzag_pad), rows past the end are padding too
 
     @property
     def loads(self) -> tuple[int, ...]:
+        """Occupied rows per rank (the rank_loads of the batch)."""
         return tuple(len(tokens) for tokens in self.rank_tokens)
 
     def token_at(self, rank: int, row: int) -> Slot | None:
@@ -125,7 +86,12 @@ class Layout:
 
     def placement(self) -> dict[Slot, Slot]:
         """Every (request, token) mapped to its (rank, row)."""
-        return {slot: (rank, row) for rank, tokens in enumerate(self.rank_tokens) for row, slot in enumerate(tokens)}
+        return {
+            slot: (rank, row)
+            for rank, tokens in enumerate(self.rank_tokens)
+            for row, slot in enumerate(tokens)
+            if slot is not None
+        }
 
 
 def build_layout(
@@ -137,8 +103,8 @@ def build_layout(
     """
     lengths = check_lengths("extend_seq_lens", extend_seq_lens)
     p = check_int("cp_size", cp_size, minimum=1)
-    kind = check_strategy(strategy)
-    ranks = _rank_token_lists(lengths, p, kind)
+    row = strategy_row(strategy)
+    ranks = row.rank_rows(lengths, p)
     busiest = max(len(tokens) for tokens in ranks)
     physical = busiest if rows is None else check_int("rows", rows, minimum=0)
     if physical < busiest:
@@ -146,4 +112,4 @@ def build_layout(
             f"rows={physical} cannot hold this batch: rank {[len(t) for t in ranks].index(busiest)} needs "
             f"{busiest} rows (loads {tuple(len(t) for t in ranks)}); a layout is refused, never truncated"
         )
-    return Layout(lengths, p, kind, physical, tuple(tuple(tokens) for tokens in ranks))
+    return Layout(lengths, p, row.id, physical, tuple(tuple(tokens) for tokens in ranks))

@@ -59,10 +59,10 @@ class CaptureRule:
             table = check_capacities("table", self.table)
             return {b: table[b] for b in buckets if b in table}
         if self.kind == "headroom":
-            if strategy != "zigzag":
-                raise ValueError(f"CaptureRule 'headroom' is defined for zigzag only, got strategy={strategy!r}")
             return {
-                b: headroom_local_tokens(b, cp_size=cp_size, align_size=align_size, max_requests=self.max_requests)
+                b: headroom_local_tokens(
+                    b, cp_size=cp_size, align_size=align_size, max_requests=self.max_requests, strategy=strategy
+                )
                 for b in buckets
             }
         return {b: capture_local_tokens(b, cp_size=cp_size, align_size=align_size, strategy=strategy) for b in buckets}

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-STRATEGIES: Final = ("zigzag", "interleave", "contiguous")
+from cpgraph.reference.strategies import STRATEGY_TABLE, strategy_row
+
+STRATEGIES: Final = tuple(STRATEGY_TABLE)  # the strategy ids, in table order
 
 
 def is_int(value: object) -> bool:
@@ -44,9 +46,8 @@ def check_lengths(name: str, value: object) -> tuple[int, ...]:
 
 
 def check_strategy(strategy: object) -> str:
-    if not isinstance(strategy, str) or strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {strategy!r}")
-    return strategy
+    """``strategy`` if it is a strategy id of the table; ValueError naming the allowed ids otherwise."""
+    return strategy_row(strategy).id
 
 
 def check_capture_list(name: str, value: object) -> tuple[int, ...]:

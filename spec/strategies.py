@@ -3,6 +3,10 @@
 - zigzag: per request, 2P blocks, rank r owns blocks r and 2P-1-r (spec/zigzag.py).
 - contiguous: per request, rank r owns [floor(L*r/P), floor(L*(r+1)/P)).
 - interleave: token t of the whole batch goes to rank t mod P; request boundaries do not matter.
+- zigzag_pad: per request, padded up to a multiple of 2P, then zigzag: 2*ceil(L/2P) rows on every rank.
+
+Row for row the mirror of reference/strategies.py (same ids, same alignment factor); an unknown id is a
+ValueError, never a default.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from dataclasses import dataclass
 
 import z3
 
-from cpgraph.spec.arith import DivMod, divmod_by
+from cpgraph.spec.arith import DivMod, ceil_div, divmod_by
 from cpgraph.spec.terms import IntLike, IntTerm, Loads, all_of, indicator, int_term, literal, sub
 from cpgraph.spec.zigzag import zigzag_request_loads
 
@@ -31,6 +35,17 @@ def contiguous_request_loads(length: IntLike, cp_size: int, name: str) -> Loads:
     starts = [z3.IntVal(0), *(c.quotient for c in cuts), int_term(length)]
     loads = tuple(sub(starts[r + 1], starts[r]) for r in range(cp_size))
     return Loads(loads, all_of(c.holds for c in cuts))
+
+
+def zigzag_pad_request_loads(length: IntLike, cp_size: int, name: str) -> Loads:
+    """Rows of one sequence on each rank when it is padded up to a multiple of 2P first: 2*ceil(L/2P),
+    the same on every rank (vLLM's prefill context-parallel layout)."""
+    if cp_size < 1:
+        raise ValueError(f"cp_size must be an int >= 1, got {cp_size}")
+    block = ceil_div(length, 2 * cp_size, f"{name}.block")
+    rows = literal(block.value)
+    value = z3.IntVal(2 * rows) if rows is not None else 2 * block.value
+    return Loads((value,) * cp_size, block.holds)
 
 
 def interleave_rank_load(split: DivMod, rank: IntLike) -> IntTerm:
@@ -79,6 +94,7 @@ STRATEGIES: dict[str, Strategy] = {
     "zigzag": Strategy("zigzag", 2, zigzag_request_loads),
     "interleave": Strategy("interleave", 1, None),
     "contiguous": Strategy("contiguous", 1, contiguous_request_loads),
+    "zigzag_pad": Strategy("zigzag_pad", 2, zigzag_pad_request_loads),
 }
 
 

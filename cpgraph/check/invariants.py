@@ -11,17 +11,10 @@ from cpgraph.check.batch import Batch
 from cpgraph.check.protocol import RankAnswer
 from cpgraph.reference import fitting_buckets, is_cp_active, rank_loads, required_local_tokens
 from cpgraph.reference.invariants import EFFICIENCY as EFFICIENCY, INVARIANTS as INVARIANTS, SAFETY as SAFETY
+from cpgraph.reference.invariants import INVARIANT_TABLE
 
 
-CLAIMS: Final = {
-    "rank_consensus": "every rank decides the same admit and bucket",
-    "admission_replay": "admitted iff replay succeeds, and replay uses the admitted bucket",
-    "captured_bucket": "the bucket is in the capture list and has a recorded capacity",
-    "padding_limit": "n <= B <= F*n",
-    "capacity_fit": "the live layout's rows on every rank fit the bucket's capacity",
-    "minimal_bucket": "no smaller captured bucket would do",
-    "no_needless_fallback": "if some bucket fits, the batch is admitted",
-}
+CLAIMS: Final = {i: row.sentence for i, row in INVARIANT_TABLE.items()}  # one sentence per id, from the table
 
 
 @dataclass(frozen=True)

@@ -39,12 +39,14 @@ def plot_violation(v: Violation, path: str, *, strategy: str = "zigzag") -> str:
     fig, ax = plt.subplots(figsize=(9, 1.2 + 0.55 * b.cp_size))
     for rank, tokens in enumerate(layout.rank_tokens):
         start = 0
-        while start < len(tokens):  # runs of consecutive rows from one request
-            req = tokens[start][0]
+        while start < len(tokens):  # runs of consecutive rows from one request (None: an in-layout pad row)
+            slot = tokens[start]
+            req = None if slot is None else slot[0]
             end = start
-            while end < len(tokens) and tokens[end][0] == req:
+            while end < len(tokens) and (None if tokens[end] is None else tokens[end][0]) == req:  # type: ignore[index]
                 end += 1
-            ax.barh(rank, end - start, left=start, color=colours(req % 10), edgecolor="white", linewidth=0.5)
+            if req is not None:
+                ax.barh(rank, end - start, left=start, color=colours(req % 10), edgecolor="white", linewidth=0.5)
             start = end
         pad = physical[rank] - len(tokens)
         if pad > 0:

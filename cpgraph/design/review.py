@@ -29,6 +29,7 @@ from cpgraph.design.schema import Design
 from cpgraph.design.solve import int_value, minimize, prove
 from cpgraph.proofs.check import check
 from cpgraph.reference import align_up, capture_local_tokens, required_local_tokens
+from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.spec.design import (
     Batch,
     DesignTerms,
@@ -46,15 +47,7 @@ SEARCH_EXTRA_REQUESTS = 3  # exact requests tried beyond the abstraction's lower
 MAX_EXACT_REQUESTS = 24
 CONSTRUCTIVE_EXTRA_REQUESTS = 8
 WITNESS_RLIMIT = 8_000_000
-DESCRIPTIONS = {
-    "rank_consensus": "every rank decides the same admit verdict and bucket",
-    "admission_replay": "admitted iff replay succeeds, replay uses the admitted bucket",
-    "captured_bucket": "the bucket is in the capture list and has a recorded capacity",
-    "padding_limit": "n <= B <= F*n",
-    "capacity_fit": "the rows replay lays out on every rank fit the bucket's capacity",
-    "minimal_bucket": "no smaller captured bucket would do",
-    "no_needless_fallback": "if some bucket fits, the batch is admitted",
-}
+DESCRIPTIONS = {i: row.sentence for i, row in INVARIANT_TABLE.items()}  # from the one invariant table
 
 
 def spec_of(design: Design) -> DesignSpec:
