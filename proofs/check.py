@@ -7,14 +7,26 @@
 Limits are z3's deterministic ``rlimit`` (resource units), not wall-clock timeouts, so a verdict does not
 depend on machine load. Non-vacuity uses the same helper: ``check(False, hypotheses=h)`` must be refuted,
 and the refuting model is a witness that ``h`` is satisfiable.
+
+Second opinions (``cpgraph prove --cross-check cvc5 --seeds N``) run here too, so this module stays the only
+place that runs a solver:
+- ``check(..., seed=s)`` re-runs a query under z3's random seed ``s`` (smt.random_seed and sat.random_seed);
+  a verdict that changes with the seed is unstable.
+- ``cross_check`` decides the same query with cvc5. The z3 terms are translated node by node into cvc5's
+  own term API (``to_cvc5``; no SMT-LIB text round trip, whose z3 printer emits forms such as a unary
+  ``(+ x)`` that cvc5's strict parser rejects), quantifiers and uninterpreted functions included. Its limit
+  is cvc5's deterministic ``rlimit-per`` (resource units, per check), never wall-clock. An operator the
+  translator does not know is an ``unknown`` with the operator named, never a silent skip.
 """
 
 from __future__ import annotations
 
 import enum
+import importlib.util
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import z3
 
@@ -60,20 +72,186 @@ def model_values(model: z3.ModelRef) -> dict[str, Value]:
 
 
 def check(
-    claim: BoolTerm | bool, *, hypotheses: Sequence[BoolTerm] = (), rlimit: int = DEFAULT_RLIMIT
+    claim: BoolTerm | bool,
+    *,
+    hypotheses: Sequence[BoolTerm] = (),
+    rlimit: int = DEFAULT_RLIMIT,
+    seed: int | None = None,
 ) -> Verdict:
-    """Decide ``hypotheses => claim`` for every value of its free variables."""
+    """Decide ``hypotheses => claim`` for every value of its free variables (under z3's random ``seed`` when
+    given; None is z3's default seed 0)."""
     if rlimit < 1:
         raise ValueError(f"rlimit must be an int >= 1 (z3 resource units), got {rlimit}")
-    solver = z3.Solver()
-    solver.set("rlimit", rlimit)
-    solver.add(*hypotheses)
-    solver.add(z3.Not(z3.BoolVal(claim) if isinstance(claim, bool) else claim))
-    start = time.perf_counter()
-    result = solver.check()
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+        raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
+    if seed is not None:
+        z3.set_param("sat.random_seed", seed)  # the SAT core's seed is global: set before the solver, restored below
+    try:
+        solver = z3.Solver()
+        solver.set("rlimit", rlimit)
+        if seed is not None:
+            solver.set("random_seed", seed)  # the SMT core's seed (smt.random_seed)
+        solver.add(*hypotheses)
+        solver.add(z3.Not(z3.BoolVal(claim) if isinstance(claim, bool) else claim))
+        start = time.perf_counter()
+        result = solver.check()
+    finally:
+        if seed is not None:
+            z3.set_param("sat.random_seed", 0)
     seconds = time.perf_counter() - start
     if result == z3.unsat:
         return Verdict(Status.PROVED, seconds)
     if result == z3.sat:
         return Verdict(Status.REFUTED, seconds, model=model_values(solver.model()))
     return Verdict(Status.UNKNOWN, seconds, reason=f"{solver.reason_unknown()} (rlimit={rlimit})")
+
+
+# -- the second solver: cvc5 ----------------------------------------------------------------------------------
+
+DEFAULT_CVC5_RLIMIT = 2_000_000  # cvc5 resource units per check; measured need: see proofs/README.md
+
+
+class TranslationError(ValueError):
+    """A z3 term uses an operator or sort the cvc5 translation does not cover (named in the message)."""
+
+
+def cvc5_available() -> bool:
+    """Whether the cvc5 Python package is installed (it is a dev dependency, not a runtime one)."""
+    return importlib.util.find_spec("cvc5") is not None
+
+
+def _cvc5() -> Any:
+    """The cvc5 module (imported on first use: ``cpgraph prove`` without --cross-check never needs it)."""
+    try:
+        import cvc5  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise RuntimeError("the cvc5 cross-check needs the cvc5 package (pip install cvc5; a dev dependency)") from exc
+    return cvc5
+
+
+class _ToCvc5:
+    """z3 terms to cvc5 terms over one cvc5 TermManager: constants and uninterpreted functions by name and
+    sort, bound variables by de Bruijn index, operators by a fixed table (no SMT-LIB text in between)."""
+
+    def __init__(self, tm: Any) -> None:
+        self.tm = tm
+        kind = _cvc5().Kind
+        self.kind = kind
+        self.ops: dict[int, Any] = {
+            z3.Z3_OP_AND: kind.AND,
+            z3.Z3_OP_OR: kind.OR,
+            z3.Z3_OP_NOT: kind.NOT,
+            z3.Z3_OP_IMPLIES: kind.IMPLIES,
+            z3.Z3_OP_XOR: kind.XOR,
+            z3.Z3_OP_EQ: kind.EQUAL,
+            z3.Z3_OP_IFF: kind.EQUAL,
+            z3.Z3_OP_DISTINCT: kind.DISTINCT,
+            z3.Z3_OP_ITE: kind.ITE,
+            z3.Z3_OP_ADD: kind.ADD,
+            z3.Z3_OP_SUB: kind.SUB,
+            z3.Z3_OP_UMINUS: kind.NEG,
+            z3.Z3_OP_MUL: kind.MULT,
+            z3.Z3_OP_IDIV: kind.INTS_DIVISION,
+            z3.Z3_OP_MOD: kind.INTS_MODULUS,
+            z3.Z3_OP_ABS: kind.ABS,
+            z3.Z3_OP_LE: kind.LEQ,
+            z3.Z3_OP_LT: kind.LT,
+            z3.Z3_OP_GE: kind.GEQ,
+            z3.Z3_OP_GT: kind.GT,
+        }
+        self.constants: dict[tuple[str, str], Any] = {}
+
+    def sort(self, sort: z3.SortRef) -> Any:
+        if sort.kind() == z3.Z3_INT_SORT:
+            return self.tm.getIntegerSort()
+        if sort.kind() == z3.Z3_BOOL_SORT:
+            return self.tm.getBooleanSort()
+        raise TranslationError(f"cvc5 cross-check: sort {sort} is not translated (Int and Bool are)")
+
+    def symbol(self, decl: z3.FuncDeclRef) -> Any:
+        domain = [decl.domain(i) for i in range(decl.arity())]
+        key = (decl.name(), " ".join(str(s) for s in (*domain, decl.range())))
+        if key not in self.constants:
+            result = self.sort(decl.range())
+            sort = self.tm.mkFunctionSort([self.sort(s) for s in domain], result) if domain else result
+            self.constants[key] = self.tm.mkConst(sort, decl.name())
+        return self.constants[key]
+
+    def term(self, expr: z3.ExprRef, bound: tuple[Any, ...] = (), memo: dict[int, Any] | None = None) -> Any:
+        memo = {} if memo is None else memo  # one memo per binder scope: z3 shares subterms by id
+        key = expr.get_id()
+        if key in memo:
+            return memo[key]
+        out = self._term(expr, bound, memo)
+        memo[key] = out
+        return out
+
+    def _term(self, expr: z3.ExprRef, bound: tuple[Any, ...], memo: dict[int, Any]) -> Any:
+        tm, kind = self.tm, self.kind
+        if z3.is_quantifier(expr):
+            assert isinstance(expr, z3.QuantifierRef)
+            if expr.is_lambda():
+                raise TranslationError("cvc5 cross-check: lambda terms are not translated")
+            names = [expr.var_name(i) for i in range(expr.num_vars())]
+            variables = tuple(tm.mkVar(self.sort(expr.var_sort(i)), names[i]) for i in range(expr.num_vars()))
+            body = self.term(expr.body(), bound + variables, {})
+            which = kind.FORALL if expr.is_forall() else kind.EXISTS
+            return tm.mkTerm(which, tm.mkTerm(kind.VARIABLE_LIST, *variables), body)
+        if z3.is_var(expr):
+            index = z3.get_var_index(expr)
+            if index >= len(bound):
+                raise TranslationError(f"cvc5 cross-check: free de Bruijn variable {index} outside any quantifier")
+            return bound[len(bound) - 1 - index]
+        if z3.is_int_value(expr):
+            return tm.mkInteger(expr.as_long())
+        if z3.is_true(expr):
+            return tm.mkTrue()
+        if z3.is_false(expr):
+            return tm.mkFalse()
+        assert isinstance(expr, z3.ExprRef)
+        decl = expr.decl()
+        op = decl.kind()
+        args = [self.term(child, bound, memo) for child in expr.children()]
+        if op == z3.Z3_OP_UNINTERPRETED:
+            symbol = self.symbol(decl)
+            return tm.mkTerm(kind.APPLY_UF, symbol, *args) if args else symbol
+        if op not in self.ops:
+            raise TranslationError(f"cvc5 cross-check: operator {decl.name()!r} (z3 kind {op}) is not translated")
+        if op in (z3.Z3_OP_ADD, z3.Z3_OP_MUL, z3.Z3_OP_AND, z3.Z3_OP_OR) and len(args) == 1:
+            return args[0]  # z3 allows a unary sum or conjunction; cvc5 needs two children
+        if op in (z3.Z3_OP_AND, z3.Z3_OP_OR) and not args:
+            return tm.mkTrue() if op == z3.Z3_OP_AND else tm.mkFalse()
+        return tm.mkTerm(self.ops[op], *args)
+
+
+def cross_check(
+    claim: BoolTerm | bool, *, hypotheses: Sequence[BoolTerm] = (), rlimit: int = DEFAULT_CVC5_RLIMIT
+) -> Verdict:
+    """Decide ``hypotheses => claim`` with cvc5 (the second solver): proved, refuted (no model is read) or
+    unknown with cvc5's reason. Deterministic: cvc5's default seed and its ``rlimit-per`` resource limit."""
+    if rlimit < 1:
+        raise ValueError(f"rlimit must be an int >= 1 (cvc5 resource units), got {rlimit}")
+    cvc5 = _cvc5()
+    tm = cvc5.TermManager()
+    solver = cvc5.Solver(tm)
+    solver.setOption("rlimit-per", str(rlimit))
+    solver.setLogic("ALL")
+    translate = _ToCvc5(tm)
+    start = time.perf_counter()
+    try:
+        memo: dict[int, Any] = {}
+        for hypothesis in hypotheses:
+            solver.assertFormula(translate.term(hypothesis, (), memo))
+        negated = z3.Not(z3.BoolVal(claim) if isinstance(claim, bool) else claim)
+        solver.assertFormula(translate.term(negated, (), memo))
+    except TranslationError as exc:
+        return Verdict(Status.UNKNOWN, time.perf_counter() - start, reason=str(exc))
+    result = solver.checkSat()
+    seconds = time.perf_counter() - start
+    if result.isUnsat():
+        return Verdict(Status.PROVED, seconds)
+    if result.isSat():
+        return Verdict(Status.REFUTED, seconds, reason="cvc5: sat (a counterexample exists)")
+    explanation = result.getUnknownExplanation()
+    why = getattr(explanation, "name", str(explanation)).lower()  # e.g. "resourceout", "incomplete"
+    return Verdict(Status.UNKNOWN, seconds, reason=f"cvc5: {why} (rlimit-per={rlimit})")

@@ -3,6 +3,10 @@
 Exit 0 only when every theorem is proved; 1 when one is refuted (a minimal counterexample is printed and
 replayed through the reference) or unknown (the solver's reason is printed; unknown is a failure);
 2 on bad usage (an unknown --only name lists the valid names).
+
+``--cross-check cvc5`` re-decides every proved query with cvc5 and ``--seeds N`` re-runs every query under
+z3 seeds 1..N: a disagreement or an unstable query also exits 1; a query cvc5 cannot decide is listed as
+"not cross-checked" with its reason and does not fail the run.
 """
 
 from __future__ import annotations
@@ -11,7 +15,10 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cpgraph.proofs.run import ObligationResult, Opinions
 
 USAGE_ERROR = 2
 DEFAULT_CP_MAX = 64
@@ -24,6 +31,16 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be an int >= 1, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be an int >= 1, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an int >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an int >= 0, got {value}")
     return value
 
 
@@ -48,6 +65,15 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--jobs", type=_positive, default=None, metavar="N", help="worker processes (default: CPUs)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument(
+        "--cross-check", choices=("cvc5",), default=None, metavar="SOLVER",
+        help="re-check every proved query with a second solver (cvc5); a disagreement exits 1, a query it cannot "
+        "decide is reported as not cross-checked",
+    )
+    parser.add_argument(
+        "--seeds", type=_non_negative, default=0, metavar="N",
+        help="re-run every query under z3 random seeds 1..N and report unstable queries (they exit 1)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -80,9 +106,9 @@ def _table(rows: list[list[str]]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cpgraph.proofs.check import Status
+    from cpgraph.proofs.check import Status, cvc5_available
     from cpgraph.proofs.registry import BY_NAME, OBLIGATIONS
-    from cpgraph.proofs.run import run_obligations
+    from cpgraph.proofs.run import Opinions, run_obligations
 
     names: list[str] = args.only or []
     unknown = [n for n in names if n not in BY_NAME]
@@ -93,11 +119,16 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return USAGE_ERROR
+    if args.cross_check == "cvc5" and not cvc5_available():
+        print("cpgraph prove: error: --cross-check cvc5 needs the cvc5 package (pip install cvc5)", file=sys.stderr)
+        return USAGE_ERROR
+    opinions = Opinions(cross_check=args.cross_check, seeds=args.seeds)
     chosen = [BY_NAME[n] for n in dict.fromkeys(names)] if names else list(OBLIGATIONS)
     start = time.perf_counter()
-    results = run_obligations(chosen, cp_max=args.cp_max, jobs=args.jobs, progress=_Progress())
+    results = run_obligations(chosen, cp_max=args.cp_max, jobs=args.jobs, progress=_Progress(), opinions=opinions)
     wall = time.perf_counter() - start
     proved = all(r.status is Status.PROVED for r in results)
+    trusted = all(r.trusted for r in results)  # proved, and no disagreement or unstable query
     slowest = max(results, key=lambda r: r.slowest[1])
     if args.json:
         print(
@@ -108,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
                     "wall_seconds": round(wall, 3),
                     "queries": sum(r.queries for r in results),
                     "slowest_query": {"theorem": slowest.name, "query": slowest.slowest[0], "seconds": round(slowest.slowest[1], 4)},
+                    **({"second_opinions": _opinions_json(opinions, results, trusted)} if opinions.active else {}),
                     "theorems": [
                         {
                             "name": r.name,
@@ -127,6 +159,7 @@ def run(args: argparse.Namespace) -> int:
                                 }
                                 for f in r.failures
                             ],
+                            **({"second_opinions": _theorem_opinions_json(r)} if opinions.active else {}),
                         }
                         for r in results
                     ],
@@ -134,21 +167,99 @@ def run(args: argparse.Namespace) -> int:
                 indent=2,
             )
         )
-        return 0 if proved else 1
+        return 0 if proved and trusted else 1
     rows = [["theorem", "scope", "verdict", "queries", "seconds", "slowest query"]]
+    if opinions.active:
+        rows[0] += ["cross-check", "seeds"]
     for r in results:
         rows.append(
             [r.name, r.scope, r.status.value, str(r.queries), f"{r.seconds:.2f}", f"{r.slowest[0]} {r.slowest[1]:.3f}s"]
         )
+        if opinions.active:
+            rows[-1] += [_cross_cell(opinions, r), _seed_cell(opinions, r)]
     print(_table(rows))
     for r in results:
         if r.failures:
             print(f"\n{r.name}: {r.status.value}")
             for failure in r.failures:
                 print(failure.render())
+    if opinions.active:
+        print(_opinions_text(opinions, results))
     verdict = "all proved" if proved else "NOT all proved"
     print(
         f"\n{len(results)} theorems, {sum(r.queries for r in results)} queries, cp_size 1..{args.cp_max}: {verdict} "
         f"in {wall:.1f} s (slowest query: {slowest.name} {slowest.slowest[0]}, {slowest.slowest[1]:.3f} s)"
     )
-    return 0 if proved else 1
+    return 0 if proved and trusted else 1
+
+
+def _cross_cell(opinions: Opinions, r: ObligationResult) -> str:
+    from cpgraph.proofs.run import NoteKind
+
+    if opinions.cross_check is None:
+        return "off"
+    disagree, skipped = len(r.noted(NoteKind.DISAGREEMENT)), len(r.noted(NoteKind.NOT_CROSS_CHECKED))
+    cell = f"{r.cross_checked} agree"
+    if disagree:
+        cell += f", {disagree} DISAGREE"
+    if skipped:
+        cell += f", {skipped} not cross-checked"
+    return cell
+
+
+def _seed_cell(opinions: Opinions, r: ObligationResult) -> str:
+    from cpgraph.proofs.run import NoteKind
+
+    if not opinions.seeds:
+        return "off"
+    unstable = len(r.noted(NoteKind.UNSTABLE))
+    return f"{unstable} UNSTABLE of {r.queries}" if unstable else f"stable x{opinions.seeds}"
+
+
+_NOTE_TITLES = {
+    "disagreement": "cross-check disagreements (z3 proved, the second solver refutes)",
+    "not_cross_checked": "not cross-checked (the second solver gave up; z3's proof stands alone)",
+    "unstable": "unstable queries (another z3 seed gives another verdict)",
+}
+
+
+def _opinions_text(opinions: Opinions, results: list[ObligationResult]) -> str:
+    from cpgraph.proofs.run import NoteKind
+
+    checked = sum(r.cross_checked for r in results)
+    seconds = sum(r.opinion_seconds for r in results)
+    lines = [
+        f"\nsecond opinions: cross-check {opinions.cross_check or 'off'} ({checked} queries agree), "
+        f"seeds 1..{opinions.seeds} ({sum(r.seed_runs for r in results)} extra z3 runs), {seconds:.1f} s solver time"
+    ]
+    for kind in NoteKind:
+        notes = [(r.name, n) for r in results for n in r.noted(kind)]
+        if notes:
+            lines.append(f"{_NOTE_TITLES[kind.value]}: {len(notes)}")
+            lines.extend(f"  {name} {note.label}: {note.detail}" for name, note in notes)
+    return "\n".join(lines)
+
+
+def _theorem_opinions_json(r: ObligationResult) -> dict[str, Any]:
+    from cpgraph.proofs.run import NoteKind
+
+    return {
+        "cross_checked": r.cross_checked,
+        "seed_runs": r.seed_runs,
+        **{kind.value: [{"query": n.label, "detail": n.detail} for n in r.noted(kind)] for kind in NoteKind},
+    }
+
+
+def _opinions_json(opinions: Opinions, results: list[ObligationResult], trusted: bool) -> dict[str, Any]:
+    from cpgraph.proofs.run import NoteKind
+
+    return {
+        "cross_check": opinions.cross_check,
+        "seeds": opinions.seeds,
+        "cvc5_rlimit": opinions.cvc5_rlimit if opinions.cross_check else None,
+        "trusted": trusted,
+        "cross_checked": sum(r.cross_checked for r in results),
+        "seed_runs": sum(r.seed_runs for r in results),
+        "seconds": round(sum(r.opinion_seconds for r in results), 3),
+        **{kind.value: sum(len(r.noted(kind)) for r in results) for kind in NoteKind},
+    }

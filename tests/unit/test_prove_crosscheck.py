@@ -1,0 +1,140 @@
+"""Second opinions on `cpgraph prove`: the cvc5 cross-check and the z3 seed sweep.
+
+The translation to cvc5 covers every operator the theorems use (quantifiers and uninterpreted functions
+included); a disagreement and an unstable query are failures that name the query; a query cvc5 cannot
+decide is reported as not cross-checked with its reason. The last test is the CI run: the whole registry at
+a small scope, cross-checked by cvc5 and swept over two seeds.
+"""
+
+import json
+
+import pytest
+import z3
+
+from cpgraph.cli import main
+from cpgraph.proofs import run as prove_run
+from cpgraph.proofs.check import Status, Verdict, check, cross_check
+from cpgraph.proofs.run import NoteKind, Opinions, run_queries
+from cpgraph.proofs.obligation import Query
+
+
+def test_cvc5_proves_a_valid_claim_and_refutes_a_false_one() -> None:
+    x, y = z3.Ints("x y")
+    assert cross_check(x + y >= y, hypotheses=[x >= 0]).status is Status.PROVED
+    assert cross_check(x + y > y, hypotheses=[x >= 0]).status is Status.REFUTED
+
+
+def test_every_operator_the_theorems_use_is_translated() -> None:
+    x, y = z3.Ints("x y")
+    b = z3.Bool("b")
+    terms = z3.And(
+        z3.Sum([x]) == x,  # z3 keeps a unary sum; cvc5 needs two children
+        z3.If(b, x, y) - (-y) == z3.If(b, x, y) + y,
+        (3 * x) / 3 == x, (3 * x + 1) % 3 == 1, z3.Distinct(x, x + 1),
+        z3.Implies(x < y, z3.Or(x <= y, b)), z3.Xor(b, z3.Not(b)), x > x - 1, x >= x,
+    )
+    assert cross_check(terms).status is Status.PROVED
+
+
+def test_quantifiers_and_uninterpreted_functions_are_translated_with_their_bound_variables() -> None:
+    listed = z3.Function("listed", z3.IntSort(), z3.BoolSort())
+    x, y, n = z3.Ints("x y n")
+    # Nested binders: de Bruijn indices must map to the right variables.
+    every_pair = z3.ForAll([x], z3.ForAll([y], z3.Implies(z3.And(listed(x), listed(y)), x - y <= n)))
+    claim = z3.Implies(z3.And(every_pair, listed(5), listed(0)), n >= 5)
+    assert cross_check(claim).status is Status.PROVED
+    wrong = z3.Implies(z3.And(every_pair, listed(5), listed(0)), n >= 6)
+    assert cross_check(wrong).status is not Status.PROVED
+    exists = z3.Exists([x], z3.And(listed(x), x > n))
+    assert cross_check(z3.Implies(z3.And(exists, n >= 0), z3.Exists([y], z3.And(listed(y), y > 0)))).proved
+
+
+def test_an_exhausted_cvc5_limit_is_unknown_with_the_reason_and_the_limit() -> None:
+    x, y, z = z3.Ints("x y z")
+    hard = z3.Implies(z3.And(x > 1, y > 1, z > 1), x * x * x + y * y * y != z * z * z)
+    verdict = cross_check(hard, rlimit=1_000)
+    assert verdict.status is Status.UNKNOWN and "rlimit-per=1000" in verdict.reason and "cvc5" in verdict.reason
+
+
+def test_an_untranslated_operator_is_unknown_naming_it_never_a_silent_pass() -> None:
+    r = z3.Real("r")
+    verdict = cross_check(r + 1 > r)
+    assert verdict.status is Status.UNKNOWN and "Real" in verdict.reason
+
+
+def test_seeds_change_no_verdict_of_a_stable_query_and_reject_a_negative_seed() -> None:
+    x, y = z3.Ints("x y")
+    assert {check(2 * x + 4 * y != 7, seed=s).status for s in range(4)} == {Status.PROVED}
+    with pytest.raises(ValueError, match="seed must be"):
+        check(True, seed=-1)
+
+
+def _queries() -> tuple[Query, ...]:
+    x = z3.Int("x")
+    return (Query("first", x * x >= 0, ()), Query("second", x + 1 > x, (x >= 0,)))
+
+
+def test_a_disagreement_is_a_failure_naming_the_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refutes(claim: object, **kwargs: object) -> Verdict:
+        return Verdict(Status.REFUTED, 0.0, reason="cvc5: sat")
+
+    monkeypatch.setattr(prove_run, "cross_check", refutes)
+    result = run_queries("t", 1, _queries(), "P=1", opinions=Opinions(cross_check="cvc5"))
+    assert result.failure is None and result.cross_checked == 0
+    assert [(n.label, n.kind) for n in result.notes] == [
+        ("P=1 first", NoteKind.DISAGREEMENT), ("P=1 second", NoteKind.DISAGREEMENT)
+    ]
+    assert all(n.fails for n in result.notes)
+
+
+def test_a_cvc5_unknown_is_not_cross_checked_with_its_reason_and_not_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    def gives_up(claim: object, **kwargs: object) -> Verdict:
+        return Verdict(Status.UNKNOWN, 0.0, reason="cvc5: resourceout (rlimit-per=5)")
+
+    monkeypatch.setattr(prove_run, "cross_check", gives_up)
+    result = run_queries("t", 1, _queries()[:1], "P=1", opinions=Opinions(cross_check="cvc5"))
+    (note,) = result.notes
+    assert note.kind is NoteKind.NOT_CROSS_CHECKED and "resourceout" in note.detail and not note.fails
+
+
+def test_a_seed_that_changes_a_verdict_marks_the_query_unstable(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = prove_run.check
+
+    def flaky(claim: z3.BoolRef, **kwargs: object) -> Verdict:
+        if kwargs.get("seed") == 2:
+            return Verdict(Status.UNKNOWN, 0.0, reason="canceled (rlimit=1)")
+        return real(claim, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(prove_run, "check", flaky)
+    result = run_queries("t", 1, _queries(), "P=1", opinions=Opinions(seeds=3))
+    assert result.seed_runs == 6
+    assert [n.label for n in result.notes] == ["P=1 first", "P=1 second"]
+    assert all(n.kind is NoteKind.UNSTABLE and "seed 2: unknown" in n.detail for n in result.notes)
+
+
+def test_opinions_reject_bad_settings() -> None:
+    with pytest.raises(ValueError, match="cross_check must be"):
+        Opinions(cross_check="yices")
+    with pytest.raises(ValueError, match="seeds must be"):
+        Opinions(seeds=-1)
+
+
+@pytest.mark.parametrize("argv", [["prove", "--cross-check", "yices"], ["prove", "--seeds", "-1"]])
+def test_bad_second_opinion_flags_exit_2(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+
+
+def test_ci_the_registry_is_cross_checked_by_cvc5_and_stable_over_two_seeds(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["prove", "--json", "--cp-max", "4", "--jobs", "2", "--cross-check", "cvc5", "--seeds", "2"])
+    report = json.loads(capsys.readouterr().out)
+    opinions = report["second_opinions"]
+    assert report["proved"] is True and opinions["trusted"] is True and code == 0
+    assert opinions["disagreement"] == 0 and opinions["unstable"] == 0
+    assert opinions["seed_runs"] == 2 * report["queries"]
+    # cvc5 decides almost every query itself; the few it gives up on are listed with cvc5's reason.
+    assert opinions["cross_checked"] + opinions["not_cross_checked"] == report["queries"]
+    assert opinions["cross_checked"] >= 0.95 * report["queries"]
+    for theorem in report["theorems"]:
+        assert all("cvc5:" in note["detail"] for note in theorem["second_opinions"]["not_cross_checked"])
