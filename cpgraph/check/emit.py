@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+import subprocess
+import sys
+import tempfile
 
 from cpgraph.check.invariants import CLAIMS
 from cpgraph.check.report import Violation
@@ -13,25 +17,96 @@ def _name(text: str) -> str:
     return re.sub(r"\W+", "_", text).strip("_").lower() or "policy"
 
 
-def regression_test(target: str, violations: tuple[Violation, ...], *, strategy: str = "zigzag", root: str | None = None) -> str:
-    """Source of a pytest module with one test per violation. Each imports the policy by ``target``
-    (MODULE:ATTR, with ``root`` put on sys.path as the check did) and asserts the invariant on the
-    minimised batch: it fails while the bug is there and passes once the policy is fixed."""
-    if not violations:
-        raise ValueError("regression_test needs at least one violation; the policy passed, there is nothing to pin")
-    base = os.path.abspath(root if root is not None else os.getcwd())
+def _is_path(module: str) -> bool:
+    return module.endswith(".py") or os.sep in module or (os.altsep is not None and os.altsep in module)
+
+
+def importable_anywhere(module: str) -> bool:
+    """Can ``module`` be imported by name from a directory other than this one (installed, or on
+    PYTHONPATH)? Asked of a fresh interpreter started in an empty temporary directory."""
+    top = module.split(".")[0]
+    with tempfile.TemporaryDirectory() as empty:
+        result = subprocess.run(
+            [sys.executable, "-c", f"import importlib.util, sys; sys.exit(importlib.util.find_spec({top!r}) is None)"],
+            cwd=empty, capture_output=True, timeout=60,
+        )
+    return result.returncode == 0
+
+
+def _module_root(module: str) -> str | None:
+    """The sys.path entry ``module`` was imported from (its file less the dotted parts), or None."""
+    loaded = sys.modules.get(module)
+    origin = getattr(loaded, "__file__", None)
+    if origin is None:
+        spec = importlib.util.find_spec(module)
+        origin = spec.origin if spec is not None else None
+    if not origin:
+        return None
+    path = os.path.abspath(origin)
+    parts = module.split(".")
+    if os.path.basename(path) == "__init__.py":
+        path = os.path.dirname(path)
+    else:
+        path = os.path.splitext(path)[0]
+    for _ in parts:
+        path = os.path.dirname(path)
+    return path
+
+
+def policy_import(target: str, test_dir: str) -> tuple[list[str], str]:
+    """The emitted test's lines that make the policy importable, and the POLICY expression: by module
+    name when it imports from anywhere; else by a path relative to the test file (never absolute)."""
+    module, sep, attr = target.partition(":")
+    if _is_path(module):
+        rel = os.path.relpath(os.path.abspath(module), test_dir)
+        return [], f"os.path.join(HERE, {rel!r}){f' + {sep + attr!r}' if sep else ''}"
+    if importable_anywhere(module):
+        return [], repr(target)
+    root = _module_root(module)
+    if root is None:
+        return [], repr(target)
+    rel = os.path.relpath(root, test_dir)
     lines = [
-        f'"""Regression tests emitted by `cpgraph check {target}`: one minimised counterexample per broken invariant."""',
-        "",
-        "import sys",
-        "",
-        f"ROOT = {base!r}  # where `cpgraph check` ran; MODULE is imported from there, as the check did",
+        f"ROOT = os.path.normpath(os.path.join(HERE, {rel!r}))  # where {module} imports from, relative to this file",
         "if ROOT not in sys.path:",
         "    sys.path.insert(0, ROOT)",
+    ]
+    return lines, repr(target)
+
+
+def _test_stem(target: str) -> str:
+    module, _, attr = target.partition(":")
+    if attr:
+        return _name(attr.split(".")[-1] if attr not in ("policy", "selector") else f"{_stem(module)}_{attr}")
+    return _name(_stem(module))
+
+
+def _stem(module: str) -> str:
+    return os.path.splitext(os.path.basename(module))[0] if _is_path(module) else module.split(".")[-1]
+
+
+def regression_test(target: str, violations: tuple[Violation, ...], *, strategy: str = "zigzag", test_path: str | None = None) -> str:
+    """Source of a pytest module with one test per violation. Each imports the policy ``target``
+    (MODULE:ATTR) by module name when that imports from anywhere, else by a path relative to the test
+    file (``test_path``, default ./test_regression.py), and asserts the invariant on the minimised batch:
+    it fails while the bug is there and passes once the policy is fixed. No absolute path is written."""
+    if not violations:
+        raise ValueError("regression_test needs at least one violation; the policy passed, there is nothing to pin")
+    test_dir = os.path.dirname(os.path.abspath(test_path if test_path is not None else "test_regression.py"))
+    setup, policy_expr = policy_import(target, test_dir)
+    shown = target if not _is_path(target.partition(":")[0]) else os.path.basename(target)
+    lines = [
+        f'"""Regression tests emitted by `cpgraph check {shown}`: one minimised counterexample per broken invariant."""',
+        "",
+        "import os",
+        "import sys",
+        "",
+        "HERE = os.path.dirname(os.path.abspath(__file__))",
+        *setup,
         "",
         "from cpgraph.check import Batch, ask, judge, load_policy  # noqa: E402",
         "",
-        f"POLICY = {target!r}",
+        f"POLICY = {policy_expr}",
         f"STRATEGY = {strategy!r}",
         "",
         "",
@@ -49,7 +124,7 @@ def regression_test(target: str, violations: tuple[Violation, ...], *, strategy:
         lines += [
             "",
             "",
-            f"def test_{_name(target)}_keeps_{v.invariant}() -> None:",
+            f"def test_{_test_stem(target)}_keeps_{v.invariant}() -> None:",
             f'    """{v.invariant}: {CLAIMS[v.invariant]}."""',
             "    batch = Batch(",
             f"        cp_size={b.cp_size},",
@@ -70,7 +145,7 @@ def regression_test(target: str, violations: tuple[Violation, ...], *, strategy:
 
 def write_regression_test(path: str, target: str, violations: tuple[Violation, ...], *, strategy: str = "zigzag") -> str:
     """Write the regression test to ``path`` (parent folders created); returns the path."""
-    source = regression_test(target, violations, strategy=strategy)
+    source = regression_test(target, violations, strategy=strategy, test_path=path)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cpgraph.check.batch import Batch
+from cpgraph.check.calls import CallStop, last_traceback
 from cpgraph.check.invariants import CLAIMS, SAFETY, Spec
 from cpgraph.check.protocol import RankAnswer
 
@@ -25,6 +26,11 @@ class Violation:
     phase: str
     found_after: int  # batches checked when it was first seen
     original: Batch  # the batch as first found, before minimising
+    policy_traceback: str = ""  # the policy's own frames when a call it made raised (see calls.py)
+
+    def __post_init__(self) -> None:
+        if not self.policy_traceback:  # taken where the answers were asked, so it travels with the record
+            object.__setattr__(self, "policy_traceback", _traceback_of(self.answers))
 
     @property
     def detail(self) -> str:
@@ -63,10 +69,32 @@ class Violation:
                 f"  (minimised from {len(self.original.extend_seq_lens)} requests, {self.original.num_tokens} tokens, "
                 f"cp_size={self.original.cp_size}; found after {self.found_after} batches, {self.phase})"
             )
-        return "\n".join(lines[:MAX_LINES])
+        text = "\n".join(lines[:MAX_LINES])
+        if self.policy_traceback:
+            text += "\n" + self.policy_traceback
+        return text
 
     def to_json(self) -> dict[str, Any]:
-        return {"invariant": self.invariant, "counterexample": self.batch.to_json(), "detail": self.why}
+        data = {"invariant": self.invariant, "counterexample": self.batch.to_json(), "detail": self.why}
+        if self.policy_traceback:
+            data["policy_traceback"] = self.policy_traceback
+        return data
+
+
+def _traceback_of(answers: tuple[RankAnswer, ...]) -> str:
+    """The first relevant exception the policy raised on these answers, with its own frames: admit or
+    local_rows raising, or replay_bucket raising after admit said True (a refusal is no error)."""
+    for a in answers:
+        for method, error, relevant in (
+            ("admit", a.admit_error, True),
+            ("replay_bucket", a.replay_error, a.admit is True),
+            ("local_rows", a.rows_error, True),
+        ):
+            if relevant and error is not None:
+                tb = last_traceback(method, a.rank, error)
+                if tb:
+                    return f"  {method} raised on rank {a.rank}; the policy's traceback:\n" + tb
+    return ""
 
 
 @dataclass(frozen=True)
@@ -79,11 +107,12 @@ class CheckReport:
     seconds: float
     checked: tuple[str, ...]
     phases: tuple[tuple[str, int], ...]  # batches checked per input phase
-    stopped: str  # why the search ended: 'budget', 'all violated', 'grace after violation', 'exhausted'
+    stopped: str  # why the search ended: 'budget', 'all violated', 'grace after violation', 'exhausted', 'policy call'
+    stop: CallStop | None = None  # a policy call that ended the check (hung, exited, interrupted)
 
     @property
     def ok(self) -> bool:
-        return not self.violations
+        return not self.violations and self.stop is None
 
     @property
     def invariants(self) -> tuple[str, ...]:
@@ -97,17 +126,22 @@ class CheckReport:
         return next((v for v in self.violations if v.invariant == invariant), None)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "ok": self.ok,
             "violations": [v.to_json() for v in self.violations],
             "cases": self.cases,
             "seconds": round(self.seconds, 3),
         }
+        if self.stop is not None:
+            data["policy_call"] = self.stop.to_json()
+        return data
 
     def json(self) -> str:
         return json.dumps(self.to_json())
 
     def text(self) -> str:
+        if self.stop is not None:
+            return f"cpgraph check {self.policy}: FAILED - {self.stop.text()}"
         head = (
             f"cpgraph check {self.policy}: {'OK' if self.ok else 'FAILED'} - {self.cases} batches in "
             f"{self.seconds:.1f} s ({self.rate_per_minute:,.0f}/min; stopped: {self.stopped}); "
@@ -116,3 +150,41 @@ class CheckReport:
         if self.ok:
             return head
         return "\n\n".join([head] + [v.text() for v in self.violations])
+
+
+    def markdown(self) -> str:
+        """A pull-request comment: verdict, one row per checked invariant, the counterexamples."""
+        from cpgraph.output import md_table
+
+        verdict = "✅ every checked invariant held" if self.ok else "❌ FAILED"
+        out = [f"### cpgraph check `{self.policy}` — {verdict}", ""]
+        if self.stop is not None:
+            out += ["```", self.stop.text(), "```"]
+            return "\n".join(out) + "\n"
+        rows = [["invariant", "verdict", "claim"]]
+        broken = {v.invariant for v in self.violations}
+        rows += [[f"`{inv}`", "**violated**" if inv in broken else "held", CLAIMS[inv]] for inv in self.checked]
+        out += [md_table(rows), ""]
+        for v in self.violations:
+            out += [f"<details><summary><code>{v.invariant}</code> counterexample</summary>", "", "```", v.text(), "```", "</details>"]
+        out += ["", f"<sub>{self.cases} batches in {self.seconds:.1f} s; stopped: {self.stopped}</sub>"]
+        return "\n".join(out) + "\n"
+
+    def junit(self) -> str:
+        """JUnit XML: one testcase per checked invariant (and one for the policy call that stopped the check)."""
+        from cpgraph.output import Case, junit
+
+        broken = {v.invariant: v for v in self.violations}
+        cases = []
+        for inv in self.checked:
+            v = broken.get(inv)
+            if v is None:
+                cases.append(Case(inv, f"cpgraph.check.{self.policy}"))
+            else:
+                cases.append(Case(inv, f"cpgraph.check.{self.policy}", "failure", 0.0, v.why, v.text()))
+        if self.stop is not None:
+            cases.append(Case("policy_calls", f"cpgraph.check.{self.policy}", "failure", 0.0, self.stop.line(), self.stop.text()))
+        return junit(f"cpgraph check {self.policy}", cases, seconds=self.seconds)
+
+    def render(self, fmt: str) -> str:
+        return {"text": self.text, "json": self.json, "md": self.markdown, "junit": self.junit}[fmt]()

@@ -19,6 +19,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from cpgraph.check.batch import Batch
+from cpgraph.check.calls import PolicyStop, bound, session
 from cpgraph.check.generate import cases
 from cpgraph.check.invariants import INVARIANTS, judge, spec_for
 from cpgraph.check.minimize import minimize, size
@@ -132,6 +133,9 @@ def _child(policy: Policy, opts: CheckOptions, start: float, shared: Any, conn: 
     try:
         partial = _search(policy, opts, start=start, shared=shared, shard=1, shards=2, progress=None)
         conn.send(_portable(partial))
+    except PolicyStop as stop:  # a hung or misbehaving call: end the parent's search too, and tell it why
+        shared[_STOP] = 0.0
+        conn.send(stop)
     except BaseException:  # the parent keeps its own share; nothing to report from here
         pass
     finally:
@@ -150,6 +154,7 @@ def _can_fork() -> bool:
 def run_check(policy: Policy, opts: CheckOptions, progress: Callable[[str], None] | None = None, *, workers: int | None = None) -> CheckReport:
     """The search behind ``check_policy`` (options already validated)."""
     start = time.perf_counter()
+    policy = bound(policy)  # every policy call bounded and judged (cpgraph/check/calls.py)
     if workers is None:
         shards = 2 if _can_fork() else 1
     else:
@@ -163,15 +168,25 @@ def run_check(policy: Policy, opts: CheckOptions, progress: Callable[[str], None
         proc = ctx.Process(target=_child, args=(policy, opts, start, shared, child_conn), daemon=True)
         proc.start()
         child_conn.close()
-    mine = _search(policy, opts, start=start, shared=shared, shard=0, shards=shards, progress=progress)
+    try:
+        mine = _search(policy, opts, start=start, shared=shared, shard=0, shards=shards, progress=progress)
+    except BaseException:  # a PolicyStop or an interrupt: the other search ends with this one
+        if proc is not None:
+            proc.terminate()
+        raise
     parts = [mine]
     if proc is not None and conn is not None:
         shared[_STOP] = min(shared[_STOP], time.perf_counter())  # this share is done: end the other one
         if conn.poll(opts.minimize_s + 5.0):
             try:
-                parts.append(conn.recv())
+                received = conn.recv()
             except (EOFError, OSError, pickle.UnpicklingError):
-                pass
+                received = None
+            if isinstance(received, PolicyStop):
+                proc.join(timeout=2)
+                raise received
+            if received is not None:
+                parts.append(received)
         conn.close()
         if proc.is_alive():
             proc.terminate()
@@ -194,7 +209,14 @@ def run_check(policy: Policy, opts: CheckOptions, progress: Callable[[str], None
     )
 
 
-def check_policy(policy: object, *, progress: Callable[[str], None] | None = None, workers: int | None = None, **options: Any) -> CheckReport:
+def check_policy(
+    policy: object,
+    *,
+    progress: Callable[[str], None] | None = None,
+    workers: int | None = None,
+    call_timeout_s: float = 10.0,
+    **options: Any,
+) -> CheckReport:
     """Check ``policy`` (a module, an instance, or a 'MODULE:ATTR' string) against every invariant.
 
     Options (see CheckOptions): cp_sizes=(1, 2, 4, 8), strategy='zigzag', max_requests=3,
@@ -202,10 +224,12 @@ def check_policy(policy: object, *, progress: Callable[[str], None] | None = Non
     safety_only=False, invariants=None (all), max_padding_factor=2, seed=0, grace_s=1.0,
     minimize_s=1.0, boundary=True. ``workers``: 1 or 2 search processes (default 2 where fork is safe).
     Raises TypeError/ValueError on bad options or a policy without the protocol, ImportError when a
-    'MODULE:ATTR' cannot be imported.
+    'MODULE:ATTR' cannot be imported. Each policy call runs under ``call_timeout_s`` (main thread); a
+    hung or misbehaving call raises cpgraph.check.calls.PolicyStop naming the call and the batch.
     """
     opts = make_options(**options)
     if workers is not None and workers not in (1, 2):
         raise ValueError(f"workers must be 1 or 2 (search processes), got {workers!r}")
     resolved = load_policy(policy) if isinstance(policy, str) else as_policy(policy)
-    return run_check(resolved, opts, progress, workers=workers)
+    with session(call_timeout_s):
+        return run_check(resolved, opts, progress, workers=workers)

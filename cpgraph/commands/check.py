@@ -1,7 +1,8 @@
 """``cpgraph check MODULE:ATTR``: check a bucket-selection policy against every invariant.
 
-Exit 0 when every checked invariant holds within the budget, 1 on a violation, 2 on a usage or
-import error (the reason on stderr).
+Exit 0 when every checked invariant holds within the budget; 1 on a violation, or a policy call that
+hung (--call-timeout-s), exited or raised KeyboardInterrupt; 2 on a usage or import error, or a policy
+that breaks the protocol (signature, answer types); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -12,40 +13,46 @@ import os
 import sys
 from typing import Any
 
-USAGE_ERROR = 2
+from cpgraph.output import (
+    FOUND, OK, USAGE, Output, UsageError, add_output_flags, bounded_int, bounded_seconds, writable_file,
+)
+
+MAX_CP_SIZE = 64  # one batch asks every rank
+MAX_REQUESTS = 1024
+MAX_TOKENS = 1 << 20  # the random phase's capture lists reach 4x this
+MAX_BUDGET_S = 7 * 24 * 3600.0
+MAX_CALL_TIMEOUT_S = 3600.0
 
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "check",
         help="check a bucket-selection policy (admit/replay_bucket[/local_rows]) against the invariants",
-        description=(
-            "Ask every rank of MODULE:ATTR about boundary, exhaustive small and random batches; report each "
-            "broken invariant with a minimised counterexample. Exit 0: all hold; 1: a violation; 2: usage error."
-        ),
+        description=(__doc__ or "").split("\n", 1)[1].strip(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("target", metavar="MODULE:ATTR", help="policy to import, e.g. reference.policy or mypkg.sel:policy (MODULE may be a .py path)")
-    parser.add_argument("--cp-sizes", default="1,2,4,8", help="comma-separated cp_size values (default 1,2,4,8)")
+    parser.add_argument("--cp-sizes", default="1,2,4,8", help=f"comma-separated cp_size values in 1..{MAX_CP_SIZE} (default 1,2,4,8)")
     parser.add_argument("--strategy", default="zigzag", help="layout strategy: zigzag, interleave or contiguous (default zigzag)")
-    parser.add_argument("--max-requests", type=int, default=3, help="most requests in a batch (default 3)")
-    parser.add_argument("--max-tokens", type=int, default=4096, help="most tokens in a batch (default 4096)")
+    parser.add_argument("--max-requests", type=bounded_int("--max-requests", 1, MAX_REQUESTS), default=3,
+                        help=f"most requests in a batch, 1..{MAX_REQUESTS} (default 3)")
+    parser.add_argument("--max-tokens", type=bounded_int("--max-tokens", 2, MAX_TOKENS), default=4096,
+                        help=f"most tokens in a batch, 2..{MAX_TOKENS} (default 4096)")
     parser.add_argument(
         "--capacities",
         default="captured,headroom:2,arbitrary",
         help="capacity tables, comma-separated: captured, headroom:R, arbitrary (default all three)",
     )
-    parser.add_argument("--budget-s", type=float, default=30.0, help="search budget in seconds (default 30)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random phase (default 0)")
+    parser.add_argument("--budget-s", type=bounded_seconds("--budget-s", MAX_BUDGET_S), default=30.0,
+                        help="search budget in seconds (default 30)")
+    parser.add_argument("--call-timeout-s", type=bounded_seconds("--call-timeout-s", MAX_CALL_TIMEOUT_S), default=10.0,
+                        help="longest one policy call may take; a slower call stops the check as a finding (default 10)")
+    parser.add_argument("--seed", type=bounded_int("--seed", 0, 2**63 - 1), default=0, help="seed of the random phase (default 0)")
     parser.add_argument("--safety-only", action="store_true", help="skip the efficiency invariants")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    add_output_flags(parser)
     parser.add_argument("--emit-test", metavar="PATH", help="write a pytest regression test of the counterexamples")
-    parser.add_argument("--plot", metavar="PATH", help="write a PNG of a counterexample's layout")
+    parser.add_argument("--plot", metavar="FILE.png", help="write a PNG of a counterexample's layout")
     parser.set_defaults(run=run)
-
-
-def _usage(message: str) -> int:
-    print(f"cpgraph check: error: {message}", file=sys.stderr)
-    return USAGE_ERROR
 
 
 def _cp_sizes(text: str) -> tuple[int, ...]:
@@ -55,21 +62,22 @@ def _cp_sizes(text: str) -> tuple[int, ...]:
         raise ValueError(f"--cp-sizes must be comma-separated ints >= 1 (e.g. 1,2,4,8), got {text!r}") from None
     if not sizes or min(sizes) < 1:
         raise ValueError(f"--cp-sizes must be comma-separated ints >= 1 (e.g. 1,2,4,8), got {text!r}")
+    if max(sizes) > MAX_CP_SIZE:
+        raise ValueError(f"--cp-sizes must be ints in 1..{MAX_CP_SIZE} (one batch asks every rank), got {max(sizes)}")
     return sizes
 
 
-def _absolute_target(target: str) -> str:
-    """A .py path in MODULE becomes absolute so the emitted test finds it from anywhere."""
-    module, sep, attr = target.partition(":")
-    if module.endswith(".py") or os.sep in module:
-        return os.path.abspath(module) + sep + attr
-    return target
+def _plot_path(path: str) -> str:
+    """matplotlib appends .png to a name without a suffix; say (and check) the file actually written."""
+    return path if os.path.splitext(path)[1] else path + ".png"
 
 
 def run(args: argparse.Namespace) -> int:
     from cpgraph.check import CheckReport, load_policy, make_options
+    from cpgraph.check.calls import PolicyStop, session
     from cpgraph.check.run import run_check
 
+    out = Output.of(args, "check")
     try:
         options = make_options(
             cp_sizes=_cp_sizes(args.cp_sizes),
@@ -82,37 +90,47 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
         )
     except (TypeError, ValueError) as exc:
-        return _usage(str(exc))
-    target = _absolute_target(args.target)
+        raise UsageError(str(exc)) from None
+    plot = _plot_path(args.plot) if args.plot else None
+    if args.emit_test:
+        writable_file("--emit-test", args.emit_test)
+    if plot:
+        writable_file("--plot", plot)
     try:
-        with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
-            policy = load_policy(target)
+        with contextlib.redirect_stdout(sys.stderr):  # a policy that prints must not break stdout's document
+            policy = load_policy(args.target)
     except (ImportError, TypeError, ValueError) as exc:
-        return _usage(f"cannot load policy {args.target!r}: {exc}")
+        raise UsageError(f"cannot load policy {args.target!r}: {exc}") from None
 
     def progress(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+        if not out.quiet:
+            print(line, file=sys.stderr, flush=True)
 
-    if args.json:  # a policy that prints must not break the one-object contract of stdout
-        with contextlib.redirect_stdout(sys.stderr):
+    try:
+        with session(args.call_timeout_s, hard_exit=True), contextlib.redirect_stdout(sys.stderr):
             report: CheckReport = run_check(policy, options, progress)
-    else:
-        report = run_check(policy, options, progress)
-    if args.json:
-        print(report.json())
-    else:
-        print(report.text())
+    except PolicyStop as stopped:
+        if stopped.stop.protocol_error:
+            raise UsageError(f"protocol error: {stopped.stop.line()}") from None
+        report = CheckReport(policy.name, (), 0, 0.0, tuple(i for i in options.invariants if i in options.checked),
+                             (), "policy call", stopped.stop)
+    out.result(report.render(out.format))
+    if report.stop is not None:
+        return FOUND
     if args.emit_test and report.violations:
         from cpgraph.check.emit import write_regression_test
 
-        write_regression_test(args.emit_test, target, report.violations, strategy=options.strategy)
-        print(f"cpgraph check: wrote regression test {args.emit_test}", file=sys.stderr)
-    if args.plot and report.violations:
+        write_regression_test(args.emit_test, args.target, report.violations, strategy=options.strategy)
+        out.note(f"wrote regression test {args.emit_test}")
+    if plot and report.violations:
         from cpgraph.check.plot import plot_violation
 
         chosen = report.violation("capacity_fit") or report.violations[0]
-        plot_violation(chosen, args.plot, strategy=options.strategy)
-        print(f"cpgraph check: wrote {chosen.invariant} layout plot {args.plot}", file=sys.stderr)
-    if report.ok and (args.emit_test or args.plot):
-        print("cpgraph check: every invariant held; no regression test or plot written", file=sys.stderr)
-    return 0 if report.ok else 1
+        plot_violation(chosen, plot, strategy=options.strategy)
+        out.note(f"wrote {chosen.invariant} layout plot {plot}")
+    if report.ok and (args.emit_test or plot):
+        out.note("every invariant held; no regression test or plot written")
+    return OK if report.ok else FOUND
+
+
+__all__ = ["USAGE", "add_parser", "run"]

@@ -67,8 +67,8 @@ def test_module_without_attr_and_a_file_path_are_accepted(capsys: pytest.Capture
         (["cpgraph.reference.policy", "--capacities", "bogus"], "capacities entry must be captured, headroom:R"),
         (["cpgraph.reference.policy", "--capacities", "headroom:0"], "headroom:R (R an int >= 1)"),
         (["cpgraph.reference.policy", "--strategy", "spiral"], "strategy must be one of zigzag"),
-        (["cpgraph.reference.policy", "--budget-s", "0"], "budget_s must be a number of seconds > 0"),
-        (["cpgraph.reference.policy", "--max-requests", "0"], "max_requests must be an int >= 1"),
+        (["cpgraph.reference.policy", "--budget-s", "0"], "argument --budget-s: must be a number of seconds in (0, 604800], got 0"),
+        (["cpgraph.reference.policy", "--max-requests", "0"], "argument --max-requests: must be an int in 1..1024, got 0"),
         (["cpgraph.reference.policy", "--strategy", "interleave", "--capacities", "headroom:2"], "needs strategy 'zigzag'"),
     ],
 )

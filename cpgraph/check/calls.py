@@ -1,0 +1,360 @@
+"""Every call into a user policy, bounded and judged fairly.
+
+``bound(policy)`` wraps a policy's protocol functions; ``session(call_timeout_s)`` arms them. Inside a
+session each call runs under a per-call timeout, and what the policy does besides answering is judged:
+
+- a call that does not return within the timeout stops the check (``PolicyStop``, kind 'timeout'),
+  naming the call (method, rank) and the batch: a hung selector hangs a server;
+- ``SystemExit`` / ``KeyboardInterrupt`` raised by the policy are findings (kinds 'system_exit',
+  'keyboard_interrupt') that stop the check, never exits of cpgraph; a real Ctrl-C is told apart by the
+  session's SIGINT handler and propagates as ``KeyboardInterrupt``;
+- a signature that cannot take the protocol's keywords, or an answer of the wrong type (admit not a
+  bool, replay_bucket not an int or None, local_rows not a sequence of ints) is a protocol error
+  (kind 'protocol'; the CLI exits 2) naming the method, what it returned and what the protocol requires;
+- any other exception stays an answer (the judge decides what it breaks), and its traceback, trimmed
+  to the policy's own frames, is kept so the report can show it (``last_traceback``).
+
+How a hung call is stopped: a thread cannot be killed, and running every call in another process would
+cost an IPC round trip per call (the check asks hundreds of thousands of calls a minute). So the timer
+is the process's own interval timer (``setitimer(ITIMER_REAL)``, two system calls per policy call):
+when it fires, the SIGALRM handler raises ``CallTimeout`` (a ``BaseException``, so a policy's
+``except Exception`` cannot swallow it) in the policy's frame, on the main thread, and the timer
+re-fires every ``REFIRE_S`` until the call gives up. That stops Python loops, ``time.sleep``, lock and
+socket waits. A policy that swallows every ``BaseException`` in a loop is ended after ``HARD_STOP_FIRES``
+re-fires when the session was opened with ``hard_exit`` (the CLI does): the finding is printed and the
+process exits 1 at once. Calls made outside the main thread (or outside a session) run unbounded.
+The check's second search process (a fork, see run.py) inherits the session; it reports a stop to the
+parent through its pipe and the parent ends the check.
+"""
+
+from __future__ import annotations
+
+import inspect
+import mmap
+import multiprocessing
+import operator
+import os
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from types import FrameType, TracebackType
+from typing import Any
+
+from cpgraph.check.protocol import Policy
+
+REFIRE_S = 0.25  # after the timeout, the timer fires again this often until the call gives up
+HARD_STOP_FIRES = 8  # with hard_exit: after this many ignored fires the process exits 1
+TRACEBACK_FRAMES = 8  # the policy's innermost frames kept in a report
+
+PROTOCOL_REQUIRES = {
+    "admit": "a bool (True: replay a graph; False: run eagerly)",
+    "replay_bucket": "an int bucket from capture_num_tokens (raise, or return None, to refuse)",
+    "local_rows": "a sequence of cp_size ints (the rows on each rank)",
+}
+
+
+@dataclass(frozen=True)
+class CallStop:
+    """Why a policy call stopped the check: which call, on which batch, what happened."""
+
+    kind: str  # 'timeout' | 'system_exit' | 'keyboard_interrupt' | 'protocol'
+    policy: str
+    method: str
+    rank: int | None
+    batch: str  # the batch as keyword arguments
+    detail: str
+    policy_traceback: str = ""  # the policy's frames, when it raised
+
+    @property
+    def protocol_error(self) -> bool:
+        return self.kind == "protocol"
+
+    @property
+    def call(self) -> str:
+        return f"{self.method}(cp_rank={self.rank}, ...)" if self.rank is not None else f"{self.method}(...)"
+
+    def line(self) -> str:
+        """One line: the call, what happened, the batch."""
+        return f"policy {self.policy}: {self.call} {self.detail}; batch: {self.batch}"
+
+    def text(self) -> str:
+        out = self.line()
+        if self.policy_traceback:
+            out += "\n" + self.policy_traceback
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "method": self.method,
+            "cp_rank": self.rank,
+            "batch": self.batch,
+            "detail": self.detail,
+            "policy_traceback": self.policy_traceback,
+        }
+
+
+class PolicyStop(BaseException):
+    """A policy call that ends the check (see CallStop). A BaseException so that ``ask``'s
+    ``except Exception`` (a raising policy is an answer) lets it through."""
+
+    def __init__(self, stop: CallStop) -> None:
+        super().__init__(stop)
+        self.stop = stop
+
+    def __str__(self) -> str:
+        return self.stop.line()
+
+
+class CallTimeout(BaseException):
+    """Raised by the session's SIGALRM handler inside a policy call that ran past its timeout."""
+
+
+@dataclass
+class _Session:
+    timeout_s: float | None = None
+    hard_exit: bool = False
+    depth: int = 0
+    armed: bool = False  # handlers installed in this process's main thread
+    in_call: str = ""  # the call now running (for the hard stop's message)
+    fires: int = 0
+    real_sigint: bool = False
+    owner: int = 0  # pid of the process that opened the session
+    board: mmap.mmap | None = None  # shared with forked search processes: a hard stop's line
+
+
+_STATE = _Session()
+_LAST: dict[tuple[str, int | None], tuple[str, str]] = {}  # (method, rank) -> (error text, trimmed traceback)
+
+
+def _on_alarm(signum: int, frame: FrameType | None) -> None:
+    if not _STATE.in_call:
+        return
+    _STATE.fires += 1
+    if _STATE.hard_exit and _STATE.fires > HARD_STOP_FIRES:
+        line = (
+            f"{_STATE.in_call} did not return within {_STATE.timeout_s:g} s and ignored every attempt to stop it "
+            "(it catches BaseException); the check stopped"
+        )
+        if os.getpid() != _STATE.owner and _STATE.board is not None:
+            # a forked search process: leave the line for the session's process, which stops at its next call
+            data = line.encode()[: len(_STATE.board) - 1]
+            _STATE.board[1 : 1 + len(data)] = data
+            _STATE.board[0] = 1
+            os._exit(1)
+        _hard_stop(line)
+    raise CallTimeout()
+
+
+def _hard_stop(line: str) -> None:
+    """End the process at once with the finding (exit 1): the policy cannot be stopped any other way."""
+    for child in multiprocessing.active_children():
+        child.kill()
+    try:
+        sys.stdout.flush()
+        sys.stderr.write(f"cpgraph check: FAILED - {line}\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(1)
+
+
+def _board_line() -> str:
+    board = _STATE.board
+    if board is None or not board[0]:
+        return ""
+    return bytes(board[1:]).rstrip(b"\0").decode(errors="replace")
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    _STATE.real_sigint = True
+    raise KeyboardInterrupt
+
+
+def real_interrupt() -> bool:
+    """Did a real SIGINT (Ctrl-C) arrive during the session?"""
+    return _STATE.real_sigint
+
+
+@contextmanager
+def session(call_timeout_s: float | None = 10.0, *, hard_exit: bool = False) -> Iterator[None]:
+    """Arm bounded policy calls for the duration (handlers installed on the main thread only; nested
+    sessions keep the outer one's settings)."""
+    if call_timeout_s is not None and (
+        isinstance(call_timeout_s, bool) or not isinstance(call_timeout_s, (int, float))
+        or not 0 < call_timeout_s < float("inf")
+    ):
+        raise ValueError(f"call_timeout_s must be a number of seconds > 0, got {call_timeout_s!r}")
+    if _STATE.depth:
+        _STATE.depth += 1
+        try:
+            yield
+        finally:
+            _STATE.depth -= 1
+        return
+    main = threading.current_thread() is threading.main_thread()
+    saved = (signal.getsignal(signal.SIGALRM), signal.getsignal(signal.SIGINT)) if main else None
+    _STATE.timeout_s, _STATE.hard_exit, _STATE.depth = call_timeout_s, hard_exit, 1
+    _STATE.real_sigint, _STATE.fires, _STATE.in_call = False, 0, ""
+    _STATE.owner, _STATE.board = os.getpid(), mmap.mmap(-1, 2048) if hard_exit else None
+    if main:
+        signal.signal(signal.SIGALRM, _on_alarm)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _on_sigint)
+        _STATE.armed = True
+    try:
+        yield
+    finally:
+        if main and saved is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, saved[0])
+            signal.signal(signal.SIGINT, saved[1])
+        _STATE.timeout_s, _STATE.depth, _STATE.armed, _STATE.in_call = None, 0, False, ""
+        if _STATE.board is not None:
+            _STATE.board.close()
+            _STATE.board = None
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _batch_text(kw: Mapping[str, Any]) -> str:
+    keys = [k for k in kw if k not in ("cp_rank", "bucket")]
+    return ", ".join(f"{k}={dict(v) if isinstance(v, Mapping) else v!r}" for k, v in ((k, kw[k]) for k in keys))
+
+
+def trimmed_traceback(tb: TracebackType | None, exc: BaseException, *, skip: int = 1) -> str:
+    """The policy's own frames (``skip`` frames of this module dropped), innermost ``TRACEBACK_FRAMES``."""
+    frames = traceback.extract_tb(tb)[skip:]
+    if not frames:
+        return ""
+    kept = frames[-TRACEBACK_FRAMES:]
+    lines = [f"  policy frames ({len(frames) - len(kept)} outer frames left out):" if len(kept) < len(frames) else "  policy frames:"]
+    for entry in traceback.format_list(kept):
+        lines.extend("  " + part for part in entry.rstrip("\n").split("\n"))
+    lines.append("  " + "".join(traceback.format_exception_only(type(exc), exc)).strip())
+    return "\n".join(lines)
+
+
+def last_traceback(method: str, rank: int | None, error: str | None) -> str:
+    """The trimmed traceback of the last exception ``method`` raised on ``rank`` in this process, when its
+    text matches ``error`` (the answer's error string); '' otherwise."""
+    if error is None:
+        return ""
+    found = _LAST.get((method, rank))
+    if found is None or not error.startswith(found[0][:40]):
+        return ""
+    return found[1]
+
+
+def _check_answer(method: str, value: object) -> tuple[str | None, object]:
+    """What is wrong with ``value`` as ``method``'s answer (None: it is fine), and the value to pass on
+    (local_rows' iterable read once into a tuple)."""
+    if method == "admit":
+        if isinstance(value, bool) or type(value).__name__ == "bool_":  # numpy.bool_ is a bool too
+            return None, value
+        return f"returned {_short(value)} ({type(value).__name__})", value
+    if method == "replay_bucket":
+        if value is None:
+            return None, value
+        if not isinstance(value, bool):
+            try:
+                operator.index(value)  # type: ignore[arg-type]
+                return None, value
+            except TypeError:
+                pass
+        return f"returned {_short(value)} ({type(value).__name__})", value
+    if isinstance(value, (str, bytes, Mapping)):
+        return f"returned {_short(value)} ({type(value).__name__})", value
+    try:
+        items: tuple[object, ...] = tuple(value)  # type: ignore[arg-type]
+    except TypeError:
+        return f"returned {_short(value)} ({type(value).__name__})", value
+    for item in items:
+        if isinstance(item, bool):
+            return f"returned {_short(items)} (an item is a bool)", items
+        try:
+            operator.index(item)  # type: ignore[arg-type]
+        except TypeError:
+            return f"returned {_short(items)} (item {_short(item)} is a {type(item).__name__})", items
+    return None, items
+
+
+def _bounded(policy_name: str, method: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    checked_signature = False
+
+    def call(**kw: Any) -> Any:
+        nonlocal checked_signature
+        rank = kw.get("cp_rank")
+
+        def stop(kind: str, detail: str, tb: str = "") -> PolicyStop:
+            return PolicyStop(CallStop(kind, policy_name, method, rank, _batch_text(kw), detail, tb))
+
+        if not checked_signature:
+            try:
+                inspect.signature(fn).bind(**kw)
+            except TypeError as exc:
+                raise stop(
+                    "protocol",
+                    f"cannot be called with the protocol's keywords ({exc}); the protocol calls "
+                    f"{method}({'bucket=..., ' if method == 'local_rows' else ''}**batch) with every argument by keyword: "
+                    f"{', '.join(kw)}",
+                ) from None
+            except ValueError:
+                pass  # no signature to read (a builtin): the call itself will tell
+            checked_signature = True
+        if _STATE.board is not None and _STATE.board[0] and os.getpid() == _STATE.owner:
+            _hard_stop(_board_line())  # a forked search process met a policy call it could not stop
+        limit = _STATE.timeout_s
+        timed = _STATE.armed and limit is not None and threading.current_thread() is threading.main_thread()
+        if timed and limit is not None:
+            _STATE.fires = 0
+            _STATE.in_call = f"policy {policy_name}: {method}(cp_rank={rank}, ...)"
+            signal.setitimer(signal.ITIMER_REAL, limit, REFIRE_S)
+        try:
+            try:
+                value = fn(**kw)
+            finally:
+                if timed:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                    _STATE.in_call = ""
+        except CallTimeout:
+            raise stop("timeout", f"did not return within {_STATE.timeout_s:g} s (--call-timeout-s); the check stopped") from None
+        except SystemExit as exc:
+            tb = trimmed_traceback(exc.__traceback__, exc)
+            raise stop("system_exit", f"raised SystemExit({exc.code!r}) (a policy must answer, not exit the process)", tb) from None
+        except KeyboardInterrupt as exc:
+            if _STATE.real_sigint:
+                raise
+            tb = trimmed_traceback(exc.__traceback__, exc)
+            raise stop("keyboard_interrupt", "raised KeyboardInterrupt (a policy must answer, not interrupt its caller)", tb) from None
+        except Exception as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            _LAST[(method, rank)] = (text, trimmed_traceback(exc.__traceback__, exc))
+            raise
+        wrong, value = _check_answer(method, value)
+        if wrong is not None:
+            raise stop("protocol", f"{wrong}; the protocol requires {PROTOCOL_REQUIRES[method]}")
+        return value
+
+    call.__wrapped__ = fn  # type: ignore[attr-defined]
+    call.__cpgraph_bounded__ = True  # type: ignore[attr-defined]
+    return call
+
+
+def bound(policy: Policy) -> Policy:
+    """``policy`` with every protocol function bounded and judged (idempotent)."""
+    if getattr(policy.admit, "__cpgraph_bounded__", False):
+        return policy
+    rows = policy.local_rows
+    return replace(
+        policy,
+        admit=_bounded(policy.name, "admit", policy.admit),
+        replay_bucket=_bounded(policy.name, "replay_bucket", policy.replay_bucket),
+        local_rows=None if rows is None else _bounded(policy.name, "local_rows", rows),
+    )
