@@ -7,7 +7,10 @@ and at F*n+1; a missing capacity; the CP-active thresholds (n = 2P, a length of 
 Two steps per case. Z3 draws the lengths from a model of the edge's length facts (residues via spec.arith,
 token bounds, CP-activity, the overflow edge via the proven closed forms of spec.capacity). Then the spec is
 evaluated on those lengths (proofs.evaluate) to place capacities and buckets exactly on the edge. An edge
-the bounds cannot reach is skipped, never faked. Deterministic (same solver input, same model) and cached.
+the bounds cannot reach (z3 answers unsat: a proof that no lengths within the bounds sit on it) is skipped,
+never faked. An edge z3 cannot decide (unknown, e.g. its resource limit) is a BoundaryDrawError naming the
+edge and z3's reason: a failure, never a silent skip. Deterministic (same solver input, same model) and
+cached.
 """
 
 from __future__ import annotations
@@ -27,6 +30,11 @@ from cpgraph.spec.strategies import rank_loads
 from cpgraph.spec.terms import BoolTerm, IntTerm
 
 _RLIMIT = 2_000_000
+
+
+class BoundaryDrawError(RuntimeError):
+    """Z3 could not decide whether an edge is reachable (unknown): the case cannot be drawn, and dropping it
+    would hide an untested edge."""
 _SPEC_DRAW_MAX_CP_SIZE = 8  # above this, drawing through the spec's P-rank loads costs seconds
 
 
@@ -58,15 +66,18 @@ LengthFacts = Callable[[tuple[IntTerm, ...], IntTerm], list[BoolTerm]]
 Captures = Callable[[tuple[int, ...], int], list[tuple[int, int | None]]]
 
 
-def _draw_lengths(config: _Config, k: int, facts: LengthFacts, *, active: bool) -> tuple[int, ...] | None:
+def _draw_lengths(
+    config: _Config, k: int, facts: LengthFacts, *, active: bool, clause: str = "", rlimit: int | None = None
+) -> tuple[int, ...] | None:
     """The least lengths (fewest tokens, then lexicographically) on the edge, or None when the bounds
-    cannot reach it. An optimum, not the solver's first model: the same case whatever else the process
-    has asked z3 before."""
+    cannot reach it (unsat). An optimum, not the solver's first model: the same case whatever else the
+    process has asked z3 before. Unknown raises BoundaryDrawError."""
     lengths = tuple(z3.Int(f"L{i}") for i in range(k))
     n = z3.Sum(list(lengths))
     shortest = 2 * config.cp_size if active and config.cp_size > 1 else 1
     solver = z3.Optimize()
-    solver.set("rlimit", _RLIMIT)
+    limit = _RLIMIT if rlimit is None else rlimit
+    solver.set("rlimit", limit)
     solver.add(n <= config.max_tokens, *[x >= shortest for x in lengths])
     # Non-increasing lengths: one representative per multiset.
     solver.add(*[lengths[i] >= lengths[i + 1] for i in range(k - 1)])
@@ -74,8 +85,14 @@ def _draw_lengths(config: _Config, k: int, facts: LengthFacts, *, active: bool) 
     solver.minimize(n)
     for x in lengths:
         solver.minimize(x)
-    if solver.check() != z3.sat:
+    result = solver.check()
+    if result == z3.unsat:
         return None
+    if result != z3.sat:
+        raise BoundaryDrawError(
+            f"z3 could not draw the edge {clause!r} (cp_size={config.cp_size}, strategy={config.strategy}, "
+            f"{k} request(s), max_tokens={config.max_tokens}): unknown, {solver.reason_unknown()} (rlimit={limit})"
+        )
     model = solver.model()
     return tuple(model.eval(x, model_completion=True).as_long() for x in lengths)
 
@@ -142,7 +159,7 @@ def _boundary_cases(config: _Config) -> tuple[BoundaryCase, ...]:
     def emit(clause: str, k: int, facts: LengthFacts, captures: Captures, *, active: bool = True) -> None:
         if k > config.max_requests:
             return
-        lengths = _draw_lengths(config, k, facts, active=active)
+        lengths = _draw_lengths(config, k, facts, active=active, clause=clause)
         if lengths is None:
             return
         n = sum(lengths)

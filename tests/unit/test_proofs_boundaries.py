@@ -100,3 +100,20 @@ def test_unreachable_edges_are_skipped_not_faked() -> None:
 def test_bad_arguments_name_the_argument_and_what_is_allowed(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         boundary_cases(**kwargs)  # type: ignore[arg-type]
+
+
+def test_an_edge_z3_cannot_decide_is_a_failure_naming_it_never_a_skip(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(boundaries, "_RLIMIT", 1)  # z3 gives up at once: unknown
+    boundaries._boundary_cases.cache_clear()
+    try:
+        with pytest.raises(boundaries.BoundaryDrawError, match=r"could not draw the edge 'L mod 2P = 0'.*unknown"):
+            boundary_cases(cp_size=3, max_tokens=777)
+    finally:
+        boundaries._boundary_cases.cache_clear()  # no case drawn under the tiny limit stays cached
+
+
+def test_an_unreachable_edge_is_skipped_only_on_unsat() -> None:
+    # P = 8 with at most 20 tokens: three CP-active requests (each >= 16 tokens) cannot exist; z3 proves it.
+    config = boundaries._Config(8, 16, 2, 3, 20, "zigzag")
+    assert boundaries._draw_lengths(config, 3, lambda ls, n: [], active=True, clause="three requests") is None
+    assert boundaries._draw_lengths(config, 1, lambda ls, n: [], active=True, clause="one request") == (16,)
