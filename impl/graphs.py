@@ -2,8 +2,11 @@
 
 Static inputs are allocated once at the largest capacity and every bucket uses a contiguous prefix view of
 them, so buffer addresses never move between replays. On CUDA each bucket is a ``torch.cuda.CUDAGraph``
-captured after warm-up on a side stream, all graphs in one memory pool (largest first, so smaller graphs
-reuse its blocks). Elsewhere the same static-buffer path runs eagerly and is labelled "emulation".
+captured the way torch documents it (CUDA Graphs, "whole-network capture"): warm-up iterations on a side
+stream that waits on the current stream, the current stream waiting on it in turn, then ``torch.cuda.graph``
+on that same side stream, every graph in one memory pool (largest first, so smaller graphs reuse its blocks;
+torch asks for the same explicit stream on every capture that shares a pool). Elsewhere the same
+static-buffer path runs eagerly and is labelled "emulation".
 """
 
 from __future__ import annotations
@@ -13,8 +16,68 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from cpgraph.impl.checks import check_int
 from cpgraph.impl.layout import TorchLayout
 from cpgraph.impl.model import AllGather, CPTransformer, one_device_all_gather
+
+# cudaStreamCaptureMode for every capture, chosen deliberately. "global" (torch's default) lets a
+# capture-unsafe CUDA call from *any* thread of the process invalidate our capture: with a process group the
+# NCCL watchdog and gloo threads run beside us, so a capture could fail for reasons unrelated to the model,
+# and a failed capture now stops start-up. "relaxed" would let an unsafe call made by the capturing thread
+# itself (a cudaMalloc outside the pool, a host sync) pass unreported and leave a wrong graph. "thread_local"
+# reports exactly the unsafe calls made by the thread that issues the captured work: ours.
+CAPTURE_ERROR_MODE = "thread_local"
+
+
+def canonical_device(device: object) -> torch.device:
+    """The device with its index made explicit, so that equal devices compare equal.
+
+    ``"cpu"`` and ``"cpu:0"`` both become ``cpu`` (the form CPU tensors report); ``"cuda"`` becomes
+    ``cuda:<current device>`` (torch's meaning of an index-less CUDA device; ``cuda:0`` unless
+    ``torch.cuda.set_device`` chose another, and ``cuda:0`` where CUDA is absent). Raises TypeError for a
+    value that is not a device or a device string, ValueError for another device type.
+    """
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"device must be a torch.device or a string such as 'cuda:0', got {device!r}")
+    try:
+        d = torch.device(device)
+    except RuntimeError as exc:
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:<index>', got {device!r} ({exc})") from None
+    if d.type == "cpu":
+        return torch.device("cpu")
+    if d.type == "cuda":
+        if d.index is not None:
+            return d
+        return torch.device("cuda", torch.cuda.current_device() if torch.cuda.is_available() else 0)
+    raise ValueError(f"device must be a cpu or cuda device, got {device!r}")
+
+
+def same_device(a: object, b: object) -> bool:
+    """True when ``a`` and ``b`` name one device (``cuda`` == ``cuda:0`` on device 0, ``cpu`` == ``cpu:0``)."""
+    return canonical_device(a) == canonical_device(b)
+
+
+class CaptureError(RuntimeError):
+    """A CUDA graph capture raised. Torch leaves the stream and allocator state after a failed capture
+    undefined, so the runner stops start-up instead of dropping the bucket and serving on."""
+
+
+def explain(exc: BaseException) -> str:
+    """``Type: message`` of ``exc``, preceded by the exceptions it interrupted (the original cause first).
+
+    ``torch.cuda.graph.__exit__`` runs ``capture_end()`` while an exception from the captured code is
+    propagating; if that raises too, the model's error survives only as ``__context__``: name both.
+    """
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and len(chain) < 4:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    first, *later = reversed(chain)
+    text = f"{type(first).__name__}: {first}"
+    for e in later:
+        text += f" (then {type(e).__name__}: {e})"
+    return text
 
 
 @dataclass(frozen=True)
@@ -40,7 +103,11 @@ class Placement:
 
 
 class GraphRunner:
-    """Static buffers [G, capacity, H] (G = local ranks) and one graph (or emulated graph) per bucket key."""
+    """Static buffers [G, capacity, H] (G = local ranks) and one graph (or emulated graph) per bucket key.
+
+    ``all_gather`` is the collective used outside graph capture; start-up may swap in a guarded one (see
+    impl/distributed.py). Inside ``torch.cuda.graph`` the placement's own all-gather is captured.
+    """
 
     def __init__(
         self,
@@ -55,19 +122,25 @@ class GraphRunner:
     ) -> None:
         self.model = model
         self.placement = placement
+        self.all_gather: AllGather = placement.all_gather
         self.hidden = model.config.hidden
-        self.device = device
+        self.device = canonical_device(device)
+        if use_cuda_graph and self.device.type != "cuda":
+            raise ValueError(f"use_cuda_graph=True needs a CUDA device, got device={self.device}")
         self.dtype = dtype
         self.use_cuda_graph = use_cuda_graph
-        self.warmup_iters = warmup_iters
-        self.max_local_tokens = max_local_tokens
+        # >= 1: cuBLAS handles, NCCL communicators and autotuning must initialise before capture, not in it.
+        self.warmup_iters = check_int("warmup_iters", warmup_iters, minimum=1)
+        self.max_local_tokens = check_int("max_local_tokens", max_local_tokens, minimum=1)
         g = placement.local_ranks
-        self.static_hidden = torch.zeros(g * max_local_tokens * self.hidden, device=device, dtype=dtype)
-        self.static_request_id = torch.full((g * max_local_tokens,), -1, device=device, dtype=torch.long)
-        self.static_position = torch.zeros(g * max_local_tokens, device=device, dtype=torch.long)
+        self.static_hidden = torch.zeros(g * max_local_tokens * self.hidden, device=self.device, dtype=dtype)
+        self.static_request_id = torch.full((g * max_local_tokens,), -1, device=self.device, dtype=torch.long)
+        self.static_position = torch.zeros(g * max_local_tokens, device=self.device, dtype=torch.long)
         self.static_output: dict[BucketKey, Tensor] = {}
         self.graphs: dict[BucketKey, torch.cuda.CUDAGraph] = {}
+        # One pool and one capture stream for every graph (torch: a shared pool wants the same stream).
         self.pool = torch.cuda.graph_pool_handle() if use_cuda_graph else None
+        self.capture_stream = torch.cuda.Stream(self.device) if use_cuda_graph else None  # type: ignore[no-untyped-call]
 
     @property
     def mode(self) -> str:
@@ -106,29 +179,49 @@ class GraphRunner:
         static_request_id.copy_(layout.request_id[first : first + g])
         static_position.copy_(layout.position[first : first + g])
 
-    def _forward(self, rows: int) -> Tensor:
+    def _forward(self, rows: int, all_gather: AllGather | None = None) -> Tensor:
         static_hidden, static_request_id, static_position = self.inputs(rows)
-        out: Tensor = self.model(static_hidden, static_request_id, static_position, self.placement.all_gather)
+        gather = self.all_gather if all_gather is None else all_gather
+        out: Tensor = self.model(static_hidden, static_request_id, static_position, gather)
         return out
 
     @torch.no_grad()
     def capture(self, key: BucketKey, layout: TorchLayout, hidden: Tensor) -> None:
-        """Warm up and capture ``key`` with ``layout`` in the static inputs. Raises on failure (caller drops it)."""
+        """Warm up and capture ``key`` with ``layout`` in the static inputs.
+
+        Raises what the warm-up raised, or CaptureError (naming the bucket and the original error) when the
+        capture itself failed; the caller decides what a failure means. Emulation validates one forward.
+        """
         self.fill(key, layout, hidden)
         if not self.use_cuda_graph:
-            self.static_output[key] = self._forward(key.local_tokens)  # emulation: validate once
+            self.static_output[key] = self._forward(key.local_tokens)
             return
-        side = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(side):
+        stream = self.capture_stream
+        assert stream is not None
+        origin = torch.cuda.current_stream(self.device)
+        stream.wait_stream(origin)
+        with torch.cuda.stream(stream):
             for _ in range(self.warmup_iters):
                 self._forward(key.local_tokens)
-        torch.cuda.current_stream(self.device).wait_stream(side)
+        origin.wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.pool):
-            out = self._forward(key.local_tokens)
+        try:
+            with torch.cuda.graph(graph, pool=self.pool, stream=stream, capture_error_mode=CAPTURE_ERROR_MODE):
+                out = self._forward(key.local_tokens, self.placement.all_gather)
+        except Exception as exc:
+            # __exit__ may raise in capture_end() before it restores the stream: restore it ourselves.
+            torch.cuda.set_stream(origin)
+            raise CaptureError(
+                f"CUDA graph capture of bucket {key.num_tokens} ({key.local_tokens} rows per rank) failed: "
+                f"{explain(exc)}"
+            ) from exc
         self.graphs[key] = graph
         self.static_output[key] = out
+
+    def discard(self, key: BucketKey) -> None:
+        """Forget a bucket (emulation only: a failed CUDA capture is never recovered from)."""
+        self.static_output.pop(key, None)
+        self.graphs.pop(key, None)
 
     @torch.no_grad()
     def replay(self, key: BucketKey, layout: TorchLayout, hidden: Tensor) -> Tensor:
@@ -151,4 +244,4 @@ class GraphRunner:
 
     def collect(self, local_out: Tensor) -> Tensor:
         """This process's output rows [G, C, H] -> every rank's rows [P*C, H]."""
-        return self.placement.all_gather(local_out)
+        return self.all_gather(local_out)

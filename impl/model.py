@@ -103,3 +103,15 @@ class CPTransformer(nn.Module):
             x = block(x, mask, all_gather)
         assert isinstance(x, Tensor)
         return x
+
+
+def build_model(config: ModelConfig, seed: int, device: torch.device | str = "cpu") -> CPTransformer:
+    """The same weights in every process: seeded construction, eval mode."""
+    torch.manual_seed(check_int("seed", seed, minimum=0))
+    return CPTransformer(config).to(device).eval()
+
+
+def batch_hidden(lengths: tuple[int, ...] | list[int], hidden: int, seed: int, index: int) -> Tensor:
+    """Deterministic packed inputs [sum(lengths), hidden] for batch ``index`` (identical in every process)."""
+    gen = torch.Generator().manual_seed(seed * 1_000_003 + index)
+    return torch.randn(sum(lengths), hidden, generator=gen)

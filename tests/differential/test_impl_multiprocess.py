@@ -1,4 +1,5 @@
-"""One process per rank over gloo (CPU): the same outputs as one device, and the consensus guard.
+"""One process per rank over gloo (CPU): the same outputs as one device, and the consensus guard (a strict
+minority is named; a tie blames no rank). Fault injection lives in tests/multirank.
 
 One spawn per cp_size serves every test of that group (module-scoped fixture); the model is tiny.
 Tolerance against the one-device runner and the non-CP eager model: float32, atol = rtol = 1e-5.
@@ -11,27 +12,30 @@ from typing import Any
 import pytest
 import torch
 
-from cpgraph.impl.distributed import PrefillJob, batch_hidden, build_model, prefill_worker, spawn
-from cpgraph.impl.model import ModelConfig
+from cpgraph.impl.launch import SpawnError, spawn
+from cpgraph.impl.model import ModelConfig, batch_hidden, build_model
+from cpgraph.impl.workers import PrefillJob, prefill_worker
 from cpgraph.impl.runner import PrefillGraphRunner
 
 pytestmark = pytest.mark.multiprocess
 
 CONFIG = ModelConfig(hidden=32, heads=4, layers=2)
 BUCKETS = (16, 32, 64, 128, 256)
-BATCHES = ((40, 30), (100,), (20, 20, 20), (9, 9, 9, 9, 9, 9, 9), (3, 60), (120, 100), (16, 16))
+BATCHES = ((40, 30), (100,), (20, 20, 20), (9, 9, 9, 9, 9, 9, 9), (3, 60), (120, 100), (16, 16), (30, 30))
 ODD = 2  # batch index fed differently to the last rank
+TIE = 7  # batch index fed differently to the upper half of the ranks
 
 
 def job(p: int) -> PrefillJob:
+    upper = tuple((TIE, r, (30, 31)) for r in range(p // 2, p))
     return PrefillJob(CONFIG, seed=p, capture_num_tokens=BUCKETS, batches=BATCHES,
-                      overrides=((ODD, p - 1, (20, 20, 21)),), capture_rule="headroom", max_requests=8)
+                      overrides=((ODD, p - 1, (20, 20, 21)), *upper), capture_rule="headroom", max_requests=8)
 
 
 @pytest.fixture(scope="module", params=[2, 4], ids=["P2", "P4"])
 def group(request: pytest.FixtureRequest) -> tuple[int, list[list[dict[str, Any]]]]:
     p: int = request.param
-    return p, spawn(prefill_worker, p, job(p), timeout_s=180)
+    return p, [r["batches"] for r in spawn(prefill_worker, p, job(p), timeout_s=180)]
 
 
 def test_every_rank_returns_the_one_device_outputs(group: tuple[int, list[list[dict[str, Any]]]]) -> None:
@@ -40,7 +44,7 @@ def test_every_rank_returns_the_one_device_outputs(group: tuple[int, list[list[d
                              capture_rule="headroom", max_requests=8)
     replays = 0
     for i, lengths in enumerate(BATCHES):
-        if i == ODD:
+        if i in (ODD, TIE):
             continue
         hidden = batch_hidden(lengths, CONFIG.hidden, p, i)
         local = one.run(hidden, lengths)
@@ -61,13 +65,27 @@ def test_consensus_guard_names_the_rank_fed_a_different_batch(group: tuple[int, 
     p, results = group
     for rank in range(p):
         message = results[rank][ODD].get("error", "")
-        assert f"ranks [{p - 1}] disagree with ranks {list(range(p - 1))}" in message, message
-        assert "extend_seq_lens=(20, 20, 21)" in message and "extend_seq_lens=(20, 20, 20)" in message
+        if p == 2:  # one rank against one: a tie, nobody is blamed
+            assert "ranks disagree on the plan (no majority, so no rank is blamed)" in message, message
+            assert "rank 0: extend_seq_lens=(20, 20, 20)" in message and "rank 1: extend_seq_lens=(20, 20, 21)" in message
+        else:
+            assert f"ranks [{p - 1}] disagree with ranks {list(range(p - 1))}" in message, message
+            assert "extend_seq_lens=(20, 20, 21)" in message and "extend_seq_lens=(20, 20, 20)" in message
     # The group stays usable after a refusal: the next batch replays on every rank.
     assert all("output" in results[rank][ODD + 1] for rank in range(p))
 
 
-def test_spawn_reports_each_failed_rank_with_its_traceback() -> None:
+def test_a_tie_reports_ranks_disagree_with_each_ranks_plan(group: tuple[int, list[list[dict[str, Any]]]]) -> None:
+    p, results = group
+    for rank in range(p):
+        message = results[rank][TIE].get("error", "")
+        assert "ranks disagree on the plan (no majority, so no rank is blamed)" in message, message
+        for r in range(p):
+            assert f"rank {r}: extend_seq_lens={(30, 30) if r < p // 2 else (30, 31)}" in message, message
+
+
+def test_spawn_reports_each_failed_rank_with_its_error() -> None:
     bad = PrefillJob(CONFIG, seed=0, capture_num_tokens=(1, 2), batches=((8,),))
-    with pytest.raises(RuntimeError, match=r"(?s)rank 0 failed:.*has no bucket >= 2\*cp_size = 4.*rank 1 failed"):
+    with pytest.raises(SpawnError, match=r"(?s)rank 0 raised StartupError: start-up refused on every rank: invalid "
+                                         r"arguments on rank 0: ValueError: .*has no bucket >= 2\*cp_size = 4.*rank 1: "):
         spawn(prefill_worker, 2, bad, timeout_s=120)

@@ -1,4 +1,5 @@
-"""impl/runner.py and impl/graphs.py: start-up, capacities, capture failure, tripwires and bad input (CPU)."""
+"""impl/runner.py, impl/config.py, impl/startup.py and impl/graphs.py: start-up, capacities, capture failure,
+the start-up replay check, argument validation, device handling, tripwires and bad input (CPU)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from torch import Tensor
 from cpgraph import reference
 from cpgraph.reference import policy as reference_policy
 from cpgraph.impl.decision import FallbackReason
-from cpgraph.impl.distributed import batch_hidden, build_model
-from cpgraph.impl.graphs import BucketKey
+from cpgraph.impl import startup
+from cpgraph.impl.agreement import LocalControl, StartupError
+from cpgraph.impl.graphs import BucketKey, GraphRunner, canonical_device, explain, same_device
 from cpgraph.impl.layout import build_torch_layout
-from cpgraph.impl.model import AllGather, CPTransformer, ModelConfig, one_device_all_gather
+from cpgraph.impl.model import AllGather, CPTransformer, ModelConfig, batch_hidden, build_model, one_device_all_gather
 from cpgraph.impl.runner import PrefillGraphRunner, ReplayError
 
 torch.set_num_threads(1)
@@ -83,7 +85,7 @@ class FailsAtRows(CPTransformer):
 
 def test_capture_failure_drops_that_bucket_logs_why_and_keeps_serving(caplog: pytest.LogCaptureFixture) -> None:
     model = FailsAtRows(CONFIG, rows=32).eval()  # bucket 128 at P=4 has 32 rows
-    with caplog.at_level(logging.WARNING, logger="cpgraph.impl.runner"):
+    with caplog.at_level(logging.WARNING, logger="cpgraph.impl.startup"):
         runner = PrefillGraphRunner(model, cp_size=4, capture_num_tokens=(16, 64, 128, 256))
     assert "dropping bucket 128 (32 rows per rank): capture failed: RuntimeError: out of memory" in caplog.text
     assert 128 not in runner.bucket_local_tokens and "out of memory" in runner.dropped[128]
@@ -169,7 +171,122 @@ def test_runner_answers_the_policy_protocol_like_the_reference() -> None:
 
 
 def test_a_capacity_that_disagrees_with_the_reference_stops_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
-    rule_rows = PrefillGraphRunner._rule_rows
-    monkeypatch.setattr(PrefillGraphRunner, "_rule_rows", lambda self, b: rule_rows(self, b) + 8)
-    with pytest.raises(RuntimeError, match="bucket 256 was captured with 72 rows per rank but the reference's 'captured' rule gives 64"):
+    """The tripwire compares impl's rule with the reference's before anything is captured (not with itself)."""
+    rule_rows = startup._rule_rows
+    monkeypatch.setattr(startup, "_rule_rows", lambda config, b: rule_rows(config, b) + 8)
+    with pytest.raises(RuntimeError, match="bucket 16: impl's 'captured' rule gives 16 rows per rank but the "
+                                           "reference's capture_local_tokens gives 8"):
         make()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        (dict(warmup_iters=0), ValueError, "warmup_iters must be an int >= 1, got 0"),
+        (dict(warmup_iters=1.5), TypeError, r"warmup_iters must be an int >= 1, got 1.5 \(float\)"),
+        (dict(warmup_iters=True), TypeError, r"warmup_iters must be an int >= 1, got True \(bool\)"),
+        (dict(max_requests=0), ValueError, "max_requests must be an int >= 1, got 0"),
+        (dict(align_size="8"), TypeError, r"align_size must be an int >= 1, got '8' \(str\)"),
+        (dict(strategy="ring"), ValueError, "strategy must be one of zigzag, .*; got 'ring'"),
+        (dict(capture_rule=None), TypeError, "capture_rule must be one of captured, headroom; got None"),
+        (dict(use_cuda_graph=1), TypeError, r"use_cuda_graph must be True, False or None \(automatic\), got 1"),
+        (dict(dtype="float32"), TypeError, "dtype must be one of torch.float64, .* got 'float32'"),
+        (dict(dtype=torch.int64), TypeError, "dtype must be one of .* got torch.int64"),
+        (dict(dtype=torch.bfloat16), ValueError, "model parameters are torch.float32 but dtype=torch.bfloat16"),
+        (dict(device="meta"), ValueError, "device must be a cpu or cuda device, got 'meta'"),
+        (dict(device="gpu"), ValueError, "device must be 'cpu', 'cuda' or 'cuda:<index>', got 'gpu'"),
+        (dict(device=0.5), TypeError, "device must be a torch.device or a string"),
+        (dict(buckets=()), ValueError, "capture_num_tokens must be a non-empty sorted sequence"),
+        (dict(buckets=(16, 16)), ValueError, "must not repeat a bucket; 16 appears twice"),
+        (dict(placement="one"), TypeError, "placement must be a Placement or None, got str"),
+    ],
+)
+def test_every_constructor_argument_is_validated(kwargs: dict[str, object], error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        make(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
+def test_a_cuda_device_without_cuda_is_refused_naming_the_device() -> None:
+    with pytest.raises(ValueError, match=r"device='cuda' \(cuda:0\) is not available: this machine has 0 CUDA devices"):
+        make(device="cuda")
+
+
+def test_model_must_be_a_cp_transformer() -> None:
+    with pytest.raises(TypeError, match="model must be a CPTransformer, got Linear"):
+        PrefillGraphRunner(torch.nn.Linear(2, 2), cp_size=2, capture_num_tokens=(8,))  # type: ignore[arg-type]
+
+
+def test_device_indices_are_normalised() -> None:
+    assert canonical_device("cpu") == canonical_device("cpu:0") == torch.device("cpu")
+    assert same_device(torch.device("cpu:0"), torch.zeros(1).device)
+    if not torch.cuda.is_available():
+        assert canonical_device("cuda") == torch.device("cuda:0")
+    assert canonical_device("cuda:3") == torch.device("cuda", 3)
+    assert same_device("cuda", "cuda:0") or torch.cuda.current_device() != 0
+    assert not same_device("cpu", "cuda:0")
+
+
+def test_a_runner_built_for_cpu_0_serves_cpu_tensors() -> None:
+    """The first-batch crash: the device check compared cpu:0 with a cpu tensor's cpu and refused it."""
+    runner = make(device="cpu:0")
+    assert runner.device == torch.device("cpu")
+    lengths = (30, 20)
+    result = runner.run(batch_hidden(lengths, CONFIG.hidden, 0, 0), lengths)
+    assert result.mode == "emulation" and result.plan.bucket == 64
+
+
+def test_every_captured_bucket_is_replayed_against_eager_at_start_up() -> None:
+    runner = make()
+    assert set(runner.startup_checks) == set(runner.bucket_local_tokens)
+    for b, check in runner.startup_checks.items():
+        rows = runner.bucket_local_tokens[b]
+        assert sum(check.extend_seq_lens) <= b and check.bit_exact and check.max_abs_error == 0.0
+        assert reference.required_local_tokens(check.extend_seq_lens, cp_size=4, align_size=8) <= rows
+    assert runner.startup_checks[256].extend_seq_lens == (128, 128)  # several requests where they fit
+    assert runner.describe()["startup_checks"]["256"]["bit_exact"] is True  # type: ignore[index]
+
+
+def test_a_graph_whose_replay_differs_from_eager_stops_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    replay = GraphRunner.replay
+    monkeypatch.setattr(GraphRunner, "replay", lambda self, key, layout, hidden: replay(self, key, layout, hidden) + 1)
+    with pytest.raises(StartupError, match=r"start-up replay check of bucket 16 \(8 rows per rank\) failed: "
+                                           r"ReplayMismatch: replay differs from eager by 1"):
+        make()
+
+
+def test_zero_captured_buckets_is_a_start_up_error_naming_why_each_failed() -> None:
+    model = FailsAtRows(CONFIG, rows=-1).eval()
+    model.forward = lambda *a, **k: (_ for _ in ()).throw(RuntimeError("model raises"))  # type: ignore[method-assign]
+    with pytest.raises(StartupError, match=r"no bucket could be captured, so every batch would run eagerly; refusing "
+                                           r"to start: bucket 16 \(8 rows per rank\): RuntimeError: model raises; "
+                                           r"bucket 64 \(16 rows per rank\): RuntimeError: model raises"):
+        PrefillGraphRunner(model, cp_size=4, capture_num_tokens=(16, 64))
+
+
+class FailingCapture(GraphRunner):
+    def capture(self, key: BucketKey, layout: object, hidden: Tensor) -> None:  # type: ignore[override]
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+
+def test_a_failed_capture_on_a_cuda_runner_stops_start_up_naming_the_bucket() -> None:
+    """The policy (not the CUDA call) runs on CPU: with use_cuda_graph the first failure is fatal."""
+    runner = make()
+    config = dataclasses.replace(runner.config, use_cuda_graph=True)
+    g = FailingCapture(runner.model, placement=runner.placement, max_local_tokens=64, device=torch.device("cpu"),
+                       dtype=torch.float32, use_cuda_graph=False)
+    with pytest.raises(StartupError, match=r"bucket 256 \(64 rows per rank\) failed to capture: RuntimeError: "
+                                           r"operation not permitted .* torch leaves the stream and allocator state"):
+        startup.capture_buckets(config, g, LocalControl(), startup.capacities(config))
+
+
+def test_explain_names_the_original_error_before_the_one_that_masked_it() -> None:
+    try:
+        try:
+            raise ValueError("model failed inside capture")
+        except ValueError:
+            raise RuntimeError("capture_end: operation failed due to a previous error during capture")
+    except RuntimeError as exc:
+        text = explain(exc)
+    assert text == ("ValueError: model failed inside capture (then RuntimeError: capture_end: operation failed due "
+                    "to a previous error during capture)")

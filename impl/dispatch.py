@@ -1,0 +1,92 @@
+"""The dispatcher: alone knows which buckets were captured and with how many rows; maps a batch to one ``Plan``
+and an admitted plan to the captured ``BucketKey``, with tripwires naming what was asked and what exists.
+
+The three parts (STYLE.md): ``BucketKey`` (impl/graphs.py) is the frozen key; ``Dispatcher`` (here) maps a batch
+to a ``Plan`` and a plan to a key; ``GraphRunner`` (impl/graphs.py) owns the static buffers and trusts both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from torch import Tensor
+
+from cpgraph.impl.checks import check_lengths, check_num_tokens
+from cpgraph.impl.decision import Plan, Selector, plan_batch
+from cpgraph.impl.graphs import BucketKey
+
+
+class ReplayError(RuntimeError):
+    """Replay was asked for a plan that was not admitted, or for a bucket that was never captured."""
+
+
+@dataclass(frozen=True, eq=False)
+class RunResult:
+    """One batch's output [n, H] in packed order, the plan that produced it, and how it ran.
+
+    ``mode`` is "cuda_graph" (a real graph replay), "emulation" (the static-buffer path run eagerly, no GPU),
+    or "eager" (fallback without context parallelism; ``plan.fallback`` says why).
+    """
+
+    output: Tensor
+    plan: Plan
+    mode: str
+
+    @property
+    def reason(self) -> str | None:
+        return None if self.plan.fallback is None else self.plan.fallback.value
+
+
+class Dispatcher:
+    """Alone knows which buckets were captured and with how many rows; decides replay or eager, once a batch."""
+
+    def __init__(
+        self,
+        *,
+        cp_size: int,
+        align_size: int,
+        strategy: str,
+        max_padding_factor: int,
+        capture_num_tokens: Sequence[int],
+        captured: Mapping[int, int],
+    ) -> None:
+        self.cp_size = cp_size
+        self.align_size = align_size
+        self.strategy = strategy
+        self.max_padding_factor = max_padding_factor
+        # A bucket that failed to capture stays in the list with no capacity: never a fit.
+        self.selector = Selector.build(capture_num_tokens, {b: captured.get(b) for b in capture_num_tokens})
+        self.keys = {b: BucketKey(b, rows) for b, rows in captured.items()}
+
+    def plan(self, extend_seq_lens: Sequence[int], num_tokens: int | None = None) -> Plan:
+        lengths = check_lengths("extend_seq_lens", extend_seq_lens)
+        n = check_num_tokens(sum(lengths) if num_tokens is None else num_tokens, lengths)
+        return plan_batch(
+            lengths,
+            num_tokens=n,
+            cp_size=self.cp_size,
+            align_size=self.align_size,
+            selector=self.selector,
+            max_padding_factor=self.max_padding_factor,
+            strategy=self.strategy,
+        )
+
+    def key(self, plan: Plan) -> BucketKey:
+        """The captured key a plan replays; tripwires name what was asked and what exists."""
+        if plan.bucket is None:
+            raise ReplayError(
+                f"replay called for a batch that was not admitted (fallback {plan.fallback}); run it eagerly"
+            )
+        key = self.keys.get(plan.bucket)
+        if key is None or key.local_tokens != plan.bucket_local_tokens:
+            raise ReplayError(
+                f"plan asks for bucket {plan.bucket} with {plan.bucket_local_tokens} rows, but the captured "
+                f"buckets are {sorted((k.num_tokens, k.local_tokens) for k in self.keys.values())}"
+            )
+        if plan.required_local_tokens > key.local_tokens:
+            raise ReplayError(
+                f"plan needs {plan.required_local_tokens} rows per rank but bucket {key.num_tokens} has "
+                f"{key.local_tokens}; this plan was not made by this dispatcher"
+            )
+        return key
