@@ -31,7 +31,7 @@ INVARIANT_TABLE: Final[Mapping[str, Invariant]] = MappingProxyType(
             Invariant(
                 "admission_replay",
                 "safety",
-                "admitted iff replay succeeds, and replay uses the admitted bucket",
+                "admitted on a rank => replay on that rank succeeds, returns the admitted bucket and its rows fit",
             ),
             Invariant(
                 "captured_bucket", "safety", "the bucket is in the capture list and has a recorded capacity"

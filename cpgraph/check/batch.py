@@ -4,21 +4,39 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
 from cpgraph.reference import capture_local_tokens, default_align_size, headroom_local_tokens
-from cpgraph.reference.validate import check_capacities, check_capture_list, check_int, check_lengths, check_strategy
+from cpgraph.reference.validate import (
+    check_capacities,
+    check_capture_list,
+    check_int,
+    check_lengths,
+    check_num_tokens,
+    check_strategy,
+)
 
 TABLE_KINDS = ("captured", "headroom", "arbitrary")
+
+Factor = int | Fraction  # a padding factor: an int, or an exact rational (Fraction(3, 2))
+
+
+def factor_text(factor: Factor) -> str:
+    """'2' or '3/2': how a factor is written in reports, JSON and on the command line."""
+    return str(factor)
 
 
 @dataclass(frozen=True)
 class Batch:
     """One live batch and the capture state it meets: exactly the protocol's keyword arguments, less
     ``cp_rank``. ``bucket_local_tokens`` is a tuple of (bucket, rows) pairs so the record is hashable;
-    a bucket missing from it has no recorded capacity. ``table`` says how the capacities were made
-    ('captured', 'headroom:R' or 'arbitrary'); it is a label, never passed to the policy."""
+    a bucket missing from it has no recorded capacity. ``num_tokens`` may exceed sum(extend_seq_lens)
+    (upstream's n is the padded len(input_ids)). ``max_padding_factor`` is an int or an exact rational.
+    ``table`` says how the capacities were made ('captured', 'headroom:R' or 'arbitrary') and
+    ``context_len`` the context length a 'captured' table was recorded with; both are labels, never
+    passed to the policy."""
 
     cp_size: int
     align_size: int
@@ -26,8 +44,14 @@ class Batch:
     extend_seq_lens: tuple[int, ...]
     capture_num_tokens: tuple[int, ...]
     bucket_local_tokens: tuple[tuple[int, int], ...]
-    max_padding_factor: int = 2
+    max_padding_factor: Factor = 2
     table: str = "arbitrary"
+    context_len: int | None = None
+
+    @property
+    def pad(self) -> int:
+        """Tokens of num_tokens beyond the live lengths (0 for a live batch)."""
+        return self.num_tokens - sum(self.extend_seq_lens)
 
     @property
     def capacities(self) -> dict[int, int]:
@@ -54,7 +78,7 @@ class Batch:
             "extend_seq_lens": list(self.extend_seq_lens),
             "capture_num_tokens": list(self.capture_num_tokens),
             "bucket_local_tokens": {str(b): rows for b, rows in self.bucket_local_tokens},
-            "max_padding_factor": self.max_padding_factor,
+            "max_padding_factor": self.max_padding_factor if isinstance(self.max_padding_factor, int) else factor_text(self.max_padding_factor),
         }
 
     def literal(self) -> str:
@@ -63,7 +87,7 @@ class Batch:
         return (
             f"cp_size={self.cp_size}, align_size={self.align_size}, num_tokens={self.num_tokens}, "
             f"extend_seq_lens={self.extend_seq_lens!r}, capture_num_tokens={self.capture_num_tokens!r}, "
-            f"bucket_local_tokens={table}, max_padding_factor={self.max_padding_factor}"
+            f"bucket_local_tokens={table}, max_padding_factor={self.max_padding_factor!r}"
         )
 
 
@@ -83,25 +107,26 @@ def parse_table(spec: str) -> tuple[str, int]:
 
 
 @lru_cache(maxsize=65536)
-def captured_rows(bucket: int, cp_size: int, align_size: int, strategy: str) -> int:
-    """Upstream's recorded capacity of ``bucket`` (one request of B tokens), memoised."""
-    return capture_local_tokens(bucket, cp_size=cp_size, align_size=align_size, strategy=strategy)
+def captured_rows(bucket: int, cp_size: int, align_size: int, strategy: str, context_len: int | None = None) -> int:
+    """Upstream's recorded capacity of ``bucket`` (one request of B tokens, or context-length requests
+    above ``context_len``), memoised."""
+    return capture_local_tokens(bucket, cp_size=cp_size, align_size=align_size, strategy=strategy, context_len=context_len)
 
 
 @lru_cache(maxsize=65536)
-def _headroom(bucket: int, cp_size: int, align_size: int, max_requests: int) -> int:
+def _headroom(bucket: int, cp_size: int, align_size: int, max_requests: int, strategy: str) -> int:
     """A capacity with headroom for ``max_requests`` requests, memoised."""
-    return headroom_local_tokens(bucket, cp_size=cp_size, align_size=align_size, max_requests=max_requests)
+    return headroom_local_tokens(bucket, cp_size=cp_size, align_size=align_size, max_requests=max_requests, strategy=strategy)
 
 
 def recorded(
-    table: str, buckets: tuple[int, ...], *, cp_size: int, align_size: int, strategy: str
+    table: str, buckets: tuple[int, ...], *, cp_size: int, align_size: int, strategy: str, context_len: int | None = None
 ) -> tuple[tuple[int, int], ...]:
-    """Capacities of ``buckets`` under a 'captured' or 'headroom:R' rule."""
+    """Capacities of ``buckets`` under a 'captured' (at ``context_len``) or 'headroom:R' rule."""
     kind, r = parse_table(table)
     if kind == "headroom":
-        return tuple((b, _headroom(b, cp_size, align_size, r)) for b in buckets)
-    return tuple((b, captured_rows(b, cp_size, align_size, strategy)) for b in buckets)
+        return tuple((b, _headroom(b, cp_size, align_size, r, strategy)) for b in buckets)
+    return tuple((b, captured_rows(b, cp_size, align_size, strategy, context_len)) for b in buckets)
 
 
 def build(
@@ -111,19 +136,40 @@ def build(
     *,
     cp_size: int,
     strategy: str,
-    factor: int,
+    factor: Factor,
     rows: dict[int, int] | None = None,
+    pad: int = 0,
+    align_size: int | None = None,
+    context_len: int | None = None,
 ) -> Batch:
-    """A batch of ``lengths`` (num_tokens = their sum) meeting ``buckets`` with capacities by ``table``,
-    or the explicit ``rows`` for an 'arbitrary' table (buckets missing from ``rows`` are absent)."""
-    align = default_align_size(cp_size=cp_size, strategy=strategy)
+    """A batch of ``lengths`` (num_tokens = their sum + ``pad``) meeting ``buckets`` with capacities by
+    ``table`` (captured at ``context_len``), or the explicit ``rows`` for an 'arbitrary' table (buckets
+    missing from ``rows`` are absent). ``align_size`` defaults to the strategy's (2P for zigzag)."""
+    align = default_align_size(cp_size=cp_size, strategy=strategy) if align_size is None else align_size
     clean = tuple(sorted({b for b in buckets if b >= 1}))
     if rows is not None:
         caps = tuple((b, rows[b]) for b in clean if b in rows)
         table = "arbitrary"
     else:
-        caps = recorded(table, clean, cp_size=cp_size, align_size=align, strategy=strategy)
-    return Batch(cp_size, align, sum(lengths), lengths, clean, caps, factor, table)
+        caps = recorded(table, clean, cp_size=cp_size, align_size=align, strategy=strategy, context_len=context_len)
+    ctx = context_len if table == "captured" else None
+    return Batch(cp_size, align, sum(lengths) + pad, lengths, clean, caps, factor, table, ctx)
+
+
+def parse_factor(name: str, value: object) -> Factor:
+    """A padding factor F >= 1 as an exact number: an int, a Fraction, a float or a string ('2', '1.5',
+    '5/4'; a float or decimal string is read as the decimal it shows, 1.1 -> 11/10). Integral values
+    come back as int. TypeError/ValueError name ``name``, the value and what is allowed."""
+    allowed = "an int >= 1 or an exact rational >= 1 (e.g. 2, 1.5, 5/4)"
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, Fraction)):
+        raise TypeError(f"{name} must be {allowed}, got {value!r} ({type(value).__name__})")
+    try:
+        exact = Fraction(repr(value)) if isinstance(value, float) else Fraction(value.strip() if isinstance(value, str) else value)
+    except (ValueError, ZeroDivisionError):
+        raise ValueError(f"{name} must be {allowed}, got {value!r}") from None
+    if exact < 1:
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return exact.numerator if exact.denominator == 1 else exact
 
 
 def make_batch(
@@ -134,16 +180,27 @@ def make_batch(
     table: str = "captured",
     capacities: Mapping[int, int] | None = None,
     strategy: str = "zigzag",
-    max_padding_factor: int = 2,
+    max_padding_factor: Factor | float | str = 2,
+    num_tokens: int | None = None,
+    align_size: int | None = None,
+    context_len: int | None = None,
 ) -> Batch:
-    """A batch with num_tokens = sum(lengths), buckets sorted and deduplicated, and capacities made by
-    ``table`` ('captured', 'headroom:R') or given explicitly (``capacities``; missing buckets are absent)."""
+    """A batch with buckets sorted and deduplicated, and capacities made by ``table`` ('captured' at
+    ``context_len``, 'headroom:R') or given explicitly (``capacities``; missing buckets are absent).
+    ``num_tokens`` defaults to sum(lengths) and may exceed it (a padded n); ``align_size`` to the
+    strategy's; ``max_padding_factor`` may be rational (1.5, '5/4')."""
     lengths = check_lengths("extend_seq_lens", extend_seq_lens)
     buckets = check_capture_list("capture_num_tokens", sorted(set(check_lengths("capture_num_tokens", capture_num_tokens))))
     p = check_int("cp_size", cp_size, minimum=1)
-    factor = check_int("max_padding_factor", max_padding_factor, minimum=1)
+    factor = parse_factor("max_padding_factor", max_padding_factor)
     check_strategy(strategy)
+    n = sum(lengths) if num_tokens is None else check_num_tokens(num_tokens, lengths)
+    align = None if align_size is None else check_int("align_size", align_size, minimum=1)
+    ctx = None if context_len is None else check_int("context_len", context_len, minimum=1)
     rows = None if capacities is None else check_capacities("capacities", capacities)
     if rows is None:
         parse_table(table)
-    return build(lengths, buckets, table, cp_size=p, strategy=strategy, factor=factor, rows=rows)
+    return build(
+        lengths, buckets, table, cp_size=p, strategy=strategy, factor=factor, rows=rows,
+        pad=n - sum(lengths), align_size=align, context_len=ctx,
+    )

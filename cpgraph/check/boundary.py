@@ -25,7 +25,10 @@ def _table_kind(batch: Batch, options: CheckOptions) -> str | None:
     for spec in (allowed.get("captured"), allowed.get("headroom")):
         if spec is None:
             continue
-        rows = recorded(spec, batch.capture_num_tokens, cp_size=batch.cp_size, align_size=batch.align_size, strategy=options.strategy)
+        ctx = options.context_len if spec == "captured" else None
+        rows = recorded(
+            spec, batch.capture_num_tokens, cp_size=batch.cp_size, align_size=batch.align_size, strategy=options.strategy, context_len=ctx
+        )
         if rows == batch.bucket_local_tokens:
             return spec
     return "arbitrary" if "arbitrary" in allowed else None
@@ -45,8 +48,8 @@ def _models_for(cp_size: int, factor: int, max_requests: int, max_tokens: int, s
         models = boundary_cases(
             cp_size=cp_size, max_padding_factor=factor, max_requests=max_requests, max_tokens=max_tokens, strategy=strategy
         )
-    except (ValueError, NotImplementedError):
-        return ()  # no boundary model for that strategy or size; the other phases still cover it
+    except (TypeError, ValueError, NotImplementedError):
+        return ()  # no boundary model for that strategy, size or factor; the other phases still cover it
     out = []
     for c in models:
         caps = dict(c.bucket_local_tokens)
@@ -83,7 +86,7 @@ class BoundaryFeed:
         keys = [
             (p, options.max_padding_factor, min(options.max_requests, 3), options.max_tokens, options.strategy)
             for p in options.cp_sizes
-            if p > 1
+            if p > 1 and isinstance(options.max_padding_factor, int)  # the models are drawn at an int F
         ]
         pending = [k for k in keys if k not in _MODELS]
         self._ready = [k for k in keys if k in _MODELS]
@@ -139,17 +142,24 @@ def _solver_available() -> bool:
 
 
 def _cases_from(models: tuple[_Model, ...], options: CheckOptions) -> Iterator[Case]:
+    """The models as batches, those outside the run's fixed knobs left out (an alignment or factor the
+    code base does not use, a live n when only padded n are asked for)."""
     for clause, p, align, factor, n, lengths, buckets, rows in models:
+        if align not in options.aligns(p) or factor not in options.factors:
+            continue
+        if options.num_tokens == "padded" and n == sum(lengths):
+            continue
         batch = Batch(p, align, n, lengths, buckets, rows, factor, "arbitrary")
         kind = _table_kind(batch, options)
         if kind is not None and buckets:
-            yield (f"boundary:{clause}", replace(batch, table=kind))
+            ctx = options.context_len if kind == "captured" else None
+            yield (f"boundary:{clause}", replace(batch, table=kind, context_len=ctx))
 
 
 def boundary(options: CheckOptions) -> Iterator[Case]:
     """The spec's boundary models (Z3, proofs/boundaries.py), solved in this process, allowed kinds only."""
     for p in options.cp_sizes:
-        if p > 1:
+        if p > 1 and isinstance(options.max_padding_factor, int):
             key = (p, options.max_padding_factor, min(options.max_requests, 3), options.max_tokens, options.strategy)
             if key not in _MODELS:
                 _MODELS[key] = _models_for(*key)

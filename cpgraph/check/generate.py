@@ -1,5 +1,11 @@
 """Inputs, cheapest and sharpest first: Z3 boundary models (boundary.py), exhaustive small domains, seeded random.
 
+Knobs: the padding factor is the fixed one(s) of --padding-factors (or the policy's declared
+max_padding_factor), else the configured F with one random batch in five at another F in 1..4; the
+alignment is the fixed one(s) of --align-sizes (or the policy's align_size), else the strategy's; n is
+the lengths' sum and/or a padded n (--num-tokens live|padded|both): padded to a multiple of the
+alignment, or by a small arbitrary pad.
+
 Every batch carries a capacity table made the way upstream records it ('captured': one request of B
 tokens), with headroom for R requests ('headroom:R'), or 'arbitrary' (perturbed, some buckets absent).
 The small-domain tables are built around each batch's own n and required rows, so every edge the
@@ -13,36 +19,55 @@ import random
 from collections.abc import Generator, Iterator
 from dataclasses import replace
 
-from cpgraph.check.batch import Batch, build, captured_rows, parse_table
+from cpgraph.check.batch import Batch, Factor, build, captured_rows, parse_table
 from cpgraph.check.boundary import Case, BoundaryFeed
 from cpgraph.check.invariants import live_loads
-from cpgraph.check.options import CheckOptions
+from cpgraph.check.options import SEARCHED_FACTORS, CheckOptions
 from cpgraph.reference import default_align_size
+from cpgraph.reference.judge import window_top
 
 
-def _edge_batches(lengths: tuple[int, ...], cp_size: int, options: CheckOptions) -> Iterator[Batch]:
-    """Capture lists and tables around this batch's n and required rows (see the module docstring)."""
-    s, f = options.strategy, options.max_padding_factor
-    n = sum(lengths)
-    a = default_align_size(cp_size=cp_size, strategy=s)
+def _edge_batches(
+    lengths: tuple[int, ...], cp_size: int, options: CheckOptions, *, pad: int = 0, factor: Factor = 2, align: int | None = None
+) -> Iterator[Batch]:
+    """Capture lists and tables around this batch's n (sum + ``pad``) and required rows (see the module
+    docstring). With a pad, buckets in [sum, n) and (F*sum, F*n] are among the edges, so a selector that
+    takes its window from the lengths instead of n meets a bucket only that mistake picks or skips."""
+    s, f, ctx = options.strategy, factor, options.context_len
+    n = sum(lengths) + pad
+    a = default_align_size(cp_size=cp_size, strategy=s) if align is None else align
     req = -(-max(live_loads(lengths, cp_size, s)) // a) * a
-    # captured rows are align_up(ceil(B/P), A); the first B >= n with rows >= req:
+    top = window_top(n, f)
+    # captured rows are about align_up(ceil(B/P), A); the first B >= n with rows >= req:
     fit = max(n, cp_size * (req - a) + 1)
     low = 2 * cp_size
-    edges = {b for b in (n - 1, n, fit - 1, fit, f * n, f * n + 1) if b >= low}
+    edges = {b for b in (n - 1, n, fit - 1, fit, top, top + 1) if b >= low}
     kinds = {parse_table(t)[0]: t for t in options.capacities}
+    kw = dict(cp_size=cp_size, strategy=s, factor=f, pad=pad, align_size=a, context_len=ctx)
     if "captured" in kinds:
-        yield build(lengths, edges, "captured", cp_size=cp_size, strategy=s, factor=f)
-        yield build(lengths, {n, f * n}, "captured", cp_size=cp_size, strategy=s, factor=f)
+        yield build(lengths, edges, "captured", **kw)  # type: ignore[arg-type]
+        yield build(lengths, {n, top}, "captured", **kw)  # type: ignore[arg-type]
     if "headroom" in kinds:
-        yield build(lengths, edges, kinds["headroom"], cp_size=cp_size, strategy=s, factor=f)
+        yield build(lengths, edges, kinds["headroom"], **kw)  # type: ignore[arg-type]
     if "arbitrary" in kinds:
         tight = max(req - 1, 0)
-        build_rows = {n - 1: req, n: tight, f * n: req, f * n + 1: req}
-        yield build(lengths, {n, n + 1, f * n}, "", cp_size=cp_size, strategy=s, factor=f, rows={n + 1: req, f * n: req + a})
-        yield build(lengths, [b for b in build_rows if b >= low], "", cp_size=cp_size, strategy=s, factor=f, rows=build_rows)
-        over = {n - 1: req, n: tight, f * n: tight, f * n + 1: req}
-        yield build(lengths, [b for b in over if b >= low], "", cp_size=cp_size, strategy=s, factor=f, rows=over)
+        build_rows = {n - 1: req, n: tight, top: req, top + 1: req}
+        yield build(lengths, {n, n + 1, top}, "", rows={n + 1: req, top: req + a}, **kw)  # type: ignore[arg-type]
+        yield build(lengths, [b for b in build_rows if b >= low], "", rows=build_rows, **kw)  # type: ignore[arg-type]
+        over = {n - 1: req, n: tight, top: tight, top + 1: req}
+        yield build(lengths, [b for b in over if b >= low], "", rows=over, **kw)  # type: ignore[arg-type]
+
+
+def pad_choices(total: int, cp_size: int, align: int, options: CheckOptions, turn: int) -> tuple[int, ...]:
+    """The pads of n over the lengths' sum for one batch: 0 (live) and/or one padded n, rotating between
+    padding to a multiple of the alignment and small arbitrary pads (1, P, 2P - 1)."""
+    live = (0,) if options.num_tokens in ("live", "both") else ()
+    if options.num_tokens == "live":
+        return live
+    to_align = -total % align
+    small = (1, cp_size, 2 * cp_size - 1)
+    choice = to_align if turn % 2 == 0 and to_align else small[(turn // 2) % len(small)]
+    return live + (max(1, choice),)
 
 
 def _small_lengths(cp_size: int, options: CheckOptions) -> list[tuple[int, ...]]:
@@ -58,10 +83,13 @@ def _small_lengths(cp_size: int, options: CheckOptions) -> list[tuple[int, ...]]
 
 
 def _domain(cp_size: int, options: CheckOptions) -> Iterator[Batch]:
-    for lengths in _small_lengths(cp_size, options):
-        for batch in _edge_batches(lengths, cp_size, options):
-            if batch.capture_num_tokens:
-                yield batch
+    factors, aligns = options.factors, options.aligns(cp_size)
+    for turn, lengths in enumerate(_small_lengths(cp_size, options)):
+        f, a = factors[turn % len(factors)], aligns[turn % len(aligns)]
+        for pad in pad_choices(sum(lengths), cp_size, a, options, turn):
+            for batch in _edge_batches(lengths, cp_size, options, pad=pad, factor=f, align=a):
+                if batch.capture_num_tokens:
+                    yield batch
 
 
 def exhaustive(options: CheckOptions) -> Iterator[Case]:
@@ -97,10 +125,11 @@ def _random_lengths(rng: random.Random, p: int, options: CheckOptions) -> tuple[
     return tuple(out)
 
 
-def _random_buckets(rng: random.Random, n: int, p: int, options: CheckOptions) -> set[int]:
-    f, low = options.max_padding_factor, 2 * p
+def _random_buckets(rng: random.Random, n: int, live: int, p: int, f: Factor, options: CheckOptions) -> set[int]:
+    low = 2 * p
+    top_n = window_top(n, f)
     roll = rng.random()
-    top = max(low, min(f * n + f * 64, 4 * options.max_tokens))
+    top = max(low, min(top_n + window_top(64, f), 4 * options.max_tokens))
     if roll < 0.4:
         step = rng.choice((2 * p, 8 * p, 64, 128, 256, max(1, n // 8)))
         grid = list(range(step * max(1, (n // 2) // step), top + 1, step))
@@ -109,36 +138,45 @@ def _random_buckets(rng: random.Random, n: int, p: int, options: CheckOptions) -
         buckets = {1 << k for k in range(1, 16) if (1 << k) <= top}
     else:
         buckets = {rng.randint(max(1, n // 2), top) for _ in range(rng.randint(1, 8))}
-    buckets |= {b for b in (n, f * n, n + rng.randint(1, 4 * low)) if rng.random() < 0.35}
+    buckets |= {b for b in (n, top_n, n + rng.randint(1, 4 * low)) if rng.random() < 0.35}
+    if live < n:  # padded: tempt a window taken from the lengths (a bucket in [sum, n), one in (F*sum, F*n])
+        buckets |= {b for b in (live, window_top(live, f) + 1) if rng.random() < 0.35}
     return {b for b in buckets if b >= low} or {max(n, low)}
 
 
 def random_cases(options: CheckOptions) -> Iterator[Case]:
-    """Seeded random batches forever: sizes, residues mod 2P, capture lists and tables all varied."""
+    """Seeded random batches forever: sizes, residues mod 2P, padded n, capture lists and tables all varied."""
     rng = random.Random(options.seed)
     sizes = options.cp_sizes
     # Equal policy time per cp_size rather than equal batch counts: a batch asks P ranks, so weight 1/P.
     weights = [0.3 if p == 1 else 1.0 / p for p in sizes]
-    s = options.strategy
+    s, ctx = options.strategy, options.context_len
     while True:
         p = rng.choices(sizes, weights)[0]
-        # Mostly the configured F; sometimes another, so a policy that ignores max_padding_factor shows.
-        f = options.max_padding_factor if rng.random() < 0.8 else rng.choice((1, 2, 3, 4))
+        if options.padding_factors is not None:
+            f = rng.choice(options.padding_factors)
+        else:  # mostly the configured F; sometimes another, so a policy that ignores max_padding_factor shows
+            f = options.max_padding_factor if rng.random() < 0.8 else rng.choice(SEARCHED_FACTORS)
+        align = rng.choice(options.aligns(p))
         lengths = _random_lengths(rng, p, options)
-        n = sum(lengths)
-        buckets = _random_buckets(rng, n, p, replace(options, max_padding_factor=f))
+        live = sum(lengths)
+        pad = 0
+        if options.num_tokens == "padded" or (options.num_tokens == "both" and rng.random() < 0.5):
+            pad = rng.choice((-live % align or align, rng.randint(1, 2 * p), rng.randint(1, max(1, live // 4))))
+        n = live + pad
+        buckets = _random_buckets(rng, n, live, p, f, options)
         table = rng.choice(options.capacities)
+        kw = dict(cp_size=p, strategy=s, factor=f, pad=pad, align_size=align, context_len=ctx)
         if parse_table(table)[0] != "arbitrary":
-            yield ("random", build(lengths, buckets, table, cp_size=p, strategy=s, factor=f))
+            yield ("random", build(lengths, buckets, table, **kw))  # type: ignore[arg-type]
             continue
-        align = default_align_size(cp_size=p, strategy=s)
         rows = {}
         for b in sorted(buckets):
             if rng.random() < 0.2:
                 continue  # absent: no recorded capacity
-            base = captured_rows(b, p, align, s)
+            base = captured_rows(b, p, align, s, ctx)
             rows[b] = max(0, base + rng.choice((0, 0, align, -align, 1, -1)))
-        yield ("random", build(lengths, buckets, "", cp_size=p, strategy=s, factor=f, rows=rows))
+        yield ("random", build(lengths, buckets, "", rows=rows, **kw))  # type: ignore[arg-type]
 
 
 RANDOM_EVERY = 4  # while the exhaustive domains last, one random batch after every 3 exhaustive ones

@@ -1,4 +1,5 @@
-"""Shrink a counterexample greedily: fewest requests, then fewest tokens, then smallest cp_size.
+"""Shrink a counterexample greedily: a captured table when one reproduces it, then fewest requests, then
+fewest tokens (the pad of a padded n too), then smallest cp_size.
 
 A candidate is kept only if it still breaks the same invariant. When lengths shrink, the capture list
 moves with n (n-1, n, F*n, F*n+1 stay at their edges) and an arbitrary table's rows move with the
@@ -9,27 +10,63 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from cpgraph.check.batch import Batch
-from cpgraph.check.batch import build
+from cpgraph.check.batch import Batch, Factor, build
 from cpgraph.check.invariants import spec_for
+from cpgraph.check.options import CheckOptions
+from cpgraph.reference import default_align_size
+from cpgraph.reference.judge import window_top
 
 DEFAULT_FACTOR = 2  # SEMANTICS.md's F; a counterexample at another F is shown at F = 2 when it still fails
+_TABLE_RANK = {"captured": 0, "headroom": 1}
 
 
 def size(batch: Batch) -> tuple[int, ...]:
-    """Smaller is simpler: requests, tokens, cp_size, buckets, bucket values, then a rule-made table."""
+    """Smaller is simpler: a captured table first (it reads as upstream records it), then requests,
+    tokens, cp_size, buckets, bucket values, the default factor, then the rows of the table."""
     return (
+        _TABLE_RANK.get(batch.table.partition(":")[0], 2),
         len(batch.extend_seq_lens),
         batch.num_tokens,
         batch.cp_size,
         len(batch.capture_num_tokens),
         sum(batch.capture_num_tokens),
-        0 if batch.table in ("captured",) else 1,
         0 if batch.max_padding_factor == DEFAULT_FACTOR else 1,
         sum(rows for _, rows in batch.bucket_local_tokens),
     )
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """What a shrink may change: the run's strategy, allowed factors (None: any, preferring F = 2),
+    alignments per cp_size (None: the strategy's), the least pad (1 when only padded n are checked)
+    and the context length of captured tables."""
+
+    strategy: str = "zigzag"
+    factors: tuple[Factor, ...] | None = None
+    align_sizes: tuple[str, ...] | None = None
+    min_pad: int = 0
+    context_len: int | None = None
+
+    @classmethod
+    def of(cls, options: CheckOptions) -> Knobs:
+        return cls(
+            options.strategy, options.padding_factors, options.align_sizes,
+            1 if options.num_tokens == "padded" else 0, options.context_len,
+        )
+
+    def align(self, batch: Batch, cp_size: int) -> int:
+        """The batch's alignment carried to ``cp_size``: the same multiple of P, or the same int."""
+        if cp_size == batch.cp_size:
+            return batch.align_size
+        if batch.align_size % batch.cp_size == 0:
+            multiple = batch.align_size // batch.cp_size
+            if self.align_sizes is None or f"{multiple}P" in self.align_sizes or (multiple == 1 and "P" in self.align_sizes):
+                return multiple * cp_size
+        if self.align_sizes is None:
+            return default_align_size(cp_size=cp_size, strategy=self.strategy)
+        return batch.align_size
 
 
 def _rule_based(batch: Batch) -> bool:
@@ -40,78 +77,97 @@ def _rebuild(
     batch: Batch,
     lengths: tuple[int, ...],
     cp_size: int,
-    strategy: str,
+    knobs: Knobs,
     *,
     shift_buckets: bool,
     shift_rows: bool,
+    pad: int | None = None,
 ) -> Batch:
-    """``batch`` with new lengths / cp_size; buckets and rows optionally moved with n and required rows."""
-    f, n_old, n_new = batch.max_padding_factor, batch.num_tokens, sum(lengths)
+    """``batch`` with new lengths / cp_size / pad; buckets and rows optionally moved with n and required rows."""
+    f, n_old = batch.max_padding_factor, batch.num_tokens
+    pad = batch.pad if pad is None else pad
+    n_new = sum(lengths) + pad
+    top_old, top_new = window_top(n_old, f), window_top(n_new, f)
+    align = knobs.align(batch, cp_size)
+    kw = dict(cp_size=cp_size, strategy=knobs.strategy, factor=f, pad=pad, align_size=align, context_len=batch.context_len)
 
     def move(b: int) -> int:
         if not shift_buckets:
             return b
         for d in (-1, 0, 1):
-            if b == f * n_old + d:
-                return f * n_new + d
+            if b == top_old + d:
+                return top_new + d
         return b - (n_old - n_new)
 
     buckets = {b: move(b) for b in batch.capture_num_tokens}
     if _rule_based(batch):
-        return build(lengths, set(buckets.values()), batch.table, cp_size=cp_size, strategy=strategy, factor=f)
+        return build(lengths, set(buckets.values()), batch.table, **kw)  # type: ignore[arg-type]
     delta = 0
     if shift_rows:
-        probe = build(lengths, (n_new,), "captured", cp_size=cp_size, strategy=strategy, factor=f)
-        delta = spec_for(batch, strategy).required - spec_for(probe, strategy).required
+        probe = build(lengths, (n_new,), "captured", **kw)  # type: ignore[arg-type]
+        delta = spec_for(batch, knobs.strategy).required - spec_for(probe, knobs.strategy).required
     caps = batch.capacities
     rows = {buckets[b]: max(0, caps[b] - delta) for b in batch.capture_num_tokens if b in caps}
-    return build(lengths, set(buckets.values()), "", cp_size=cp_size, strategy=strategy, factor=f, rows=rows)
+    return build(lengths, set(buckets.values()), "", rows=rows, **kw)  # type: ignore[arg-type]
 
 
-def _variants(batch: Batch, lengths: tuple[int, ...], cp_size: int, strategy: str) -> Iterator[Batch]:
+def _variants(batch: Batch, lengths: tuple[int, ...], cp_size: int, knobs: Knobs, pad: int | None = None) -> Iterator[Batch]:
     for shift_buckets in (True, False):
         for shift_rows in (True, False) if not _rule_based(batch) else (False,):
-            yield _rebuild(batch, lengths, cp_size, strategy, shift_buckets=shift_buckets, shift_rows=shift_rows)
+            yield _rebuild(batch, lengths, cp_size, knobs, shift_buckets=shift_buckets, shift_rows=shift_rows, pad=pad)
 
 
-def candidates(batch: Batch, cp_sizes: tuple[int, ...], strategy: str) -> Iterator[Batch]:
-    """Simpler neighbours of ``batch``, most valuable shrink first."""
+def _as_captured(batch: Batch, knobs: Knobs) -> Batch:
+    return build(
+        batch.extend_seq_lens, batch.capture_num_tokens, "captured", cp_size=batch.cp_size, strategy=knobs.strategy,
+        factor=batch.max_padding_factor, pad=batch.pad, align_size=batch.align_size, context_len=knobs.context_len,
+    )
+
+
+def candidates(batch: Batch, cp_sizes: tuple[int, ...], strategy: str | Knobs) -> Iterator[Batch]:
+    """Simpler neighbours of ``batch``, most valuable shrink first (a captured table before anything)."""
+    knobs = strategy if isinstance(strategy, Knobs) else Knobs(strategy)
     lengths, p = batch.extend_seq_lens, batch.cp_size
+    if not _rule_based(batch):
+        yield _as_captured(batch, knobs)
     for i in range(len(lengths)):
         if len(lengths) > 1:
-            yield from _variants(batch, lengths[:i] + lengths[i + 1 :], p, strategy)
+            yield from _variants(batch, lengths[:i] + lengths[i + 1 :], p, knobs)
+    for pad in sorted({knobs.min_pad, max(knobs.min_pad, 1), batch.pad // 2}):
+        if pad < batch.pad:
+            yield from _variants(batch, lengths, p, knobs, pad=pad)
     active_floor = 2 * p if p > 1 and min(lengths) >= 2 * p else 1
     s = 2 * p
     # Residues mod 2P decide which rank is busiest, so shrink by whole rounds of 2P first (all at once,
     # then one by one), and only then by single tokens.
     same_residue = tuple(max(active_floor, length % s + s) if length % s + s <= length else length for length in lengths)
     if same_residue != lengths:
-        yield from _variants(batch, same_residue, p, strategy)
+        yield from _variants(batch, same_residue, p, knobs)
     for i, length in enumerate(lengths):
         q, m = divmod(length, s)
         steps = {q // 2, q - 1} | {1 << k for k in range(max(q, 1).bit_length())}
         rounds = {m + s * j for j in steps if 0 < j < q and m + s * j >= active_floor}
         for target in sorted(rounds | {active_floor, length // 2, length - p, length - 1}):
             if active_floor <= target < length:
-                yield from _variants(batch, lengths[:i] + (target,) + lengths[i + 1 :], p, strategy)
+                yield from _variants(batch, lengths[:i] + (target,) + lengths[i + 1 :], p, knobs)
     for q in cp_sizes:
         if q < p and (q > 1 or p == 1):
-            yield from _variants(batch, lengths, q, strategy)
+            yield from _variants(batch, lengths, q, knobs)
             # the same residues mod 2q, one round each: a smaller P usually needs shorter requests too
             if q > 1 and min(lengths) >= 2 * p:
-                yield from _variants(batch, tuple(length % (2 * q) + 2 * q for length in lengths), q, strategy)
+                yield from _variants(batch, tuple(length % (2 * q) + 2 * q for length in lengths), q, knobs)
+    kw = dict(cp_size=p, strategy=knobs.strategy, factor=batch.max_padding_factor, pad=batch.pad, align_size=batch.align_size)
     for b in batch.capture_num_tokens:
         if len(batch.capture_num_tokens) > 1:
             kept = {c for c in batch.capture_num_tokens if c != b}
             if _rule_based(batch):
-                yield build(lengths, kept, batch.table, cp_size=p, strategy=strategy, factor=batch.max_padding_factor)
+                yield build(lengths, kept, batch.table, context_len=batch.context_len, **kw)  # type: ignore[arg-type]
             else:
                 rows = {c: r for c, r in batch.bucket_local_tokens if c != b}
-                yield build(lengths, kept, "", cp_size=p, strategy=strategy, factor=batch.max_padding_factor, rows=rows)
-    if batch.max_padding_factor != DEFAULT_FACTOR:
-        yield replace(batch, max_padding_factor=DEFAULT_FACTOR)
-    if not _rule_based(batch):
-        yield build(lengths, batch.capture_num_tokens, "captured", cp_size=p, strategy=strategy, factor=batch.max_padding_factor)
+                yield build(lengths, kept, "", rows=rows, **kw)  # type: ignore[arg-type]
+    preferred = DEFAULT_FACTOR if knobs.factors is None else knobs.factors[0]
+    if batch.max_padding_factor != preferred and (knobs.factors is None or preferred in knobs.factors):
+        yield replace(batch, max_padding_factor=preferred)
 
 
 def minimize(
@@ -119,18 +175,21 @@ def minimize(
     fails: Callable[[Batch], bool],
     *,
     cp_sizes: tuple[int, ...],
-    strategy: str = "zigzag",
+    strategy: str | Knobs = "zigzag",
     budget_s: float = 1.0,
     max_tries: int = 5000,
 ) -> tuple[Batch, int]:
     """The simplest batch reachable from ``batch`` by greedy shrinking on which ``fails`` still holds,
-    and how many candidates were tried. Bounded by ``budget_s`` and ``max_tries``."""
+    and how many candidates were tried. ``strategy`` is the run's strategy, or its ``Knobs`` (a shrink
+    never leaves the fixed factors and alignments). Bounded by ``max_tries`` and ``budget_s``; the walk
+    is deterministic, so a run that converges within them gives the same batch for the same input."""
+    knobs = strategy if isinstance(strategy, Knobs) else Knobs(strategy)
     deadline = time.perf_counter() + budget_s
     best, tries, seen = batch, 0, {batch}
     improved = True
     while improved and tries < max_tries and time.perf_counter() < deadline:
         improved = False
-        for cand in candidates(best, cp_sizes, strategy):
+        for cand in candidates(best, cp_sizes, knobs):
             if cand in seen or size(cand) >= size(best) or not cand.capture_num_tokens:
                 continue
             seen.add(cand)

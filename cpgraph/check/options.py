@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
-from cpgraph.check.batch import parse_table
+from cpgraph.check.batch import Factor, parse_factor, parse_table
 from cpgraph.check.invariants import EFFICIENCY, INVARIANTS, SAFETY
-from cpgraph.reference import STRATEGIES
+from cpgraph.check.protocol import ASK_REPLAY, align_text
+from cpgraph.reference import STRATEGIES, default_align_size
 
+T = TypeVar("T")
 DEFAULT_CAPACITIES = ("captured", "headroom:2", "arbitrary")
+NUM_TOKENS = ("live", "padded", "both")  # n = sum(extend_seq_lens); n > the sum (DP/CP padding); either
+SEARCHED_FACTORS: tuple[Factor, ...] = (1, 2, 3, 4)  # without --padding-factors, one random batch in five takes one
 
 
 @dataclass(frozen=True)
@@ -25,16 +30,50 @@ class CheckOptions:
     budget_s: float = 30.0
     safety_only: bool = False
     invariants: tuple[str, ...] = INVARIANTS
-    max_padding_factor: int = 2
+    max_padding_factor: Factor = 2
     seed: int = 0
     grace_s: float = 1.0
     minimize_s: float = 1.0
     boundary: bool = True
+    ask_replay: str = "admitted"
+    padding_factors: tuple[Factor, ...] | None = None  # None: search (F mostly, sometimes 1..4)
+    align_sizes: tuple[str, ...] | None = None  # None: the strategy's default; else ints or 'kP'
+    num_tokens: str = "both"
+    context_len: int | None = None
 
     @property
     def checked(self) -> frozenset[str]:
         wanted = frozenset(self.invariants)
         return wanted - frozenset(EFFICIENCY) if self.safety_only else wanted
+
+    @property
+    def factors(self) -> tuple[Factor, ...]:
+        """The factors every phase uses first: the fixed ones, else the configured F."""
+        return self.padding_factors if self.padding_factors is not None else (self.max_padding_factor,)
+
+    def aligns(self, cp_size: int) -> tuple[int, ...]:
+        """The alignments of batches at ``cp_size``: the fixed ones, else the strategy's default."""
+        if self.align_sizes is None:
+            return (default_align_size(cp_size=cp_size, strategy=self.strategy),)
+        out = []
+        for text in self.align_sizes:
+            value = (int(text[:-1] or 1) * cp_size) if text.endswith("P") else int(text)
+            if value not in out:
+                out.append(value)
+        return tuple(out)
+
+    def knobs(self) -> dict[str, object]:
+        """The knobs of this run as JSON (factors as '3/2' where rational)."""
+        return {
+            "padding_factors": None if self.padding_factors is None else [str(f) for f in self.padding_factors],
+            "max_padding_factor": str(self.max_padding_factor),
+            "align_sizes": None if self.align_sizes is None else list(self.align_sizes),
+            "num_tokens": self.num_tokens,
+            "ask_replay": self.ask_replay,
+            "context_len": self.context_len,
+            "strategy": self.strategy,
+            "cp_sizes": list(self.cp_sizes),
+        }
 
 
 def _int(name: str, value: object, minimum: int) -> int:
@@ -63,11 +102,16 @@ def make_options(
     budget_s: float = 30.0,
     safety_only: bool = False,
     invariants: Iterable[str] | None = None,
-    max_padding_factor: int = 2,
+    max_padding_factor: Factor | float | str = 2,
     seed: int = 0,
     grace_s: float = 1.0,
     minimize_s: float = 1.0,
     boundary: bool = True,
+    ask_replay: str = "admitted",
+    padding_factors: Iterable[Factor | float | str] | str | None = None,
+    align_sizes: Iterable[int | str] | str | None = None,
+    num_tokens: str = "both",
+    context_len: int | None = None,
 ) -> CheckOptions:
     """Validate and freeze the options of ``check_policy`` (TypeError/ValueError on bad input)."""
     if isinstance(cp_sizes, (str, bytes)) or not isinstance(cp_sizes, Iterable):
@@ -83,9 +127,7 @@ def make_options(
     if not tables:
         raise ValueError("capacities must name at least one of captured, headroom:R, arbitrary; got none")
     for spec in tables:
-        kind, _ = parse_table(spec)
-        if kind == "headroom" and strategy != "zigzag":
-            raise ValueError(f"capacities {spec!r} needs strategy 'zigzag' (headroom is a zigzag bound), got {strategy!r}")
+        parse_table(spec)
     chosen = INVARIANTS if invariants is None else tuple(invariants)
     unknown = [i for i in chosen if i not in INVARIANTS]
     if unknown or not chosen:
@@ -96,7 +138,14 @@ def make_options(
         raise ValueError(f"safety_only leaves nothing to check among invariants={list(chosen)!r}")
     max_r = _int("max_requests", max_requests, 1)
     max_n = _int("max_tokens", max_tokens, 2)
-    factor = _int("max_padding_factor", max_padding_factor, 1)
+    factor = parse_factor("max_padding_factor", max_padding_factor)
+    if ask_replay not in ASK_REPLAY:
+        raise ValueError(f"ask_replay must be one of {', '.join(ASK_REPLAY)}; got {ask_replay!r}")
+    if num_tokens not in NUM_TOKENS:
+        raise ValueError(f"num_tokens must be one of {', '.join(NUM_TOKENS)}; got {num_tokens!r}")
+    factors = None if padding_factors is None else _list("padding_factors", padding_factors, parse_factor)
+    aligns = None if align_sizes is None else _list("align_sizes", align_sizes, align_text)
+    ctx = None if context_len is None else _int("context_len", context_len, 1)
     return CheckOptions(
         cp_sizes=sizes,
         strategy=strategy,
@@ -106,9 +155,32 @@ def make_options(
         budget_s=_seconds("budget_s", budget_s, positive=True),
         safety_only=safety_only,
         invariants=chosen,
-        max_padding_factor=factor,
+        max_padding_factor=factors[0] if factors is not None else factor,
         seed=_int("seed", seed, 0),
         grace_s=_seconds("grace_s", grace_s, positive=False),
         minimize_s=_seconds("minimize_s", minimize_s, positive=False),
         boundary=bool(boundary),
+        ask_replay=ask_replay,
+        padding_factors=factors,
+        align_sizes=aligns,
+        num_tokens=num_tokens,
+        context_len=ctx,
     )
+
+
+def _list(name: str, value: object, parse: Callable[[str, object], T]) -> tuple[T, ...]:
+    """A comma-separated string or an iterable, each item parsed; at least one, duplicates dropped."""
+    if isinstance(value, str):
+        items: list[object] = [part for part in value.split(",") if part.strip()]
+    elif isinstance(value, Iterable):
+        items = list(value)
+    else:
+        raise TypeError(f"{name} must be a comma-separated string or a sequence, got {value!r} ({type(value).__name__})")
+    out: list[T] = []
+    for item in items:
+        parsed = parse(f"{name}[]", item)
+        if parsed not in out:
+            out.append(parsed)
+    if not out:
+        raise ValueError(f"{name} must name at least one value, got {value!r}")
+    return tuple(out)

@@ -1,4 +1,10 @@
-"""The policy protocol: load a policy by MODULE:ATTR and ask every rank about a batch, capturing errors."""
+"""The policy protocol (v2): load a policy by MODULE:ATTR and ask every rank about a batch, capturing errors.
+
+Upstream's call contract: ``can_run_graph`` first, and ``load_batch`` (which pads to the bucket) only after
+it said yes. So ``ask`` asks ``admit`` on every rank and ``replay_bucket`` only on a rank that admitted
+(``ask_replay='admitted'``, the default); ``ask_replay='always'`` asks it on every rank, for policies that
+promise a total replay function (refusing what admission refused).
+"""
 
 from __future__ import annotations
 
@@ -11,49 +17,57 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cpgraph.check.batch import Batch
+from cpgraph.check.batch import Batch, Factor, parse_factor
+from cpgraph.reference.judge import NOT_ASKED as NOT_ASKED, REFUSED as REFUSED, RankAnswer as RankAnswer
 
-REFUSED = "refused"  # replay_bucket raised (or returned None): the rank runs eagerly
+ASK_REPLAY = ("admitted", "always")  # protocol v2 (replay only after admission) / the strict total replay
 
-
-@dataclass(frozen=True)
-class RankAnswer:
-    """What one rank answered. ``admit`` is None when admit raised (``admit_error`` says what);
-    ``bucket`` is None when replay_bucket refused (raised or returned None); ``rows`` is the
-    local_rows answer for ``bucket`` (None when not asked or when it raised, see ``rows_error``)."""
-
-    rank: int
-    admit: bool | None
-    admit_error: str | None
-    bucket: object
-    replay_error: str | None
-    rows: tuple[object, ...] | None
-    rows_error: str | None
-
-    @property
-    def decision(self) -> tuple[object, object]:
-        """What ranks must agree on: (admit or 'raised', bucket or 'refused')."""
-        return ("raised" if self.admit is None else self.admit, REFUSED if self.bucket is None else self.bucket)
-
-    def describe(self) -> str:
-        admit = f"raised {self.admit_error}" if self.admit is None else str(self.admit)
-        replay = f"raised {self.replay_error}" if self.replay_error is not None else repr(self.bucket)
-        text = f"admit={admit} replay_bucket={replay}"
-        if self.rows is not None:
-            text += f" local_rows={list(self.rows)}"
-        elif self.rows_error is not None:
-            text += f" local_rows raised {self.rows_error}"
-        return text
+KNOBS = ("max_padding_factor", "align_size")  # fixed knobs a policy may declare as attributes
 
 
 @dataclass(frozen=True)
 class Policy:
-    """A policy's protocol functions, resolved once. ``local_rows`` is None when the policy has none."""
+    """A policy's protocol functions, resolved once. ``local_rows`` is None when the policy has none.
+    ``knobs``: the fixed knobs it declares as attributes (``max_padding_factor`` as an int or exact
+    rational, ``align_size`` as an int or 'kP'), which the check honours when no flag sets them."""
 
     name: str
     admit: Callable[..., Any]
     replay_bucket: Callable[..., Any]
     local_rows: Callable[..., Any] | None
+    knobs: tuple[tuple[str, object], ...] = ()
+
+    def knob(self, name: str) -> object:
+        """The declared value of knob ``name``, or None."""
+        return dict(self.knobs).get(name)
+
+
+def align_text(label: str, value: object) -> str:
+    """An alignment as the check writes it: an int ('16') or a multiple of cp_size ('P', '2P').
+    TypeError/ValueError name ``label``, the value and what is allowed."""
+    allowed = "an int >= 1 or a multiple of cp_size written kP (P, 2P, 4P)"
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(f"{label} must be {allowed}, got {value!r} ({type(value).__name__})")
+    text = str(value).strip().upper()
+    digits = text[:-1] if text.endswith("P") else text
+    if digits == "" and text == "P":
+        return "P"
+    if not digits.isdigit() or int(digits) < 1:
+        raise ValueError(f"{label} must be {allowed}, got {value!r}")
+    return f"{int(digits)}P" if text.endswith("P") else str(int(digits))
+
+
+def _declared_knobs(policy: object, label: str) -> tuple[tuple[str, object], ...]:
+    """The fixed knobs ``policy`` declares (attributes that are plain values; callables are ignored)."""
+    out: list[tuple[str, object]] = []
+    factor = getattr(policy, "max_padding_factor", None)
+    if factor is not None and not callable(factor):
+        declared: Factor = parse_factor(f"policy {label}.max_padding_factor", factor)
+        out.append(("max_padding_factor", declared))
+    align = getattr(policy, "align_size", None)
+    if align is not None and not callable(align):
+        out.append(("align_size", align_text(f"policy {label}.align_size", align)))
+    return tuple(out)
 
 
 def _error(exc: BaseException) -> str:
@@ -80,7 +94,8 @@ def as_policy(policy: object, name: str | None = None) -> Policy:
     rows = getattr(policy, "local_rows", None)
     if rows is not None and not callable(rows):
         raise TypeError(f"policy {label}.local_rows must be callable when present, got {rows!r}")
-    return Policy(str(label), getattr(policy, "admit"), getattr(policy, "replay_bucket"), rows)
+    knobs = _declared_knobs(policy, str(label))
+    return Policy(str(label), getattr(policy, "admit"), getattr(policy, "replay_bucket"), rows, knobs)
 
 
 def load_policy(target: str) -> Policy:
@@ -143,11 +158,17 @@ def _as_int(value: object) -> object:
         return value
 
 
-def ask(policy: Policy, batch: Batch, ranks: Sequence[int] | None = None) -> tuple[RankAnswer, ...]:
-    """Ask every rank (by keyword) admit, replay_bucket and, when the rank names a bucket and the policy
-    has it, local_rows(bucket=...). Exceptions are answers, never crashes. Each rank gets its own copy
-    of the capacity mapping, so a policy that writes to it cannot change what another rank sees.
+def ask(
+    policy: Policy, batch: Batch, ranks: Sequence[int] | None = None, *, ask_replay: str = "admitted"
+) -> tuple[RankAnswer, ...]:
+    """Ask every rank (by keyword) admit, then replay_bucket (only where admit said True, unless
+    ``ask_replay='always'``) and, when the rank names a bucket and the policy has it,
+    local_rows(bucket=...). Exceptions are answers, never crashes. Each rank gets its own copy of the
+    capacity mapping, so a policy that writes to it cannot change what another rank sees.
     ``bool(admit)`` is taken as the answer; integer-likes (``__index__``) are read as ints."""
+    always = ask_replay == "always"
+    if not always and ask_replay != "admitted":
+        raise ValueError(f"ask_replay must be one of {', '.join(ASK_REPLAY)}; got {ask_replay!r}")
     base = batch.kwargs()
     table = base.pop("bucket_local_tokens")
     answers = []
@@ -160,15 +181,17 @@ def ask(policy: Policy, batch: Batch, ranks: Sequence[int] | None = None) -> tup
             admit = bool(policy.admit(**kw))
         except Exception as exc:
             admit, admit_error = None, _error(exc)
-        bucket: object
-        try:
-            bucket = _as_int(policy.replay_bucket(**kw))
-        except Exception as exc:
-            bucket, replay_error = None, _error(exc)
+        bucket: object = None
+        asked = always or admit is True
+        if asked:
+            try:
+                bucket = _as_int(policy.replay_bucket(**kw))
+            except Exception as exc:
+                bucket, replay_error = None, _error(exc)
         if policy.local_rows is not None and bucket is not None:
             try:
                 rows = tuple(_as_int(r) for r in policy.local_rows(bucket=bucket, **kw))
             except Exception as exc:
                 rows_error = _error(exc)
-        answers.append(RankAnswer(rank, admit, admit_error, bucket, replay_error, rows, rows_error))
+        answers.append(RankAnswer(rank, admit, admit_error, bucket, replay_error, rows, rows_error, asked))
     return tuple(answers)

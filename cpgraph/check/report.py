@@ -75,7 +75,16 @@ class Violation:
         return text
 
     def to_json(self) -> dict[str, Any]:
-        data = {"invariant": self.invariant, "counterexample": self.batch.to_json(), "detail": self.why}
+        data: dict[str, Any] = {
+            "invariant": self.invariant,
+            "counterexample": self.batch.to_json(),
+            "detail": self.why,
+            "answers": [a.to_json() for a in self.answers],
+            "spec": {"active": self.spec.active, "loads": list(self.spec.loads), "required": self.spec.required, "fitting": list(self.spec.fitting)},
+            "table": self.batch.table,
+            "phase": self.phase,
+            "found_after": self.found_after,
+        }
         if self.policy_traceback:
             data["policy_traceback"] = self.policy_traceback
         return data
@@ -109,6 +118,8 @@ class CheckReport:
     phases: tuple[tuple[str, int], ...]  # batches checked per input phase
     stopped: str  # why the search ended: 'budget', 'all violated', 'grace after violation', 'exhausted', 'policy call'
     stop: CallStop | None = None  # a policy call that ended the check (hung, exited, interrupted)
+    seed: int = 0  # the random phase's seed (rerun with it to see the same batches)
+    knobs: tuple[tuple[str, object], ...] = ()  # the run's knobs (factors, alignments, n, replay asking)
 
     @property
     def ok(self) -> bool:
@@ -131,6 +142,11 @@ class CheckReport:
             "violations": [v.to_json() for v in self.violations],
             "cases": self.cases,
             "seconds": round(self.seconds, 3),
+            "seed": self.seed,
+            "checked": list(self.checked),
+            "phases": dict(self.phases),
+            "stopped": self.stopped,
+            "knobs": dict(self.knobs),
         }
         if self.stop is not None:
             data["policy_call"] = self.stop.to_json()

@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -22,7 +23,7 @@ from cpgraph.check.batch import Batch
 from cpgraph.check.calls import PolicyStop, bound, session
 from cpgraph.check.generate import cases
 from cpgraph.check.invariants import INVARIANTS, judge, spec_for
-from cpgraph.check.minimize import minimize, size
+from cpgraph.check.minimize import Knobs, minimize, size
 from cpgraph.check.options import CheckOptions, make_options
 from cpgraph.check.protocol import Policy, RankAnswer, as_policy, ask, load_policy
 from cpgraph.check.report import CheckReport, Violation
@@ -31,10 +32,24 @@ PROGRESS_EVERY_S = 5.0
 _STOP = 0  # shared[0]: perf_counter time at which every worker stops; shared[1 + i]: INVARIANTS[i] broken
 
 
-def breaks(policy: Policy, batch: Batch, invariant: str, strategy: str = "zigzag") -> bool:
+def breaks(policy: Policy, batch: Batch, invariant: str, strategy: str = "zigzag", ask_replay: str = "admitted") -> bool:
     """Does ``policy`` break ``invariant`` on ``batch`` (every rank asked)?"""
-    found = judge(batch, ask(policy, batch), strategy=strategy, invariants=frozenset((invariant,)))
+    answers = ask(policy, batch, ask_replay=ask_replay)
+    found = judge(batch, answers, strategy=strategy, invariants=frozenset((invariant,)), replay_always=ask_replay == "always")
     return any(f.invariant == invariant for f in found)
+
+
+def with_policy_knobs(opts: CheckOptions, policy: Policy) -> CheckOptions:
+    """``opts`` with the fixed knobs ``policy`` declares (max_padding_factor, align_size) where no flag
+    set them: a code base that hard-codes F = 2 is checked at F = 2 only."""
+    factor = policy.knob("max_padding_factor")
+    if factor is not None and opts.padding_factors is None:
+        assert isinstance(factor, (int, Fraction))
+        opts = replace(opts, padding_factors=(factor,), max_padding_factor=factor)
+    align = policy.knob("align_size")
+    if align is not None and opts.align_sizes is None:
+        opts = replace(opts, align_sizes=(str(align),))
+    return opts
 
 
 @dataclass
@@ -51,11 +66,12 @@ def _violation(policy: Policy, batch: Batch, answers: tuple[RankAnswer, ...], wh
     """Minimise the batch for ``inv`` and build the Violation from a fresh ask of the minimised batch."""
 
     def fails(candidate: Batch) -> bool:
-        return breaks(policy, candidate, inv, opts.strategy)
+        return breaks(policy, candidate, inv, opts.strategy, opts.ask_replay)
 
-    small, _ = minimize(batch, fails, cp_sizes=opts.cp_sizes, strategy=opts.strategy, budget_s=opts.minimize_s)
-    again = ask(policy, small)
-    for f in judge(small, again, strategy=opts.strategy, invariants=frozenset((inv,))):
+    small, _ = minimize(batch, fails, cp_sizes=opts.cp_sizes, strategy=Knobs.of(opts), budget_s=opts.minimize_s)
+    again = ask(policy, small, ask_replay=opts.ask_replay)
+    always = opts.ask_replay == "always"
+    for f in judge(small, again, strategy=opts.strategy, invariants=frozenset((inv,)), replay_always=always):
         return Violation(inv, small, again, spec_for(small, opts.strategy), f.why, phase, count, batch)
     # the policy answered differently the second time (it is not a function of the batch): keep it as found
     return Violation(inv, batch, answers, spec_for(batch, opts.strategy), why, phase, count, batch)
@@ -73,6 +89,7 @@ def _search(
 ) -> _Partial:
     out = _Partial()
     checked = opts.checked
+    always = opts.ask_replay == "always"
     open_ = frozenset(checked)
     next_note = start + PROGRESS_EVERY_S
     stream = cases(opts, shard=shard, shards=shards)
@@ -92,10 +109,10 @@ def _search(
                 f"cpgraph check {policy.name}: {out.count * shards:,} batches in {now - start:.0f} s "
                 f"({phase.split(':')[0]}); violated so far: {', '.join(out.found) or 'none'}"
             )
-        answers = ask(policy, batch)
+        answers = ask(policy, batch, ask_replay=opts.ask_replay)
         out.count += 1
         out.phases[phase.split(":")[0]] += 1
-        findings = judge(batch, answers, strategy=opts.strategy, invariants=open_)
+        findings = judge(batch, answers, strategy=opts.strategy, invariants=open_, replay_always=always)
         for finding in findings:
             inv = finding.invariant
             shared[1 + INVARIANTS.index(inv)] = 1.0
@@ -155,6 +172,7 @@ def run_check(policy: Policy, opts: CheckOptions, progress: Callable[[str], None
     """The search behind ``check_policy`` (options already validated)."""
     start = time.perf_counter()
     policy = bound(policy)  # every policy call bounded and judged (cpgraph/check/calls.py)
+    opts = with_policy_knobs(opts, policy)
     if workers is None:
         shards = 2 if _can_fork() else 1
     else:
@@ -206,6 +224,8 @@ def run_check(policy: Policy, opts: CheckOptions, progress: Callable[[str], None
         checked=tuple(i for i in INVARIANTS if i in opts.checked),
         phases=tuple(sum((p.phases for p in parts), Counter()).items()),
         stopped=stopped,
+        seed=opts.seed,
+        knobs=tuple(opts.knobs().items()),
     )
 
 

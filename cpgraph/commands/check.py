@@ -33,7 +33,7 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("target", metavar="MODULE:ATTR", help="policy to import, e.g. reference.policy or mypkg.sel:policy (MODULE may be a .py path)")
     parser.add_argument("--cp-sizes", default="1,2,4,8", help=f"comma-separated cp_size values in 1..{MAX_CP_SIZE} (default 1,2,4,8)")
-    parser.add_argument("--strategy", default="zigzag", help="layout strategy: zigzag, interleave or contiguous (default zigzag)")
+    parser.add_argument("--strategy", default="zigzag", help="layout strategy: zigzag, interleave, contiguous or zigzag_pad (default zigzag)")
     parser.add_argument("--max-requests", type=bounded_int("--max-requests", 1, MAX_REQUESTS), default=3,
                         help=f"most requests in a batch, 1..{MAX_REQUESTS} (default 3)")
     parser.add_argument("--max-tokens", type=bounded_int("--max-tokens", 2, MAX_TOKENS), default=4096,
@@ -49,6 +49,20 @@ def add_parser(subparsers: Any) -> None:
                         help="longest one policy call may take; a slower call stops the check as a finding (default 10)")
     parser.add_argument("--seed", type=bounded_int("--seed", 0, 2**63 - 1), default=0, help="seed of the random phase (default 0)")
     parser.add_argument("--safety-only", action="store_true", help="skip the efficiency invariants")
+    parser.add_argument("--ask-replay", choices=("admitted", "always"), default="admitted",
+                        help="ask replay_bucket only on a rank that admitted (default, upstream's can_run_graph-then-load_batch "
+                             "contract) or always (a policy promising a total replay function)")
+    parser.add_argument("--padding-factors", metavar="F1,F2", default=None,
+                        help="fix max_padding_factor to these values (ints or exact rationals: 2, 1.5, 5/4); default: "
+                             "F = 2 with one random batch in five at F in 1..4, or the policy's max_padding_factor attribute")
+    parser.add_argument("--align-sizes", metavar="A1,A2", default=None,
+                        help="fix align_size: ints or multiples of cp_size (2P, P, 16); default: the strategy's "
+                             "(2P zigzag and zigzag_pad, P interleave and contiguous), or the policy's align_size attribute")
+    parser.add_argument("--num-tokens", choices=("live", "padded", "both"), default="both",
+                        help="num_tokens = sum(extend_seq_lens) (live), a padded n above it (padded), or both (default)")
+    parser.add_argument("--context-len", type=bounded_int("--context-len", 1, 2**31 - 1), default=None,
+                        help="context length captured tables were recorded with (a bucket above it is captured as "
+                             "context-length requests); default: none")
     add_output_flags(parser)
     parser.add_argument("--emit-test", metavar="PATH", help="write a pytest regression test of the counterexamples")
     parser.add_argument("--plot", metavar="FILE.png", help="write a PNG of a counterexample's layout")
@@ -88,6 +102,11 @@ def run(args: argparse.Namespace) -> int:
             budget_s=args.budget_s,
             safety_only=args.safety_only,
             seed=args.seed,
+            ask_replay=args.ask_replay,
+            padding_factors=args.padding_factors,
+            align_sizes=args.align_sizes,
+            num_tokens=args.num_tokens,
+            context_len=args.context_len,
         )
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None

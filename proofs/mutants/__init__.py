@@ -29,6 +29,8 @@ MUTANTS: Final = {
     "padded_layout": "capacity_fit",  # replay layout built on the padded count
     "strict_lower": "minimal_bucket",  # window (n, F*n]: a bucket of exactly n is skipped
     "stale_cache": "capacity_fit",  # decision memoised by lengths only, not the capture table
+    "lengths_lower_bound": "padding_limit",  # window's lower end from sum(lengths), not the padded n
+    "lengths_cap": "no_needless_fallback",  # window's upper end F*sum(lengths), not F*n
 }
 
 CORRECT: Final = ("scan", "fitting_set", "bisected", "cached", "blockwise", "with_rows")

@@ -3,6 +3,7 @@ correct-but-differently-written policy passes, and an emitted regression test fa
 passes once it is fixed."""
 
 import importlib
+import os
 
 import pytest
 
@@ -49,7 +50,7 @@ def test_prefix_bug_is_found_on_upstream_captured_tables_with_a_small_batch() ->
 
 def _run_emitted(source: str) -> list[str]:
     """Run every test function of an emitted module; return the failures' messages."""
-    namespace: dict[str, object] = {}
+    namespace: dict[str, object] = {"__file__": os.path.abspath("test_regression.py")}  # where it would be written
     exec(compile(source, "<emitted>", "exec"), namespace)
     failures = []
     for name, fn in namespace.items():

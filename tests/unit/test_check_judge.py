@@ -59,7 +59,12 @@ def test_each_wrong_answer_maps_to_its_invariant() -> None:
 
 def test_admit_and_replay_disagreeing_breaks_admission_replay() -> None:
     policy = SimpleNamespace(admit=lambda **_: False, replay_bucket=lambda **_: 2304)
-    assert "admission_replay" in _ids(policy, SEED)
+    # protocol v2: replay is not asked of a rank that did not admit; --ask-replay always asks it
+    assert _ids(policy, SEED) == {"no_needless_fallback"}
+    strict = ask(as_policy(policy), SEED, ask_replay="always")
+    assert "admission_replay" in {f.invariant for f in judge(SEED, strict, replay_always=True)}
+    admitted_refused = SimpleNamespace(admit=lambda **_: True, replay_bucket=lambda **_: None)
+    assert "admission_replay" in _ids(admitted_refused, SEED)
     raising = SimpleNamespace(admit=lambda **_: 1 / 0, replay_bucket=lambda **_: 2304)
     answers = ask(as_policy(raising), SEED)
     assert answers[0].admit is None and "ZeroDivisionError" in (answers[0].admit_error or "")
@@ -166,7 +171,7 @@ class _Strategic:
         return bucket
 
 
-@pytest.mark.parametrize("strategy", ["interleave", "contiguous"])
+@pytest.mark.parametrize("strategy", ["interleave", "contiguous", "zigzag_pad"])
 def test_other_strategies_pass_their_own_policy_and_catch_the_zigzag_one(strategy: str) -> None:
     from cpgraph import check_policy
 

@@ -1,0 +1,355 @@
+"""The concrete judge of every invariant over one batch's per-rank answers, registered against the ids of
+reference/invariants.py: stated once here, used by ``cpgraph check`` and ``cpgraph review``.
+
+The API (none of it depends on cpgraph.check):
+
+- ``RankAnswer``: what one rank answered (admit, replay_bucket, optionally local_rows), errors as text;
+- ``expected(batch, strategy)``: the reference's verdict on a batch (``Expectation``: CP-active?, live
+  loads, rows required, the fitting set), computed with reference.required_local_tokens /
+  fitting_buckets / is_cp_active; a batch is anything with the attributes of ``AskedBatch``
+  (cpgraph.check.Batch is one);
+- ``JUDGES``: id -> rule, one per row of INVARIANT_TABLE (checked at import); a rule takes a ``Case``
+  and returns why the invariant is broken, or None;
+- ``judge_answers(batch, answers, ...)``: every broken invariant as ``Finding(invariant, why)``, in
+  table order.
+
+Protocol v2 (what ``replay_asked`` means): upstream calls ``load_batch`` only after ``can_run_graph``
+said yes, so by default a rank is asked ``replay_bucket`` only when it admitted the batch; an answer
+whose ``replay_asked`` is False carries no bucket and is not judged on one. Policies that promise a
+total replay function are asked on every rank (``replay_asked`` True everywhere) and are then also held
+to "not admitted => replay refuses".
+
+Rules worth knowing: efficiency ids apply to CP-active batches only; a batch that is not CP-active may
+run eagerly or replay, but a replayed bucket must still be safe. ``admission_replay`` covers the call
+contract (admit answers; an admitted rank's replay succeeds; with a total replay, a refused batch is
+not replayed); whether the replayed bucket is captured, within the window and holds the rows is judged
+under the more specific ids (captured_bucket, padding_limit, capacity_fit), so one bug gets one id.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from types import MappingProxyType
+from typing import Final, Protocol
+
+from cpgraph.reference.capacity import required_local_tokens
+from cpgraph.reference.invariants import INVARIANT_TABLE, INVARIANTS
+from cpgraph.reference.layout import rank_loads
+from cpgraph.reference.selection import fitting_buckets, is_cp_active
+
+REFUSED: Final = "refused"  # replay_bucket raised (or returned None): the rank runs eagerly
+NOT_ASKED: Final = "not asked"  # protocol v2: replay is not asked of a rank that did not admit
+
+Factor = int | Fraction
+
+
+class AskedBatch(Protocol):
+    """The batch the ranks were asked about (the protocol's keywords, less cp_rank)."""
+
+    @property
+    def cp_size(self) -> int: ...
+    @property
+    def align_size(self) -> int: ...
+    @property
+    def num_tokens(self) -> int: ...
+    @property
+    def extend_seq_lens(self) -> tuple[int, ...]: ...
+    @property
+    def capture_num_tokens(self) -> tuple[int, ...]: ...
+    @property
+    def capacities(self) -> Mapping[int, int]: ...
+    @property
+    def max_padding_factor(self) -> Factor: ...
+
+
+@dataclass(frozen=True)
+class RankAnswer:
+    """What one rank answered. ``admit`` is None when admit raised (``admit_error`` says what);
+    ``bucket`` is None when replay_bucket refused (raised or returned None) or was not asked
+    (``replay_asked`` False); ``rows`` is the local_rows answer for ``bucket`` (None when not asked or
+    when it raised, see ``rows_error``)."""
+
+    rank: int
+    admit: bool | None
+    admit_error: str | None
+    bucket: object
+    replay_error: str | None
+    rows: tuple[object, ...] | None
+    rows_error: str | None
+    replay_asked: bool = True
+
+    @property
+    def decision(self) -> tuple[object, object]:
+        """What ranks must agree on: (admit or 'raised', bucket or 'refused' / 'not asked')."""
+        if self.bucket is not None:
+            replay = self.bucket
+        else:
+            replay = REFUSED if self.replay_asked else NOT_ASKED
+        return ("raised" if self.admit is None else self.admit, replay)
+
+    def describe(self) -> str:
+        admit = f"raised {self.admit_error}" if self.admit is None else str(self.admit)
+        if not self.replay_asked:
+            replay = "not asked"
+        elif self.replay_error is not None:
+            replay = f"raised {self.replay_error}"
+        else:
+            replay = repr(self.bucket)
+        text = f"admit={admit} replay_bucket={replay}"
+        if self.rows is not None:
+            text += f" local_rows={list(self.rows)}"
+        elif self.rows_error is not None:
+            text += f" local_rows raised {self.rows_error}"
+        return text
+
+    def to_json(self) -> dict[str, object]:
+        """This rank's answers as JSON (errors as text; a bucket that is not an int as its repr)."""
+        bucket = self.bucket if self.bucket is None or type(self.bucket) is int else repr(self.bucket)
+        rows = None if self.rows is None else [r if type(r) is int else repr(r) for r in self.rows]
+        return {
+            "cp_rank": self.rank,
+            "admit": self.admit,
+            "admit_error": self.admit_error,
+            "replay_asked": self.replay_asked,
+            "replay_bucket": bucket,
+            "replay_error": self.replay_error,
+            "local_rows": rows,
+            "local_rows_error": self.rows_error,
+        }
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What the reference says about a batch: CP-active?, the live loads, rows required, the fitting set."""
+
+    active: bool
+    loads: tuple[int, ...]
+    required: int
+    fitting: tuple[int, ...]
+
+    @property
+    def bucket(self) -> int | None:
+        """The reference's choice: the least fitting bucket of a CP-active batch, else None (run eagerly)."""
+        return self.fitting[0] if self.active and self.fitting else None
+
+    def describe(self, batch: AskedBatch) -> str:
+        choice = f"replay bucket {self.bucket}" if self.bucket is not None else "run eagerly (admit False, replay refuses)"
+        if not self.active:
+            choice = "not CP-active (P > 1, n >= 2P, every length >= 2P): any admitted bucket must still be safe"
+        return f"spec: loads {self.loads} -> required {self.required} rows; fitting buckets {self.fitting} -> {choice}"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One invariant broken on one batch: which, and why (one or two lines naming ranks and values)."""
+
+    invariant: str
+    why: str
+
+
+def window_top(num_tokens: int, max_padding_factor: Factor) -> int:
+    """The largest bucket within the padding limit: floor(F*n), exact for a rational F."""
+    return math.floor(max_padding_factor * num_tokens)
+
+
+def fitting_set(
+    *, num_tokens: int, required: int, capture_num_tokens: Sequence[int], capacities: Mapping[int, int], factor: Factor
+) -> tuple[int, ...]:
+    """reference.fitting_buckets (an int or exact rational F)."""
+    return fitting_buckets(
+        num_tokens=num_tokens, required_local_tokens=required, capture_num_tokens=capture_num_tokens,
+        bucket_local_tokens=capacities, max_padding_factor=factor,
+    )
+
+
+@lru_cache(maxsize=65536)
+def _loads(lengths: tuple[int, ...], cp_size: int, strategy: str) -> tuple[int, ...]:
+    return rank_loads(lengths, cp_size=cp_size, strategy=strategy)
+
+
+@lru_cache(maxsize=65536)
+def _required(lengths: tuple[int, ...], cp_size: int, align_size: int, strategy: str) -> int:
+    return required_local_tokens(lengths, cp_size=cp_size, align_size=align_size, strategy=strategy)
+
+
+def expected(batch: AskedBatch, strategy: str = "zigzag") -> Expectation:
+    """The reference's verdict on ``batch``: loads (reference.rank_loads), rows required
+    (reference.required_local_tokens, from the live lengths), the fitting set (reference.fitting_buckets
+    at ``num_tokens``, which may exceed the lengths' sum) and CP-activity (reference.is_cp_active)."""
+    lengths, p = tuple(batch.extend_seq_lens), batch.cp_size
+    loads = _loads(lengths, p, strategy)
+    required = _required(lengths, p, batch.align_size, strategy)
+    fitting = fitting_set(
+        num_tokens=batch.num_tokens, required=required, capture_num_tokens=batch.capture_num_tokens,
+        capacities=batch.capacities, factor=batch.max_padding_factor,
+    )
+    active = is_cp_active(lengths, num_tokens=batch.num_tokens, cp_size=p)
+    return Expectation(active, loads, required, fitting)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One judged batch: the batch, every rank's answers, the reference's expectation, and whether
+    replay was asked of every rank (``replay_always``) or only after admission (protocol v2)."""
+
+    batch: AskedBatch
+    answers: tuple[RankAnswer, ...]
+    expect: Expectation
+    replay_always: bool = False
+
+    def replayed(self) -> list[tuple[RankAnswer, object]]:
+        """(answer, bucket) of every rank that named a bucket."""
+        return [(a, a.bucket) for a in self.answers if a.bucket is not None]
+
+
+Rule = Callable[[Case], "str | None"]
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _rank_consensus(case: Case) -> str | None:
+    decisions = {a.decision for a in case.answers}
+    if len(decisions) <= 1:
+        return None
+    groups: list[tuple[list[int], tuple[object, object]]] = []
+    for a in case.answers:
+        if groups and groups[-1][1] == a.decision:
+            groups[-1][0].append(a.rank)
+        else:
+            groups.append(([a.rank], a.decision))
+    by = "; ".join(
+        f"{'rank' if len(r) == 1 else 'ranks'} {r[0] if len(r) == 1 else f'{r[0]}-{r[-1]}'}: admit={d[0]} bucket={d[1]}"
+        for r, d in groups[:6]
+    )
+    return f"ranks disagree: {by}{'; ...' if len(groups) > 6 else ''}"
+
+
+def _admission_replay(case: Case) -> str | None:
+    for a in case.answers:
+        if a.admit is None:
+            return f"rank {a.rank}: admit raised {a.admit_error}; admit must answer True or False"
+        if a.admit and a.bucket is None:
+            return f"rank {a.rank} admitted but replay_bucket refused ({a.replay_error})"
+        if not a.admit and a.bucket is not None and case.replay_always:
+            return f"rank {a.rank} did not admit but replay_bucket returned {a.bucket!r} (--ask-replay always)"
+    return None
+
+
+def _captured_bucket(case: Case) -> str | None:
+    caps = case.batch.capacities
+    for a, b in case.replayed():
+        if not _is_int(b) or b not in case.batch.capture_num_tokens:
+            return f"rank {a.rank} replays {b!r}, not in capture_num_tokens"
+        if b not in caps:
+            return f"rank {a.rank} replays bucket {b}, which has no recorded capacity"
+    return None
+
+
+def _padding_limit(case: Case) -> str | None:
+    n, f = case.batch.num_tokens, case.batch.max_padding_factor
+    top = window_top(n, f)
+    for a, b in case.replayed():
+        if _is_int(b) and b in case.batch.capture_num_tokens and not n <= b <= top:
+            return f"rank {a.rank} replays bucket {b} outside [n, F*n] = [{n}, {f}*{n}] (largest allowed {top})"
+    return None
+
+
+def _capacity_fit(case: Case) -> str | None:
+    batch, spec = case.batch, case.expect
+    caps = batch.capacities
+    for a, b in case.replayed():
+        if not _is_int(b) or b not in caps:
+            continue
+        assert isinstance(b, int)
+        why = _rows_fit(batch, spec, a, b, caps[b])
+        if why is not None:
+            return why
+    return None
+
+
+def _rows_fit(batch: AskedBatch, spec: Expectation, a: RankAnswer, bucket: int, capacity: int) -> str | None:
+    if a.rows_error is not None:
+        return f"rank {a.rank}: local_rows(bucket={bucket}) raised {a.rows_error}"
+    if a.rows is None:
+        if spec.required > capacity:
+            busiest = spec.loads.index(max(spec.loads))
+            return (
+                f"bucket {bucket} holds {capacity} rows per rank but the live layout needs {spec.required} "
+                f"(rank {busiest} holds {max(spec.loads)} tokens, aligned to {batch.align_size})"
+            )
+        return None
+    rows = a.rows
+    if len(rows) != batch.cp_size or not all(_is_int(r) for r in rows):
+        return f"rank {a.rank}: local_rows returned {list(rows)}, not {batch.cp_size} int row counts"
+    for q, r in enumerate(rows):
+        assert isinstance(r, int)
+        if r > capacity:
+            return f"rank {a.rank}'s layout puts {r} rows on rank {q}; bucket {bucket} holds {capacity}"
+        if r < spec.loads[q]:
+            return f"rank {a.rank}'s layout gives rank {q} {r} rows for its {spec.loads[q]} live tokens"
+    return None
+
+
+def _minimal_bucket(case: Case) -> str | None:
+    spec = case.expect
+    if not spec.active or spec.bucket is None:
+        return None
+    for a, b in case.replayed():
+        if b in spec.fitting and b != spec.bucket:
+            return f"rank {a.rank} replays bucket {b} but the smaller bucket {spec.bucket} fits"
+    return None
+
+
+def _no_needless_fallback(case: Case) -> str | None:
+    spec = case.expect
+    if not spec.active or not spec.fitting:
+        return None
+    for a in case.answers:
+        if a.admit is not True:  # an admitted rank whose replay refuses is admission_replay's
+            how = "runs eagerly (did not admit)" if a.admit is False else "cannot decide (admit raised)"
+            return f"rank {a.rank} {how} but bucket {spec.fitting[0]} fits"
+    return None
+
+
+JUDGES: Final[Mapping[str, Rule]] = MappingProxyType(
+    {
+        "rank_consensus": _rank_consensus,
+        "admission_replay": _admission_replay,
+        "captured_bucket": _captured_bucket,
+        "padding_limit": _padding_limit,
+        "capacity_fit": _capacity_fit,
+        "minimal_bucket": _minimal_bucket,
+        "no_needless_fallback": _no_needless_fallback,
+    }
+)
+if tuple(JUDGES) != tuple(INVARIANT_TABLE):  # one judge per row of the invariant table, in its order
+    raise AssertionError(f"JUDGES {tuple(JUDGES)} must list exactly the invariant ids {tuple(INVARIANT_TABLE)}")
+
+
+def judge_answers(
+    batch: AskedBatch,
+    answers: Sequence[RankAnswer],
+    *,
+    strategy: str = "zigzag",
+    invariants: frozenset[str] | None = None,
+    expect: Expectation | None = None,
+    replay_always: bool = False,
+) -> list[Finding]:
+    """Every invariant in ``invariants`` (default: all) that the ranks' ``answers`` break on ``batch``,
+    in INVARIANT_TABLE order. ``expect`` defaults to ``expected(batch, strategy)``; ``replay_always``
+    says replay was asked of every rank (then a rank that did not admit must refuse)."""
+    case = Case(batch, tuple(answers), expect if expect is not None else expected(batch, strategy), replay_always)
+    found = []
+    for inv in INVARIANTS:
+        if invariants is not None and inv not in invariants:
+            continue
+        why = JUDGES[inv](case)
+        if why is not None:
+            found.append(Finding(inv, why))
+    return found
