@@ -94,11 +94,11 @@ def _state(pid: int | None) -> str:
 
 
 def spawn(fn: Callable[..., Any], world_size: int, *args: Any, backend: str = "gloo", timeout_s: float = 120.0,
-          pg_timeout_s: float = 60.0, grace_s: float = 2.0, start_method: str = _DEFAULT_START) -> list[Any]:
+          pg_timeout_s: float | None = None, grace_s: float = 2.0, start_method: str = _DEFAULT_START) -> list[Any]:
     """Run ``fn(rank, world_size, *args)`` in one fresh process per rank; return the results by rank.
 
-    ``pg_timeout_s`` is the process group's timeout (how long a collective waits for a silent peer);
-    ``timeout_s`` bounds the whole run. The default start method is "forkserver" where available (torch is
+    ``pg_timeout_s`` is the process group's timeout (how long a collective waits for a silent peer, e.g. a
+    rank stopped with SIGSTOP; default min(60, timeout_s)); ``timeout_s`` bounds the whole run. The default start method is "forkserver" where available (torch is
     imported once, by the server), else "spawn"; never "fork" (unsafe after threads or CUDA). ``fn`` must be
     importable (module level) and return picklable values. Raises SpawnError naming every rank that failed.
     """
@@ -107,8 +107,8 @@ def spawn(fn: Callable[..., Any], world_size: int, *args: Any, backend: str = "g
     world = check_int("world_size", world_size, minimum=1)
     if backend not in ("gloo", "nccl"):
         raise ValueError(f"backend must be gloo or nccl, got {backend!r}")
-    timeout, pg_timeout, grace = (_positive(n, v) for n, v in
-                                  (("timeout_s", timeout_s), ("pg_timeout_s", pg_timeout_s), ("grace_s", grace_s)))
+    timeout, grace = _positive("timeout_s", timeout_s), _positive("grace_s", grace_s)
+    pg_timeout = min(60.0, timeout) if pg_timeout_s is None else _positive("pg_timeout_s", pg_timeout_s)
     if start_method not in mp.get_all_start_methods() or start_method == "fork":
         allowed = [m for m in mp.get_all_start_methods() if m != "fork"]
         raise ValueError(f"start_method must be one of {allowed}, got {start_method!r}")
