@@ -1,29 +1,65 @@
-"""Argument checks for impl/: the reference's own validators, so both raise the same types and messages.
+"""Argument checks for impl/: the reference's validators (same types and messages), and impl's own strategy ids.
 
 Validation is not what the differential tests compare, so it is written once, in reference/validate.py
-(which accepts the common case in one C-speed pass before any per-item loop).
+(which accepts the common case in one C-speed pass before any per-item loop). The strategy ids are impl's own:
+they key impl's formula table (impl/decision.py) and index builders (impl/layout.py), which are independent of
+the reference's table; tests/differential checks that every reference id is here.
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
+from typing import Final
+
 from cpgraph.reference.validate import (
-    STRATEGIES,
     check_capacities,
     check_capture_list,
     check_int,
     check_lengths,
     check_num_tokens,
-    check_strategy,
     is_int,
 )
 
+# impl's strategy ids, in the order its tables list them (impl/decision.py FORMULAS, impl/layout.py BUILDERS).
+STRATEGY_IDS: Final = ("zigzag", "interleave", "contiguous", "zigzag_pad")
+STRATEGIES: Final = STRATEGY_IDS
+
+
+def check_strategy(strategy: object) -> str:
+    """``strategy`` if it is one of impl's ids; ValueError naming the allowed ids otherwise (never a default)."""
+    if not isinstance(strategy, str) or strategy not in STRATEGY_IDS:
+        raise ValueError(f"strategy must be one of {', '.join(STRATEGY_IDS)}; got {strategy!r}")
+    return strategy
+
+
+def check_padding_factor(name: str, value: object) -> int | Fraction:
+    """A padding factor F >= 1: an int, or an exact rational (``fractions.Fraction``); floats are refused (1.1 is
+    not exactly 11/10 in binary). A Fraction with denominator 1 comes back as an int."""
+    if type(value) is int and value >= 1:
+        return value
+    if isinstance(value, Fraction):
+        if value < 1:
+            raise ValueError(f"{name} must be an int >= 1 or a fractions.Fraction >= 1, got {value}")
+        return value.numerator if value.denominator == 1 else value
+    if not is_int(value):
+        raise TypeError(
+            f"{name} must be an int >= 1 or a fractions.Fraction >= 1, got {value!r} ({type(value).__name__})"
+        )
+    assert isinstance(value, int)
+    if value < 1:
+        raise ValueError(f"{name} must be an int >= 1 or a fractions.Fraction >= 1, got {value}")
+    return value
+
+
 __all__ = [
     "STRATEGIES",
+    "STRATEGY_IDS",
     "check_capacities",
     "check_capture_list",
     "check_int",
     "check_lengths",
     "check_num_tokens",
+    "check_padding_factor",
     "check_strategy",
     "is_int",
 ]

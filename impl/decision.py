@@ -1,28 +1,53 @@
-"""The fast decision path: rows a batch needs in O(R + P), bucket selection by bisection, one frozen plan.
+"""The fast decision path: rows a batch needs, bucket selection by bisection, one frozen plan.
+
+impl keeps its OWN formulas, one row per strategy id in ``FORMULAS`` (no ``else``: an unknown id is a
+ValueError naming the ids). They are independent of reference/strategies.py on purpose: that independence is
+what tests/differential measures.
 
 zigzag: write each length as L = 2P*q + m (0 <= m < 2P). Rank r holds 2q + [r < m] + [2P-1-r < m] tokens of
-that request, so over the batch l_r = 2*sum(q) + G[r+1] + G[2P-r] with G[k] = #{requests with m >= k}.
-One pass builds the histogram of m, one suffix sum builds G, and the max over r costs P: no per-rank loop per
-request. This module does not lay anything out (impl/layout.py does) and never touches torch.
+that request, so with c[k] = #{requests with m <= k} the busiest rank holds
+2*sum(q) + 2R - min_r (c[r] + c[2P-1-r]): one histogram of m, one prefix sum, a min over P. No per-rank loop
+per request. zigzag_pad: every request padded to a multiple of 2P, so every rank holds 2*ceil(L/2P) rows of it.
+
+The boundary (``accept_lengths``) validates once and accepts a list, a tuple, an integer numpy array or a CPU
+torch tensor. Long batches take a vectorised path (numpy: remainder histogram, reductions); short ones a scalar
+path. numpy is imported lazily (it comes with matplotlib, a core dependency); torch is never imported here, a
+tensor is recognised only when the caller has already imported torch. This module lays nothing out
+(impl/layout.py does).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from itertools import accumulate
+from operator import add
+from types import MappingProxyType, ModuleType
 
 from cpgraph.impl.checks import (
+    STRATEGY_IDS,
     check_capacities,
     check_capture_list,
     check_int,
-    check_lengths,
+    check_num_tokens,
+    check_padding_factor,
     check_strategy,
 )
 
-# The vocabulary is shared with the oracle (one name per concept): the fallback reasons, the plan record
-# and upstream's default alignment. What impl computes (loads, capacities, selection) is its own.
-from cpgraph.reference.capacity import default_align_size as default_align_size
+from cpgraph.impl.lengths import (
+    Int64Array,
+    Lengths,
+    accept_lengths as accept_lengths,
+    lengths_tuple,
+    numpy_module,
+    trusted_lengths,
+)
+
+# The vocabulary is shared with the oracle (one name per concept): the fallback reasons and the plan record.
+# What impl computes (loads, alignment, capacities, selection) is its own.
 from cpgraph.reference.runner import FallbackReason as FallbackReason, Plan as Plan
 
 
@@ -31,88 +56,216 @@ def align_up(value: int, align_size: int) -> int:
     return -(-value // align_size) * align_size
 
 
-def _zigzag_max_load(lengths: tuple[int, ...], p: int) -> int:
+# -- impl's own formulas, one row per strategy id ----------------------------------------------------------------
+
+
+def _zigzag_from_hist(hist: list[int], total: int, count: int, p: int) -> int:
     s = 2 * p
-    hist = [0] * (s + 1)
-    for length in lengths:
-        hist[length % s] += 1
-    # sum(q) from the total: sum(L) = s*sum(q) + sum(m).
-    rem_total = 0
-    suffix = [0] * (s + 1)  # suffix[k] = #{m >= k}; suffix[s] = 0
-    running = 0
-    for k in range(s - 1, -1, -1):
-        running += hist[k]
-        suffix[k] = running
-        rem_total += k * hist[k]
-    q_total = (sum(lengths) - rem_total) // s
-    return 2 * q_total + max(suffix[r + 1] + suffix[s - r] for r in range(p))
+    c = list(accumulate(hist))  # c[k] = #{m <= k}
+    sum_m = s * count - sum(c)  # sum over k of #{m > k} is sum(m)
+    low: int = min(map(add, c[:p], reversed(c[p:])))  # c[r] + c[2P-1-r], r < P
+    return 2 * ((total - sum_m) // s) + 2 * count - low
 
 
-def _contiguous_max_load(lengths: tuple[int, ...], p: int) -> int:
-    # L = P*q + m: rank r holds q + floor(m(r+1)/P) - floor(mr/P) of it; O(R + P^2).
-    hist = [0] * p
-    for length in lengths:
-        hist[length % p] += 1
-    q_total = (sum(lengths) - sum(m * c for m, c in enumerate(hist))) // p
-    return q_total + max(
-        sum(c * ((m * (r + 1)) // p - (m * r) // p) for m, c in enumerate(hist) if c) for r in range(p)
-    )
+def _zigzag_scalar(values: Sequence[int], total: int, p: int) -> int:
+    s = 2 * p
+    hist = [0] * s
+    for m in map(s.__rmod__, values):
+        hist[m] += 1
+    return _zigzag_from_hist(hist, total, len(values), p)
+
+
+def _mod(np: ModuleType, vec: Int64Array, s: int) -> Int64Array:
+    if s & (s - 1) == 0:
+        return np.bitwise_and(vec, s - 1)  # type: ignore[no-any-return]
+    return np.remainder(vec, s)  # type: ignore[no-any-return]
+
+
+def _zigzag_vector(np: ModuleType, vec: Int64Array, total: int, p: int) -> int:
+    s = 2 * p
+    count = int(vec.shape[0])
+    hist = np.bincount(_mod(np, vec, s), minlength=s)
+    if s <= 64:  # a short histogram is finished faster on Python ints than by four more numpy calls
+        return _zigzag_from_hist(hist.tolist(), total, count, p)
+    c = np.cumsum(hist)  # c[k] = #{m <= k}
+    sum_m = s * count - int(np.add.reduce(c))  # sum over k of #{m > k} is sum(m)
+    low = int(np.minimum.reduce(c[:p] + c[: p - 1 : -1]))  # c[r] + c[2P-1-r], r < P
+    return 2 * ((total - sum_m) // s) + 2 * count - low
+
+
+@lru_cache(maxsize=64)
+def _contiguous_table(p: int) -> tuple[tuple[int, ...], ...]:
+    """T[m][r]: tokens rank r holds of the last L mod P tokens' share: floor(m(r+1)/P) - floor(mr/P)."""
+    return tuple(tuple((m * (r + 1)) // p - (m * r) // p for r in range(p)) for m in range(p))
+
+
+def _contiguous_scalar(values: Sequence[int], total: int, p: int) -> int:
+    # L = P*q + m: rank r holds q + T[m][r] of it; O(R + P * #distinct m).
+    hist: dict[int, int] = {}
+    for m in map(p.__rmod__, values):
+        hist[m] = hist.get(m, 0) + 1
+    table = _contiguous_table(p)
+    q_total = (total - sum(m * c for m, c in hist.items())) // p
+    loads = [0] * p
+    for m, c in hist.items():
+        if m:
+            loads = [x + c * t for x, t in zip(loads, table[m])]
+    return q_total + max(loads)
+
+
+def _contiguous_vector(np: ModuleType, vec: Int64Array, total: int, p: int) -> int:
+    hist = np.bincount(_mod(np, vec, p), minlength=p)
+    q_total = (total - int(np.dot(hist, np.arange(p)))) // p
+    return q_total + int(np.maximum.reduce(hist @ np.array(_contiguous_table(p), dtype=np.int64)))
+
+
+def _interleave(total: int, p: int) -> int:
+    return -(-total // p)
+
+
+def _zigzag_pad_scalar(values: Sequence[int], total: int, p: int) -> int:
+    s = 2 * p
+    ms = list(map(s.__rmod__, values))  # L mod 2P for every L, at C speed
+    return 2 * ((total - sum(ms)) // s + len(ms) - ms.count(0))  # sum of ceil(L/2P), doubled
+
+
+def _zigzag_pad_vector(np: ModuleType, vec: Int64Array, total: int, p: int) -> int:
+    s = 2 * p
+    ms = _mod(np, vec, s)
+    return 2 * ((total - int(np.add.reduce(ms))) // s + int(np.count_nonzero(ms)))
+
+
+@dataclass(frozen=True)
+class StrategyFormulas:
+    """impl's formulas for one strategy id.
+
+    ``align_factor``: upstream's default alignment is align_factor * P. ``one_request``: the busiest rank's rows
+    for one request of L tokens. ``scalar`` / ``vector``: the busiest rank's rows for a batch (lengths, their
+    total, P), on Python ints or on an int64 numpy array (``vector`` None: ``total`` alone decides).
+    ``request_excess``: the most one request puts on a rank beyond its mean, as P*l_r - L (None where the
+    loads depend on the total only), for the headroom capacity.
+    """
+
+    id: str
+    align_factor: int
+    one_request: Callable[[int, int], int]
+    scalar: Callable[[Sequence[int], int, int], int]
+    vector: Callable[[ModuleType, Int64Array, int, int], int] | None
+    request_excess: Callable[[int], int] | None
+
+
+def _ceil_share(length: int, p: int) -> int:
+    return -(-length // p)
+
+
+def _pad_share(length: int, p: int) -> int:
+    return 2 * -(-length // (2 * p))
+
+
+FORMULAS: Mapping[str, StrategyFormulas] = MappingProxyType(
+    {
+        "zigzag": StrategyFormulas("zigzag", 2, _ceil_share, _zigzag_scalar, _zigzag_vector, lambda p: p - 1),
+        "interleave": StrategyFormulas(
+            "interleave", 1, _ceil_share, lambda values, total, p: _interleave(total, p), None, None
+        ),
+        "contiguous": StrategyFormulas(
+            "contiguous", 1, _ceil_share, _contiguous_scalar, _contiguous_vector, lambda p: p - 1
+        ),
+        "zigzag_pad": StrategyFormulas(
+            "zigzag_pad", 2, _pad_share, _zigzag_pad_scalar, _zigzag_pad_vector, lambda p: 2 * p - 1
+        ),
+    }
+)
+if tuple(FORMULAS) != STRATEGY_IDS:  # pragma: no cover - an import-time guard for contributors
+    raise ImportError(f"impl.decision.FORMULAS {tuple(FORMULAS)} must cover exactly {STRATEGY_IDS}")
+
+
+def formulas(strategy: object) -> StrategyFormulas:
+    """The formula row of ``strategy``; ValueError naming the allowed ids for an unknown one (never a default)."""
+    row = FORMULAS.get(strategy) if type(strategy) is str else None
+    return row if row is not None else FORMULAS[check_strategy(strategy)]
+
+
+def busiest_rows(lengths: Lengths, p: int, row: StrategyFormulas) -> int:
+    """The busiest rank's rows for accepted lengths on ``p`` ranks under the formula row ``row``."""
+    values, vector, count, total, _ = lengths
+    if count == 1:
+        return row.one_request(total, p)
+    if vector is not None and row.vector is not None:
+        np = numpy_module()
+        assert np is not None
+        return row.vector(np, vector, total, p)
+    return row.scalar(() if values is None else values, total, p)
+
+
+def default_align_size(*, cp_size: int, strategy: str = "zigzag") -> int:
+    """Upstream's alignment: the strategy's factor times P (2P for zigzag and zigzag_pad, P otherwise)."""
+    return formulas(strategy).align_factor * check_int("cp_size", cp_size, minimum=1)
 
 
 def max_rank_load(extend_seq_lens: object, *, cp_size: object, strategy: object = "zigzag") -> int:
-    """The busiest rank's real (unpadded) tokens for this batch."""
-    lengths = check_lengths("extend_seq_lens", extend_seq_lens)
-    p = check_int("cp_size", cp_size, minimum=1)
-    kind = check_strategy(strategy)
-    return _max_load(lengths, p, kind)
-
-
-def _max_load(lengths: tuple[int, ...], p: int, kind: str) -> int:
-    if len(lengths) == 1:  # one sequence: under every strategy its busiest rank holds ceil(L/P)
-        return -(-lengths[0] // p)
-    if kind == "zigzag":
-        return _zigzag_max_load(lengths, p)
-    if kind == "interleave":
-        return -(-sum(lengths) // p)
-    return _contiguous_max_load(lengths, p)
+    """The busiest rank's rows for this batch (real tokens, plus zigzag_pad's in-layout padding)."""
+    lengths = accept_lengths(extend_seq_lens)
+    p = cp_size if type(cp_size) is int and cp_size >= 1 else check_int("cp_size", cp_size, minimum=1)
+    return busiest_rows(lengths, p, formulas(strategy))
 
 
 def required_local_tokens(
     extend_seq_lens: object, *, cp_size: object, align_size: object, strategy: object = "zigzag"
 ) -> int:
-    """Physical rows every rank pads to for this live batch: align_up(max_r l_r, A), in O(R + P).
+    """Physical rows every rank pads to for this live batch: align_up(max_r l_r, A).
 
-    Same contract and errors as ``cpgraph.reference.required_local_tokens``. Built from the live lengths, never from a
-    padded token count (that folds the pad into the last request and changes the loads).
+    Same contract and errors as ``cpgraph.reference.required_local_tokens``; also takes an int64 numpy array or
+    a CPU tensor. Built from the live lengths, never from a padded token count (that folds the pad into the
+    last request and changes the loads).
     """
-    lengths = check_lengths("extend_seq_lens", extend_seq_lens)
-    p = check_int("cp_size", cp_size, minimum=1)
-    a = check_int("align_size", align_size, minimum=1)
-    return align_up(_max_load(lengths, p, check_strategy(strategy)), a)
+    lengths = accept_lengths(extend_seq_lens)
+    p = cp_size if type(cp_size) is int and cp_size >= 1 else check_int("cp_size", cp_size, minimum=1)
+    a = align_size if type(align_size) is int and align_size >= 1 else check_int("align_size", align_size, minimum=1)
+    return align_up(busiest_rows(lengths, p, formulas(strategy)), a)
 
 
-def capture_local_tokens(num_tokens: int, *, cp_size: int, align_size: int, strategy: str = "zigzag") -> int:
-    """Rows of one request of ``num_tokens`` tokens: upstream's ``bucket_local_tokens[B]`` at capture."""
+def capture_lengths(bucket: int, context_len: int | None) -> tuple[int, ...]:
+    """The requests a bucket of B tokens is captured with: one of B tokens, or (B above the context length)
+    context-length requests and one with the rest (upstream's capture layout)."""
+    if context_len is None or bucket <= context_len:
+        return (bucket,)
+    full, rest = divmod(bucket, context_len)
+    return (context_len,) * full + ((rest,) if rest else ())
+
+
+def capture_local_tokens(
+    num_tokens: int, *, cp_size: int, align_size: int, strategy: str = "zigzag", context_len: int | None = None
+) -> int:
+    """Rows of the capture layout of ``num_tokens`` tokens: upstream's ``bucket_local_tokens[B]`` at capture."""
     n = check_int("num_tokens", num_tokens, minimum=1)
-    return required_local_tokens((n,), cp_size=cp_size, align_size=align_size, strategy=strategy)
+    ctx = None if context_len is None else check_int("context_len", context_len, minimum=1)
+    return required_local_tokens(capture_lengths(n, ctx), cp_size=cp_size, align_size=align_size, strategy=strategy)
 
 
-def headroom_local_tokens(num_tokens: int, *, cp_size: int, align_size: int, max_requests: int) -> int:
-    """Rows that fit every zigzag batch of <= ``max_requests`` requests and <= ``num_tokens`` tokens:
-    align_up(floor((N + R(P-1)) / P), A), with R capped at N (SEMANTICS.md, "Facts worth building on")."""
+def headroom_local_tokens(
+    num_tokens: int, *, cp_size: int, align_size: int, max_requests: int, strategy: str = "zigzag"
+) -> int:
+    """Rows that fit every batch of <= ``max_requests`` requests and <= ``num_tokens`` tokens:
+    align_up(floor((N + R*e) / P), A) with e the strategy's per-request excess and R capped at N; ceil(N/P)
+    where the loads depend on the total only (interleave)."""
     n = check_int("num_tokens", num_tokens, minimum=1)
     p = check_int("cp_size", cp_size, minimum=1)
     a = check_int("align_size", align_size, minimum=1)
     r = min(check_int("max_requests", max_requests, minimum=1), n)
-    return align_up((n + r * (p - 1)) // p, a)
+    excess = formulas(strategy).request_excess
+    return align_up(-(-n // p) if excess is None else (n + r * excess(p)) // p, a)
 
 
 def is_cp_active(extend_seq_lens: object, *, num_tokens: object, cp_size: object) -> bool:
     """A batch takes the CP graph path only when P > 1, n >= 2P and every length >= 2P."""
-    lengths = check_lengths("extend_seq_lens", extend_seq_lens)
+    lengths = accept_lengths(extend_seq_lens)
     n = check_int("num_tokens", num_tokens, minimum=1)
     p = check_int("cp_size", cp_size, minimum=1)
-    return p > 1 and n >= 2 * p and min(lengths) >= 2 * p
+    return p > 1 and n >= 2 * p and lengths[4] >= 2 * p
+
+
+# -- bucket selection ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -135,13 +288,13 @@ class Selector:
         monotone = None not in caps and all(x <= y for x, y in zip(caps, caps[1:]))  # type: ignore[operator]
         return Selector(buckets, caps, monotone)
 
-    def window(self, num_tokens: int, max_padding_factor: int) -> tuple[int, int]:
+    def window(self, num_tokens: int, max_padding_factor: int | Fraction) -> tuple[int, int]:
         """Index range [lo, hi) of the captured buckets B with n <= B <= F*n."""
         lo = bisect_left(self.capture_num_tokens, num_tokens)
         hi = bisect_right(self.capture_num_tokens, max_padding_factor * num_tokens, lo)
         return lo, hi
 
-    def select(self, num_tokens: int, required: int, max_padding_factor: int) -> int | None:
+    def select(self, num_tokens: int, required: int, max_padding_factor: int | Fraction) -> int | None:
         """The smallest captured bucket in [n, F*n] whose capacity is >= ``required``, or None."""
         lo, hi = self.window(num_tokens, max_padding_factor)
         if lo >= hi:
@@ -169,14 +322,111 @@ def select_replay_bucket(
     required_local_tokens: int,
     capture_num_tokens: Sequence[int],
     bucket_local_tokens: Mapping[int, int | None],
-    max_padding_factor: int,
+    max_padding_factor: int | Fraction,
 ) -> int | None:
     """The smallest captured bucket B with n <= B <= F*n whose recorded capacity is >= required, else None."""
     n = check_int("num_tokens", num_tokens, minimum=1)
     required = check_int("required_local_tokens", required_local_tokens, minimum=0)
     selector = Selector.build(capture_num_tokens, bucket_local_tokens)
-    factor = check_int("max_padding_factor", max_padding_factor, minimum=1)
+    factor = check_padding_factor("max_padding_factor", max_padding_factor)
     return selector.select(n, required, factor)
+
+
+# -- the plan ---------------------------------------------------------------------------------------------------
+
+
+def fallback_before_selection(lengths: Lengths, n: int, p: int, largest_bucket: int) -> FallbackReason | None:
+    """The reasons decided before any bucket is looked at, in the reference's order."""
+    if p == 1:
+        return FallbackReason.CP_DISABLED
+    if n < 2 * p:
+        return FallbackReason.TOO_FEW_TOKENS
+    if lengths[4] < 2 * p:
+        return FallbackReason.SHORT_REQUEST
+    if n > largest_bucket:
+        return FallbackReason.TOO_MANY_TOKENS
+    return None
+
+
+# (required rows, bucket or None, its capacity or None, fallback reason or None): what a dispatcher needs from
+# one batch. A plain tuple, like ``Lengths``: built once a batch on the hot path.
+Decision = tuple[int, int | None, int | None, FallbackReason | None]
+
+
+def choose(
+    lengths: Lengths, n: int, p: int, align_size: int, selector: Selector, factor: int | Fraction, row: StrategyFormulas
+) -> Decision:
+    """The decision for accepted lengths; every other argument trusted (a dispatcher's own configuration)."""
+    required = busiest_rows(lengths, p, row)
+    required = -(-required // align_size) * align_size
+    buckets = selector.capture_num_tokens
+    if p == 1 or n < 2 * p or lengths[4] < 2 * p or n > buckets[-1]:
+        return required, None, None, fallback_before_selection(lengths, n, p, buckets[-1])
+    lo = bisect_left(buckets, n)
+    hi = bisect_right(buckets, factor * n, lo)
+    if lo >= hi:
+        return required, None, None, FallbackReason.NO_BUCKET_WITHIN_PADDING_LIMIT
+    caps = selector.capacities
+    if selector.monotone:
+        i = bisect_left(caps, required, lo, hi)  # type: ignore[type-var]  # monotone: no None
+        if i < hi:
+            return required, buckets[i], caps[i], None
+    else:
+        for i in range(lo, hi):
+            rows = caps[i]
+            if rows is not None and rows >= required:
+                return required, buckets[i], rows, None
+    return required, None, None, FallbackReason.NO_CAPACITY_WITHIN_PADDING_LIMIT
+
+
+def decide_lengths(
+    extend_seq_lens: object,
+    num_tokens: int | None = None,
+    *,
+    cp_size: int,
+    align_size: int,
+    selector: Selector,
+    max_padding_factor: int | Fraction,
+    strategy: str = "zigzag",
+) -> tuple[Lengths, int, Decision]:
+    """The boundary of a dispatcher: validate the batch once (a list, tuple, integer numpy array or CPU tensor;
+    ``num_tokens`` defaults to the sum and may exceed it, never fall short), then decide. The configuration
+    arguments are the dispatcher's own, validated when it was built. Returns (accepted lengths, n, decision)."""
+    lengths = accept_lengths(extend_seq_lens)
+    total = lengths[3]
+    if num_tokens is None:
+        n = total
+    elif type(num_tokens) is int and num_tokens >= total and num_tokens >= 1:
+        n = num_tokens
+    else:
+        n = check_num_tokens(num_tokens, (total,))
+    row = FORMULAS.get(strategy) if type(strategy) is str else None
+    if row is None:
+        row = formulas(strategy)
+    return lengths, n, choose(lengths, n, cp_size, align_size, selector, max_padding_factor, row)
+
+
+def plan_lengths(
+    extend_seq_lens: object,
+    num_tokens: int | None = None,
+    *,
+    cp_size: int,
+    align_size: int,
+    selector: Selector,
+    max_padding_factor: int | Fraction,
+    strategy: str = "zigzag",
+) -> Plan:
+    """``decide_lengths`` as the frozen ``Plan`` record (which holds the lengths as a tuple of ints)."""
+    lengths, n, (required, bucket, capacity, reason) = decide_lengths(
+        extend_seq_lens,
+        num_tokens,
+        cp_size=cp_size,
+        align_size=align_size,
+        selector=selector,
+        max_padding_factor=max_padding_factor,
+        strategy=strategy,
+    )
+    return Plan(lengths_tuple(lengths), n, required, bucket, capacity, reason)
 
 
 def plan_batch(
@@ -186,32 +436,16 @@ def plan_batch(
     cp_size: int,
     align_size: int,
     selector: Selector,
-    max_padding_factor: int,
+    max_padding_factor: int | Fraction,
     strategy: str = "zigzag",
 ) -> Plan:
     """Decide once from rank-invariant inputs only (the max over ranks, never a rank's own load).
 
-    Arguments are trusted (callers validate); ``num_tokens`` is not checked against sum(lengths) here.
+    Arguments are trusted (callers validate; ``plan_lengths`` is the validating boundary); ``num_tokens`` is not
+    checked against sum(lengths) here.
     """
-    p, n = cp_size, num_tokens
-    required = align_up(_max_load(lengths, p, strategy), align_size)
-
-    def fallback(reason: FallbackReason) -> Plan:
-        return Plan(lengths, n, required, None, None, reason)
-
-    if p == 1:
-        return fallback(FallbackReason.CP_DISABLED)
-    if n < 2 * p:
-        return fallback(FallbackReason.TOO_FEW_TOKENS)
-    if min(lengths) < 2 * p:
-        return fallback(FallbackReason.SHORT_REQUEST)
-    buckets = selector.capture_num_tokens
-    if n > buckets[-1]:
-        return fallback(FallbackReason.TOO_MANY_TOKENS)
-    lo, hi = selector.window(n, max_padding_factor)
-    if lo >= hi:
-        return fallback(FallbackReason.NO_BUCKET_WITHIN_PADDING_LIMIT)
-    bucket = selector.select(n, required, max_padding_factor)
-    if bucket is None:
-        return fallback(FallbackReason.NO_CAPACITY_WITHIN_PADDING_LIMIT)
-    return Plan(lengths, n, required, bucket, selector.capacity(bucket), None)
+    accepted = trusted_lengths(lengths)
+    required, bucket, capacity, reason = choose(
+        accepted, num_tokens, cp_size, align_size, selector, max_padding_factor, formulas(strategy)
+    )
+    return Plan(lengths, num_tokens, required, bucket, capacity, reason)

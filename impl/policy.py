@@ -1,32 +1,169 @@
 """impl/'s decision path as a policy (the protocol of ``cpgraph check``): admit, replay_bucket, local_rows.
 
-Every function builds the same frozen ``Plan`` the runner's dispatcher builds (``decision.plan_batch``), so
-admission and replay cannot disagree. ``cp_rank`` is accepted and deliberately unused: the decision is
-rank-invariant.
+Every call validates its batch once (``decision.accept_lengths`` and the scalar checks) and decides with the same
+formulas and reasons as the runner's dispatcher (``decision.plan_accepted``), so admission and replay cannot
+disagree. ``cp_rank`` is validated and deliberately unused: the decision is rank-invariant.
+
+The capture table is not rebuilt on every call. A validated capture list is remembered (``_CaptureCache``,
+keyed on its content: the same tuple object, or a list/tuple with equal exact-int items), and a validated
+capacity mapping is remembered by object (or by equal content with exact-int keys and rows). The capacities the
+decision reads are always read from the mapping passed in this call and checked as they are read, so a mapping
+changed in place between calls is decided on its new values; what is memoised is only that its other entries
+were valid when first seen.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+from collections.abc import Mapping
+from fractions import Fraction
 from typing import Unpack
 
-from cpgraph.impl.checks import check_int, check_lengths, check_strategy
-from cpgraph.impl.decision import Plan, Selector, plan_batch, required_local_tokens
-from cpgraph.reference.policy import PolicyBatch, check_batch_keywords
+from cpgraph.impl.checks import check_capacities, check_capture_list, check_int, check_padding_factor
+from cpgraph.impl.decision import (
+    FORMULAS,
+    FallbackReason,
+    Plan,
+    align_up,
+    busiest_rows,
+    fallback_before_selection,
+    formulas,
+)
+from cpgraph.impl.lengths import Lengths, accept_lengths, lengths_tuple
+from cpgraph.reference.policy import BATCH_KEYWORDS, PolicyBatch, check_batch_keywords
+
+_CACHE_SIZE = 8
+
+
+class _CaptureCache:
+    """The last few validated capture lists and capacity mappings (most recent first).
+
+    A capture list hits when it is the very tuple validated before, or a list/tuple with equal items whose sum
+    is an exact int (so no float or numpy scalar equal to a bucket slips in; a bool can only equal 0 or 1, so
+    lists holding 0 or 1 are always re-validated). A capacity mapping hits when it is the object validated
+    before, or a dict equal to one with exact-int keys and rows (same argument; mappings holding 0/1 or None
+    are re-validated).
+    """
+
+    def __init__(self) -> None:
+        self.lists: list[tuple[object, tuple[int, ...], bool]] = []  # (as given, validated, content-reusable)
+        self.maps: list[tuple[object, dict[int, int | None], bool]] = []
+        # The most recent hit, checked inline by the caller: a tuple (immutable) and a mapping object.
+        self.last_list: object = None
+        self.last_buckets: tuple[int, ...] = ()
+        self.last_map: object = None
+
+    def buckets(self, value: object) -> tuple[int, ...]:
+        found = self._buckets(value)
+        if type(value) is tuple:
+            self.last_list, self.last_buckets = value, found
+        return found
+
+    def _buckets(self, value: object) -> tuple[int, ...]:
+        for source, buckets, reusable in self.lists:
+            if source is value and type(value) is tuple:
+                return buckets
+        kind = type(value)
+        if isinstance(value, (tuple, list)):
+            for source, buckets, reusable in self.lists:
+                if reusable and len(value) == len(buckets) and value == (buckets if kind is tuple else list(buckets)):
+                    try:
+                        exact = type(sum(value)) is int
+                    except TypeError:
+                        break
+                    if exact:
+                        return buckets
+                    break
+        checked = check_capture_list("capture_num_tokens", value)
+        reusable = checked[0] > 1
+        self.lists = [(value if kind is tuple else checked, checked, reusable), *self.lists[: _CACHE_SIZE - 1]]
+        return checked
+
+    def capacities(self, value: object) -> None:
+        self._capacities(value)
+        self.last_map = value
+
+    def _capacities(self, value: object) -> None:
+        for source, _, _ in self.maps:
+            if source is value:
+                return
+        if type(value) is dict:
+            for _, snapshot, reusable in self.maps:
+                if reusable and len(value) == len(snapshot) and value == snapshot:
+                    try:
+                        exact = type(sum(value)) is int and type(sum(value.values())) is int
+                    except TypeError:
+                        break
+                    if exact:
+                        return
+                    break
+        table = check_capacities("bucket_local_tokens", value)
+        assert isinstance(value, Mapping)
+        snapshot = dict(value)
+        reusable = len(table) == len(snapshot) and not ({0, 1} & (set(snapshot) | set(table.values())))
+        self.maps = [(value, snapshot, reusable), *self.maps[: _CACHE_SIZE - 1]]
+
+
+_CACHE = _CaptureCache()
+
+
+def _decide(
+    caller: str, batch: PolicyBatch, strategy: str
+) -> tuple[Lengths, int, int, int | None, int | None, FallbackReason | None]:
+    """(lengths, n, required rows, bucket, its capacity, fallback reason) for one policy call."""
+    if batch.keys() != BATCH_KEYWORDS:
+        check_batch_keywords(caller, batch)
+    lengths = accept_lengths(batch["extend_seq_lens"])
+    rank, p, a, n = batch["cp_rank"], batch["cp_size"], batch["align_size"], batch["num_tokens"]
+    factor: int | Fraction = batch["max_padding_factor"]
+    if not (type(rank) is int and rank >= 0 and type(p) is int and p >= 1 and type(a) is int and a >= 1
+            and type(n) is int and n >= 1 and type(factor) is int and factor >= 1):
+        check_int("cp_rank", rank, minimum=0)
+        p = check_int("cp_size", p, minimum=1)
+        a = check_int("align_size", a, minimum=1)
+        n = check_int("num_tokens", n, minimum=1)
+        factor = check_padding_factor("max_padding_factor", factor)
+    row = FORMULAS.get(strategy) if type(strategy) is str else None
+    if row is None:
+        row = formulas(strategy)
+    capture = batch["capture_num_tokens"]
+    buckets = _CACHE.last_buckets if capture is _CACHE.last_list else _CACHE.buckets(capture)
+    caps = batch["bucket_local_tokens"]
+    if caps is not _CACHE.last_map:
+        _CACHE.capacities(caps)
+    required = busiest_rows(lengths, p, row)
+    required = -(-required // a) * a
+    if p == 1 or n < 2 * p or lengths[4] < 2 * p or n > buckets[-1]:
+        return lengths, n, required, None, None, fallback_before_selection(lengths, n, p, buckets[-1])
+    lo = bisect_left(buckets, n)
+    hi = bisect_right(buckets, factor * n, lo)
+    if lo >= hi:
+        return lengths, n, required, None, None, FallbackReason.NO_BUCKET_WITHIN_PADDING_LIMIT
+    get = caps.get
+    for i in range(lo, hi):
+        bucket = buckets[i]
+        rows = get(bucket)
+        if rows is not None:
+            if type(rows) is not int or rows < 0:
+                check_capacities("bucket_local_tokens", {bucket: rows})  # raises, naming the bucket and value
+            if rows >= required:
+                return lengths, n, required, bucket, rows, None
+    return lengths, n, required, None, None, FallbackReason.NO_CAPACITY_WITHIN_PADDING_LIMIT
 
 
 def decide(*, strategy: str = "zigzag", **batch: Unpack[PolicyBatch]) -> Plan:
     """The one plan for this batch under the given capture table."""
-    check_batch_keywords("decide", batch)
-    lengths = check_lengths("extend_seq_lens", batch["extend_seq_lens"])
-    check_int("cp_rank", batch["cp_rank"], minimum=0)
-    return plan_batch(
-        lengths,
-        num_tokens=check_int("num_tokens", batch["num_tokens"], minimum=1),
-        cp_size=check_int("cp_size", batch["cp_size"], minimum=1),
-        align_size=check_int("align_size", batch["align_size"], minimum=1),
-        selector=Selector.build(batch["capture_num_tokens"], batch["bucket_local_tokens"]),
-        max_padding_factor=check_int("max_padding_factor", batch["max_padding_factor"], minimum=1),
-        strategy=check_strategy(strategy),
+    lengths, n, required, bucket, rows, reason = _decide("decide", batch, strategy)
+    return Plan(lengths_tuple(lengths), n, required, bucket, rows, reason)
+
+
+def _refusal(batch: PolicyBatch, reason: FallbackReason | None) -> LookupError:
+    assert reason is not None
+    lengths = batch["extend_seq_lens"]
+    shown = tuple(lengths) if isinstance(lengths, (list, tuple)) else lengths
+    return LookupError(
+        f"no captured bucket fits num_tokens={batch['num_tokens']}, extend_seq_lens={shown} "
+        f"({reason.value}); run eagerly"
     )
 
 
@@ -43,12 +180,28 @@ def bucket_of(plan: Plan) -> int:
 
 def admit(**batch: Unpack[PolicyBatch]) -> bool:
     """Would this rank replay a graph for this batch?"""
-    return decide(**batch).admitted
+    return _decide("admit", batch, "zigzag")[3] is not None
 
 
 def replay_bucket(**batch: Unpack[PolicyBatch]) -> int:
     """The bucket this rank pads to; raises LookupError (naming the fallback reason) when not admitted."""
-    return bucket_of(decide(**batch))
+    _, _, _, bucket, _, reason = _decide("replay_bucket", batch, "zigzag")
+    if bucket is None:
+        raise _refusal(batch, reason)
+    return bucket
+
+
+def admit_with(strategy: str, **batch: Unpack[PolicyBatch]) -> bool:
+    """``admit`` under another strategy (the runner's policy methods and tests use it)."""
+    return _decide("admit", batch, strategy)[3] is not None
+
+
+def replay_bucket_with(strategy: str, **batch: Unpack[PolicyBatch]) -> int:
+    """``replay_bucket`` under another strategy."""
+    _, _, _, bucket, _, reason = _decide("replay_bucket", batch, strategy)
+    if bucket is None:
+        raise _refusal(batch, reason)
+    return bucket
 
 
 def local_rows(*, bucket: int, strategy: str = "zigzag", **batch: Unpack[PolicyBatch]) -> tuple[int, ...]:
@@ -56,10 +209,18 @@ def local_rows(*, bucket: int, strategy: str = "zigzag", **batch: Unpack[PolicyB
 
     Built from the live lengths (never the padded count); ``bucket`` only selects which buffer they go into.
     """
-    check_batch_keywords("local_rows", batch)
-    check_int("bucket", bucket, minimum=1)
-    p = check_int("cp_size", batch["cp_size"], minimum=1)
-    rows = required_local_tokens(
-        batch["extend_seq_lens"], cp_size=p, align_size=batch["align_size"], strategy=check_strategy(strategy)
-    )
-    return (rows,) * p
+    if batch.keys() != BATCH_KEYWORDS:
+        check_batch_keywords("local_rows", batch)
+    if not (type(bucket) is int and bucket >= 1):
+        check_int("bucket", bucket, minimum=1)
+    p, a = batch["cp_size"], batch["align_size"]
+    if not (type(p) is int and p >= 1):
+        p = check_int("cp_size", p, minimum=1)
+    if not (type(a) is int and a >= 1):
+        a = check_int("align_size", a, minimum=1)
+    lengths = accept_lengths(batch["extend_seq_lens"])
+    row = formulas(strategy)
+    return (align_up(busiest_rows(lengths, p, row), a),) * p
+
+
+__all__ = ["admit", "admit_with", "bucket_of", "decide", "local_rows", "replay_bucket", "replay_bucket_with"]

@@ -154,7 +154,7 @@ def test_required_local_tokens_rejects_bad_scalars(kwargs: dict[str, object], er
         (dict(bucket_local_tokens={"32": 1}), TypeError, "keys must be int buckets"),
         (dict(num_tokens=0), ValueError, "num_tokens must be an int >= 1, got 0"),
         (dict(required_local_tokens=-1), ValueError, "required_local_tokens must be an int >= 0"),
-        (dict(max_padding_factor=0), ValueError, "max_padding_factor must be an int >= 1, got 0"),
+        (dict(max_padding_factor=0), ValueError, "max_padding_factor must be an int >= 1 or a fractions.Fraction >= 1, got 0"),
     ],
 )
 def test_select_replay_bucket_rejects_bad_input(kwargs: dict[str, object], error: type[Exception], message: str) -> None:

@@ -1,0 +1,163 @@
+"""The decision path's boundary: request lengths validated once, in whatever form a serving stack holds them.
+
+``accept_lengths`` takes a list, a tuple, a 1-d integer numpy array or a CPU torch tensor and returns the facts
+every formula needs, computed once: ``(values, vector, requests, total, minimum)``. It is a plain tuple on purpose
+(built once a batch on the hot path, where a record class costs more than the whole R = 1 decision); ``values`` are
+the ints as given (None when only an array is held), ``vector`` the same lengths as an int64 numpy array (None on
+the scalar path), ``total`` the exact sum as a Python int.
+
+numpy is imported lazily, on the first batch long enough to want it (it comes with matplotlib, a core
+dependency; without it every batch takes the scalar path). torch is never imported here: a tensor is recognised
+only when its caller has already imported torch, so ``cpgraph check cpgraph.impl.policy`` pays for neither.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from cpgraph.impl.checks import check_lengths
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    Int64Array = NDArray[np.int64]
+else:
+    Int64Array = Any
+
+# (values as given, int64 array, R, sum, min); see the module docstring.
+Lengths = tuple[Sequence[int] | None, Int64Array | None, int, int, int]
+
+# From this many requests on, a list is converted once to an int64 array and computed vectorised; below it the
+# scalar path is faster (measured crossover, benchmarks/decision_latency.py).
+VECTOR_MIN_REQUESTS = 48
+ALLOWED_ARRAYS = "a 1-d integer numpy array or CPU torch tensor (int64, int32, int16, int8, uint32, uint16, uint8)"
+_NUMPY: list[ModuleType | None] = []
+
+
+def numpy_module() -> ModuleType | None:
+    """numpy if it can be imported (imported once, on first need), else None."""
+    if not _NUMPY:
+        try:
+            import numpy
+        except ImportError:  # pragma: no cover - numpy comes with matplotlib, a core dependency
+            _NUMPY.append(None)
+        else:
+            _NUMPY.append(numpy)
+    return _NUMPY[0]
+
+
+def lengths_tuple(lengths: Lengths) -> tuple[int, ...]:
+    """The lengths as a tuple of Python ints (what ``Plan.extend_seq_lens`` records)."""
+    values, vector = lengths[0], lengths[1]
+    if type(values) is tuple:
+        return values
+    if values is not None:
+        return tuple(values)
+    assert vector is not None
+    return tuple(vector.tolist())
+
+
+def _exact(name: str, value: object) -> Lengths:
+    """The exact path: the reference's validator (its messages), then the facts."""
+    items = check_lengths(name, value)
+    return (items, None, len(items), sum(items), min(items))
+
+
+def _from_array(name: str, vec: Any, given: object) -> Lengths:
+    """A numpy array: validated with reductions (min, max), never a per-item loop."""
+    np = numpy_module()
+    assert np is not None
+    if vec.ndim != 1:
+        raise ValueError(f"{name} must be {ALLOWED_ARRAYS}; got shape {tuple(vec.shape)}")
+    if not (vec.dtype.kind == "i" or (vec.dtype.kind == "u" and vec.dtype.itemsize <= 4)):
+        raise TypeError(f"{name} must be {ALLOWED_ARRAYS}; got dtype {vec.dtype}")
+    count = int(vec.shape[0])
+    if count == 0:
+        raise ValueError(f"{name} must be a non-empty sequence of ints >= 0, got an empty batch {given!r}")
+    if vec.dtype != np.int64:
+        vec = vec.astype(np.int64)
+    lo = int(np.minimum.reduce(vec))
+    if lo < 0:
+        i = int(np.argmax(vec < 0))
+        raise ValueError(f"{name}[{i}] must be an int >= 0, got {int(vec[i])} in {name}={given!r}")
+    hi = int(np.maximum.reduce(vec))
+    if hi and count > (2**62) // hi:  # the int64 sum could overflow: compute on Python ints instead
+        items = tuple(vec.tolist())
+        return (items, None, count, sum(items), lo)
+    return (None, vec, count, int(np.add.reduce(vec)), lo)
+
+
+def _from_sequence(name: str, value: Any, count: int) -> Lengths:
+    """A list or tuple of two or more items. The common case is accepted at C speed: ``sum`` (its type stays int
+    only when every item is an int: a float, a numpy scalar, a Fraction or a str changes or breaks it) and the
+    minimum (>= 2 rules out bools, which equal 0 or 1, and negatives). Anything else takes the exact check."""
+    try:
+        total = sum(value)
+    except TypeError:
+        return _exact(name, value)
+    if type(total) is not int:
+        return _exact(name, value)
+    if count >= VECTOR_MIN_REQUESTS:
+        np = numpy_module()
+        if np is not None:
+            try:
+                vec = np.frombuffer(array("q", value), dtype=np.int64)
+            except (TypeError, OverflowError):  # a non-int, or a length past int64: the exact/scalar path
+                return _exact(name, value)
+            lo = int(np.minimum.reduce(vec))
+            if lo < 2:  # a bool, a negative, or a legal 0/1 length: the exact check decides (and says why)
+                _exact(name, value)
+            return (value, vec, count, total, lo)
+    lo = min(value)
+    if lo < 2:
+        return _exact(name, value)
+    return (value, None, count, total, lo)
+
+
+def accept_lengths(value: object, name: str = "extend_seq_lens") -> Lengths:
+    """Validate request lengths once: a non-empty list/tuple of ints >= 0, or a 1-d integer numpy array or CPU
+    torch tensor of values >= 0. Errors (TypeError/ValueError) name the argument, the value and what is allowed;
+    for lists and tuples they are the reference's, word for word."""
+    kind = type(value)
+    if kind is tuple or kind is list:
+        count = len(value)  # type: ignore[arg-type]
+        if count == 1:
+            x = value[0]  # type: ignore[index]
+            if type(x) is int and x >= 0:
+                return (value, None, 1, x, x)  # type: ignore[return-value]
+        elif count:
+            return _from_sequence(name, value, count)
+        return _exact(name, value)
+    np_mod = sys.modules.get("numpy")
+    if np_mod is not None and isinstance(value, np_mod.ndarray):
+        return _from_array(name, value, value)
+    torch_mod = sys.modules.get("torch")
+    if torch_mod is not None and isinstance(value, torch_mod.Tensor):
+        if value.device.type != "cpu":
+            raise ValueError(
+                f"{name} must be {ALLOWED_ARRAYS}; got a tensor on {value.device} (copy it to the CPU once, "
+                "outside the decision: reading it here would synchronise the device)"
+            )
+        if value.dtype.is_floating_point or value.dtype.is_complex or value.dtype == torch_mod.bool:
+            raise TypeError(f"{name} must be {ALLOWED_ARRAYS}; got dtype {value.dtype}")
+        if numpy_module() is None:  # pragma: no cover - numpy comes with matplotlib
+            return _exact(name, value.tolist())
+        return _from_array(name, value.detach().numpy(), value)
+    return _exact(name, value)
+
+
+def trusted_lengths(lengths: tuple[int, ...]) -> Lengths:
+    """The facts of lengths a caller already validated (no checks; the int64 array only where it pays)."""
+    count, total, lo = len(lengths), sum(lengths), min(lengths)
+    np = numpy_module() if count >= VECTOR_MIN_REQUESTS else None
+    if np is not None:
+        try:
+            return (lengths, np.frombuffer(array("q", lengths), dtype=np.int64), count, total, lo)
+        except OverflowError:  # lengths past int64: the scalar path computes on Python ints
+            pass
+    return (lengths, None, count, total, lo)
