@@ -5,7 +5,8 @@ For each P it builds one runner (all ranks on one device), then
    model without context parallelism (tolerance) and with the same padded computation run eagerly (bit-exact);
 2. per captured bucket, times a full ``run`` (fill + replay + gather), the bare graph replay, the same padded
    forward run eagerly, and the non-CP eager model on a batch of B tokens;
-3. records capture seconds per bucket and static bytes.
+3. records capture seconds per bucket, static bytes, and the runner's start-up replay check (every captured
+   graph replayed once on a synthetic batch against eager before any traffic).
 Writes <stem>.json and <stem>.md into --out-dir. On a machine without CUDA it runs the same static-buffer
 path eagerly and labels every number "emulation" (useful only as a dry run of this script).
 
@@ -30,11 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from cpgraph.impl.distributed import batch_hidden, build_model  # noqa: E402
 from cpgraph.impl.graphs import BucketKey  # noqa: E402
 from cpgraph.impl.harness import compare_drawn_batch, random_batch  # noqa: E402
 from cpgraph.impl.layout import build_torch_layout  # noqa: E402
-from cpgraph.impl.model import ModelConfig  # noqa: E402
+from cpgraph.impl.model import ModelConfig, batch_hidden, build_model  # noqa: E402
 from cpgraph.impl.runner import PrefillGraphRunner  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
@@ -71,8 +71,9 @@ def run_p(p: int, args: argparse.Namespace, replays: int, device: torch.device) 
     if cuda:
         torch.cuda.reset_peak_memory_stats(device)
     t0 = time.perf_counter()
+    # Built the way the tests build it: the device comes from the model ("cuda" there is cuda:<current>).
     runner = PrefillGraphRunner(model, cp_size=p, capture_num_tokens=buckets, capture_rule="headroom",
-                                max_requests=16, dtype=dtype, device=device)
+                                max_requests=16, dtype=dtype)
     startup_s = time.perf_counter() - t0
     rng = random.Random(p)
     stats = {"replays": 0, "eager_fallbacks": 0, "within_tolerance": 0, "bit_exact": 0, "max_abs_error": 0.0,
@@ -117,6 +118,7 @@ def run_p(p: int, args: argparse.Namespace, replays: int, device: torch.device) 
         "reserved_bytes": runner.reserved_bytes,
         "peak_bytes": torch.cuda.max_memory_allocated(device) if cuda else None,
         "dropped": runner.dropped,
+        "startup_checks": runner.describe()["startup_checks"],
         "checks": stats,
         "latency": latency,
     }
@@ -124,8 +126,16 @@ def run_p(p: int, args: argparse.Namespace, replays: int, device: torch.device) 
 
 def markdown(report: dict[str, Any]) -> str:
     lines = [f"# graph_latency: {report['device']} ({report['mode']})", "",
-             f"{report['date']}, torch {report['torch']}, dtype {report['dtype']}, model {report['model']}, "
-             f"tolerance vs non-CP eager atol={report['atol']} rtol={report['rtol']}", "",
+             f"{report['date']}, torch {report['torch']} (CUDA {report['cuda']}), dtype {report['dtype']}, "
+             f"model {report['model']}, tolerance vs non-CP eager atol={report['atol']} rtol={report['rtol']}", "",
+             "Start-up replay check (each captured graph replayed once on a synthetic batch vs eager at the same "
+             "padded shape, before serving):", "", "| P | bucket | synthetic lengths | max abs err | bit-exact |",
+             "|---:|---:|---|---:|---|"]
+    for r in report["results"]:
+        for b, c in r["startup_checks"].items():
+            lines.append(f"| {r['cp_size']} | {b} | {tuple(c['extend_seq_lens'])} | {c['max_abs_error']:.3g} | "
+                         f"{c['bit_exact']} |")
+    lines += ["",
              "| P | replays | eager fallbacks | within tolerance | bit-exact vs padded eager | max abs err | "
              "static MiB | pool reserved MiB | start-up s |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in report["results"]:
@@ -170,7 +180,7 @@ def main() -> int:
     now = datetime.now(timezone.utc)
     report = {
         "date": now.isoformat(timespec="seconds"), "device": name, "mode": results[0]["mode"],
-        "torch": torch.__version__, "dtype": args.dtype,
+        "torch": torch.__version__, "cuda": torch.version.cuda, "dtype": args.dtype,
         "model": f"hidden={args.hidden} heads={args.heads} layers={args.layers}",
         "atol": TOLERANCE[args.dtype][0], "rtol": TOLERANCE[args.dtype][1], "ok": ok, "results": results,
     }

@@ -15,10 +15,14 @@ import random
 import pytest
 import torch
 
-from cpgraph.impl.distributed import PrefillJob, batch_hidden, build_model, prefill_worker, spawn
+from torch import Tensor
+
+from cpgraph.impl.agreement import StartupError
 from cpgraph.impl.harness import compare_drawn_batch, random_batch
-from cpgraph.impl.model import ModelConfig
+from cpgraph.impl.launch import spawn
+from cpgraph.impl.model import AllGather, CPTransformer, ModelConfig, batch_hidden, build_model, one_device_all_gather
 from cpgraph.impl.runner import PrefillGraphRunner
+from cpgraph.impl.workers import PrefillJob, prefill_worker
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
@@ -45,6 +49,19 @@ def test_every_bucket_is_a_real_cuda_graph(p: int) -> None:
     assert not runner.dropped, runner.dropped
     assert set(runner.bucket_local_tokens) == {b for b in BUCKETS if b >= 2 * p}
     assert len(runner.graph_runner.graphs) == len(runner.bucket_local_tokens)
+    # The start-up replay check ran on every graph before any batch; real graphs replay bit-exact.
+    assert set(runner.startup_checks) == set(runner.bucket_local_tokens)
+    assert all(c.bit_exact for c in runner.startup_checks.values()), runner.describe()["startup_checks"]
+
+
+def test_a_runner_built_for_index_less_cuda_serves_cuda_0_tensors() -> None:
+    """The certain first-batch crash: torch.device("cuda") != torch.device("cuda:0"), tensors report cuda:0."""
+    model = build_model(CONFIG, seed=0, device="cuda")
+    runner = PrefillGraphRunner(model, cp_size=2, capture_num_tokens=(64, 128), device=torch.device("cuda"))
+    hidden = batch_hidden((40, 30), CONFIG.hidden, 0, 0).to("cuda")
+    assert str(hidden.device) == "cuda:0"
+    result = runner.run(hidden, (40, 30))
+    assert result.mode == "cuda_graph" and result.plan.bucket == 128
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
@@ -96,4 +113,25 @@ def test_nccl_ranks_return_the_one_device_outputs() -> None:
     for i, lengths in enumerate(batches):
         want = one.run(batch_hidden(lengths, 64, 2, i), lengths).output
         for rank in range(2):
-            torch.testing.assert_close(torch.tensor(results[rank][i]["output"]), want, atol=1e-4, rtol=1e-4)
+            record = results[rank]["batches"][i]
+            torch.testing.assert_close(torch.tensor(record["output"]), want, atol=1e-4, rtol=1e-4)
+
+
+class SyncsInForward(CPTransformer):
+    """A host sync (``.item()``) in forward: fine in warm-up, illegal inside CUDA graph capture."""
+
+    def forward(self, hidden: Tensor, request_id: Tensor, position: Tensor,
+                all_gather: AllGather = one_device_all_gather) -> Tensor:
+        if float(hidden.float().abs().sum().item()) < 0:
+            raise AssertionError("unreachable")
+        return super().forward(hidden, request_id, position, all_gather)
+
+
+def test_a_failed_capture_stops_start_up_naming_the_bucket_and_restores_the_stream() -> None:
+    """Last in this file: torch leaves a failed capture's allocator state undefined for this process."""
+    torch.manual_seed(0)
+    model = SyncsInForward(CONFIG).to("cuda").eval()
+    with pytest.raises(StartupError, match=r"bucket 128 \(32 rows per rank\) failed to capture: .*"
+                                           r"CUDA graph capture of bucket 128"):
+        PrefillGraphRunner(model, cp_size=4, capture_num_tokens=(64, 128))
+    assert torch.cuda.current_stream() == torch.cuda.default_stream()
