@@ -196,11 +196,15 @@ class GraphRunner:
         if not self.use_cuda_graph:
             self.static_output[key] = self._forward(key.local_tokens)
             return
+        with torch.cuda.device(self.device):  # capture and replay happen on the current device's streams
+            self.graphs[key], self.static_output[key] = self._capture_cuda(key)
+
+    def _capture_cuda(self, key: BucketKey) -> tuple[torch.cuda.CUDAGraph, Tensor]:
         stream = self.capture_stream
         assert stream is not None
         origin = torch.cuda.current_stream(self.device)
         stream.wait_stream(origin)
-        with torch.cuda.stream(stream):
+        with torch.cuda.stream(stream):  # warm-up outside capture: cuBLAS, NCCL and allocator settle here
             for _ in range(self.warmup_iters):
                 self._forward(key.local_tokens)
         origin.wait_stream(stream)
@@ -215,8 +219,7 @@ class GraphRunner:
                 f"CUDA graph capture of bucket {key.num_tokens} ({key.local_tokens} rows per rank) failed: "
                 f"{explain(exc)}"
             ) from exc
-        self.graphs[key] = graph
-        self.static_output[key] = out
+        return graph, out
 
     def discard(self, key: BucketKey) -> None:
         """Forget a bucket (emulation only: a failed CUDA capture is never recovered from)."""
@@ -231,7 +234,8 @@ class GraphRunner:
         self.fill(key, layout, hidden)
         static_output = self.static_output[key]
         if self.use_cuda_graph:
-            self.graphs[key].replay()
+            with torch.cuda.device(self.device):
+                self.graphs[key].replay()
         else:
             static_output.copy_(self._forward(key.local_tokens))
         return self.collect(static_output).index_select(0, layout.dest)
