@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from cpgraph.output import INTERNAL, INTERRUPTED, USAGE, UsageError
+from cpgraph.output import INTERNAL, INTERRUPT, INTERRUPTED, USAGE, UsageError
 
 # Each module defines ``add_parser(subparsers) -> None`` (registering its parser with
 # ``set_defaults(run=<callable(args) -> int>)``) and is imported lazily so that
@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue  # not built yet
         module.add_parser(subparsers)
+    parser.set_defaults(_subparsers=subparsers.choices)
     for sub in subparsers.choices.values():
         if not any("--debug" in a.option_strings for a in sub._actions):
             sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
@@ -66,10 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _interrupted(signum: int, frame: Any) -> None:
-    from cpgraph.check import calls
-
-    calls._STATE.real_sigint = True  # a real Ctrl-C, not a policy raising KeyboardInterrupt
-    raise KeyboardInterrupt
+    INTERRUPT.real = True  # a real Ctrl-C, not a policy raising KeyboardInterrupt (no import here: a
+    raise KeyboardInterrupt  # signal handler can run in the middle of an import)
 
 
 def _say(line: str) -> None:
@@ -89,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = next((a for a in argv if a in COMMANDS), "")
     prog = f"cpgraph {command}".strip()
     restore = None
+    INTERRUPT.real = False
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         try:
             restore = signal.signal(signal.SIGINT, _interrupted)
@@ -96,7 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             restore = None
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # name the subcommand whose usage was broken, not the top-level parser
+            sub = getattr(args, "_subparsers", {}).get(getattr(args, "command", None), parser)
+            sub.error(f"unrecognized arguments: {' '.join(extra)}")
         run = getattr(args, "run", None)
         if run is None:
             parser.print_help(sys.stderr)
@@ -122,9 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # a library below called sys.exit; keep its code but no traceback
         return exc.code if isinstance(exc.code, int) else INTERNAL
     except BaseException as exc:
-        from cpgraph.check import calls
-
-        if calls.real_interrupt():  # Ctrl-C surfaced as another exception (e.g. inside the solver)
+        if INTERRUPT.real:  # Ctrl-C surfaced as another exception (e.g. inside the solver)
             _say(f"{prog}: interrupted")
             return INTERRUPTED
         if debug:

@@ -38,6 +38,16 @@ EXIT_CODES = (
 FORMATS = ("text", "json", "md", "junit")
 
 
+class _Interrupt:
+    """Set by the command line's SIGINT handler: a real Ctrl-C, told apart from a KeyboardInterrupt
+    that a policy raises (cpgraph/check/calls.py reads it)."""
+
+    real = False
+
+
+INTERRUPT = _Interrupt()
+
+
 class UsageError(Exception):
     """A bad command line or input file: printed as one line, exit 2."""
 

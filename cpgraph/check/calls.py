@@ -45,6 +45,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from cpgraph.check.protocol import Policy
+from cpgraph.output import INTERRUPT
 
 REFIRE_S = 0.25  # after the timeout, the timer fires again this often until the call gives up
 HARD_STOP_FIRES = 8  # with hard_exit: after this many ignored fires the process exits 1
@@ -122,7 +123,6 @@ class _Session:
     armed: bool = False  # handlers installed in this process's main thread
     in_call: str = ""  # the call now running (for the hard stop's message)
     fires: int = 0
-    real_sigint: bool = False
     owner: int = 0  # pid of the process that opened the session
     board: mmap.mmap | None = None  # shared with forked search processes: a hard stop's line
 
@@ -170,13 +170,13 @@ def _board_line() -> str:
 
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
-    _STATE.real_sigint = True
+    INTERRUPT.real = True
     raise KeyboardInterrupt
 
 
 def real_interrupt() -> bool:
-    """Did a real SIGINT (Ctrl-C) arrive during the session?"""
-    return _STATE.real_sigint
+    """Did a real SIGINT (Ctrl-C) arrive (this session's handler or the command line's saw it)?"""
+    return INTERRUPT.real
 
 
 @contextmanager
@@ -198,7 +198,7 @@ def session(call_timeout_s: float | None = 10.0, *, hard_exit: bool = False) -> 
     main = threading.current_thread() is threading.main_thread()
     saved = (signal.getsignal(signal.SIGALRM), signal.getsignal(signal.SIGINT)) if main else None
     _STATE.timeout_s, _STATE.hard_exit, _STATE.depth = call_timeout_s, hard_exit, 1
-    _STATE.real_sigint, _STATE.fires, _STATE.in_call = False, 0, ""
+    _STATE.fires, _STATE.in_call = 0, ""
     _STATE.owner, _STATE.board = os.getpid(), mmap.mmap(-1, 2048) if hard_exit else None
     if main:
         signal.signal(signal.SIGALRM, _on_alarm)
@@ -329,7 +329,7 @@ def _bounded(policy_name: str, method: str, fn: Callable[..., Any]) -> Callable[
             tb = trimmed_traceback(exc.__traceback__, exc)
             raise stop("system_exit", f"raised SystemExit({exc.code!r}) (a policy must answer, not exit the process)", tb) from None
         except KeyboardInterrupt as exc:
-            if _STATE.real_sigint:
+            if INTERRUPT.real:
                 raise
             tb = trimmed_traceback(exc.__traceback__, exc)
             raise stop("keyboard_interrupt", "raised KeyboardInterrupt (a policy must answer, not interrupt its caller)", tb) from None

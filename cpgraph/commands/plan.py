@@ -3,18 +3,24 @@
 Chooses a capture list of at most K buckets and a headroom for R requests that minimise padded rows
 plus eager fallbacks over the workload (see cpgraph/design/plan.py), proves the chosen design with the
 review, and compares it with the bundled upstream design on the same workload. Writes the design as
-TOML to --out (default: printed). Exit codes: 0 the planned design is proved; 1 it is not; 2 usage error.
+TOML to --out (default: printed). Exit codes: 0 the planned design is proved; 1 an invariant of it is
+refuted; 3 not proved (unknown); 2 usage error; 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
+import json
 from pathlib import Path
 from typing import Any
 
-from cpgraph.design.schema import dumps_design, load_design
-from cpgraph.design.workloads import WorkloadError, load_workload
+from cpgraph.commands.simulate import workload
+from cpgraph.output import Output, UsageError, add_output_flags, bounded_int, md_table, text_table, writable_file
+
+MAX_CP_SIZE = 64
+MAX_BUCKETS = 256
+MAX_REQUESTS = 1024
+MAX_EAGER_COST = 1 << 30
 
 
 def add_parser(subparsers: Any) -> None:
@@ -25,49 +31,59 @@ def add_parser(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--workload", required=True, help="built-in name (chat, docs, mixed) or JSON-lines file")
-    parser.add_argument("--cp-size", type=int, required=True, metavar="P")
-    parser.add_argument("--max-buckets", type=int, default=23, metavar="K")
-    parser.add_argument("--max-requests", type=int, default=None, metavar="R",
+    parser.add_argument("--cp-size", type=bounded_int("--cp-size", 2, MAX_CP_SIZE), required=True, metavar="P",
+                        help=f"context-parallel ranks, 2..{MAX_CP_SIZE}")
+    parser.add_argument("--max-buckets", type=bounded_int("--max-buckets", 1, MAX_BUCKETS), default=23, metavar="K",
+                        help=f"most buckets in the capture list, 1..{MAX_BUCKETS} (default 23)")
+    parser.add_argument("--max-requests", type=bounded_int("--max-requests", 1, MAX_REQUESTS), default=None, metavar="R",
                         help="headroom for batches of up to R requests (default: the workload's largest batch)")
-    parser.add_argument("--eager-cost", type=int, default=512, metavar="ROWS", help="rows one eager fallback is worth")
+    parser.add_argument("--eager-cost", type=bounded_int("--eager-cost", 0, MAX_EAGER_COST), default=512, metavar="ROWS",
+                        help="rows one eager fallback is worth (default 512)")
     parser.add_argument("--out", metavar="FILE", help="write the planned design TOML here")
+    add_output_flags(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from cpgraph.design.plan import plan_design
-    from cpgraph.design.render import render_text
+    from cpgraph.design.render import RENDERERS
     from cpgraph.design.report import review
+    from cpgraph.design.schema import dumps_design, load_design
     from cpgraph.design.simulate import simulate, table
 
-    for flag, value, low in (("--cp-size", args.cp_size, 2), ("--max-buckets", args.max_buckets, 1),
-                             ("--max-requests", args.max_requests or 1, 1), ("--eager-cost", args.eager_cost, 0)):
-        if value < low:
-            print(f"cpgraph plan: {flag} must be an integer >= {low}, got {value}", file=sys.stderr)
-            return 2
+    out = Output.of(args, "plan")
+    if args.out:
+        writable_file("--out", args.out)
+    name, batches = workload(args.workload)
+    out.note(f"planning for {len(batches)} batches of {name} ...")
     try:
-        name, batches = load_workload(args.workload)
-        print(f"cpgraph plan: planning for {len(batches)} batches of {name} ...", file=sys.stderr)
         planned = plan_design(
             batches, cp_size=args.cp_size, max_buckets=args.max_buckets,
             max_requests=args.max_requests, eager_cost=args.eager_cost, name=f"planned-{name}",
         )
-    except (WorkloadError, ValueError) as exc:
-        print(f"cpgraph plan: {exc}", file=sys.stderr)
-        return 2
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     design = planned.design
     text = dumps_design(design)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
-        print(f"wrote {args.out}", file=sys.stderr)
-    print(f"Planned design ({planned.active} CP-active of {planned.batches} batches, objective {planned.cost:.0f}):\n")
-    print(text)
-    result = review(design, progress=True)
-    sys.stdout.write(render_text(result))
+        out.note(f"wrote {args.out}")
+    out.note(f"reviewing {design.name} ...")
+    result = review(design, progress=not out.quiet)
     compare = [design] + ([load_design("upstream")] if design.cp_size == 4 else [])
     rows = table([simulate(d, batches, name) for d in compare])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    print(f"\nOn workload {name}:")
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
-    return 0 if result.exit_code == 0 else 1
+    head = f"Planned design ({planned.active} CP-active of {planned.batches} batches, objective {planned.cost:.0f}):"
+    if out.format == "json":
+        data = {
+            "planned": {"active": planned.active, "batches": planned.batches, "objective": planned.cost, "toml": text},
+            "review": json.loads(RENDERERS["json"](result)),
+            "workload": {"name": name, "table": [dict(zip(rows[0], row)) for row in rows[1:]]},
+        }
+        out.result(json.dumps(data, indent=2))
+    elif out.format == "junit":
+        out.result(RENDERERS["junit"](result))
+    elif out.format == "md":
+        out.result(f"{head}\n\n```toml\n{text}```\n\n" + RENDERERS["md"](result) + f"\n**On workload `{name}`**\n\n" + md_table(rows))
+    else:
+        out.result(f"{head}\n\n{text}\n" + RENDERERS["text"](result) + f"\nOn workload {name}:\n" + text_table(rows))
+    return result.exit_code

@@ -1,8 +1,8 @@
 """``cpgraph prove``: run every proof obligation of proofs/ and report each theorem's verdict.
 
 Exit 0 only when every theorem is proved; 1 when one is refuted (a minimal counterexample is printed and
-replayed through the reference) or unknown (the solver's reason is printed; unknown is a failure);
-2 on bad usage (an unknown --only name lists the valid names).
+replayed through the reference); 3 when none is refuted but some is unknown (the solver's reason is
+printed); 2 on bad usage (an unknown --only name lists the valid names); 130 interrupted.
 
 ``--cross-check cvc5`` re-decides every proved query with cvc5 and ``--seeds N`` re-runs every query under
 z3 seeds 1..N: a disagreement or an unstable query also exits 1; a query cvc5 cannot decide is listed as
@@ -13,35 +13,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from typing import TYPE_CHECKING, Any
+
+from cpgraph.output import Case, UsageError, add_output_flags, bounded_int, junit, md_table
 
 if TYPE_CHECKING:
     from cpgraph.proofs.run import ObligationResult, Opinions
 
 USAGE_ERROR = 2
 DEFAULT_CP_MAX = 64
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an int >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an int >= 1, got {value}")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an int >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an int >= 0, got {value}")
-    return value
+MAX_CP_MAX = 64  # the scope the proofs are stated for (SEMANTICS.md, issue 11); a larger P is one edit here
+MAX_JOBS = 256
+MAX_SEEDS = 1000
 
 
 def add_parser(subparsers: Any) -> None:
@@ -56,22 +42,24 @@ def add_parser(subparsers: Any) -> None:
         ),
     )
     parser.add_argument(
-        "--cp-max", type=_positive, default=DEFAULT_CP_MAX, metavar="N",
+        "--cp-max", type=bounded_int("--cp-max", 1, MAX_CP_MAX, "the largest cp_size the proofs cover"),
+        default=DEFAULT_CP_MAX, metavar="N",
         help=f"prove the per-cp_size theorems for cp_size 1..N (default {DEFAULT_CP_MAX})",
     )
     parser.add_argument(
         "--only", action="append", default=None, metavar="NAME",
         help="run only this theorem (repeatable); an unknown name lists the valid ones",
     )
-    parser.add_argument("--jobs", type=_positive, default=None, metavar="N", help="worker processes (default: CPUs)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument("--jobs", type=bounded_int("--jobs", 1, MAX_JOBS), default=None, metavar="N",
+                        help="worker processes (default: CPUs)")
+    add_output_flags(parser)
     parser.add_argument(
         "--cross-check", choices=("cvc5",), default=None, metavar="SOLVER",
         help="re-check every proved query with a second solver (cvc5); a disagreement exits 1, a query it cannot "
         "decide is reported as not cross-checked",
     )
     parser.add_argument(
-        "--seeds", type=_non_negative, default=0, metavar="N",
+        "--seeds", type=bounded_int("--seeds", 0, MAX_SEEDS), default=0, metavar="N",
         help="re-run every query under z3 random seeds 1..N and report unstable queries (they exit 1)",
     )
     parser.set_defaults(run=run)
@@ -80,11 +68,17 @@ def add_parser(subparsers: Any) -> None:
 class _Progress:
     """A counter line on stderr: rewritten in place on a terminal, every 10% otherwise."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, quiet: bool = False) -> None:
         self.tty = sys.stderr.isatty()
         self.last_decile = -1
+        self.quiet = quiet
+        self.shield: _WorkerShield | None = None
 
     def __call__(self, done: int, total: int, result: Any) -> None:
+        if self.shield is not None:  # a result came back, so the pool is up
+            self.shield.release()
+        if self.quiet:
+            return
         label = f"[{done:>{len(str(total))}}/{total}] {result.name} {result.parameter}"
         if self.tty:
             sys.stderr.write("\r\033[K" + label)
@@ -96,6 +90,46 @@ class _Progress:
                 self.last_decile = decile
                 sys.stderr.write(f"prove: {done}/{total} theorem instances checked\n")
         sys.stderr.flush()
+
+
+class _WorkerShield:
+    """Keeps the terminal's Ctrl-C away from the solver pool's workers (each would print a traceback):
+    SIGINT is ignored while the pool starts, so the spawned workers inherit 'ignore' (a disposition
+    survives exec; a blocked mask does not), and this process's handler comes back as soon as every
+    worker is running (a 50 ms timer watches) or the first result arrives, whichever is first. Then
+    Ctrl-C interrupts this process alone, which ends the pool."""
+
+    def __init__(self, jobs: int | None) -> None:
+        import multiprocessing
+
+        from cpgraph.proofs.run import default_jobs
+
+        self.expected = jobs if jobs is not None else default_jobs()
+        self.children = multiprocessing.active_children
+        self.saved: Any = None
+        self.alarm: Any = None
+        self.active = threading_main() and hasattr(signal, "setitimer")
+        if self.active:
+            self.saved = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            self.alarm = signal.signal(signal.SIGALRM, self._tick)
+            signal.setitimer(signal.ITIMER_REAL, 0.05, 0.05)
+
+    def _tick(self, signum: int, frame: Any) -> None:
+        if len(self.children()) >= self.expected:
+            self.release()
+
+    def release(self) -> None:
+        if self.active:
+            self.active = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.alarm)
+            signal.signal(signal.SIGINT, self.saved)
+
+
+def threading_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 def _table(rows: list[list[str]]) -> str:
@@ -113,24 +147,36 @@ def run(args: argparse.Namespace) -> int:
     names: list[str] = args.only or []
     unknown = [n for n in names if n not in BY_NAME]
     if unknown:
-        print(
-            f"cpgraph prove: error: --only {unknown[0]!r} is not a theorem; valid names:\n  "
-            + "\n  ".join(sorted(BY_NAME)),
-            file=sys.stderr,
-        )
-        return USAGE_ERROR
+        raise UsageError(f"--only {unknown[0]!r} is not a theorem; valid names: {', '.join(sorted(BY_NAME))}")
     if args.cross_check == "cvc5" and not cvc5_available():
         print("cpgraph prove: error: --cross-check cvc5 needs the cvc5 package (pip install cvc5)", file=sys.stderr)
         return USAGE_ERROR
     opinions = Opinions(cross_check=args.cross_check, seeds=args.seeds)
     chosen = [BY_NAME[n] for n in dict.fromkeys(names)] if names else list(OBLIGATIONS)
     start = time.perf_counter()
-    results = run_obligations(chosen, cp_max=args.cp_max, jobs=args.jobs, progress=_Progress(), opinions=opinions)
+    progress = _Progress(quiet=args.quiet)
+    if not args.quiet:
+        print(f"cpgraph prove: {len(chosen)} theorems, cp_size 1..{args.cp_max} ...", file=sys.stderr, flush=True)
+    if args.jobs != 1:
+        progress.shield = _WorkerShield(args.jobs)
+    try:
+        results = run_obligations(chosen, cp_max=args.cp_max, jobs=args.jobs, progress=progress, opinions=opinions)
+    finally:
+        if progress.shield is not None:
+            progress.shield.release()
     wall = time.perf_counter() - start
     proved = all(r.status is Status.PROVED for r in results)
+    refuted = any(r.status is Status.REFUTED for r in results)
+    code = 0 if proved and trusted_all(results) else 1 if refuted or proved else 3
+    if args.format == "junit":
+        sys.stdout.write(_junit(results, args.cp_max, wall))
+        return code
+    if args.format == "md":
+        sys.stdout.write(_markdown(results, args.cp_max, wall, proved))
+        return code
     trusted = all(r.trusted for r in results)  # proved, and no disagreement or unstable query
     slowest = max(results, key=lambda r: r.slowest[1])
-    if args.json:
+    if args.format == "json":
         print(
             json.dumps(
                 {
@@ -167,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
                 indent=2,
             )
         )
-        return 0 if proved and trusted else 1
+        return code
     rows = [["theorem", "scope", "verdict", "queries", "seconds", "slowest query"]]
     if opinions.active:
         rows[0] += ["cross-check", "seeds"]
@@ -177,7 +223,9 @@ def run(args: argparse.Namespace) -> int:
         )
         if opinions.active:
             rows[-1] += [_cross_cell(opinions, r), _seed_cell(opinions, r)]
-    print(_table(rows))
+    from cpgraph.output import highlight
+
+    print(highlight(_table(rows), sys.stdout))
     for r in results:
         if r.failures:
             print(f"\n{r.name}: {r.status.value}")
@@ -186,11 +234,43 @@ def run(args: argparse.Namespace) -> int:
     if opinions.active:
         print(_opinions_text(opinions, results))
     verdict = "all proved" if proved else "NOT all proved"
-    print(
+    print(highlight(
         f"\n{len(results)} theorems, {sum(r.queries for r in results)} queries, cp_size 1..{args.cp_max}: {verdict} "
-        f"in {wall:.1f} s (slowest query: {slowest.name} {slowest.slowest[0]}, {slowest.slowest[1]:.3f} s)"
-    )
-    return 0 if proved and trusted else 1
+        f"in {wall:.1f} s (slowest query: {slowest.name} {slowest.slowest[0]}, {slowest.slowest[1]:.3f} s)",
+        sys.stdout,
+    ))
+    return code
+
+
+def trusted_all(results: list[ObligationResult]) -> bool:
+    """Proved, and no second-opinion disagreement or unstable query."""
+    return all(r.trusted for r in results)
+
+
+def _junit(results: list[ObligationResult], cp_max: int, wall: float) -> str:
+    """One testcase per theorem: refuted -> failure, unknown -> error (no verdict)."""
+    cases = []
+    for r in results:
+        outcome = {"proved": "passed", "refuted": "failure"}.get(r.status.value, "error")
+        if outcome == "passed" and not r.trusted:
+            outcome = "failure"
+        detail = "\n".join(f.render() for f in r.failures)
+        message = f"{r.status.value}: {r.failures[0].label}" if r.failures else ("" if outcome == "passed" else "second opinions disagree")
+        cases.append(Case(r.name, "cpgraph.prove", outcome, r.seconds, message, detail))
+    return junit(f"cpgraph prove (cp_size 1..{cp_max})", cases, seconds=wall)
+
+
+def _markdown(results: list[ObligationResult], cp_max: int, wall: float, proved: bool) -> str:
+    rows = [["theorem", "scope", "verdict", "queries", "seconds"]]
+    rows += [[f"`{r.name}`", r.scope, f"**{r.status.value}**", str(r.queries), f"{r.seconds:.2f}"] for r in results]
+    head = f"### cpgraph prove (cp_size 1..{cp_max}) — {'✅ all proved' if proved else '❌ NOT all proved'}"
+    out = [head, "", md_table(rows)]
+    for r in results:
+        if r.failures:
+            out += ["", f"<details><summary><code>{r.name}</code>: {r.status.value}</summary>", "", "```"]
+            out += [f.render() for f in r.failures] + ["```", "</details>"]
+    out += ["", f"<sub>{len(results)} theorems, {sum(r.queries for r in results)} queries, {wall:.1f} s</sub>"]
+    return "\n".join(out) + "\n"
 
 
 def _cross_cell(opinions: Opinions, r: ObligationResult) -> str:

@@ -1,18 +1,18 @@
-"""``cpgraph review [DESIGN] [--against OLD] [--format text|md|json] [--plot DIR]``.
+"""``cpgraph review [DESIGN] [--against OLD] [--format text|md|json|junit] [--plot DIR]``.
 
 With no DESIGN: review the bundled upstream design against the bundled pre-fix design (prefix).
 Exit codes: 0 every invariant of DESIGN proved; 1 some invariant refuted (a counterexample is shown);
-3 none refuted but some only bounded or unknown; 2 usage error (bad design file, unknown name).
+3 none refuted but some not proved (unknown); 2 usage error (bad design file, unknown name, unwritable
+--plot); 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
-from cpgraph.design.schema import DesignError, load_design
+from cpgraph.output import Output, UsageError, add_output_flags, writable_dir
 
 
 def add_parser(subparsers: Any) -> None:
@@ -24,33 +24,42 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("design", nargs="?", help="design TOML path or bundled name (default: upstream)")
     parser.add_argument("--against", metavar="OLD", help="old design to diff against (default with no DESIGN: prefix)")
-    parser.add_argument("--format", choices=("text", "md", "json"), default="text")
-    parser.add_argument("--plot", metavar="DIR", help="write PNGs (eager-fallback region, padding vs n) to DIR")
+    add_output_flags(parser)
+    parser.add_argument("--plot", metavar="DIR", help="write PNGs (eager-fallback and crash regions, padding vs n) into DIR")
     parser.set_defaults(run=run)
+
+
+def load(ref: str) -> Any:
+    """A design by path or bundled name; any unreadable or invalid file is a usage error naming it."""
+    from cpgraph.design.schema import DesignError, load_design
+
+    try:
+        return load_design(ref)
+    except DesignError as exc:
+        raise UsageError(str(exc)) from None
+    except UnicodeDecodeError:
+        raise UsageError(f"design {ref!r}: not a UTF-8 TOML file") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"design {ref!r}: cannot be read: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:
     from cpgraph.design.render import RENDERERS
     from cpgraph.design.report import review
 
+    out = Output.of(args, "review")
+    if args.plot:
+        writable_dir("--plot", args.plot)
     name = args.design or "upstream"
     against = args.against if args.against or args.design else "prefix"
-    try:
-        design = load_design(name)
-        old = load_design(against) if against else None
-    except DesignError as exc:
-        print(f"cpgraph review: {exc}", file=sys.stderr)
-        return 2
-    print(f"cpgraph review: {design.name}" + (f" against {old.name}" if old else "") + " ...", file=sys.stderr)
-    result = review(design, against=old, progress=True)
-    sys.stdout.write(RENDERERS[args.format](result))
+    design = load(name)
+    old = load(against) if against else None
+    out.note(f"{design.name}" + (f" against {old.name}" if old else "") + " ...")
+    result = review(design, against=old, progress=not out.quiet)
+    out.result(RENDERERS[out.format](result))
     if args.plot:
-        from cpgraph.design.efficiency import efficiency
-        from cpgraph.design.plots import plot_fallback_region, plot_padding
+        from cpgraph.design.plots import plot_review
 
-        out = Path(args.plot)
-        out.mkdir(parents=True, exist_ok=True)
-        pairs = [(design.name, result.efficiency)] + ([(old.name, efficiency(old))] if old else [])
-        written = [plot_fallback_region(pairs, out / "eager_fallback.png"), plot_padding(pairs, out / "padding.png")]
-        print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
+        written = plot_review(result, Path(args.plot))
+        out.note("wrote " + ", ".join(str(p) for p in written))
     return result.exit_code

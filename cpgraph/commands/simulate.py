@@ -1,22 +1,21 @@
-"""``cpgraph simulate --workload FILE|NAME [DESIGN ...] [--plot FILE] [--format text|md|json]``.
+"""``cpgraph simulate --workload FILE|NAME [DESIGN ...] [--plot FILE] [--format text|md|json|junit]``.
 
 Runs every batch of the workload through each design (default: the bundled upstream, prefix and
 headroom designs) and prints them side by side. Built-in workloads: chat, docs, mixed (see
 cpgraph/design/workloads.py for their parameters); a file is JSON lines of extend_seq_lens.
 Exit codes: 0 no design would crash on the workload; 1 some design would (overflows are shown);
-2 usage error.
+2 usage error; 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from cpgraph.design.schema import BUNDLED, DesignError, load_design
-from cpgraph.design.workloads import WorkloadError, load_workload
+from cpgraph.commands.review import load
+from cpgraph.output import Case, Output, UsageError, add_output_flags, junit, md_table, text_table, writable_file
 
 
 def add_parser(subparsers: Any) -> None:
@@ -28,48 +27,64 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("designs", nargs="*", metavar="DESIGN", help="design paths or bundled names")
     parser.add_argument("--workload", default="mixed", help="built-in name (chat, docs, mixed) or JSON-lines file")
-    parser.add_argument("--plot", metavar="FILE", help="write a PNG comparing the designs")
-    parser.add_argument("--format", choices=("text", "md", "json"), default="text")
+    parser.add_argument("--plot", metavar="FILE.png", help="write a PNG comparing the designs")
+    add_output_flags(parser)
     parser.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from cpgraph.design.simulate import simulate, table
+def workload(ref: str) -> tuple[str, Any]:
+    """A workload by name or file; an unreadable or invalid file is a usage error naming it."""
+    from cpgraph.design.workloads import WorkloadError, load_workload
 
     try:
-        designs = [load_design(d) for d in (args.designs or list(BUNDLED))]
-        name, batches = load_workload(args.workload)
-    except (DesignError, WorkloadError) as exc:
-        print(f"cpgraph simulate: {exc}", file=sys.stderr)
-        return 2
-    print(f"cpgraph simulate: {len(batches)} batches of {name} through {len(designs)} designs ...", file=sys.stderr)
+        return load_workload(ref)
+    except WorkloadError as exc:
+        raise UsageError(str(exc)) from None
+    except UnicodeDecodeError:
+        raise UsageError(f"workload {ref!r}: not a UTF-8 JSON-lines file") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"workload {ref!r}: cannot be read: {exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from cpgraph.design.schema import BUNDLED
+    from cpgraph.design.simulate import simulate, table
+
+    out = Output.of(args, "simulate")
+    plot = None
+    if args.plot:
+        plot = args.plot if Path(args.plot).suffix else args.plot + ".png"
+        writable_file("--plot", plot)
+    designs = [load(d) for d in (args.designs or list(BUNDLED))]
+    name, batches = workload(args.workload)
+    out.note(f"{len(batches)} batches of {name} through {len(designs)} designs ...")
     results = [simulate(d, batches, name) for d in designs]
     rows = table(results)
-    if args.format == "json":
+    crashes = [
+        f"{r.design.name}: {r.overflows} batches would crash (replay overflows the captured buffer), "
+        f"first: extend_seq_lens={list(r.first_overflow or ())}"
+        for r in results if r.overflows
+    ]
+    if out.format == "json":
         keys = ("batches", "graph", "eager", "overflows", "mean_pad", "p99_pad", "mean_rank_pad", "p99_rank_pad",
                 "static_rows", "static_bytes", "first_overflow")
         data = [dict({"design": r.design.name, "workload": name}, **{k: getattr(r, k) for k in keys}) for r in results]
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
-    elif args.format == "md":
-        lines = ["| " + " | ".join(rows[0]) + " |", "|" + " --- |" * len(rows[0])]
-        lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
-        sys.stdout.write(f"Workload `{name}` ({len(batches)} batches)\n\n" + "\n".join(lines) + "\n")
+        out.result(json.dumps(data, indent=2))
+    elif out.format == "junit":
+        cases = [
+            Case(f"{r.design.name}: no batch overflows", f"cpgraph.simulate.{name}",
+                 "failure" if r.overflows else "passed", 0.0,
+                 f"{r.overflows} of {r.batches} batches would crash" if r.overflows else "",
+                 f"first: extend_seq_lens={list(r.first_overflow or ())}" if r.overflows else "")
+            for r in results
+        ]
+        out.result(junit(f"cpgraph simulate {name}", cases))
+    elif out.format == "md":
+        out.result(f"Workload `{name}` ({len(batches)} batches)\n\n" + md_table(rows) + "".join(f"\n\n{c}" for c in crashes))
     else:
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        print(f"Workload {name}: {len(batches)} batches")
-        for row in rows:
-            print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
-    for r in results:
-        if r.overflows:
-            print(
-                f"{r.design.name}: {r.overflows} batches would crash (replay overflows the captured buffer), "
-                f"first: extend_seq_lens={list(r.first_overflow or ())}",
-                file=sys.stdout if args.format == "text" else sys.stderr,
-            )
-    if args.plot:
+        out.result(f"Workload {name}: {len(batches)} batches\n" + text_table(rows) + "".join(f"\n{c}" for c in crashes))
+    if plot:
         from cpgraph.design.plots import plot_simulation
 
-        path = Path(args.plot)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        print(f"wrote {plot_simulation(results, path)}", file=sys.stderr)
+        out.note(f"wrote {plot_simulation(results, Path(plot))}")
     return 1 if any(r.overflows for r in results) else 0

@@ -43,15 +43,46 @@ def test_json_has_every_field_a_machine_needs(capsys: pytest.CaptureFixture[str]
 def test_an_unknown_only_name_exits_2_and_lists_the_valid_names(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["prove", "--only", "no_such_theorem"]) == 2
     err = capsys.readouterr().err
-    assert "'no_such_theorem' is not a theorem" in err
+    assert "'no_such_theorem' is not a theorem" in err and len(err.strip().splitlines()) == 1
     assert all(name in err for name in registry.BY_NAME)
 
 
-@pytest.mark.parametrize("argv", [["prove", "--cp-max", "0"], ["prove", "--cp-max", "x"], ["prove", "--jobs", "-1"]])
-def test_bad_numbers_exit_2(argv: list[str]) -> None:
-    with pytest.raises(SystemExit) as exited:
-        main(argv)
-    assert exited.value.code == 2
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["prove", "--cp-max", "0"], "argument --cp-max: must be an int in 1..64"),
+        (["prove", "--cp-max", "x"], "argument --cp-max: must be an int in 1..64"),
+        (["prove", "--cp-max", str(10**18)], f"got {10**18}"[:12]),
+        (["prove", "--jobs", "-1"], "argument --jobs: must be an int in 1..256, got -1"),
+        (["prove", "--seeds", str(10**18)], "argument --seeds: must be an int in 0..1000"),
+        (["prove", "--format", "xml"], "argument --format: invalid choice: 'xml'"),
+        (["prove", "--bogus"], "cpgraph prove: error: unrecognized arguments: --bogus"),
+    ],
+)
+def test_bad_numbers_and_flags_exit_2_with_one_line(argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_junit_has_one_testcase_per_theorem(capsys: pytest.CaptureFixture[str]) -> None:
+    import xml.etree.ElementTree as ET
+
+    names = ["zigzag_loads_sum_to_tokens", "headroom_bound_is_tight"]
+    code = main(["prove", "--format", "junit", "--cp-max", "2", "--jobs", "1", "-q", *[f"--only={n}" for n in names]])
+    out = capsys.readouterr()
+    assert code == 0 and out.err == ""  # --quiet: no progress
+    root = ET.fromstring(out.out)
+    cases = list(root.iter("testcase"))
+    assert [c.get("name") for c in cases] == names
+    assert root.find("testsuite") is not None and root.find("testsuite").get("failures") == "0"  # type: ignore[union-attr]
+    assert all(c.find("failure") is None and c.find("error") is None for c in cases)
+
+
+def test_md_is_a_pasteable_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["prove", "--format", "md", "--cp-max", "2", "--jobs", "1", "--only", "zigzag_loads_sum_to_tokens"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("### cpgraph prove") and "| `zigzag_loads_sum_to_tokens` |" in out and "**proved**" in out
 
 
 def test_a_refuted_theorem_exits_1_with_a_minimal_replayed_counterexample(
