@@ -6,17 +6,27 @@ from typing import Any
 
 from cpgraph.check import CheckReport, check_policy
 from cpgraph.check.batch import Batch
+from cpgraph.check.calls import PolicyStop
 from cpgraph.check.invariants import judge
 from cpgraph.check.protocol import as_policy, ask, load_policy
 
 __all__ = ["assert_batch_sound", "assert_policy_sound"]
 
 
-def assert_policy_sound(policy: object, *, budget_s: float = 2.0, **options: Any) -> CheckReport:
+def assert_policy_sound(
+    policy: object, *, budget_s: float = 2.0, call_timeout_s: float = 10.0, **options: Any
+) -> CheckReport:
     """Run ``cpgraph check`` on ``policy`` (an object or 'MODULE:ATTR') and fail with the minimised
-    counterexamples when an invariant breaks. Options as ``check_policy`` (default budget 2 s, so a
-    test suite stays fast; raise it in a nightly job). Returns the report when sound."""
-    report = check_policy(policy, budget_s=budget_s, **options)
+    counterexamples as the failure message when an invariant breaks, or when a policy call hangs
+    (``call_timeout_s``), exits or breaks the protocol. Options as ``check_policy`` (default budget 2 s,
+    so a test suite stays fast; raise it in a nightly job). Returns the report when sound. pytest hides
+    this helper's frames (``__tracebackhide__``): the failure points at the test that called it."""
+    __tracebackhide__ = True
+    try:
+        report = check_policy(policy, budget_s=budget_s, call_timeout_s=call_timeout_s, **options)
+    except PolicyStop as stopped:
+        kind = "breaks the protocol" if stopped.stop.protocol_error else "stopped the check"
+        raise AssertionError(f"policy {stopped.stop.policy} {kind}:\n{stopped.stop.text()}") from None
     if not report.ok:
         raise AssertionError(report.text())
     return report
@@ -25,6 +35,7 @@ def assert_policy_sound(policy: object, *, budget_s: float = 2.0, **options: Any
 def assert_batch_sound(policy: object, batch: Batch, *, strategy: str = "zigzag", safety_only: bool = False) -> None:
     """Ask every rank of ``policy`` about one batch (e.g. drawn from cpgraph.strategies.batches()) and
     fail naming each broken invariant and every rank's answer."""
+    __tracebackhide__ = True
     resolved = load_policy(policy) if isinstance(policy, str) else as_policy(policy)
     answers = ask(resolved, batch)
     wanted = None
