@@ -12,9 +12,10 @@ selection bug are reported separately.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -283,3 +284,691 @@ def case_strategy(draw: st.DrawFn, *, max_cp_size: int = 16, max_length: int = 3
         if draw(st.booleans(), label=f"recorded[{b}]"):
             table[b] = draw(st.integers(0, max(1, 2 * n // p + 2 * a)), label=f"capacity[{b}]")
     return Case("hypothesis", p, a, kind, f, n, lengths, tuple(sorted(buckets)), table)
+
+
+# -- decision paths at scale ------------------------------------------------------------------------------------
+#
+# The sections above judge one implementation against the spec evaluated through Z3: exact, but about a
+# millisecond a case. The bulk harness below compares whole decision paths (the reference's and impl's) case by
+# case against the spec's closed forms ("the mirror": plain-integer formulas that each run checks against the
+# spec's own terms evaluated on literals, `validate_mirror`), a million cases in well under a minute: P up to 64,
+# capture lists of 32 to 48 buckets, n up to 10^6 and values past 2^53 (where float arithmetic is wrong), the
+# CP-active gates, the runner's plan with its fallback reason, replay, layout rows and the fitting set.
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    """What a runner is built with: the capture list as given (buckets below 2P are dropped at start-up) and an
+    explicit capacity table (absent = missing capacity)."""
+
+    cp_size: int
+    align_size: int
+    strategy: str
+    max_padding_factor: int
+    capture_num_tokens: tuple[int, ...]
+    bucket_local_tokens: Mapping[int, int]
+
+    @property
+    def started(self) -> tuple[int, ...]:
+        """The buckets the runner keeps (>= 2P)."""
+        return tuple(b for b in self.capture_num_tokens if b >= 2 * self.cp_size)
+
+
+# A plan as compared: (required rows, bucket or None, its capacity or None, fallback reason value or None).
+PlanTuple = tuple[int, "int | None", "int | None", "str | None"]
+Planner = Callable[[tuple[int, ...], int], PlanTuple]
+Replayer = Callable[[tuple[int, ...], int], int]  # rows of the replayed layout (raises if not admitted)
+
+
+@dataclass(frozen=True)
+class DecisionPath:
+    """One implementation's decision path, as the bulk harness calls it. ``fitting_buckets``, ``planner`` and
+    ``replayer`` may be None (not provided by this implementation; the report says so)."""
+
+    name: str
+    align_up: Callable[[int, int], int]
+    is_cp_active: Callable[..., bool]
+    required_local_tokens: Callable[..., int]
+    capture_local_tokens: Callable[..., int]
+    select_replay_bucket: Callable[..., "int | None"]
+    fitting_buckets: Callable[..., tuple[int, ...]] | None = None
+    planner: Callable[[RunnerConfig], Planner] | None = None
+    replayer: Callable[[RunnerConfig], Replayer] | None = None
+    strategies: tuple[str, ...] = ()  # the strategies this path accepts (empty = every one the mirror knows)
+
+
+def _reference_planner(config: RunnerConfig) -> Planner:
+    runner = reference.ReferenceRunner(
+        cp_size=config.cp_size, capture_num_tokens=config.capture_num_tokens, align_size=config.align_size,
+        strategy=config.strategy, max_padding_factor=config.max_padding_factor,
+        capture_rule=reference.CaptureRule(kind="table", table=dict(config.bucket_local_tokens)),
+    )
+
+    def plan(lengths: tuple[int, ...], n: int) -> PlanTuple:
+        p = runner.plan(lengths, n)
+        return p.required_local_tokens, p.bucket, p.bucket_local_tokens, None if p.fallback is None else p.fallback.value
+
+    return plan
+
+
+def _reference_replayer(config: RunnerConfig) -> Replayer:
+    runner = reference.ReferenceRunner(
+        cp_size=config.cp_size, capture_num_tokens=config.capture_num_tokens, align_size=config.align_size,
+        strategy=config.strategy, max_padding_factor=config.max_padding_factor,
+        capture_rule=reference.CaptureRule(kind="table", table=dict(config.bucket_local_tokens)),
+    )
+
+    def replay(lengths: tuple[int, ...], n: int) -> int:
+        layout = runner.replay(runner.plan(lengths, n))
+        if layout.loads != reference.rank_loads(lengths, cp_size=config.cp_size, strategy=config.strategy):
+            raise AssertionError(f"replayed layout's loads {layout.loads} are not the live lengths' loads")
+        return layout.rows
+
+    return replay
+
+
+def _impl_planner(config: RunnerConfig) -> Planner:
+    from cpgraph.impl import decision
+
+    started = config.started
+    selector = decision.Selector.build(started, {b: c for b, c in config.bucket_local_tokens.items() if b in started})
+
+    def plan(lengths: tuple[int, ...], n: int) -> PlanTuple:
+        p = decision.plan_batch(
+            lengths, num_tokens=n, cp_size=config.cp_size, align_size=config.align_size, selector=selector,
+            max_padding_factor=config.max_padding_factor, strategy=config.strategy,
+        )
+        return p.required_local_tokens, p.bucket, p.bucket_local_tokens, None if p.fallback is None else p.fallback.value
+
+    return plan
+
+
+def reference_path() -> DecisionPath:
+    """The reference's decision path (runner plan and replay included)."""
+    return DecisionPath(
+        "reference", reference.align_up, reference.is_cp_active, reference.required_local_tokens,
+        reference.capture_local_tokens, reference.select_replay_bucket, reference.fitting_buckets,
+        _reference_planner, _reference_replayer,
+    )
+
+
+def impl_path() -> DecisionPath:
+    """impl's decision path (cpgraph.impl.decision): its own formulas, bisection selector and plan."""
+    from cpgraph.impl import decision
+
+    accepted = []
+    for kind in MIRROR_STRATEGIES:
+        try:
+            decision.required_local_tokens((8,), cp_size=2, align_size=4, strategy=kind)
+        except ValueError:
+            continue
+        accepted.append(kind)
+    return DecisionPath(
+        "impl", decision.align_up, decision.is_cp_active, decision.required_local_tokens,
+        decision.capture_local_tokens, decision.select_replay_bucket, None, _impl_planner, None, tuple(accepted),
+    )
+
+
+# -- the mirror: the spec's closed forms on plain ints -----------------------------------------------------------
+
+MIRROR_STRATEGIES = ("zigzag", "interleave", "contiguous", "zigzag_pad")
+
+
+def mirror_align_up(value: int, align_size: int) -> int:
+    """spec.arith.align_up: align_size * ceil(value / align_size), exact for every int."""
+    return -(-value // align_size) * align_size
+
+
+def mirror_rank_loads(lengths: Sequence[int], cp_size: int, strategy: str) -> list[int]:
+    """spec.strategies.rank_loads on plain ints (the spec's per-request formulas, summed over requests)."""
+    p = cp_size
+    if strategy == "interleave":
+        q, m = divmod(sum(lengths), p)
+        return [q + (r < m) for r in range(p)]
+    loads = [0] * p
+    if strategy == "zigzag":
+        s = 2 * p
+        for length in lengths:
+            q, m = divmod(length, s)
+            for r in range(p):
+                loads[r] += 2 * q + (r < m) + (s - 1 - r < m)
+    elif strategy == "contiguous":
+        for length in lengths:
+            for r in range(p):
+                loads[r] += (length * (r + 1)) // p - (length * r) // p
+    elif strategy == "zigzag_pad":
+        rows = sum(2 * -(-length // (2 * p)) for length in lengths)
+        loads = [rows] * p
+    else:
+        raise ValueError(f"the mirror has no formula for strategy {strategy!r}; known: {', '.join(MIRROR_STRATEGIES)}")
+    return loads
+
+
+def mirror_required(lengths: Sequence[int], cp_size: int, align_size: int, strategy: str) -> int:
+    """spec.capacity.required_local_tokens: align_up(max_r l_r, A) from the live lengths."""
+    return mirror_align_up(max(mirror_rank_loads(lengths, cp_size, strategy)), align_size)
+
+
+def mirror_fitting(n: int, required: int, buckets: Sequence[int], table: Mapping[int, int], factor: int) -> tuple[int, ...]:
+    """spec.selection.fits over the list: n <= B <= F*n, capacity recorded and >= required."""
+    high = factor * n
+    return tuple(b for b in buckets if n <= b <= high and b in table and table[b] >= required)
+
+
+def mirror_select(n: int, required: int, buckets: Sequence[int], table: Mapping[int, int], factor: int) -> int | None:
+    """spec.selection.is_least_fitting: the least fitting bucket, or None (the scan is proved to compute it)."""
+    fitting = mirror_fitting(n, required, buckets, table, factor)
+    return min(fitting) if fitting else None
+
+
+def mirror_active(lengths: Sequence[int], n: int, cp_size: int) -> bool:
+    """The CP-active gate: P > 1, n >= 2P and every length >= 2P."""
+    return cp_size > 1 and n >= 2 * cp_size and min(lengths) >= 2 * cp_size
+
+
+def mirror_plan(config: RunnerConfig, lengths: Sequence[int], n: int) -> PlanTuple:
+    """The runner's decision: the gates in the documented order, then the selection."""
+    p, required = config.cp_size, mirror_required(lengths, config.cp_size, config.align_size, config.strategy)
+    buckets = config.started
+    reason: str | None = None
+    if p == 1:
+        reason = "cp_disabled"
+    elif n < 2 * p:
+        reason = "too_few_tokens"
+    elif min(lengths) < 2 * p:
+        reason = "short_request"
+    elif n > buckets[-1]:
+        reason = "too_many_tokens"
+    elif not any(n <= b <= config.max_padding_factor * n for b in buckets):
+        reason = "no_bucket_within_padding_limit"
+    else:
+        table = {b: c for b, c in config.bucket_local_tokens.items() if b in buckets}
+        bucket = mirror_select(n, required, buckets, table, config.max_padding_factor)
+        if bucket is None:
+            reason = "no_capacity_within_padding_limit"
+        else:
+            return required, bucket, table[bucket], None
+    return required, None, None, reason
+
+
+# -- drawing cases ------------------------------------------------------------------------------------------------
+
+BIG = 2**53
+
+
+class _Draw:
+    """Edge-biased integers: residues 0, P-1, P, P+1, 2P-1 (mod 2P), values near 2^53 and beyond, n up to 10^6."""
+
+    def __init__(self, seed: int) -> None:
+        import random
+
+        self.rng = random.Random(seed)
+
+    def cp_size(self) -> int:
+        rng = self.rng
+        return rng.choice((1, 2, 3, 4, 8, 16, 31, 32, 63, 64)) if rng.random() < 0.4 else rng.randint(1, 64)
+
+    def length(self, p: int, *, huge: bool = False) -> int:
+        rng = self.rng
+        s = 2 * p
+        roll = rng.random()
+        if roll < 0.05:
+            return rng.choice((0, 1, s - 1, s, s + 1))
+        if huge:
+            q = rng.choice((BIG // s - 1, BIG // s, BIG // s + 1, rng.randint(BIG // s, 2**62 // s)))
+        elif roll < 0.5:
+            q = rng.randint(0, 10**6 // s + 1)
+        else:
+            q = rng.randint(1, 64)
+        residue = rng.choice((0, p - 1, p, p + 1, s - 1)) if rng.random() < 0.6 else rng.randrange(s)
+        return s * q + residue % s
+
+    def lengths(self, p: int, *, huge: bool = False) -> tuple[int, ...]:
+        rng = self.rng
+        k = rng.choice((1, 1, 2, 3, 4)) if rng.random() < 0.95 else rng.randint(5, 40)
+        return tuple(self.length(p, huge=huge and rng.random() < 0.7) for _ in range(k))
+
+    def value(self) -> int:
+        rng = self.rng
+        roll = rng.random()
+        if roll < 0.3:
+            return rng.randint(0, 10**6)
+        if roll < 0.6:
+            return BIG + rng.randint(-64, 64) * rng.choice((1, 1, 3, 1 << 10))
+        return rng.randint(BIG, 2**80)
+
+    def capture_list(self, n: int, factor: int, required: int, *, size: int) -> tuple[tuple[int, ...], dict[int, int]]:
+        """``size`` sorted buckets around [n, F*n] (n, F*n and F*n+1 often among them; often 8 or more below n,
+        so the answer sits past the 8th bucket), capacities around ``required`` (equal, one short, one over, or
+        anywhere), about 15% missing."""
+        rng = self.rng
+        high = factor * n
+        chosen = {e for e in (n, high, high + 1, n - 1) if e >= 1 and rng.random() < 0.5}
+        below = min(rng.randint(0, size // 2 + 8), max(0, n - 1 - n // 4))
+        while len(chosen) < below:
+            chosen.add(rng.randint(max(1, n // 4), n - 1))
+        while len(chosen) < size:
+            chosen.add(rng.randint(n, 3 * high + 2))
+        buckets = tuple(sorted(chosen))
+        table: dict[int, int] = {}
+        for b in buckets:
+            roll = rng.random()
+            if roll < 0.15:
+                continue
+            offset = -1 if roll < 0.35 else 0 if roll < 0.6 else 1 if roll < 0.75 else int((rng.random() - 0.5) * 2 * required)
+            table[b] = max(0, required + offset)
+        return buckets, table
+
+
+# -- the bulk run -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BulkMismatch:
+    family: str
+    path: str
+    function: str
+    inputs: str
+    expected: object
+    actual: object
+
+    def describe(self) -> str:
+        return (f"[{self.family}] {self.path}.{self.function}: expected (spec) {self.expected!r}, actual "
+                f"{self.actual!r}\n  inputs: {self.inputs}")
+
+
+@dataclass(frozen=True)
+class FamilyReport:
+    family: str
+    cases: int
+    comparisons: int
+    seconds: float
+    mismatches: int
+    examples: tuple[BulkMismatch, ...]
+    not_compared: tuple[str, ...] = ()  # "path.function: why" for a side a path does not provide
+
+
+@dataclass(frozen=True)
+class BulkReport:
+    families: tuple[FamilyReport, ...]
+    mirror_checks: int  # mirror-vs-spec comparisons made first (validate_mirror)
+
+    @property
+    def cases(self) -> int:
+        return sum(f.cases for f in self.families)
+
+    @property
+    def comparisons(self) -> int:
+        return sum(f.comparisons for f in self.families)
+
+    @property
+    def seconds(self) -> float:
+        return sum(f.seconds for f in self.families)
+
+    @property
+    def mismatches(self) -> int:
+        return sum(f.mismatches for f in self.families)
+
+    def summary(self) -> str:
+        lines = [f"{self.cases} cases, {self.comparisons} comparisons in {self.seconds:.1f} s "
+                 f"({self.cases / max(self.seconds, 1e-9):,.0f} cases/s); mirror checked against the spec on "
+                 f"{self.mirror_checks} inputs"]
+        for f in self.families:
+            lines.append(f"  {f.family}: {f.cases} cases, {f.comparisons} comparisons, {f.seconds:.1f} s, "
+                         f"{f.mismatches} mismatches" + (f"; not compared: {'; '.join(f.not_compared)}" if f.not_compared else ""))
+        return "\n".join(lines)
+
+
+class BulkConformanceError(AssertionError):
+    """Some decision path disagrees with the spec's mirror; the message shows every family's first mismatches."""
+
+    def __init__(self, report: BulkReport) -> None:
+        self.report = report
+        shown = [m.describe() for f in report.families for m in f.examples[:5]]
+        super().__init__(f"{report.mismatches} mismatch(es) in {report.cases} cases\n{report.summary()}\n" + "\n".join(shown))
+
+
+class _Family:
+    """Counts and the first mismatches of one family."""
+
+    MAX_EXAMPLES = 20
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.cases = 0
+        self.comparisons = 0
+        self.mismatches = 0
+        self.examples: list[BulkMismatch] = []
+        self.not_compared: list[str] = []
+
+    def judge(self, path: str, function: str, expected: object, actual: object, inputs: Callable[[], str]) -> None:
+        self.comparisons += 1
+        if actual == expected and type(actual) is type(expected):
+            return
+        self.mismatches += 1
+        if len(self.examples) < self.MAX_EXAMPLES:
+            self.examples.append(BulkMismatch(self.name, path, function, inputs(), expected, actual))
+
+    def report(self, seconds: float) -> FamilyReport:
+        return FamilyReport(self.name, self.cases, self.comparisons, seconds, self.mismatches, tuple(self.examples),
+                            tuple(self.not_compared))
+
+
+def _attempt(function: Callable[..., object], *args: object, **kwargs: object) -> object:
+    try:
+        return function(*args, **kwargs)
+    except Exception as exc:  # a crash is a value the spec never gives: reported, never hidden
+        return exc
+
+
+def _accepts(path: DecisionPath, strategy: str) -> bool:
+    return not path.strategies or strategy in path.strategies
+
+
+def _family_arith(paths: Sequence[DecisionPath], draw: _Draw, count: int) -> _Family:
+    fam = _Family("align_up")
+    rng = draw.rng
+    for _ in range(count):
+        value = draw.value()
+        align = rng.choice((1, 2, 3, 4, 8, 16, 64, 128)) if rng.random() < 0.7 else rng.randint(1, 4096)
+        expected = mirror_align_up(value, align)
+        fam.cases += 1
+        for path in paths:
+            fam.judge(path.name, "align_up", expected, _attempt(path.align_up, value, align),
+                      lambda: f"align_up({value}, {align})")
+    return fam
+
+
+def _family_gates(paths: Sequence[DecisionPath], draw: _Draw, count: int) -> _Family:
+    fam = _Family("cp_active")
+    rng = draw.rng
+    for _ in range(count):
+        p = draw.cp_size()
+        s = 2 * p
+        k = rng.randint(1, 4)
+        lengths = tuple(max(0, s + rng.choice((-1, 0, 0, 1, rng.randint(-s, 4 * s)))) for _ in range(k))
+        total = sum(lengths)
+        n = max(1, total + (rng.choice((0, 0, 1, s - total if s > total else 0)) if rng.random() < 0.3 else 0))
+        expected = mirror_active(lengths, n, p)
+        fam.cases += 1
+        for path in paths:
+            fam.judge(path.name, "is_cp_active", expected,
+                      _attempt(path.is_cp_active, lengths, num_tokens=n, cp_size=p),
+                      lambda: f"is_cp_active({lengths}, num_tokens={n}, cp_size={p})")
+    return fam
+
+
+def _align_for(draw: _Draw, p: int, strategy: str) -> int:
+    factor = 2 if strategy in ("zigzag", "zigzag_pad") else 1
+    return factor * p if draw.rng.random() < 0.8 else draw.rng.choice((1, 8, 3 * p))
+
+
+def _family_rows(paths: Sequence[DecisionPath], draw: _Draw, count: int) -> _Family:
+    fam = _Family("required_local_tokens")
+    rng = draw.rng
+    for _ in range(count):
+        p = draw.cp_size()
+        kind = rng.choice(MIRROR_STRATEGIES)
+        a = _align_for(draw, p, kind)
+        lengths = draw.lengths(p, huge=rng.random() < 0.2)
+        expected = mirror_required(lengths, p, a, kind)
+        fam.cases += 1
+        for path in paths:
+            if _accepts(path, kind):
+                fam.judge(path.name, "required_local_tokens", expected,
+                          _attempt(path.required_local_tokens, lengths, cp_size=p, align_size=a, strategy=kind),
+                          lambda: f"required_local_tokens({lengths}, cp_size={p}, align_size={a}, strategy={kind!r})")
+    return fam
+
+
+def _family_capture(paths: Sequence[DecisionPath], draw: _Draw, count: int) -> _Family:
+    fam = _Family("capture_local_tokens")
+    rng = draw.rng
+    for _ in range(count):
+        p = draw.cp_size()
+        kind = rng.choice(MIRROR_STRATEGIES)
+        a = _align_for(draw, p, kind)
+        bucket = max(1, draw.length(p, huge=rng.random() < 0.3))
+        expected = mirror_required((bucket,), p, a, kind)
+        fam.cases += 1
+        for path in paths:
+            if _accepts(path, kind):
+                fam.judge(path.name, "capture_local_tokens", expected,
+                          _attempt(path.capture_local_tokens, bucket, cp_size=p, align_size=a, strategy=kind),
+                          lambda: f"capture_local_tokens({bucket}, cp_size={p}, align_size={a}, strategy={kind!r})")
+    return fam
+
+
+def _family_selection(paths: Sequence[DecisionPath], draw: _Draw, count: int, per_list: int = 40) -> _Family:
+    """Capture lists of 32 to 48 buckets (a runner's list is fixed; batches vary), each asked ``per_list``
+    selections with n and required on its edges: n at a bucket or one past it, F*n at a bucket or one short,
+    required equal to a capacity or one above."""
+    fam = _Family("select_replay_bucket")
+    rng = draw.rng
+    for path in paths:
+        if path.fitting_buckets is None:
+            fam.not_compared.append(f"{path.name}.fitting_buckets: not provided")
+    while fam.cases < count:
+        center = rng.randint(64, 10**6) if rng.random() < 0.7 else rng.randint(BIG - 10**6, 2**62)
+        factor = rng.choice((1, 2, 2, 3))
+        buckets, table = draw.capture_list(center, factor, max(1, center // 8), size=rng.randint(32, 48))
+        caps = list(table.values()) or [0]
+        for _ in range(min(per_list, count - fam.cases)):
+            b = buckets[int(rng.random() * len(buckets))]
+            roll = rng.random()
+            if roll < 0.35:
+                n = b + (roll < 0.1)
+            elif roll < 0.7:
+                n = max(1, -(-b // factor) + (roll < 0.45) - (roll > 0.6))
+            else:
+                n = max(1, center + int((rng.random() - 0.5) * center))
+            cap = caps[int(rng.random() * len(caps))]
+            required = max(0, cap + (rng.random() < 0.3) - (rng.random() < 0.1))
+            expected = mirror_select(n, required, buckets, table, factor)
+            expected_set = mirror_fitting(n, required, buckets, table, factor)
+            kwargs = dict(num_tokens=n, required_local_tokens=required, capture_num_tokens=buckets,
+                          bucket_local_tokens=table, max_padding_factor=factor)
+
+            def inputs(n: int = n, required: int = required) -> str:
+                return (f"num_tokens={n}, required_local_tokens={required}, max_padding_factor={factor}, "
+                        f"capture_num_tokens={buckets}, bucket_local_tokens={table}")
+
+            fam.cases += 1
+            for path in paths:
+                fam.judge(path.name, "select_replay_bucket", expected, _attempt(path.select_replay_bucket, **kwargs),
+                          inputs)
+                if path.fitting_buckets is not None:
+                    fam.judge(path.name, "fitting_buckets", expected_set, _attempt(path.fitting_buckets, **kwargs),
+                              inputs)
+    return fam
+
+
+def _runner_config(draw: _Draw) -> RunnerConfig:
+    rng = draw.rng
+    p = draw.cp_size()
+    kind = rng.choice(MIRROR_STRATEGIES)
+    a = _align_for(draw, p, kind)
+    factor = rng.choice((1, 2, 2, 3))
+    size = rng.randint(32, 48)
+    top = rng.choice((4096, 65536, 10**6))
+    buckets = sorted(set(rng.randint(1, top) for _ in range(size)) | {2 * p, 2 * p - 1 if p > 1 else 1})
+    table: dict[int, int] = {}
+    for b in buckets:
+        if rng.random() < 0.1:
+            continue
+        captured = mirror_required((b,), p, a, kind)
+        table[b] = max(0, captured + rng.choice((0, 0, 0, -1, a, -a)))
+    return RunnerConfig(p, a, kind, factor, tuple(buckets), table)
+
+
+def _batch_for(draw: _Draw, config: RunnerConfig) -> tuple[tuple[int, ...], int]:
+    rng = draw.rng
+    p, buckets = config.cp_size, config.started
+    roll = rng.random()
+    if roll < 0.15:
+        # The gates: n around 2P, lengths around 2P (short, exact, one over).
+        lengths = tuple(max(0, 2 * p + rng.choice((-2, -1, 0, 0, 1))) for _ in range(rng.randint(1, 3)))
+        if rng.random() < 0.5:
+            lengths = (max(1, 2 * p - 1 - rng.randint(0, 2 * p)),)
+    elif roll < 0.6 and buckets:
+        # A batch whose total sits at or near a bucket edge.
+        edge = buckets[-1] if rng.random() < 0.25 else rng.choice(buckets)  # the largest: the too-many-tokens gate
+        target = max(1, edge + rng.choice((-1, 0, 0, 1)))
+        k = rng.randint(1, 4)
+        cut = sorted(rng.randint(0, target) for _ in range(k - 1))
+        lengths = tuple(b - a for a, b in zip([0, *cut], [*cut, target]))
+    else:
+        lengths = draw.lengths(p)
+    total = sum(lengths)
+    if total == 0:
+        lengths, total = (*lengths[:-1], 1), total + 1
+    n = total + (rng.choice((1, 2 * p, rng.randint(1, total))) if rng.random() < 0.1 else 0)
+    return lengths, n
+
+
+def _family_plan(paths: Sequence[DecisionPath], draw: _Draw, configs: int, per_config: int,
+                 replays: int) -> tuple[_Family, _Family]:
+    plans, replay = _Family("runner plan"), _Family("replay and layout rows")
+    for path in paths:
+        if path.planner is None:
+            plans.not_compared.append(f"{path.name}.plan: not provided")
+        if path.replayer is None:
+            replay.not_compared.append(f"{path.name}.replay: not provided")
+    for _ in range(configs):
+        config = _runner_config(draw)
+        if not config.started:
+            continue
+        planners = [(path.name, path.planner(config)) for path in paths
+                    if path.planner is not None and _accepts(path, config.strategy)]
+        replayers = [(path.name, path.replayer(config)) for path in paths
+                     if path.replayer is not None and _accepts(path, config.strategy)]
+        done = 0
+        for i in range(per_config):
+            lengths, n = _batch_for(draw, config)
+            expected = mirror_plan(config, lengths, n)
+
+            def inputs() -> str:
+                return f"{config}, extend_seq_lens={lengths}, num_tokens={n}"
+
+            plans.cases += 1
+            for name, plan in planners:
+                plans.judge(name, "plan", expected, _attempt(plan, lengths, n), inputs)
+            if expected[1] is not None and done < replays and sum(lengths) <= 4096:
+                done += 1
+                replay.cases += 1
+                loads = mirror_rank_loads(lengths, config.cp_size, config.strategy)
+                layout = _attempt(reference.build_layout, lengths, cp_size=config.cp_size, strategy=config.strategy)
+                rows = layout.rows if isinstance(layout, reference.Layout) else layout
+                replay.judge("reference", "build_layout rows", max(loads), rows, inputs)
+                if isinstance(layout, reference.Layout):
+                    replay.judge("reference", "build_layout loads", tuple(loads), layout.loads, inputs)
+                    replay.judge("reference", "align_up(layout rows) = required", expected[0],
+                                 mirror_align_up(layout.rows, config.align_size), inputs)
+                for name, replayer in replayers:
+                    replay.judge(name, "replay rows = admitted capacity", expected[2], _attempt(replayer, lengths, n),
+                                 inputs)
+    return plans, replay
+
+
+@dataclass(frozen=True)
+class BulkPlan:
+    """How many cases each family draws (``scaled`` multiplies them all)."""
+
+    align_up: int = 420_000
+    cp_active: int = 300_000
+    required_local_tokens: int = 60_000
+    capture_local_tokens: int = 100_000
+    select_replay_bucket: int = 90_000
+    runner_configs: int = 250
+    plans_per_config: int = 160
+    replays_per_config: int = 12
+    mirror_checks: int = 600
+
+    def scaled(self, factor: float) -> BulkPlan:
+        return BulkPlan(*(max(1, round(getattr(self, f.name) * factor)) for f in dataclasses.fields(self)))
+
+
+def run_bulk(paths: Sequence[DecisionPath], *, plan: BulkPlan = BulkPlan(), seed: int = 0,
+             validate: bool = True) -> BulkReport:
+    """Compare every path against the spec's mirror on every family's cases (deterministic for a seed); the
+    mirror itself is first checked against the spec's own terms (``validate_mirror``). Never raises for a
+    mismatch: see ``check_bulk``."""
+    import time
+
+    checks = validate_mirror(plan.mirror_checks, seed=seed) if validate else 0
+    families: list[FamilyReport] = []
+    steps: list[tuple[str, Callable[[_Draw], tuple[_Family, ...]]]] = [
+        ("align_up", lambda d: (_family_arith(paths, d, plan.align_up),)),
+        ("cp_active", lambda d: (_family_gates(paths, d, plan.cp_active),)),
+        ("required", lambda d: (_family_rows(paths, d, plan.required_local_tokens),)),
+        ("capture", lambda d: (_family_capture(paths, d, plan.capture_local_tokens),)),
+        ("selection", lambda d: (_family_selection(paths, d, plan.select_replay_bucket),)),
+        ("plan", lambda d: _family_plan(paths, d, plan.runner_configs, plan.plans_per_config, plan.replays_per_config)),
+    ]
+    for index, (_, step) in enumerate(steps):
+        start = time.perf_counter()
+        produced = step(_Draw(seed * 100 + index))
+        seconds = (time.perf_counter() - start) / len(produced)
+        families.extend(f.report(seconds) for f in produced)
+    return BulkReport(tuple(families), checks)
+
+
+def check_bulk(paths: Sequence[DecisionPath], *, plan: BulkPlan = BulkPlan(), seed: int = 0) -> BulkReport:
+    """``run_bulk``, raising BulkConformanceError (every family's first mismatches, inputs shown) on any."""
+    report = run_bulk(paths, plan=plan, seed=seed)
+    if report.mismatches:
+        raise BulkConformanceError(report)
+    return report
+
+
+class MirrorError(AssertionError):
+    """The mirror's closed forms disagree with the spec's own terms: the bulk harness's expected side is wrong."""
+
+
+def validate_mirror(count: int, *, seed: int = 0) -> int:
+    """Compare the mirror with the spec's terms evaluated on literals (the spec folds literal inputs to numerals:
+    no solver call) for loads, required rows, capture rows and align_up, P up to 64 and values past 2^53; and with
+    the spec's scan (proofs.evaluate) on capture lists of 32+ buckets. Raises MirrorError; returns the checks made."""
+    import z3
+
+    from cpgraph.spec.arith import align_up as spec_align_up
+    from cpgraph.spec.strategies import rank_loads as spec_loads
+
+    def literal(term: object, what: str) -> int:
+        folded = z3.simplify(term)
+        if not z3.is_int_value(folded):
+            raise MirrorError(f"the spec's {what} does not fold to a numeral on literal inputs: {folded}")
+        return int(folded.as_long())
+
+    draw = _Draw(seed + 7919)
+    rng = draw.rng
+    checks = 0
+    for i in range(count):
+        p = draw.cp_size() if i % 4 else rng.randint(1, 8)
+        kind = MIRROR_STRATEGIES[i % len(MIRROR_STRATEGIES)]
+        lengths = draw.lengths(p, huge=i % 3 == 0)[:4]
+        spec = spec_loads(lengths, p, "mirror", kind)
+        got = [literal(x, f"{kind} load") for x in spec.loads]
+        if not z3.is_true(z3.simplify(spec.holds)):
+            raise MirrorError(f"the spec's {kind} loads carry facts on literal inputs: {spec.holds}")
+        if got != mirror_rank_loads(lengths, p, kind):
+            raise MirrorError(f"{kind} loads of {lengths} at P={p}: spec {got}, mirror {mirror_rank_loads(lengths, p, kind)}")
+        value, align = draw.value(), rng.randint(1, 256)
+        spec_up = literal(spec_align_up(value, align, "mirror").value, "align_up")
+        if spec_up != mirror_align_up(value, align):
+            raise MirrorError(f"align_up({value}, {align}): spec {spec_up}, mirror {mirror_align_up(value, align)}")
+        checks += 2
+    for i in range(max(1, count // 50)):
+        n = rng.randint(1, 10**6) if i % 2 else rng.randint(BIG, 2**62)
+        factor = rng.choice((1, 2, 3))
+        required = rng.randint(0, max(1, n // 4))
+        buckets, table = draw.capture_list(n, factor, required, size=rng.randint(32, 40))
+        spec_bucket = spec_select_replay_bucket(
+            num_tokens=n, required_local_tokens=required, capture_num_tokens=buckets, bucket_local_tokens=table,
+            max_padding_factor=factor,
+        )
+        if spec_bucket != mirror_select(n, required, buckets, table, factor):
+            raise MirrorError(f"selection n={n}, required={required}, F={factor}, buckets={buckets}, table={table}: "
+                              f"spec {spec_bucket}, mirror {mirror_select(n, required, buckets, table, factor)}")
+        checks += 1
+    return checks
