@@ -176,6 +176,9 @@ class DistributedPrefillRunner:
                  control_timeout_s: float | None = None, **kwargs: Any) -> None:
         if not (dist.is_available() and dist.is_initialized()):
             raise RuntimeError("DistributedPrefillRunner needs torch.distributed.init_process_group(...) first")
+        if control_timeout_s is not None and (isinstance(control_timeout_s, bool) or not isinstance(
+                control_timeout_s, (int, float)) or not 0 < control_timeout_s < float("inf")):
+            raise ValueError(f"control_timeout_s must be None or a finite number of seconds > 0, got {control_timeout_s!r}")
         for name in ("cp_size", "placement", "control"):
             if name in kwargs:
                 raise TypeError(f"DistributedPrefillRunner sets {name} itself (from the process group); got {name}=")

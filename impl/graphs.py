@@ -97,6 +97,16 @@ class Placement:
     local_ranks: int
     all_gather: AllGather  # [G, C, ...] -> [P*C, ...], used inside the model and to collect outputs
 
+    def __post_init__(self) -> None:
+        check_int("cp_size", self.cp_size, minimum=1)
+        check_int("first_rank", self.first_rank, minimum=0)
+        check_int("local_ranks", self.local_ranks, minimum=1)
+        if self.first_rank + self.local_ranks > self.cp_size:
+            raise ValueError(f"Placement holds ranks {self.first_rank}..{self.first_rank + self.local_ranks - 1} "
+                             f"but cp_size={self.cp_size}")
+        if not callable(self.all_gather):
+            raise TypeError(f"Placement.all_gather must be callable, got {self.all_gather!r}")
+
     @staticmethod
     def one_device(cp_size: int) -> Placement:
         return Placement(cp_size, 0, cp_size, one_device_all_gather)
@@ -125,6 +135,10 @@ class GraphRunner:
         self.all_gather: AllGather = placement.all_gather
         self.hidden = model.config.hidden
         self.device = canonical_device(device)
+        if not isinstance(use_cuda_graph, bool):
+            raise TypeError(f"use_cuda_graph must be True or False, got {use_cuda_graph!r}")
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
         if use_cuda_graph and self.device.type != "cuda":
             raise ValueError(f"use_cuda_graph=True needs a CUDA device, got device={self.device}")
         self.dtype = dtype

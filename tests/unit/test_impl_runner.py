@@ -15,7 +15,7 @@ from cpgraph.reference import policy as reference_policy
 from cpgraph.impl.decision import FallbackReason
 from cpgraph.impl import startup
 from cpgraph.impl.agreement import LocalControl, StartupError
-from cpgraph.impl.graphs import BucketKey, GraphRunner, canonical_device, explain, same_device
+from cpgraph.impl.graphs import BucketKey, GraphRunner, Placement, canonical_device, explain, same_device
 from cpgraph.impl.layout import build_torch_layout
 from cpgraph.impl.model import AllGather, CPTransformer, ModelConfig, batch_hidden, build_model, one_device_all_gather
 from cpgraph.impl.runner import PrefillGraphRunner, ReplayError
@@ -290,3 +290,32 @@ def test_explain_names_the_original_error_before_the_one_that_masked_it() -> Non
         text = explain(exc)
     assert text == ("ValueError: model failed inside capture (then RuntimeError: capture_end: operation failed due "
                     "to a previous error during capture)")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        (dict(cp_size=2, first_rank=2, local_ranks=1), ValueError, r"Placement holds ranks 2..2 but cp_size=2"),
+        (dict(cp_size=2, first_rank=-1, local_ranks=1), ValueError, "first_rank must be an int >= 0, got -1"),
+        (dict(cp_size=2, first_rank=0, local_ranks=0), ValueError, "local_ranks must be an int >= 1, got 0"),
+        (dict(cp_size=2, first_rank=0, local_ranks=2, all_gather=None), TypeError, "all_gather must be callable"),
+    ],
+)
+def test_placement_is_validated(kwargs: dict[str, object], error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        Placement(**{"all_gather": one_device_all_gather, **kwargs})  # type: ignore[arg-type]
+
+
+def test_graph_runner_arguments_are_validated() -> None:
+    model = build_model(CONFIG, seed=0)
+    common: dict[str, object] = dict(placement=Placement.one_device(2), max_local_tokens=8, device="cpu",
+                                     dtype=torch.float32, use_cuda_graph=False)
+    for change, error, message in [
+        (dict(warmup_iters=0), ValueError, "warmup_iters must be an int >= 1, got 0"),
+        (dict(use_cuda_graph=None), TypeError, "use_cuda_graph must be True or False, got None"),
+        (dict(use_cuda_graph=True), ValueError, "use_cuda_graph=True needs a CUDA device, got device=cpu"),
+        (dict(dtype=torch.int32), TypeError, "dtype must be a floating torch.dtype, got torch.int32"),
+        (dict(max_local_tokens=0), ValueError, "max_local_tokens must be an int >= 1, got 0"),
+    ]:
+        with pytest.raises(error, match=message):
+            GraphRunner(model, **{**common, **change})  # type: ignore[arg-type]
