@@ -97,10 +97,12 @@ def spawn(fn: Callable[..., Any], world_size: int, *args: Any, backend: str = "g
           pg_timeout_s: float | None = None, grace_s: float = 2.0, start_method: str = _DEFAULT_START) -> list[Any]:
     """Run ``fn(rank, world_size, *args)`` in one fresh process per rank; return the results by rank.
 
-    ``pg_timeout_s`` is the process group's timeout (how long a collective waits for a silent peer, e.g. a
-    rank stopped with SIGSTOP; default min(60, timeout_s)); ``timeout_s`` bounds the whole run. The default start method is "forkserver" where available (torch is
-    imported once, by the server), else "spawn"; never "fork" (unsafe after threads or CUDA). ``fn`` must be
-    importable (module level) and return picklable values. Raises SpawnError naming every rank that failed.
+    ``pg_timeout_s`` is the process group's timeout: how long a collective waits for a silent peer (a rank
+    stopped with SIGSTOP, say). By default min(60, timeout_s / 2), so the survivors' own timeout errors arrive
+    before ``timeout_s``, which bounds the whole run. The default start method is "forkserver" where
+    available (torch is imported once, by the server), else "spawn"; never "fork" (unsafe after threads or
+    CUDA). ``fn`` must be importable (module level) and return picklable values. Raises SpawnError naming
+    every rank that did not return: its error, its exit signal, or that it was still running (or stopped).
     """
     if not callable(fn):
         raise TypeError(f"fn must be a module-level callable, got {fn!r}")
@@ -108,7 +110,7 @@ def spawn(fn: Callable[..., Any], world_size: int, *args: Any, backend: str = "g
     if backend not in ("gloo", "nccl"):
         raise ValueError(f"backend must be gloo or nccl, got {backend!r}")
     timeout, grace = _positive("timeout_s", timeout_s), _positive("grace_s", grace_s)
-    pg_timeout = min(60.0, timeout) if pg_timeout_s is None else _positive("pg_timeout_s", pg_timeout_s)
+    pg_timeout = min(60.0, timeout / 2) if pg_timeout_s is None else _positive("pg_timeout_s", pg_timeout_s)
     if start_method not in mp.get_all_start_methods() or start_method == "fork":
         allowed = [m for m in mp.get_all_start_methods() if m != "fork"]
         raise ValueError(f"start_method must be one of {allowed}, got {start_method!r}")

@@ -31,9 +31,9 @@ def job(*faults: Fault, batches: tuple[tuple[int, ...], ...] = (GOOD, GOOD, GOOD
     return PrefillJob(CONFIG, seed=5, capture_num_tokens=BUCKETS, batches=batches, overrides=overrides, faults=faults)
 
 
-def failed(fault: Fault, **kwargs: Any) -> SpawnError:
+def failed(*faults: Fault, **kwargs: Any) -> SpawnError:
     with pytest.raises(SpawnError) as info:
-        spawn(prefill_worker, 2, job(fault), timeout_s=60, **kwargs)
+        spawn(prefill_worker, 2, job(*faults), **{"timeout_s": 60, **kwargs})
     assert "Empty" not in str(info.value)
     return info.value
 
@@ -113,3 +113,10 @@ def test_a_rank_raising_outside_the_runner_stops_the_rest_naming_its_error() -> 
     error = failed(Fault("raise", rank=0, batch=1), pg_timeout_s=10)
     assert error.outcomes[0] == "rank 0 raised RuntimeError: injected failure on rank 0 at batch 1"
     assert error.outcomes[1].startswith("rank 1 "), error.outcomes
+
+
+def test_every_rank_stopped_ends_at_timeout_s_naming_each_rank_state() -> None:
+    error = failed(Fault("stop", rank=0, batch=1), Fault("stop", rank=1, batch=1), timeout_s=8)
+    for rank in (0, 1):
+        assert error.outcomes[rank] == f"rank {rank} did not finish within timeout_s=8; spawn killed it " \
+                                       "(it was stopped (SIGSTOP))", error.outcomes
