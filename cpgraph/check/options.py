@@ -40,6 +40,7 @@ class CheckOptions:
     align_sizes: tuple[str, ...] | None = None  # None: the strategy's default; else ints or 'kP'
     num_tokens: str = "both"
     context_len: int | None = None
+    strategy_fixed: bool = True  # False: the strategy was not given, so a policy's declared one wins
 
     @property
     def checked(self) -> frozenset[str]:
@@ -95,7 +96,7 @@ def _seconds(name: str, value: object, *, positive: bool) -> float:
 def make_options(
     *,
     cp_sizes: Iterable[int] = (1, 2, 4, 8),
-    strategy: str = "zigzag",
+    strategy: str | None = None,
     max_requests: int = 3,
     max_tokens: int = 4096,
     capacities: Iterable[str] | str = DEFAULT_CAPACITIES,
@@ -121,6 +122,8 @@ def make_options(
         raise ValueError("cp_sizes must name at least one cp_size (e.g. (1, 2, 4, 8)), got none")
     if max(sizes) > 64:
         raise ValueError(f"cp_sizes must be <= 64 (one batch is asked of every rank), got {max(sizes)}")
+    strategy_fixed = strategy is not None
+    strategy = "zigzag" if strategy is None else strategy
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {strategy!r}")
     tables = tuple(capacities.split(",")) if isinstance(capacities, str) else tuple(capacities)
@@ -165,6 +168,7 @@ def make_options(
         align_sizes=aligns,
         num_tokens=num_tokens,
         context_len=ctx,
+        strategy_fixed=strategy_fixed,
     )
 
 

@@ -18,18 +18,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from cpgraph.check.batch import Batch, Factor, parse_factor
+from cpgraph.reference.validate import check_strategy
 from cpgraph.reference.judge import NOT_ASKED as NOT_ASKED, REFUSED as REFUSED, RankAnswer as RankAnswer
 
 ASK_REPLAY = ("admitted", "always")  # protocol v2 (replay only after admission) / the strict total replay
 
-KNOBS = ("max_padding_factor", "align_size")  # fixed knobs a policy may declare as attributes
+KNOBS = ("max_padding_factor", "align_size", "strategy")  # fixed knobs a policy may declare as attributes
 
 
 @dataclass(frozen=True)
 class Policy:
     """A policy's protocol functions, resolved once. ``local_rows`` is None when the policy has none.
     ``knobs``: the fixed knobs it declares as attributes (``max_padding_factor`` as an int or exact
-    rational, ``align_size`` as an int or 'kP'), which the check honours when no flag sets them."""
+    rational, ``align_size`` as an int or 'kP', ``strategy`` as a strategy id), which the check honours
+    when no flag or option sets them."""
 
     name: str
     admit: Callable[..., Any]
@@ -67,6 +69,9 @@ def _declared_knobs(policy: object, label: str) -> tuple[tuple[str, object], ...
     align = getattr(policy, "align_size", None)
     if align is not None and not callable(align):
         out.append(("align_size", align_text(f"policy {label}.align_size", align)))
+    strategy = getattr(policy, "strategy", None)
+    if isinstance(strategy, str):
+        out.append(("strategy", check_strategy(strategy)))
     return tuple(out)
 
 

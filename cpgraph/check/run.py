@@ -40,8 +40,8 @@ def breaks(policy: Policy, batch: Batch, invariant: str, strategy: str = "zigzag
 
 
 def with_policy_knobs(opts: CheckOptions, policy: Policy) -> CheckOptions:
-    """``opts`` with the fixed knobs ``policy`` declares (max_padding_factor, align_size) where no flag
-    set them: a code base that hard-codes F = 2 is checked at F = 2 only."""
+    """``opts`` with the fixed knobs ``policy`` declares (max_padding_factor, align_size, strategy) where
+    no flag set them: a code base that hard-codes F = 2 is checked at F = 2 only."""
     factor = policy.knob("max_padding_factor")
     if factor is not None and opts.padding_factors is None:
         assert isinstance(factor, (int, Fraction))
@@ -49,6 +49,9 @@ def with_policy_knobs(opts: CheckOptions, policy: Policy) -> CheckOptions:
     align = policy.knob("align_size")
     if align is not None and opts.align_sizes is None:
         opts = replace(opts, align_sizes=(str(align),))
+    strategy = policy.knob("strategy")
+    if isinstance(strategy, str) and not opts.strategy_fixed:
+        opts = replace(opts, strategy=strategy)
     return opts
 
 

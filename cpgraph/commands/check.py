@@ -33,7 +33,8 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("target", metavar="MODULE:ATTR", help="policy to import, e.g. reference.policy or mypkg.sel:policy (MODULE may be a .py path)")
     parser.add_argument("--cp-sizes", default="1,2,4,8", help=f"comma-separated cp_size values in 1..{MAX_CP_SIZE} (default 1,2,4,8)")
-    parser.add_argument("--strategy", default="zigzag", help="layout strategy: zigzag, interleave, contiguous or zigzag_pad (default zigzag)")
+    parser.add_argument("--strategy", default=None,
+                        help="layout strategy: zigzag, interleave, contiguous or zigzag_pad (default: the policy's strategy attribute, else zigzag)")
     parser.add_argument("--max-requests", type=bounded_int("--max-requests", 1, MAX_REQUESTS), default=3,
                         help=f"most requests in a batch, 1..{MAX_REQUESTS} (default 3)")
     parser.add_argument("--max-tokens", type=bounded_int("--max-tokens", 2, MAX_TOKENS), default=4096,
@@ -136,16 +137,17 @@ def run(args: argparse.Namespace) -> int:
     out.result(report.render(out.format))
     if report.stop is not None:
         return FOUND
+    strategy = str(dict(report.knobs).get("strategy", options.strategy))  # a policy may declare its own
     if args.emit_test and report.violations:
         from cpgraph.check.emit import write_regression_test
 
-        write_regression_test(args.emit_test, args.target, report.violations, strategy=options.strategy)
+        write_regression_test(args.emit_test, args.target, report.violations, strategy=strategy)
         out.note(f"wrote regression test {args.emit_test}")
     if plot and report.violations:
         from cpgraph.check.plot import plot_violation
 
         chosen = report.violation("capacity_fit") or report.violations[0]
-        plot_violation(chosen, plot, strategy=options.strategy)
+        plot_violation(chosen, plot, strategy=strategy)
         out.note(f"wrote {chosen.invariant} layout plot {plot}")
     if report.ok and (args.emit_test or plot):
         out.note("every invariant held; no regression test or plot written")

@@ -1,0 +1,138 @@
+"""sglang's released prefill-CP CUDA-graph selectors, checked as deployed.
+
+The released wheels are downloaded at test time (``pip download --no-deps sglang==<v>``; the few files
+the selector runs are unpacked into pytest's cache, so a rerun does not download again) and driven
+through cpgraph.adapters.sglang: the release's own can_run_graph, load_batch and prepare_cp_forward,
+with its constant F = 2, replay asked only after its own admission, padded n included.
+
+- 0.5.23 (the fixed release): zigzag and interleave pass; the same code with the pre-fix bug planted
+  into its own bucket scan fails.
+- 0.5.17 (the first release with prefill-CP graphs) fails with capacity_fit: load_batch pads to the
+  smallest bucket >= n, and its own guard raises "Live batch needs 520 local CP rows" on the worked
+  example [1534, 161, 353].
+- 0.5.18 (the fix) passes.
+
+Skipped, with the cause, when the package index cannot be reached.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cpgraph import check_policy
+from cpgraph.adapters.sglang import SglangPolicy, policy_from
+
+FIXED = "0.5.23"
+FIRST = "0.5.17"
+FIX = "0.5.18"
+NEEDED = (  # the files the selector executes (and the package marker); nothing else is unpacked
+    "sglang/__init__.py",
+    "sglang/srt/layers/cp/",
+    "sglang/srt/layers/utils/cp_utils.py",
+    "sglang/srt/model_executor/runner/prefill_cuda_graph_runner.py",
+    "sglang/srt/model_executor/runner/base_cuda_graph_runner.py",
+    "sglang/srt/model_executor/model_runner.py",
+)
+CHECK = dict(cp_sizes=(2, 4, 8), boundary=False, workers=1, grace_s=0.3, minimize_s=2.0)
+EXAMPLE = dict(
+    cp_rank=0, cp_size=4, align_size=8, num_tokens=2048, extend_seq_lens=(1534, 161, 353),
+    capture_num_tokens=(2048, 2304, 2560), bucket_local_tokens={2048: 512, 2304: 576, 2560: 640}, max_padding_factor=2,
+)
+
+
+def _unpacked(cache: Path, version: str) -> Path:
+    """The released wheel's selector files under ``cache``/<version> (downloaded once)."""
+    root = cache / version
+    marker = root / "WHEEL-FILE"
+    if marker.is_file():
+        return root
+    download = cache / f"download-{version}"
+    download.mkdir(parents=True, exist_ok=True)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
+             f"sglang=={version}", "-d", str(download)],
+            capture_output=True, text=True, timeout=300,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.skip(f"pip download sglang=={version} timed out after 300 s: the package index is unreachable or slow")
+    wheels = sorted(download.glob(f"sglang-{version}-*.whl"))
+    if done.returncode != 0 or not wheels:
+        reason = next((line for line in reversed(done.stderr.splitlines()) if "ERROR" in line), done.stderr.strip()[-300:])
+        pytest.skip(f"cannot download sglang=={version} from the package index: {reason or 'no wheel'}")
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        members = [m for m in wheel.namelist() if any(m == n or (n.endswith("/") and m.startswith(n)) for n in NEEDED)]
+        wheel.extractall(root, members)
+    marker.write_text(wheels[0].name + "\n")
+    wheels[0].unlink()
+    return root
+
+
+@pytest.fixture(scope="module")
+def wheels(request: pytest.FixtureRequest) -> dict[str, Path]:
+    cache = Path(request.config.cache.mkdir("sglang-wheels"))
+    return {v: _unpacked(cache, v) for v in (FIXED, FIRST, FIX)}
+
+
+def _policy(root: Path, strategy: str = "zigzag", **kw: Any) -> SglangPolicy:
+    policy = policy_from(str(root), strategy, **kw)
+    for name, path in policy.code_files().items():  # the judged code objects come from the wheel
+        assert os.path.commonpath([path, str(root)]) == str(root), f"{name} comes from {path}, not from {root}"
+    return policy
+
+
+def test_the_judged_functions_are_the_wheels_own(wheels: dict[str, Path]) -> None:
+    for version, root in wheels.items():
+        files = _policy(root).code_files()
+        assert {"can_run_graph", "load_batch", "prepare_cp_forward"} <= set(files), version
+        assert (root / "WHEEL-FILE").read_text().startswith(f"sglang-{version}-")
+
+
+@pytest.mark.parametrize("strategy", ["zigzag", "interleave"])
+def test_the_fixed_release_passes_as_deployed(wheels: dict[str, Path], strategy: str) -> None:
+    policy = _policy(wheels[FIXED], strategy)
+    assert policy.max_padding_factor == 2 and policy.strategy == strategy
+    report = check_policy(policy, padding_factors="2", budget_s=2.5, **CHECK)
+    assert report.ok, report.text()
+    assert dict(report.knobs)["strategy"] == strategy and report.cases > 200
+
+
+def test_the_fixed_release_with_the_pre_fix_bug_planted_fails(wheels: dict[str, Path]) -> None:
+    report = check_policy(_policy(wheels[FIXED], planted_prefix=True), padding_factors="2", budget_s=5, **CHECK)
+    assert {"capacity_fit", "admission_replay"} & set(report.invariants), report.text()
+
+
+def test_the_first_release_overflows_as_shipped(wheels: dict[str, Path]) -> None:
+    policy = _policy(wheels[FIRST])
+    assert policy.admit(**EXAMPLE) and policy.replay_bucket(**EXAMPLE) == 2048  # smallest bucket >= n
+    assert policy.local_rows(bucket=2048, **EXAMPLE) == [520] * 4
+    with pytest.raises(RuntimeError, match="Live batch needs 520 local CP rows"):
+        policy.replay_guard(bucket=2048, **EXAMPLE)  # its own guard, on the worked example
+    report = check_policy(policy, padding_factors="2", capacities="captured", budget_s=5, **CHECK)
+    v = report.violation("capacity_fit")
+    assert v is not None and v.batch.table == "captured", report.text()
+
+
+def test_the_fix_release_passes_and_picks_the_fitting_bucket(wheels: dict[str, Path]) -> None:
+    policy = _policy(wheels[FIX])
+    assert policy.replay_bucket(**EXAMPLE) == 2304
+    report = check_policy(policy, padding_factors="2", budget_s=2.5, **CHECK)
+    assert report.ok, report.text()
+
+
+def test_the_cli_checks_the_sglang_on_the_path(wheels: dict[str, Path]) -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(wheels[FIXED]), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run(
+        [sys.executable, "-m", "cpgraph", "check", "cpgraph.adapters.sglang:zigzag", "--padding-factors", "2",
+         "--cp-sizes", "2,4", "--budget-s", "1.5", "--format", "json"],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert '"ok": true' in done.stdout
