@@ -68,6 +68,8 @@ def explain(exc: BaseException) -> str:
     ``torch.cuda.graph.__exit__`` runs ``capture_end()`` while an exception from the captured code is
     propagating; if that raises too, the model's error survives only as ``__context__``: name both.
     """
+    if isinstance(exc, CaptureError):  # its message already explains its causes
+        return f"{type(exc).__name__}: {exc}"
     chain: list[BaseException] = []
     current: BaseException | None = exc
     while current is not None and len(chain) < 4:

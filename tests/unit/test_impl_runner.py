@@ -15,7 +15,7 @@ from cpgraph.reference import policy as reference_policy
 from cpgraph.impl.decision import FallbackReason
 from cpgraph.impl import startup
 from cpgraph.impl.agreement import LocalControl, StartupError
-from cpgraph.impl.graphs import BucketKey, GraphRunner, Placement, canonical_device, explain, same_device
+from cpgraph.impl.graphs import BucketKey, CaptureError, GraphRunner, Placement, canonical_device, explain, same_device
 from cpgraph.impl.layout import build_torch_layout
 from cpgraph.impl.model import AllGather, CPTransformer, ModelConfig, batch_hidden, build_model, one_device_all_gather
 from cpgraph.impl.runner import PrefillGraphRunner, ReplayError
@@ -287,9 +287,12 @@ def test_explain_names_the_original_error_before_the_one_that_masked_it() -> Non
         except ValueError:
             raise RuntimeError("capture_end: operation failed due to a previous error during capture")
     except RuntimeError as exc:
-        text = explain(exc)
+        text, masked = explain(exc), exc
     assert text == ("ValueError: model failed inside capture (then RuntimeError: capture_end: operation failed due "
                     "to a previous error during capture)")
+    wrapped = CaptureError(f"CUDA graph capture of bucket 64 (16 rows per rank) failed: {text}")
+    wrapped.__cause__ = masked
+    assert explain(wrapped) == f"CaptureError: {wrapped}"  # said once, not again through its causes
 
 
 @pytest.mark.parametrize(
