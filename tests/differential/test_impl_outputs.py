@@ -14,10 +14,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from cpgraph import reference
-from cpgraph.impl.distributed import batch_hidden, build_model
 from cpgraph.impl.harness import compare_with_eager
 from cpgraph.impl.layout import build_torch_layout
-from cpgraph.impl.model import ModelConfig
+from cpgraph.impl.model import ModelConfig, batch_hidden, build_model
 from cpgraph.impl.runner import PrefillGraphRunner
 
 torch.set_num_threads(1)

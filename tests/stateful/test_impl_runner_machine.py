@@ -10,9 +10,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from cpgraph import reference
-from cpgraph.impl.distributed import batch_hidden, build_model
 from cpgraph.impl.harness import compare_with_eager
-from cpgraph.impl.model import ModelConfig
+from cpgraph.impl.model import ModelConfig, batch_hidden, build_model
 from cpgraph.impl.runner import PrefillGraphRunner
 
 torch.set_num_threads(1)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cpgraph.impl.distributed import build_model
 from cpgraph.impl.layout import packed_layout
-from cpgraph.impl.model import ModelConfig, attention_mask
+from cpgraph.impl.model import ModelConfig, attention_mask, build_model
 
 CONFIG = ModelConfig(hidden=16, heads=2, layers=2)
 
