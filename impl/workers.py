@@ -19,7 +19,7 @@ from cpgraph.impl.config import CAPTURE_RULES
 
 # What a Fault does on its rank. Start-up faults: "capture_list" (capture ``value`` instead), "align_size"
 # (align_size = value[0]), "capture_raises" (the model raises while capturing buckets of value[0] rows per
-# rank; 0: every bucket). Serving faults, at batch ``batch``: "bad_hidden" (one row short), "bad_lengths" (a
+# rank, 0: every bucket; after value[1] all-gathers of that forward when given, else before the first). Serving faults, at batch ``batch``: "bad_hidden" (one row short), "bad_lengths" (a
 # negative length), "raise" (an exception outside the runner), "kill" (SIGKILL itself), "stop" (SIGSTOP itself).
 FAULT_KINDS = ("capture_list", "align_size", "capture_raises", "bad_hidden", "bad_lengths", "raise", "kill", "stop")
 
@@ -81,24 +81,38 @@ class PrefillJob:
 
 
 class RaisesWhileCapturing(CPTransformer):
-    """The model, raising while ``armed`` at ``rows`` rows per rank (0: at any): a capture failure on one rank."""
+    """The model, raising while ``armed`` at ``rows`` rows per rank (0: at any), before its first all-gather
+    or after ``after`` of them (between collectives): a capture failure on one rank."""
 
-    def __init__(self, config: ModelConfig, rows: int) -> None:
+    def __init__(self, config: ModelConfig, rows: int, after: int = 0) -> None:
         super().__init__(config)
         self.rows = rows
+        self.after = after
         self.armed = True
 
     def forward(self, hidden: Tensor, request_id: Tensor, position: Tensor,
                 all_gather: AllGather = one_device_all_gather) -> Tensor:
-        if self.armed and self.rows in (0, hidden.shape[1]):
-            raise RuntimeError(f"injected capture failure at {hidden.shape[1]} rows per rank")
-        return super().forward(hidden, request_id, position, all_gather)
+        if not (self.armed and self.rows in (0, hidden.shape[1])):
+            return super().forward(hidden, request_id, position, all_gather)
+        message = f"injected capture failure at {hidden.shape[1]} rows per rank"
+        if self.after == 0:
+            raise RuntimeError(message)
+        done = [0]
+
+        def counting(x: Tensor) -> Tensor:
+            out = all_gather(x)
+            done[0] += 1
+            if done[0] == self.after:
+                raise RuntimeError(f"{message}, after {self.after} all-gathers")
+            return out
+
+        return super().forward(hidden, request_id, position, counting)
 
 
 def _model(job: PrefillJob, faults: list[Fault], device: torch.device) -> CPTransformer:
     torch.manual_seed(job.seed)  # the same weights as build_model(job.config, job.seed)
     raises = [f for f in faults if f.kind == "capture_raises"]
-    model = RaisesWhileCapturing(job.config, raises[0].value[0]) if raises else CPTransformer(job.config)
+    model = RaisesWhileCapturing(job.config, *raises[0].value[:2]) if raises else CPTransformer(job.config)
     return model.to(device).eval()
 
 

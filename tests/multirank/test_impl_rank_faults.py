@@ -89,11 +89,14 @@ def test_a_capture_failure_on_one_rank_drops_that_bucket_everywhere_then_bad_bat
 
 
 def test_a_capture_failure_of_every_bucket_on_one_rank_stops_start_up_on_every_rank() -> None:
-    error = failed(Fault("capture_raises", rank=1, value=(0,)))
+    """Rank 1 fails between collectives (after 3 all-gathers of each capture): rank 0, waiting in the next one,
+    is released by the start-up guard instead of hanging or receiving a mismatched collective."""
+    error = failed(Fault("capture_raises", rank=1, value=(0, 3)))
     for rank in (0, 1):
         line = error.outcomes[rank]
         assert line.startswith(f"rank {rank} raised StartupError: no bucket could be captured"), line
-        assert "bucket 16 (8 rows per rank): rank 1: RuntimeError: injected capture failure at 8 rows per rank" in line
+        assert "bucket 16 (8 rows per rank): rank 1: RuntimeError: injected capture failure at 8 rows per rank, " \
+               "after 3 all-gathers" in line, line
 
 
 def test_kill_9_of_one_rank_stops_the_rest_and_names_the_signal() -> None:
