@@ -37,7 +37,7 @@ def capacities(config: RunnerConfig) -> dict[int, int]:
     for b in config.capture_num_tokens:
         mine, expected, name = _rule_rows(config, b), _reference_rows(config, b), _REFERENCE_RULE[config.capture_rule]
         if mine != expected:
-            raise RuntimeError(
+            raise StartupError(
                 f"bucket {b}: impl's {config.capture_rule!r} rule gives {mine} rows per rank but the reference's "
                 f"{name} gives {expected} (cp_size={config.cp_size}, align_size={config.align_size}); refusing to start"
             )
@@ -102,7 +102,7 @@ def capture_buckets(config: RunnerConfig, graph_runner: GraphRunner, control: Co
         seconds[b] = time.perf_counter() - start
         got = int(graph_runner.static_output[key].shape[1])
         if got != key.local_tokens:
-            raise RuntimeError(f"bucket {b} was captured for {key.local_tokens} rows per rank but its output has {got}")
+            raise StartupError(f"bucket {b} was captured for {key.local_tokens} rows per rank but its output has {got}")
         captured[b] = key.local_tokens
     _agree_table(control, captured)
     if not captured:
