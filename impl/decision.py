@@ -85,12 +85,11 @@ def _zigzag_vector(np: ModuleType, vec: Int64Array, total: int, p: int) -> int:
     s = 2 * p
     count = int(vec.shape[0])
     hist = np.bincount(_mod(np, vec, s), minlength=s)
-    if s <= 64:  # a short histogram is finished faster on Python ints than by four more numpy calls
+    if s <= 32:  # a short histogram is finished faster on Python ints than by more numpy calls
         return _zigzag_from_hist(hist.tolist(), total, count, p)
-    c = np.cumsum(hist)  # c[k] = #{m <= k}
-    sum_m = s * count - int(np.add.reduce(c))  # sum over k of #{m > k} is sum(m)
-    low = int(np.minimum.reduce(c[:p] + c[: p - 1 : -1]))  # c[r] + c[2P-1-r], r < P
-    return 2 * ((total - sum_m) // s) + 2 * count - low
+    c = hist.cumsum()  # c[k] = #{m <= k}
+    g: list[int] = (c[:p] + c[: p - 1 : -1]).tolist()  # c[r] + c[2P-1-r], r < P; they sum to sum(c)
+    return (total - s * count + sum(g)) // p + 2 * count - min(g)  # 2*sum(q) = (N - sum(m)) / P
 
 
 @lru_cache(maxsize=64)
@@ -222,7 +221,11 @@ def required_local_tokens(
     lengths = accept_lengths(extend_seq_lens)
     p = cp_size if type(cp_size) is int and cp_size >= 1 else check_int("cp_size", cp_size, minimum=1)
     a = align_size if type(align_size) is int and align_size >= 1 else check_int("align_size", align_size, minimum=1)
-    return align_up(busiest_rows(lengths, p, formulas(strategy)), a)
+    row = FORMULAS.get(strategy) if type(strategy) is str else None
+    if row is None:
+        row = formulas(strategy)
+    rows = row.one_request(lengths[3], p) if lengths[2] == 1 else busiest_rows(lengths, p, row)
+    return -(-rows // a) * a
 
 
 def capture_lengths(bucket: int, context_len: int | None) -> tuple[int, ...]:
@@ -357,7 +360,7 @@ def choose(
     lengths: Lengths, n: int, p: int, align_size: int, selector: Selector, factor: int | Fraction, row: StrategyFormulas
 ) -> Decision:
     """The decision for accepted lengths; every other argument trusted (a dispatcher's own configuration)."""
-    required = busiest_rows(lengths, p, row)
+    required = row.one_request(lengths[3], p) if lengths[2] == 1 else busiest_rows(lengths, p, row)
     required = -(-required // align_size) * align_size
     buckets = selector.capture_num_tokens
     if p == 1 or n < 2 * p or lengths[4] < 2 * p or n > buckets[-1]:

@@ -26,7 +26,6 @@ from cpgraph.impl.decision import (
     Plan,
     align_up,
     busiest_rows,
-    fallback_before_selection,
     formulas,
 )
 from cpgraph.impl.lengths import Lengths, accept_lengths, lengths_tuple
@@ -105,17 +104,30 @@ class _CaptureCache:
 
 
 _CACHE = _CaptureCache()
+_KEYWORD_COUNT = len(BATCH_KEYWORDS)
+_ROWS = dict(FORMULAS)  # a plain dict: faster to read than the read-only view
+CP_DISABLED, TOO_FEW_TOKENS = FallbackReason.CP_DISABLED, FallbackReason.TOO_FEW_TOKENS
+SHORT_REQUEST, TOO_MANY_TOKENS = FallbackReason.SHORT_REQUEST, FallbackReason.TOO_MANY_TOKENS
 
 
 def _decide(
     caller: str, batch: PolicyBatch, strategy: str
 ) -> tuple[Lengths, int, int, int | None, int | None, FallbackReason | None]:
     """(lengths, n, required rows, bucket, its capacity, fallback reason) for one policy call."""
-    if batch.keys() != BATCH_KEYWORDS:
+    if len(batch) != _KEYWORD_COUNT:
         check_batch_keywords(caller, batch)
-    lengths = accept_lengths(batch["extend_seq_lens"])
-    rank, p, a, n = batch["cp_rank"], batch["cp_size"], batch["align_size"], batch["num_tokens"]
-    factor: int | Fraction = batch["max_padding_factor"]
+    try:  # exactly the batch keywords: the right count and no KeyError
+        lens, rank, p, a, n = (batch["extend_seq_lens"], batch["cp_rank"], batch["cp_size"], batch["align_size"],
+                               batch["num_tokens"])
+        factor: int | Fraction = batch["max_padding_factor"]
+        capture, caps = batch["capture_num_tokens"], batch["bucket_local_tokens"]
+    except KeyError:
+        check_batch_keywords(caller, batch)
+        raise
+    if type(lens) is list and len(lens) == 1 and type(lens[0]) is int and lens[0] >= 0:  # R = 1, inline
+        lengths: Lengths = (lens, None, 1, lens[0], lens[0])
+    else:
+        lengths = accept_lengths(lens)
     if not (type(rank) is int and rank >= 0 and type(p) is int and p >= 1 and type(a) is int and a >= 1
             and type(n) is int and n >= 1 and type(factor) is int and factor >= 1):
         check_int("cp_rank", rank, minimum=0)
@@ -123,26 +135,29 @@ def _decide(
         a = check_int("align_size", a, minimum=1)
         n = check_int("num_tokens", n, minimum=1)
         factor = check_padding_factor("max_padding_factor", factor)
-    row = FORMULAS.get(strategy) if type(strategy) is str else None
+    row = _ROWS.get(strategy) if type(strategy) is str else None
     if row is None:
         row = formulas(strategy)
-    capture = batch["capture_num_tokens"]
     buckets = _CACHE.last_buckets if capture is _CACHE.last_list else _CACHE.buckets(capture)
-    caps = batch["bucket_local_tokens"]
     if caps is not _CACHE.last_map:
         _CACHE.capacities(caps)
-    required = busiest_rows(lengths, p, row)
+    required = row.one_request(lengths[3], p) if lengths[2] == 1 else busiest_rows(lengths, p, row)
     required = -(-required // a) * a
-    if p == 1 or n < 2 * p or lengths[4] < 2 * p or n > buckets[-1]:
-        return lengths, n, required, None, None, fallback_before_selection(lengths, n, p, buckets[-1])
+    two_p = 2 * p
+    if p == 1:
+        return lengths, n, required, None, None, CP_DISABLED
+    if n < two_p:
+        return lengths, n, required, None, None, TOO_FEW_TOKENS
+    if lengths[4] < two_p:
+        return lengths, n, required, None, None, SHORT_REQUEST
+    if n > buckets[-1]:
+        return lengths, n, required, None, None, TOO_MANY_TOKENS
     lo = bisect_left(buckets, n)
     hi = bisect_right(buckets, factor * n, lo)
     if lo >= hi:
         return lengths, n, required, None, None, FallbackReason.NO_BUCKET_WITHIN_PADDING_LIMIT
-    get = caps.get
-    for i in range(lo, hi):
-        bucket = buckets[i]
-        rows = get(bucket)
+    for bucket in buckets[lo:hi] if hi - lo > 1 else (buckets[lo],):
+        rows = caps.get(bucket)
         if rows is not None:
             if type(rows) is not int or rows < 0:
                 check_capacities("bucket_local_tokens", {bucket: rows})  # raises, naming the bucket and value
