@@ -1,30 +1,26 @@
 """Design-level terms: a whole runner configuration (selector, layout basis, per-rank capacities) on a batch.
 
-Builds on spec.selection / spec.invariants (no solver calls). Two batch models:
+Builds on spec.selection / spec.invariants / spec.design_counts; term builders only (no solver, nothing
+from reference/). The batch is the count encoding (spec/design_counts.py): counts of requests per
+remainder class, so one query covers every number of requests, exactly (not an abstraction: every model
+is a real batch, read back by ``design_counts.realise``). When a design lays out padded lengths, the last
+request is kept apart as a symbolic length (the pad B - n is folded into it) and the others are counts.
 
-- exact: R symbolic lengths (slots), each >= 2P when present (CP-active); trailing slots may be absent,
-  so one model covers every batch of at most R requests. Loads come from spec.strategies.
-- any_requests: the sound abstraction used for "any number of requests": n tokens, R >= 1 requests
-  (n >= 2P*R), busiest rank M with n <= P*M <= n + R(P-1) (the per-request lemma summed by induction;
-  interleave has M = ceil(n/P) exactly). A property proved here holds for every batch; a model found
-  here may be spurious and must be confirmed on the exact model.
-
-Selector variants: ``search`` (spec.selection.scan_select: smallest bucket in [n, F*n] with room) and
-``smallest`` (pad to the first bucket >= n in scan order, stop above F*n, no capacity check).
-Layout basis: ``live`` (replay lays out the live lengths) or ``padded`` (the pad B - n folded into the
-last request before the layout is built).
+Selector variants: ``search`` (spec.selection.scan_select: smallest bucket in [n, F*n] with room, in scan
+order) and ``smallest`` (pad to the first bucket >= n in scan order, stop above F*n, no capacity check).
+F is a Fraction: B <= F*n is B*den <= num*n, exactly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from fractions import Fraction
 
 import z3
 
-from cpgraph.reference.invariants import SAFETY
-from cpgraph.spec.arith import align_up
 from cpgraph.spec.capacity import required_local_tokens
+from cpgraph.spec.design_counts import Counts, counts_batch, counts_loads, shared_modulus
 from cpgraph.spec.invariants import (
     captured_bucket,
     minimal_bucket,
@@ -41,9 +37,8 @@ from cpgraph.spec.selection import (
     same_selection,
     scan_select,
 )
-from cpgraph.spec.strategies import rank_loads
-from cpgraph.spec.terms import BoolTerm, Defined, IntTerm, all_of, any_of, indicator, int_term
-
+from cpgraph.spec.strategies import interleave_loads, strategy
+from cpgraph.spec.terms import BoolTerm, Defined, IntTerm, Loads, all_of, any_of
 
 
 @dataclass(frozen=True)
@@ -54,7 +49,7 @@ class DesignSpec:
     cp_size: int
     align_size: int
     buckets: tuple[int, ...]
-    max_padding_factor: int
+    max_padding_factor: Fraction
     layout_basis: str
     selector: str
     capacities: tuple[tuple[tuple[int, int], ...], ...]
@@ -62,81 +57,97 @@ class DesignSpec:
     def capture_list(self, rank: int) -> CaptureList:
         return concrete_capture_list(self.buckets, dict(self.capacities[rank]))
 
+    def rank_groups(self) -> tuple[tuple[int, ...], ...]:
+        """Ranks grouped by identical recorded capacities (ranks in one group decide alike)."""
+        groups: dict[tuple[tuple[int, int], ...], list[int]] = {}
+        for rank, caps in enumerate(self.capacities):
+            groups.setdefault(caps, []).append(rank)
+        return tuple(tuple(g) for g in groups.values())
+
 
 RowsAt = Callable[[IntTerm, str], Defined]
 
 
 @dataclass(frozen=True)
 class Batch:
-    """A symbolic CP batch seen by one design: tokens, request count, live rows, and rows replay needs."""
+    """A symbolic CP batch seen by one design: tokens, request count, live rows, and rows replay needs.
+
+    ``counts`` is the count encoding the batch is built on (spec/design_counts.py); ``last`` is the one
+    request kept apart when the layout basis is padded (the pad is folded into it), else None."""
 
     num_tokens: IntTerm
     requests: IntTerm
-    lengths: tuple[IntTerm, ...]  # empty for the any_requests abstraction
-    active: BoolTerm  # CP-active for this design (P > 1, every length >= 2P)
+    counts: Counts
+    last: IntTerm | None
+    active: BoolTerm  # CP-active for this design (P > 1; every length >= 2P is part of ``counts``)
     required: IntTerm  # required_local_tokens from the live lengths
     holds: BoolTerm
     replay_rows: RowsAt  # rows the replay layout needs when padded to a bucket term
 
 
-def exact_lengths(slots: int, name: str, *, exact: bool) -> tuple[tuple[IntTerm, ...], BoolTerm]:
-    """``slots`` lengths; with ``exact`` all present (>= 1), else trailing ones may be 0 (absent)."""
-    lengths = tuple(z3.Int(f"{name}.L{i}") for i in range(slots))
-    if exact:
-        return lengths, all_of(x >= 1 for x in lengths)
-    facts = [lengths[0] >= 1] + [x >= 0 for x in lengths[1:]]
-    facts += [z3.Implies(lengths[i + 1] > 0, lengths[i] > 0) for i in range(slots - 1)]
-    return lengths, all_of(facts)
+def batch_shape(designs: Sequence[DesignSpec]) -> tuple[int, int, bool]:
+    """(modulus, least length, keep the last request apart) of one batch every design in ``designs`` reads."""
+    modulus = shared_modulus(tuple((d.strategy, d.cp_size) for d in designs))
+    least = max(2 * d.cp_size for d in designs)
+    return modulus, least, any(d.layout_basis == "padded" for d in designs)
 
 
-def exact_batch(design: DesignSpec, lengths: tuple[IntTerm, ...], name: str) -> Batch:
-    """The exact model of ``lengths`` (absent slots are 0) under ``design``."""
+def shared_counts(designs: Sequence[DesignSpec], name: str) -> tuple[Counts, IntTerm | None, BoolTerm]:
+    """One batch of any number of requests for all ``designs``: counts for every request but (when some
+    design lays out padded lengths) the last, which stays a symbolic length. Returns (counts of the others,
+    the last length or None, facts); the batch has counts.requests (+1) requests and counts.tokens (+ last)."""
+    modulus, least, keep_last = batch_shape(designs)
+    shortest = min(2 * d.cp_size for d in designs)
+    short_from = shortest if shortest < least else None
+    if keep_last:
+        others = counts_batch(modulus, least, f"{name}.others", min_requests=0, short_from=short_from)
+        last = z3.Int(f"{name}.last")
+        return others, last, z3.And(others.holds, last >= shortest)
+    batch = counts_batch(modulus, least, name, short_from=short_from)
+    return batch, None, batch.holds
+
+
+def design_batch(design: DesignSpec, counts: Counts, last: IntTerm | None, name: str) -> Batch:
+    """``design`` on a batch given as counts (plus an optional last request kept apart)."""
     p, a = design.cp_size, design.align_size
-    n = z3.Sum(list(lengths))
-    present = [x > 0 for x in lengths]
-    count = z3.Sum([indicator(f) for f in present])
-    active = z3.And(z3.BoolVal(p > 1), all_of(z3.Or(x == 0, x >= 2 * p) for x in lengths))
-    loads = rank_loads(lengths, p, f"{name}.live", design.strategy)
-    required = required_local_tokens(loads, a, f"{name}.live")
+    row = strategy(design.strategy)
+    others = counts_loads(design.strategy, p, counts, f"{name}.others")
+    if last is None:
+        n, r, live = counts.tokens, counts.requests, others
+    else:
+        n, r = counts.tokens + last, counts.requests + 1
+        if row.request_loads is None:  # loads of the total only
+            total = interleave_loads(n, p, f"{name}.live.total")
+            live = Loads(total.loads, z3.And(others.holds, total.holds))
+        else:
+            live = others.plus(row.request_loads(last, p, f"{name}.live.last"))
+    required = required_local_tokens(live, a, f"{name}.live")
 
     def replay_rows(bucket: IntTerm, tag: str) -> Defined:
         if design.layout_basis == "live":
             return Defined(required.value, z3.BoolVal(True))
+        if last is None:
+            raise ValueError("a padded layout basis needs the last request kept apart (shared_counts does it)")
         pad = bucket - n
-        last = [z3.And(present[i], z3.Not(present[i + 1])) for i in range(len(lengths) - 1)] + [present[-1]]
-        folded = [x + z3.If(is_last, pad, 0) for x, is_last in zip(lengths, last)]
-        replay = rank_loads(folded, p, f"{name}.{tag}", design.strategy)
+        if row.request_loads is None:
+            total = interleave_loads(n + pad, p, f"{name}.{tag}.total")
+            replay = Loads(total.loads, total.holds)
+        else:
+            replay = others.plus(row.request_loads(last + pad, p, f"{name}.{tag}.last"))
         return required_local_tokens(replay, a, f"{name}.{tag}")
 
-    return Batch(n, count, lengths, active, required.value, required.holds, replay_rows)
+    holds = z3.And(live.holds, required.holds)
+    active = z3.And(z3.BoolVal(p > 1), counts.short_count_below(2 * p) == 0)
+    if last is not None:
+        active = z3.And(active, last >= 2 * p)
+    return Batch(n, r, counts, last, active, required.value, holds, replay_rows)
 
 
-def any_requests_batch(
-    design: DesignSpec, name: str, *, tokens: IntTerm | None = None, requests: IntTerm | None = None
-) -> Batch:
-    """The any-number-of-requests abstraction (sound: see the module docstring). Pass ``tokens`` and
-    ``requests`` to let two designs read one batch (each keeps its own busiest load, named by ``name``)."""
-    p, a = design.cp_size, design.align_size
-    n = z3.Int(f"{name}.n") if tokens is None else tokens
-    r = z3.Int(f"{name}.R") if requests is None else requests
-    top = z3.Int(f"{name}.busiest")
-
-    def busiest_bounds(tokens: IntTerm, busiest: IntTerm) -> BoolTerm:
-        if design.strategy == "interleave":
-            return z3.And(p * busiest >= tokens, p * busiest < tokens + p)
-        return z3.And(p * busiest >= tokens, p * busiest <= tokens + r * (p - 1))
-
-    rows = align_up(top, a, f"{name}.live.rows")
-    holds = z3.And(r >= 1, n >= 2 * p * r, busiest_bounds(n, top), rows.holds)
-
-    def replay_rows(bucket: IntTerm, tag: str) -> Defined:
-        if design.layout_basis == "live":
-            return Defined(rows.value, z3.BoolVal(True))
-        padded = z3.Int(f"{name}.{tag}.busiest")
-        up = align_up(padded, a, f"{name}.{tag}.rows")
-        return Defined(up.value, z3.And(busiest_bounds(int_term(bucket), padded), up.holds))
-
-    return Batch(n, r, (), z3.BoolVal(p > 1), rows.value, holds, replay_rows)
+def any_batch(design: DesignSpec, name: str) -> Batch:
+    """``design`` on any CP-active batch, of any number of requests (its own count encoding)."""
+    counts, last, facts = shared_counts((design,), name)
+    batch = design_batch(design, counts, last, name)
+    return replace(batch, holds=z3.And(facts, batch.holds))
 
 
 def smallest_select(capture: CaptureList, window: Window) -> Selection:
@@ -151,10 +162,9 @@ def smallest_select(capture: CaptureList, window: Window) -> Selection:
     return Selection(admitted, bucket)
 
 
-def design_select(design: DesignSpec, rank: int, batch: Batch) -> Selection:
+def design_select(design: DesignSpec, rank: int, batch: Batch, window: Window) -> Selection:
     """Rank ``rank``'s decision; a batch that is not CP-active is never admitted."""
     capture = design.capture_list(rank)
-    window = padding_window(batch.num_tokens, design.max_padding_factor)
     raw = (
         scan_select(capture, window, batch.required)
         if design.selector == "search"
@@ -183,20 +193,20 @@ class DesignTerms:
     holds: BoolTerm  # facts defining the batch and the replay layouts
 
 
-def design_terms(design: DesignSpec, batch: Batch, name: str) -> DesignTerms:
-    """Every rank's selection and the SEMANTICS.md invariants over them (claims true = invariant holds)."""
-    selections = [design_select(design, r, batch) for r in range(design.cp_size)]
-    facts = [batch.holds]
+def design_terms(design: DesignSpec, batch: Batch, name: str, safety: Sequence[str]) -> DesignTerms:
+    """Every rank's selection and the invariants over them (claims true = invariant holds); ``safety``
+    names the claims whose failure makes the batch unsafe (the caller's invariant table). Ranks with the
+    same recorded capacities share one selection term (they decide alike)."""
+    window = padding_window(batch.num_tokens, design.max_padding_factor, f"{name}.window")
+    groups = design.rank_groups()
+    selections = [design_select(design, g[0], batch, window) for g in groups]
+    facts = [batch.holds, window.holds]
     fit_claims, replay_claims, captured, limits, minimal, needless = [], [], [], [], [], []
-    replayed: dict[int, Defined] = {}
-    for r, sel in enumerate(selections):
-        capture = design.capture_list(r)
-        window = padding_window(batch.num_tokens, design.max_padding_factor)
-        key = sel.bucket.get_id()
-        if key not in replayed:  # ranks with the same capture list share one replay layout
-            replayed[key] = batch.replay_rows(sel.bucket, f"{name}.replay{len(replayed)}")
-            facts.append(replayed[key].holds)
-        rows = replayed[key].value
+    for index, (group, sel) in enumerate(zip(groups, selections)):
+        capture = design.capture_list(group[0])
+        replayed = batch.replay_rows(sel.bucket, f"{name}.replay{index}")
+        facts.append(replayed.holds)
+        rows = replayed.value
         recorded, capacity = recorded_rows(capture, sel.bucket)
         succeeds = z3.And(sel.admitted, recorded, rows <= capacity)
         fit_claims.append(z3.Implies(z3.And(sel.admitted, recorded), rows <= capacity))
@@ -214,37 +224,9 @@ def design_terms(design: DesignSpec, batch: Batch, name: str) -> DesignTerms:
         "minimal_bucket": all_of(minimal),
         "no_needless_fallback": all_of(needless),
     }
-    unsafe = z3.Not(all_of(claims[i] for i in SAFETY))
-    return DesignTerms(selections[0].admitted, selections[0].bucket, unsafe, claims, all_of(facts))
-
-
-def per_request_excess_claim(strategy: str, cp_size: int, name: str) -> tuple[BoolTerm, BoolTerm]:
-    """(facts, claim): for one request of any length L, every rank's load l_r has P*l_r <= L + P - 1, and
-    the loads sum to L. With the induction step this is the any_requests abstraction's upper bound."""
-    length = z3.Int(f"{name}.L")
-    loads = rank_loads((length,), cp_size, name, strategy)
-    claim = z3.And(
-        all_of(cp_size * x <= length + cp_size - 1 for x in loads.loads),
-        loads.total() == length,
-    )
-    return z3.And(length >= 0, loads.holds), claim
-
-
-def induction_step_claim(cp_size: int, name: str) -> tuple[BoolTerm, BoolTerm]:
-    """(facts, claim): a rank within the bound for k requests and N tokens, plus one request within its
-    per-request bound, stays within the bound for k + 1 requests and N + L tokens."""
-    before, extra, tokens, length, k = (z3.Int(f"{name}.{v}") for v in ("l", "x", "N", "L", "k"))
-    p = cp_size
-    facts = z3.And(k >= 1, p * before <= tokens + k * (p - 1), p * extra <= length + p - 1)
-    return facts, p * (before + extra) <= (tokens + length) + (k + 1) * (p - 1)
-
-
-def first_bucket_fits_claim(design: DesignSpec, batch: Batch, max_requests: int) -> tuple[BoolTerm, BoolTerm]:
-    """(facts, claim) of the headroom theorem: for every CP-active batch of at most ``max_requests``
-    requests, the first bucket >= n within the padding limit has a recorded capacity >= the live rows,
-    so padding to the smallest bucket >= n never overflows (rank 0's capacities)."""
-    capture = design.capture_list(0)
-    first = smallest_select(capture, padding_window(batch.num_tokens, design.max_padding_factor))
-    recorded, rows = recorded_rows(capture, first.bucket)
-    facts = z3.And(batch.holds, batch.active, batch.requests <= max_requests)
-    return facts, z3.Implies(first.admitted, z3.And(recorded, batch.required <= rows))
+    unknown = [i for i in safety if i not in claims]
+    if unknown:
+        raise ValueError(f"safety must name invariants among {', '.join(claims)}; got {unknown!r}")
+    unsafe = z3.Not(all_of(claims[i] for i in safety))
+    first = groups.index(next(g for g in groups if 0 in g))
+    return DesignTerms(selections[first].admitted, selections[first].bucket, unsafe, claims, all_of(facts))

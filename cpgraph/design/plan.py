@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from cpgraph.design.schema import Design
 from cpgraph.reference import is_cp_active
@@ -94,7 +95,7 @@ def plan_design(
         cp_size=p,
         align_size=2 * p,
         capture_num_tokens=buckets,
-        max_padding_factor=2,
+        max_padding_factor=Fraction(2),
         layout_basis="live",
         selector="search",
         capacity_rule="headroom",

@@ -44,30 +44,13 @@ class Panel:
 
 
 def crash_region(design: Design, request_bound: int, top: int) -> tuple[tuple[int, tuple[tuple[int, int], ...]], ...]:
-    """Token ranges where some CP-active batch of R requests (1..request_bound) breaks a safety invariant
-    (it would crash a server), exact per (n, busiest load) for live-layout designs; () for others (their
-    replay reads the padded count, so only the review's witness is drawn)."""
-    from cpgraph.design.evaluate import violations_at
-    from cpgraph.design.loads import busiest_loads
-    from cpgraph.reference import align_up
+    """Token ranges where some CP-active batch breaks a safety invariant (it would crash a server), exact
+    for any number of requests (cpgraph.design.efficiency.crash_region; row 0 = any R) for live-layout
+    designs; () for others (their replay reads the padded count, so only the review's witness is drawn)."""
+    from cpgraph.design.efficiency import crash_region as exact_crash_region
 
-    if design.layout_basis != "live" or design.cp_size < 2:
-        return ()
-    out = []
-    memo: dict[tuple[int, int], bool] = {}
-    for requests in range(1, request_bound + 1):
-        hits = []
-        for n in range(2 * design.cp_size * requests, top + 1):
-            for busiest in busiest_loads(n, requests, cp_size=design.cp_size, strategy=design.strategy):
-                key = (n, align_up(busiest, design.align_size))
-                if key not in memo:
-                    memo[key] = bool(violations_at(design, *key) & set(CRASHING))
-                if memo[key]:
-                    hits.append(n)
-                    break
-        if hits:
-            out.append((requests, runs(hits)))
-    return tuple(out)
+    spans = exact_crash_region(design)
+    return ((0, spans),) if spans else ()
 
 
 def _witnesses(results: Sequence[InvariantResult]) -> tuple[tuple[int, int, str], ...]:

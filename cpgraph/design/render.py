@@ -56,7 +56,8 @@ def _ranges(pairs: tuple[tuple[int, int], ...], limit: int = 4) -> str:
 
 
 def _efficiency_text(e: Efficiency, design: Design) -> list[str]:
-    out = [f"Efficiency (exact over CP-active batches of 1..{e.request_bound} requests):"]
+    scope = "any number of requests" if e.request_bound == 0 else f"1..{e.request_bound} requests"
+    out = [f"Efficiency (exact over CP-active batches of {scope}):"]
     for label, x in (("global padding ratio B/n", e.worst_global), ("CP-local padding ratio P*rows/n", e.worst_local)):
         if x is None:
             out.append(f"  worst {label}: no batch is admitted")
@@ -68,9 +69,10 @@ def _efficiency_text(e: Efficiency, design: Design) -> list[str]:
     out.append(f"  eager fallback by request count (token ranges; n > {e.largest_bucket} always runs eagerly):")
     for region in e.regions:
         share = region.eager_points / region.points if region.points else 0.0
+        label = "any R" if region.requests == 0 else f"R={region.requests}"
         out.append(
-            f"    R={region.requests}: some batches eager at n in {_ranges(region.some_eager)}; "
-            f"every batch eager at n in {_ranges(region.all_eager)} ({share:.1%} of (n, load) points)"
+            f"    {label}: some batches eager at n in {_ranges(region.some_eager)}; "
+            f"every batch eager at n in {_ranges(region.all_eager)} ({share:.1%} of token counts n)"
         )
     out.append(f"  static rows per rank per bucket (x {design.bytes_per_row} bytes/row):")
     cells = []
@@ -99,7 +101,8 @@ def _diff_text(d: Diff) -> list[str]:
         region = f"n in [{c.region[0]}, {c.region[1]}] ({c.note})" if c.region else ""
         out.append(f"  {c.kind:9} found: {region}")
         for requests, ranges in c.ranges:
-            out.append(f"            R={requests}: n in {_ranges(ranges, 5)}")
+            label = "any R" if requests == 0 else f"R={requests}"
+            out.append(f"            {label}: n in {_ranges(ranges, 5)}")
         for ch in c.changes:
             n = sum(ch.extend_seq_lens)
             out.append(f"            {ch.old} -> {ch.new}: extend_seq_lens={list(ch.extend_seq_lens)} (n={n})")
@@ -124,7 +127,7 @@ def render_text(r: Review) -> str:
             out += _invariant_text(inv)
     if r.diff is not None:
         out += [""] + _diff_text(r.diff)
-    verdict = {0: "SAFE: every invariant proved", 1: "REFUTED", 3: "NOT PROVED (bounded or unknown)"}[r.exit_code]
+    verdict = {0: "SAFE: every invariant proved", 1: "REFUTED", 3: "UNKNOWN: " + "; ".join(r.unknowns)}[r.exit_code]
     refuted = [x.invariant for x in r.invariants if x.status == "refuted"]
     out += ["", f"Verdict for {d.name}: {verdict}" + (f" ({', '.join(refuted)})" if refuted else "") + f"  [{r.seconds:.1f} s]"]
     return "\n".join(out) + "\n"

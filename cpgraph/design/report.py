@@ -25,8 +25,26 @@ class Review:
     seconds: float = 0.0
 
     @property
+    def unknowns(self) -> tuple[str, ...]:
+        """Every part that ended unknown, with why: invariants (of the design and the old one) and diff classes."""
+        out = [f"invariant {r.invariant}: {r.note or r.scope}" for r in self.invariants if r.status == "unknown"]
+        if self.old is not None:
+            out += [
+                f"old design {self.old[0].name}: invariant {r.invariant}: {r.note or r.scope}"
+                for r in self.old[1]
+                if r.status == "unknown"
+            ]
+        if self.diff is not None:
+            out += [f"diff class {c.kind}: {c.note}" for c in self.diff.unknown]
+        out += [f"lemma {x.name}: {x.status}" for x in self.lemmas if x.status != "proved"]
+        return tuple(out)
+
+    @property
     def exit_code(self) -> int:
-        """0: every invariant proved; 1: some invariant refuted; 3: none refuted, some not proved."""
+        """3: some part is unknown (an invariant, the old design's, a diff class or a lemma: see ``unknowns``);
+        else 1: some invariant refuted; else 0: every invariant proved."""
+        if self.unknowns:
+            return 3
         statuses = {r.status for r in self.invariants}
         if "refuted" in statuses:
             return 1

@@ -4,11 +4,12 @@ A design is what ``cpgraph review`` proves and ``cpgraph simulate`` replays. Key
 
     name = "upstream"                  # optional, defaults to the file stem
     description = "..."                # optional, one line
-    strategy = "zigzag"                # zigzag | interleave | contiguous
-    cp_size = 4                        # P >= 1
-    align_size = 8                     # A >= 1 (upstream: 2P for zigzag, P otherwise)
-    capture_num_tokens = [512, ...]    # buckets; scanned in the order written (not re-sorted)
-    max_padding_factor = 2             # F >= 1: a batch of n tokens pads to B with n <= B <= F*n
+    strategy = "zigzag"                # zigzag | interleave | contiguous | zigzag_pad
+    cp_size = 4                        # 1 <= P <= 64
+    align_size = 8                     # A >= 1 (default: the strategy row's factor times P)
+    capture_num_tokens = [512, ...]    # 1..256 buckets, each <= 262144 tokens; scanned in the order written
+    max_padding_factor = 2             # F >= 1, exact: 2, 1.5, "5/4" or "1.25"; n <= B <= F*n is B*den <= num*n
+    context_len = 4096                 # optional: buckets above it are captured as context_len-token requests
     layout_basis = "live"              # live | padded: token count the replay layout is built on
     selector = "search"                # search (smallest fitting bucket) | smallest (first bucket >= n)
     bytes_per_row = 16384              # optional: static bytes one row costs (hidden 8192 x bf16)
@@ -19,6 +20,11 @@ A design is what ``cpgraph review`` proves and ``cpgraph simulate`` replays. Key
     table = { "512" = 128, "768" = [192, 192, 200, 192] }
                                        # table only: rows per bucket, or one row count per rank
 
+Sizes are bounded where the review's encoding and exact efficiency scan stop being fast: cp_size <= 64
+(MAX_CP_SIZE), at most 256 buckets (MAX_BUCKETS), every bucket, align_size, context_len and table row
+count <= 262144 tokens (MAX_TOKENS, 2**18: above any prefill capture list in use). A larger value is a
+DesignError at load time naming the key, the value and the limit, never a long run.
+
 Validation rejects unknown keys and wrong types with the key, the value and what is allowed. It
 deliberately accepts designs that are unsafe (an unsorted capture list, a table missing a bucket,
 per-rank capacities that differ): finding what goes wrong with them is the review's job.
@@ -27,19 +33,25 @@ per-rank capacities that differ): finding what goes wrong with them is the revie
 from __future__ import annotations
 
 import functools
+import re
 import tomllib
 from dataclasses import dataclass, field
+from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 from typing import Final
 
-from cpgraph.reference import STRATEGIES, CaptureRule
+from cpgraph.reference import STRATEGIES, CaptureRule, capture_local_tokens, default_align_size
 
 LAYOUT_BASES: Final = ("live", "padded")
 SELECTORS: Final = ("search", "smallest")
 CAPACITY_RULES: Final = ("captured", "headroom", "table")
 DEFAULT_BYTES_PER_ROW: Final = 8192 * 2
-BUNDLED: Final = ("upstream", "prefix", "headroom")
+BUNDLED: Final = ("upstream", "prefix", "headroom", "vllm_pcp")
+MAX_CP_SIZE: Final = 64
+MAX_BUCKETS: Final = 256
+MAX_TOKENS: Final = 1 << 18  # 262144: buckets, align_size, context_len, table rows, max_requests
+MAX_FACTOR_TERMS: Final = 10**6  # numerator and denominator of max_padding_factor
 TOP_KEYS: Final = (
     "name",
     "description",
@@ -48,6 +60,7 @@ TOP_KEYS: Final = (
     "align_size",
     "capture_num_tokens",
     "max_padding_factor",
+    "context_len",
     "layout_basis",
     "selector",
     "bytes_per_row",
@@ -69,7 +82,7 @@ class Design:
     cp_size: int
     align_size: int
     capture_num_tokens: tuple[int, ...]
-    max_padding_factor: int
+    max_padding_factor: Fraction
     layout_basis: str
     selector: str
     capacity_rule: str
@@ -78,6 +91,11 @@ class Design:
     bytes_per_row: int = DEFAULT_BYTES_PER_ROW
     description: str = ""
     source: str = field(default="", compare=False)
+    context_len: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_padding_factor, Fraction):  # an int given in code: keep it exact
+            object.__setattr__(self, "max_padding_factor", Fraction(self.max_padding_factor))
 
     @property
     def buckets(self) -> tuple[int, ...]:
@@ -99,6 +117,14 @@ class Design:
         if self.capacity_rule == "table":
             table = dict(self.table)
             return {b: table[b][rank] for b in self.buckets if b in table}
+        if self.capacity_rule == "captured" and self.context_len is not None:
+            return {
+                b: capture_local_tokens(
+                    b, cp_size=self.cp_size, align_size=self.align_size, strategy=self.strategy,
+                    context_len=self.context_len,
+                )
+                for b in self.buckets
+            }
         rule = CaptureRule(kind=self.capacity_rule, max_requests=self.max_requests)
         ordered = sorted(self.buckets)
         caps = rule.capacities(ordered, cp_size=self.cp_size, align_size=self.align_size, strategy=self.strategy)
@@ -123,16 +149,60 @@ def _fail(key: str, value: object, allowed: str) -> DesignError:
     return DesignError(f"design key {key!r}: got {value!r}; allowed: {allowed}")
 
 
-def _int(data: dict[str, object], key: str, *, minimum: int, default: int | None = None, prefix: str = "") -> int:
+def _int(
+    data: dict[str, object],
+    key: str,
+    *,
+    minimum: int,
+    default: int | None = None,
+    prefix: str = "",
+    maximum: int | None = None,
+) -> int:
     name = prefix + key
+    allowed = f"an integer >= {minimum}" + (f" and <= {maximum}" if maximum is not None else "")
     if key not in data:
         if default is None:
-            raise DesignError(f"design key {name!r} is missing; allowed: an integer >= {minimum}")
+            raise DesignError(f"design key {name!r} is missing; allowed: {allowed}")
         return default
     value = data[key]
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise _fail(name, value, f"an integer >= {minimum}")
+        raise _fail(name, value, allowed)
+    if maximum is not None and value > maximum:
+        raise _fail(name, value, f"{allowed} (the limit of the review's encoding)")
     return value
+
+
+_DECIMAL = re.compile(r"^\d+(\.\d+)?$")
+_RATIO = re.compile(r"^(\d+)\s*/\s*(\d+)$")
+
+
+def parse_factor(value: object, key: str = "max_padding_factor") -> Fraction:
+    """An exact padding factor >= 1 from an int, a float written in decimal (1.5), or a string "5/4" or
+    "1.25"; numerator and denominator at most MAX_FACTOR_TERMS."""
+    allowed = f'a number >= 1, exact: an integer, a decimal (1.5) or a ratio string ("5/4"), terms <= {MAX_FACTOR_TERMS}'
+    factor: Fraction | None = None
+    if isinstance(value, bool):
+        factor = None
+    elif isinstance(value, int):
+        factor = Fraction(value)
+    elif isinstance(value, float):
+        text = repr(value)
+        factor = Fraction(text) if _DECIMAL.match(text) else None
+    elif isinstance(value, str):
+        text = value.strip()
+        ratio = _RATIO.match(text)
+        if ratio and int(ratio.group(2)) > 0:
+            factor = Fraction(int(ratio.group(1)), int(ratio.group(2)))
+        elif _DECIMAL.match(text):
+            factor = Fraction(text)
+    if factor is None or factor < 1 or max(factor.numerator, factor.denominator) > MAX_FACTOR_TERMS:
+        raise _fail(key, value, allowed)
+    return factor
+
+
+def factor_text(factor: Fraction) -> str:
+    """TOML for a factor: an integer, or a ratio string."""
+    return str(factor.numerator) if factor.denominator == 1 else f'"{factor.numerator}/{factor.denominator}"'
 
 
 def _choice(data: dict[str, object], key: str, allowed: tuple[str, ...], default: str, *, prefix: str = "") -> str:
@@ -157,17 +227,19 @@ def _table(raw: object, cp_size: int) -> tuple[tuple[int, tuple[int, ...]], ...]
             bucket = int(key)
         except ValueError:
             raise _fail(f"capacity.table.{key}", key, "bucket keys that are integers, e.g. \"512\"") from None
-        if isinstance(rows, int) and not isinstance(rows, bool) and rows >= 0:
+        if bucket > MAX_TOKENS or bucket < 1:
+            raise _fail(f"capacity.table.{key}", bucket, f"a bucket of 1..{MAX_TOKENS} tokens")
+        if isinstance(rows, int) and not isinstance(rows, bool) and 0 <= rows <= MAX_TOKENS:
             out.append((bucket, (rows,) * cp_size))
         elif (
             isinstance(rows, list)
             and len(rows) == cp_size
-            and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in rows)
+            and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= MAX_TOKENS for x in rows)
         ):
             out.append((bucket, tuple(rows)))
         else:
             raise _fail(
-                f"capacity.table.{key}", rows, f"an integer >= 0, or a list of {cp_size} integers >= 0 (one per rank)"
+                f"capacity.table.{key}", rows, f"an integer in 0..{MAX_TOKENS}, or a list of {cp_size} integers in 0..{MAX_TOKENS} (one per rank)"
             )
     return tuple(sorted(out))
 
@@ -176,9 +248,9 @@ def parse_design(data: dict[str, object], *, name: str = "design", source: str =
     """Validate a parsed TOML document into a Design; raise DesignError naming the key on any fault."""
     _unknown(data, TOP_KEYS)
     strategy = _choice(data, "strategy", STRATEGIES, "zigzag")
-    cp_size = _int(data, "cp_size", minimum=1)
-    default_align = 2 * cp_size if strategy == "zigzag" else cp_size
-    align_size = _int(data, "align_size", minimum=1, default=default_align)
+    cp_size = _int(data, "cp_size", minimum=1, maximum=MAX_CP_SIZE)
+    default_align = default_align_size(cp_size=cp_size, strategy=strategy)
+    align_size = _int(data, "align_size", minimum=1, default=default_align, maximum=MAX_TOKENS)
     raw = data.get("capture_num_tokens")
     if (
         not isinstance(raw, list)
@@ -186,13 +258,26 @@ def parse_design(data: dict[str, object], *, name: str = "design", source: str =
         or not all(isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in raw)
     ):
         raise _fail("capture_num_tokens", raw, "a non-empty list of positive integers (buckets, in scan order)")
+    if len(raw) > MAX_BUCKETS:
+        raise DesignError(
+            f"design key 'capture_num_tokens': got a list of {len(raw)} buckets; allowed: at most {MAX_BUCKETS} "
+            "buckets (the limit of the review's encoding)"
+        )
+    if max(raw) > MAX_TOKENS:
+        raise DesignError(
+            f"design key 'capture_num_tokens': got a bucket of {max(raw)} tokens; allowed: buckets <= {MAX_TOKENS} "
+            "tokens (the limit of the review's exact efficiency scan)"
+        )
     if len(set(raw)) != len(raw):
         dup = next(b for b in raw if raw.count(b) > 1)
         raise _fail("capture_num_tokens", raw, f"each bucket once ({dup} is repeated)")
     buckets = tuple(int(b) for b in raw)
     if not any(b >= 2 * cp_size for b in buckets):
         raise _fail("capture_num_tokens", raw, f"at least one bucket >= 2*cp_size = {2 * cp_size}")
-    factor = _int(data, "max_padding_factor", minimum=1, default=2)
+    factor = parse_factor(data.get("max_padding_factor", 2))
+    context_len = None
+    if "context_len" in data:
+        context_len = _int(data, "context_len", minimum=1, maximum=MAX_TOKENS)
     basis = _choice(data, "layout_basis", LAYOUT_BASES, "live")
     selector = _choice(data, "selector", SELECTORS, "search")
     bytes_per_row = _int(data, "bytes_per_row", minimum=1, default=DEFAULT_BYTES_PER_ROW)
@@ -204,11 +289,11 @@ def parse_design(data: dict[str, object], *, name: str = "design", source: str =
     max_requests = 1
     table: tuple[tuple[int, tuple[int, ...]], ...] = ()
     if rule == "headroom":
-        if strategy != "zigzag":
-            raise _fail("capacity.rule", rule, f"captured | table with strategy {strategy!r} (headroom is zigzag only)")
-        max_requests = _int(cap, "max_requests", minimum=1, prefix="capacity.")
+        max_requests = _int(cap, "max_requests", minimum=1, prefix="capacity.", maximum=MAX_TOKENS)
     elif "max_requests" in cap:
         raise _fail("capacity.max_requests", cap["max_requests"], 'nothing unless capacity.rule = "headroom"')
+    if context_len is not None and rule != "captured":
+        raise _fail("context_len", context_len, 'nothing unless capacity.rule = "captured" (it sets how buckets are captured)')
     if rule == "table":
         table = _table(cap.get("table"), cp_size)
     elif "table" in cap:
@@ -234,6 +319,7 @@ def parse_design(data: dict[str, object], *, name: str = "design", source: str =
         bytes_per_row=bytes_per_row,
         description=description,
         source=source,
+        context_len=context_len,
     )
 
 
@@ -267,10 +353,14 @@ def dumps_design(design: Design) -> str:
         f"cp_size = {design.cp_size}",
         f"align_size = {design.align_size}",
         f"capture_num_tokens = [{', '.join(str(b) for b in design.capture_num_tokens)}]",
-        f"max_padding_factor = {design.max_padding_factor}",
+        f"max_padding_factor = {factor_text(design.max_padding_factor)}",
         f'layout_basis = "{design.layout_basis}"',
         f'selector = "{design.selector}"',
         f"bytes_per_row = {design.bytes_per_row}",
+    ]
+    if design.context_len is not None:
+        lines.append(f"context_len = {design.context_len}")
+    lines += [
         "",
         "[capacity]",
         f'rule = "{design.capacity_rule}"',

@@ -21,8 +21,10 @@ def test_dropping_a_bucket_regresses_exactly_the_tokens_it_served() -> None:
     edited = loads_design(f"cp_size = 4\ncapture_num_tokens = {buckets}\n", name="no2304")
     diff = diff_designs(UPSTREAM, edited)
     regressed = diff.by_kind("regressed")
-    assert dict(regressed.ranges)[1] == ((2049, 2304),)
-    assert [(c.old, c.new) for c in regressed.changes] == [("graph 2304", "graph 2560")]
+    # any number of requests: from n = 1539 a batch of many short requests (busiest load 513 > bucket 2048's
+    # 512 rows) already needs bucket 2304; one request of n tokens needs it from 2049 on
+    assert dict(regressed.ranges)[0] == ((1539, 2304),)
+    assert {(c.old, c.new) for c in regressed.changes} == {("graph 2304", "graph 2560")}
     assert diff.by_kind("fixed").status == "none" and diff.by_kind("changed").status == "none"
 
 
@@ -39,3 +41,14 @@ def test_padded_layout_edit_is_a_regression_to_a_crash() -> None:
     base = loads_design("cp_size = 4\ncapture_num_tokens = [256, 512, 768]\n", name="b")
     regressed = diff_designs(base, edited).by_kind("regressed")
     assert regressed.status == "found" and regressed.changes[0].new.startswith("CRASH")
+
+
+def test_diff_across_cp_sizes_counts_requests_only_the_smaller_p_runs_as_graphs() -> None:
+    # P=2 takes requests of 4..7 tokens as graphs; P=4 runs them eagerly: a regression the shared batch sees
+    old = loads_design("cp_size = 2\ncapture_num_tokens = [16, 32, 64]\n", name="p2")
+    new = loads_design("cp_size = 4\ncapture_num_tokens = [16, 32, 64]\n", name="p4")
+    regressed = diff_designs(old, new).by_kind("regressed")
+    assert regressed.status == "found"
+    first = regressed.changes[0]
+    assert first.old_outcome.admitted and not first.new_outcome.admitted
+    assert min(first.extend_seq_lens) < 8  # a request only the P=2 design takes the CP path for

@@ -12,13 +12,15 @@ SMALL = "cp_size = 4\ncapture_num_tokens = [256, 384, 512, 768, 1024]\n"
 def verdicts(text: str) -> dict[str, str]:
     _, results = review_invariants(loads_design(text, name="t"))
     for r in results:
+        assert r.status != "unknown", r
         if r.witness is not None:  # every witness is replayed and really breaks the invariant
             assert r.invariant in evaluate(loads_design(text, name="t"), r.witness.extend_seq_lens).violated
     return {r.invariant: r.status for r in results}
 
 
 def test_upstream_design_is_proved_for_any_number_of_requests() -> None:
-    _, results = review_invariants(load_design("upstream"))
+    lemmas, results = review_invariants(load_design("upstream"))
+    assert all(lemma.status == "proved" for lemma in lemmas)
     assert all(r.status == "proved" for r in results), results
     assert all("any number of requests" in r.scope for r in results)
 
@@ -31,6 +33,20 @@ def test_prefix_design_is_refuted_on_capacity_fit_with_a_minimal_crash() -> None
     assert len(fit.witness.extend_seq_lens) == 3 and fit.witness.num_tokens == 507  # fewest requests, then tokens
     assert outcome.bucket == 512 and outcome.capacity[0] == 128 and outcome.required_local_tokens == 136
     assert "refuses" in fit.witness.replay
+
+
+def test_headroom_16_with_the_pre_fix_selector_needs_23_requests_to_overflow() -> None:
+    # the issue's case: no request-count bound, one query, the witness replayed through the reference
+    text = load_design("headroom").source
+    design = load_design("headroom")
+    from dataclasses import replace
+
+    unsafe = replace(design, selector="smallest", name="headroom-smallest")
+    _, results = review_invariants(unsafe)
+    fit = next(r for r in results if r.invariant == "capacity_fit")
+    assert fit.status == "refuted" and fit.witness is not None, (text, fit)
+    assert len(fit.witness.extend_seq_lens) == 23
+    assert "capacity_fit" in evaluate(unsafe, fit.witness.extend_seq_lens).violated
 
 
 def test_headroom_with_smallest_selector_is_safe_up_to_r_and_refuted_beyond() -> None:
@@ -46,6 +62,18 @@ def test_padded_layout_basis_is_refuted_on_replay() -> None:
     got = verdicts(SMALL + 'layout_basis = "padded"\n')
     assert got["admission_replay"] == "refuted" and got["capacity_fit"] == "refuted"
     assert got["minimal_bucket"] == "proved"
+
+
+def test_padded_headroom_overflow_beyond_the_captured_requests_is_found_exactly() -> None:
+    design = loads_design(
+        'cp_size = 4\ncapture_num_tokens = [512, 768, 1024]\nlayout_basis = "padded"\n'
+        '[capacity]\nrule = "headroom"\nmax_requests = 4\n',
+        name="hp",
+    )
+    _, results = review_invariants(design)
+    fit = next(r for r in results if r.invariant == "capacity_fit")
+    assert fit.status == "refuted" and fit.witness is not None
+    assert "capacity_fit" in evaluate(design, fit.witness.extend_seq_lens).violated
 
 
 def test_unsorted_capture_list_breaks_minimality_not_safety() -> None:
@@ -64,34 +92,21 @@ def test_per_rank_capacities_break_rank_consensus() -> None:
     assert got["rank_consensus"] == "refuted"
 
 
-@pytest.mark.parametrize("factor", [1, 3])
-def test_search_designs_stay_safe_for_other_padding_factors(factor: int) -> None:
+@pytest.mark.parametrize("factor", ["1", "3", "1.5", '"5/4"'])
+def test_search_designs_stay_safe_for_other_padding_factors(factor: str) -> None:
     got = verdicts(SMALL + f"max_padding_factor = {factor}\n")
     assert set(got.values()) == {"proved"}
 
 
-def test_headroom_theorem_is_proved_for_r_and_refuted_for_r_plus_one() -> None:
-    from cpgraph.design.review import prove_lemmas, spec_of
-    from cpgraph.proofs.check import Status, check
-    from cpgraph.spec.design import any_requests_batch, first_bucket_fits_claim
-
-    design = loads_design(SMALL + 'align_size = 1\n[capacity]\nrule = "headroom"\nmax_requests = 2\n', name="h")
-    lemmas = {lemma.name: lemma.status for lemma in prove_lemmas(design)}
-    assert lemmas["headroom_first_bucket_fits"] == "proved"
-    batch = any_requests_batch(spec_of(design), "t")
-    facts, claim = first_bucket_fits_claim(spec_of(design), batch, 3)  # one request more than captured for
-    assert check(claim, hypotheses=[facts]).status is Status.REFUTED
+@pytest.mark.parametrize("strategy", ["interleave", "contiguous", "zigzag_pad"])
+def test_every_strategy_is_reviewed_and_the_pre_fix_selector_refuted(strategy: str) -> None:
+    base = f'cp_size = 4\nstrategy = "{strategy}"\ncapture_num_tokens = [64, 96, 128, 192, 256]\n'
+    assert set(verdicts(base).values()) == {"proved"}
+    got = verdicts(base + 'selector = "smallest"\nlayout_basis = "padded"\n')
+    assert got["padding_limit"] == "proved"
 
 
-def test_tight_family_finds_a_padded_headroom_overflow_beyond_the_captured_requests() -> None:
-    from cpgraph.design.review import constructed_witness
-
-    design = loads_design(
-        'cp_size = 4\ncapture_num_tokens = [512, 768, 1024]\nlayout_basis = "padded"\n'
-        '[capacity]\nrule = "headroom"\nmax_requests = 4\n',
-        name="hp",
-    )
-    assert constructed_witness(design, "capacity_fit", 4) is None  # headroom covers 4 requests
-    lengths = constructed_witness(design, "capacity_fit", 13)
-    assert lengths is not None and len(lengths) == 13
-    assert "capacity_fit" in evaluate(design, lengths).violated
+def test_context_len_capture_is_reviewed() -> None:
+    got = verdicts('cp_size = 4\nstrategy = "zigzag_pad"\ncapture_num_tokens = [256, 512, 1024]\ncontext_len = 300\n'
+                   'selector = "smallest"\n')
+    assert "unknown" not in got.values()

@@ -12,13 +12,15 @@ def test_bundled_designs_load_by_name_and_path(name: str) -> None:
     by_name = load_design(name)
     by_path = load_design(f"designs/{name}.toml")
     assert by_name == by_path
-    assert by_name.cp_size == 4 and by_name.align_size == 8 and by_name.strategy == "zigzag"
+    assert by_name.cp_size == 4 and by_name.align_size == 8 and by_name.strategy in ("zigzag", "zigzag_pad")
 
 
 def test_bundled_designs_differ_where_the_issue_says() -> None:
     assert load_design("upstream").selector == "search"
     assert load_design("prefix").selector == "smallest"
     assert load_design("headroom").capacity_rule == "headroom"
+    pcp = load_design("vllm_pcp")
+    assert pcp.strategy == "zigzag_pad" and pcp.context_len == 4096
 
 
 @pytest.mark.parametrize(
@@ -26,7 +28,18 @@ def test_bundled_designs_differ_where_the_issue_says() -> None:
     [
         (BASE + 'selector = "fastest"\n', "'selector': got 'fastest'; allowed: search | smallest"),
         (BASE + 'layout_basis = "pad"\n', "'layout_basis'"),
-        (BASE + "max_padding_factor = 0\n", "'max_padding_factor': got 0; allowed: an integer >= 1"),
+        (BASE + "max_padding_factor = 0\n", "'max_padding_factor': got 0; allowed: a number >= 1"),
+        (BASE + "max_padding_factor = 0.5\n", "'max_padding_factor': got 0.5; allowed: a number >= 1"),
+        (BASE + 'max_padding_factor = "two"\n', "'max_padding_factor': got 'two'"),
+        (BASE + 'max_padding_factor = "5/0"\n', "'max_padding_factor': got '5/0'"),
+        ("cp_size = 65\ncapture_num_tokens = [512]\n", "'cp_size': got 65; allowed: an integer >= 1 and <= 64"),
+        ("cp_size = 4\ncapture_num_tokens = [1000000000000]\n", "a bucket of 1000000000000 tokens; allowed: buckets <= 262144"),
+        ("cp_size = 4\ncapture_num_tokens = [" + ", ".join(str(8 * (i + 1)) for i in range(257)) + "]\n",
+         "a list of 257 buckets; allowed: at most 256 buckets"),
+        (BASE + "context_len = 0\n", "'context_len': got 0"),
+        (BASE + "context_len = 300000\n", "'context_len': got 300000; allowed: an integer >= 1 and <= 262144"),
+        (BASE + "align_size = 300000\n", "'align_size': got 300000"),
+        (BASE + "context_len = 512\n[capacity]\nrule = \"headroom\"\nmax_requests = 2\n", "'context_len': got 512"),
         (BASE + "cp_sizes = 4\n", "'cp_sizes' is not a design knob"),
         ("cp_size = 4\ncapture_num_tokens = [512, 512]\n", "512 is repeated"),
         ("cp_size = 4\ncapture_num_tokens = [4]\n", "at least one bucket >= 2*cp_size = 8"),
@@ -34,7 +47,7 @@ def test_bundled_designs_differ_where_the_issue_says() -> None:
         (BASE + '[capacity]\nrule = "headroom"\n', "'capacity.max_requests' is missing"),
         (BASE + '[capacity]\nrule = "table"\ntable = { "512" = [1, 2] }\n', "a list of 4 integers"),
         (BASE + '[capacity]\nrule = "captured"\nmax_requests = 3\n', "'capacity.max_requests'"),
-        ('strategy = "interleave"\n' + BASE + '[capacity]\nrule = "headroom"\nmax_requests = 2\n', "zigzag only"),
+        (BASE + '[capacity]\nrule = "table"\ntable = { "512" = 300000 }\n', "'capacity.table.512': got 300000"),
         (BASE + "cp_size = 4\n", "not valid TOML"),
     ],
 )
@@ -45,7 +58,7 @@ def test_bad_design_names_key_value_and_allowed(text: str, needle: str) -> None:
 
 
 def test_unknown_design_lists_bundled_names() -> None:
-    with pytest.raises(DesignError, match="bundled: upstream, prefix, headroom"):
+    with pytest.raises(DesignError, match="bundled: upstream, prefix, headroom, vllm_pcp"):
         load_design("no-such-design")
 
 
@@ -58,3 +71,26 @@ def test_dumps_round_trips_every_knob() -> None:
     again = loads_design(dumps_design(design), name="t")
     assert again == design
     assert design.per_rank_table and design.rank_capacities(2) == {512: 128, 1024: 264}
+
+
+@pytest.mark.parametrize(("written", "num", "den"), [("1.5", 3, 2), ('"5/4"', 5, 4), ('"1.25"', 5, 4), ("3", 3, 1)])
+def test_padding_factors_are_exact_rationals(written: str, num: int, den: int) -> None:
+    design = loads_design(BASE + f"max_padding_factor = {written}\n", name="f")
+    assert (design.max_padding_factor.numerator, design.max_padding_factor.denominator) == (num, den)
+    assert loads_design(dumps_design(design), name="f") == design
+
+
+def test_a_rational_factor_bounds_the_bucket_exactly() -> None:
+    from cpgraph.design.evaluate import select
+
+    design = loads_design("cp_size = 4\ncapture_num_tokens = [600]\nmax_padding_factor = \"3/2\"\n", name="f")
+    caps = design.capacities()[0]
+    assert select(design, 400, 8, caps) == 600  # 600 * 2 <= 3 * 400
+    assert select(design, 399, 8, caps) is None  # 600 * 2 > 3 * 399
+
+
+def test_context_len_round_trips_and_sets_capture_capacity() -> None:
+    design = loads_design(BASE + "context_len = 300\n", name="c")
+    assert loads_design(dumps_design(design), name="c") == design
+    whole = loads_design(BASE, name="w")
+    assert design.capacities()[0][1024] >= whole.capacities()[0][1024]
