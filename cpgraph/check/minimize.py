@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from cpgraph.check.batch import Batch, Factor, build
+from cpgraph.check.canon import canonical
 from cpgraph.check.invariants import spec_for
 from cpgraph.check.options import CheckOptions
 from cpgraph.reference import default_align_size
@@ -187,16 +188,22 @@ def minimize(
     deadline = time.perf_counter() + budget_s
     best, tries, seen = batch, 0, {batch}
     improved = True
-    while improved and tries < max_tries and time.perf_counter() < deadline:
-        improved = False
-        for cand in candidates(best, cp_sizes, knobs):
-            if cand in seen or size(cand) >= size(best) or not cand.capture_num_tokens:
-                continue
-            seen.add(cand)
-            tries += 1
-            if fails(cand):
-                best, improved = cand, True
-                break
-            if tries >= max_tries or time.perf_counter() >= deadline:
-                break
+    for _ in range(3):  # greedy shrinking, then the least bucket values and rows (canon.py), until stable
+        while improved and tries < max_tries and time.perf_counter() < deadline:
+            improved = False
+            for cand in candidates(best, cp_sizes, knobs):
+                if cand in seen or size(cand) >= size(best) or not cand.capture_num_tokens:
+                    continue
+                seen.add(cand)
+                tries += 1
+                if fails(cand):
+                    best, improved = cand, True
+                    break
+                if tries >= max_tries or time.perf_counter() >= deadline:
+                    break
+        settled, more = canonical(best, fails, strategy=knobs.strategy)
+        tries += more
+        if settled == best:
+            break
+        best, improved = settled, True
     return best, tries
