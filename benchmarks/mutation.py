@@ -1,0 +1,686 @@
+"""Mutation testing: how many planted bugs the proofs and the tests kill (issue 8, item 4).
+
+    python benchmarks/mutation.py --target spec|proofs|reference|impl [--limit N] [--jobs J] [--rev REV]
+
+Why an own AST mutator and not mutmut or cosmic-ray: the mutants that matter here are semantic edits of Z3
+term builders (a flipped comparison inside ``z3.And``, a dropped conjunct of a claim, an off-by-one in a
+residue), and the kill command is not a test run but ``cpgraph prove`` at a small scope. mutmut rewrites the
+package in place and drives pytest; cosmic-ray needs a session database and its own worker configuration;
+neither has a "drop one argument of z3.And / all_of" operator, and both would mutate the shared working tree
+or need one. This file is one dependency-free module: a fixed, named operator list applied as exact text
+edits at AST positions (the rest of the file stays byte-identical, so a reported line is the real line),
+each mutant run on a private copy of the repository (``/tmp/mut-*``, ``PYTHONPATH`` pointing there, no
+bytecode written), a named kill command per target, and a report that lists every survivor.
+
+Operators (``OPERATORS``): comparison flips (< <=, > >=, == !=), arithmetic (+ -, * //, // *, % //),
+integer constants +1 and -1, ``and``/``or`` swap, ``not`` removal (``not x`` and ``z3.Not(x)`` become x),
+dropping one argument of ``z3.And``/``z3.Or``/``all_of``/``any_of``, swapping the branches of ``z3.If``,
+and replacing a return value with a constant of its declared type (bool, int, z3 Bool term). Not mutated:
+docstrings, annotations, f-strings, ``raise`` statements (error messages), lines marked ``# pragma: no
+mutate``.
+
+Kill commands (``TARGETS``):
+- spec, proofs: every theorem of the registry at cp_size 1..8 (``_prove`` below: the obligations
+  ``cpgraph prove --cp-max 8 --jobs 1`` runs, in the same order, through the same ``run_task``; it stops at
+  the first theorem that is not proved, so a killed mutant costs less than a full run). Killed = a theorem
+  refuted or unknown, or any error. The proofs target mutates the modules the registry imports (the theorem
+  statements).
+- reference, impl: a targeted pytest selection (``-x``; killed = a test fails or errors).
+A mutant that runs past its timeout (``--timeout-factor`` times the unmutated run, at least 60 s) is
+"timed out": reported apart, and not counted as killed. The score is killed / (mutants - timed out).
+
+Results go to ``benchmarks/results/<date>-mutation-<target>.json``; every run also rewrites
+``<date>-mutation.md`` and ``<date>-mutation.json``, which combine all targets measured that day.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import concurrent.futures
+import datetime
+import io
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+PYTHON = sys.executable
+COPY_IGNORE = shutil.ignore_patterns(
+    ".git", ".venv", "build", "*.egg-info", "__pycache__", ".hypothesis", ".mypy_cache", ".pytest_cache"
+)
+
+# -- mutants ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One text edit of one file: ``source[start:end]`` becomes ``replacement``."""
+
+    path: str  # relative to the repository root
+    line: int
+    operator: str
+    description: str  # what changed, e.g. "<= -> <" or "drop argument 2 of z3.And"
+    start: int
+    end: int
+    replacement: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.path}:{self.line}: {self.operator}: {self.description}"
+
+    def apply(self, source: str) -> str:
+        return source[: self.start] + self.replacement + source[self.end :]
+
+
+COMPARISON_FLIPS = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "=="}
+ARITHMETIC_SWAPS = {ast.Add: ("+", "-"), ast.Sub: ("-", "+"), ast.Mult: ("*", "//"), ast.FloorDiv: ("//", "*"),
+                    ast.Mod: ("%", "//")}
+CONJUNCTIONS = {"And", "Or", "all_of", "any_of"}
+OPERATORS = ("comparison", "arithmetic", "constant", "boolean", "not", "drop-argument", "if-swap", "return")
+_COMPARISON_TOKEN = re.compile(r"<=|>=|==|!=|<|>")
+
+
+class _Offsets:
+    """(line, utf-8 column) positions of the ast to string offsets."""
+
+    def __init__(self, source: str) -> None:
+        self.lines = source.splitlines(keepends=True)
+        self.starts = [0]
+        for line in self.lines:
+            self.starts.append(self.starts[-1] + len(line))
+
+    def at(self, line: int, col: int) -> int:
+        text = self.lines[line - 1].encode("utf-8")[:col].decode("utf-8")
+        return self.starts[line - 1] + len(text)
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        end_line, end_col = node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
+        return self.at(node.lineno, node.col_offset), self.at(end_line, end_col)  # type: ignore[attr-defined]
+
+
+def _callee(node: ast.Call) -> str:
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return ""
+
+
+def _skipped_nodes(tree: ast.AST) -> set[int]:
+    """ids of nodes never mutated: docstrings, annotations, f-strings, raise statements, decorators."""
+    skipped: set[int] = set()
+
+    def skip(node: ast.AST | None) -> None:
+        if node is not None:
+            skipped.update(id(n) for n in ast.walk(node))
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Raise, ast.JoinedStr)):
+            skip(node)
+        elif isinstance(node, ast.AnnAssign):
+            skip(node.annotation)
+        elif isinstance(node, ast.arg):
+            skip(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            skip(node.returns)
+            for decorator in node.decorator_list:
+                skip(decorator)
+        elif isinstance(node, ast.Assert) and node.msg is not None:
+            skip(node.msg)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                skip(body[0])
+    return skipped
+
+
+def _return_constants(function: ast.FunctionDef | ast.AsyncFunctionDef, z3_imported: bool) -> tuple[str, ...]:
+    annotation = ast.unparse(function.returns).strip("'\"") if function.returns is not None else ""
+    if annotation == "bool":
+        return ("True", "False")
+    if annotation == "int":
+        return ("0",)
+    if annotation in ("BoolTerm", "z3.BoolRef") and z3_imported:
+        return ("z3.BoolVal(True)",)
+    return ()
+
+
+def mutants_of(path: str, source: str) -> list[Mutant]:
+    """Every mutant of one file, in source order (deterministic)."""
+    tree = ast.parse(source)
+    offsets = _Offsets(source)
+    skipped = _skipped_nodes(tree)
+    lines = source.splitlines()
+    z3_imported = bool(re.search(r"^import z3$", source, re.MULTILINE))
+    out: list[Mutant] = []
+
+    def add(node: ast.AST, operator: str, description: str, start: int, end: int, replacement: str) -> None:
+        line = getattr(node, "lineno", 1)
+        if "pragma: no mutate" in lines[line - 1]:
+            return
+        out.append(Mutant(path, line, operator, description, start, end, replacement))
+
+    def between(left: ast.AST, right: ast.AST) -> tuple[int, int]:
+        return offsets.span(left)[1], offsets.span(right)[0]
+
+    returns: dict[int, tuple[str, ...]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            constants = _return_constants(node, z3_imported)
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Return) and inner.value is not None:
+                    returns.setdefault(id(inner), constants)  # innermost function wins (walk is outer-first)
+
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for i, _ in enumerate(node.ops):
+                lo, hi = between(operands[i], operands[i + 1])
+                match = _COMPARISON_TOKEN.search(source, lo, hi)
+                if match and match.group() in COMPARISON_FLIPS:
+                    token = match.group()
+                    add(node, "comparison", f"{token} -> {COMPARISON_FLIPS[token]}", match.start(), match.end(),
+                        COMPARISON_FLIPS[token])
+        elif isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC_SWAPS:
+            token, swapped = ARITHMETIC_SWAPS[type(node.op)]
+            lo, hi = between(node.left, node.right)
+            at = source.find(token, lo, hi)
+            if token == "*" and source.startswith("**", at):
+                continue
+            if at >= 0:
+                add(node, "arithmetic", f"{token} -> {swapped}", at, at + len(token), swapped)
+        elif isinstance(node, ast.AugAssign) and type(node.op) in (ast.Add, ast.Sub):
+            token, swapped = ARITHMETIC_SWAPS[type(node.op)]
+            lo, hi = between(node.target, node.value)
+            at = source.find(token + "=", lo, hi)
+            if at >= 0:
+                add(node, "arithmetic", f"{token}= -> {swapped}=", at, at + 1, swapped)
+        elif isinstance(node, ast.Constant) and type(node.value) is int:
+            start, end = offsets.span(node)
+            for delta in (1, -1):
+                add(node, "constant", f"{node.value} -> {node.value + delta}", start, end, str(node.value + delta))
+        elif isinstance(node, ast.BoolOp):
+            word, other = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
+            edits = []
+            for left, right in zip(node.values, node.values[1:]):
+                lo, hi = between(left, right)
+                match = re.compile(rf"\b{word}\b").search(source, lo, hi)
+                if match:
+                    edits.append(match)
+            if edits and len(edits) == len(node.values) - 1:
+                start, end = edits[0].start(), edits[-1].end()
+                text = source[start:end]
+                replaced = re.sub(rf"\b{word}\b", other, text) if len(edits) > 1 else other
+                add(node, "boolean", f"{word} -> {other}", start, end, replaced)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            start, end = offsets.span(node)
+            operand = source[slice(*offsets.span(node.operand))]
+            add(node, "not", "not x -> x", start, end, f"({operand})")
+        elif isinstance(node, ast.Call):
+            name = _callee(node)
+            start, end = offsets.span(node)
+            if name == "Not" and len(node.args) == 1 and not node.keywords:
+                operand = source[slice(*offsets.span(node.args[0]))]
+                add(node, "not", "z3.Not(x) -> x", start, end, f"({operand})")
+            elif name in CONJUNCTIONS:
+                items: Sequence[ast.expr] = node.args
+                if len(node.args) == 1 and isinstance(node.args[0], (ast.List, ast.Tuple)):
+                    items = node.args[0].elts
+                items = [a for a in items if not isinstance(a, ast.Starred)]
+                if len(items) >= 2:
+                    for i, item in enumerate(items):
+                        a, b = offsets.span(item)
+                        if i + 1 < len(items):
+                            b = offsets.span(items[i + 1])[0]  # the argument and its comma
+                        else:
+                            a = offsets.span(items[i - 1])[1]  # the comma before the last argument
+                        add(item, "drop-argument", f"drop argument {i + 1} of {name}", a, b, "")
+            elif name == "If" and len(node.args) == 3:
+                then_branch, else_branch = node.args[1], node.args[2]
+                a, _ = offsets.span(then_branch)
+                _, b = offsets.span(else_branch)
+                swapped = source[slice(*offsets.span(else_branch))] + ", " + source[slice(*offsets.span(then_branch))]
+                add(node, "if-swap", "z3.If(c, a, b) -> z3.If(c, b, a)", a, b, swapped)
+        elif isinstance(node, ast.Return) and node.value is not None:
+            start, end = offsets.span(node.value)
+            for constant in returns.get(id(node), ()):
+                if source[start:end] != constant:
+                    add(node, "return", f"return {constant}", start, end, constant)
+    out.sort(key=lambda m: (m.start, m.operator, m.description))
+    return [m for m in out if _parses(m.apply(source))]  # a mutant is a program, never a syntax error
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        return False
+    return True
+
+
+# -- targets and kill commands --------------------------------------------------------------------------------
+
+PROVE_CP_MAX = 8
+BULK_SCALE = "0.05"  # the million-case conformance test at 5% (about 50 000 cases, 2 s) inside a kill command
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One kill command: argv after the python executable, run in the copy's root."""
+
+    name: str
+    argv: tuple[str, ...]
+
+    def text(self) -> str:
+        return "python " + " ".join(self.argv)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to mutate and the kill stages, in order: a mutant is killed by the first stage that fails; later
+    stages run only on the survivors of earlier ones (the first stage's score is reported on its own)."""
+
+    name: str
+    files: Callable[[Path], list[str]]
+    stages: tuple[Stage, ...]
+    doc: str
+
+
+def _glob(pattern: str, *, exclude: Sequence[str] = ("__init__.py",)) -> Callable[[Path], list[str]]:
+    def files(root: Path) -> list[str]:
+        return sorted(str(p.relative_to(root)) for p in root.glob(pattern) if p.name not in exclude)
+
+    return files
+
+
+def _theorem_files(root: Path) -> list[str]:
+    """The modules proofs/registry.py imports its theorems from (the theorem statements)."""
+    registry = (root / "proofs" / "registry.py").read_text()
+    names: list[str] = []
+    for node in ast.walk(ast.parse(registry)):
+        if isinstance(node, ast.ImportFrom) and node.module == "cpgraph.proofs":
+            names.extend(alias.name for alias in node.names)
+    return sorted(f"proofs/{n}.py" for n in names if (root / "proofs" / f"{n}.py").exists())
+
+
+_BULK = "tests/differential/test_conformance_widened.py::test_ci_reference_and_impl_conform_on_a_million_cases"
+_PROVE = Stage("prove", ("benchmarks/mutation.py", "_prove", "--cp-max", str(PROVE_CP_MAX)))
+
+
+def _pytest(name: str, *paths: str) -> Stage:
+    return Stage(name, ("-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header", *paths))
+
+
+TARGETS: dict[str, Target] = {
+    "spec": Target(
+        "spec", _glob("spec/*.py", exclude=("__init__.py", "design.py", "design_counts.py")),
+        (_PROVE, _pytest("tests", "tests/unit/test_spec_*.py", "tests/unit/test_proofs_boundaries.py",
+                         "tests/differential/test_conformance_*.py", "tests/quality/test_proof_variants.py")),
+        f"stage prove: every theorem of the registry at cp_size 1..{PROVE_CP_MAX} (the obligations of `cpgraph prove "
+        f"--cp-max {PROVE_CP_MAX}`, stopping at the first failure); stage tests, on prove's survivors only: the "
+        "spec's unit tests, the boundary and conformance tests and the proof-variant tests. spec/design.py and "
+        "spec/design_counts.py are the terms of `cpgraph review`, not of `cpgraph prove`: not in this target",
+    ),
+    "proofs": Target(
+        "proofs", _theorem_files,
+        (_PROVE, _pytest("tests", "tests/quality/test_proof_variants.py", "tests/unit/test_proofs_obligations.py")),
+        f"stage prove: every theorem of the registry at cp_size 1..{PROVE_CP_MAX}; stage tests, on prove's "
+        "survivors only: the proof-variant tests (each theorem refutes its wrong variants) and the non-vacuity tests",
+    ),
+    "reference": Target(
+        "reference", _glob("reference/*.py"),
+        (_pytest("tests", _BULK, "tests/unit/test_reference_*.py",
+                 "tests/differential/test_conformance_reference.py", "tests/stateful/test_reference_runner_machine.py"),),
+        "pytest -x over the reference's unit, property, vector, conformance and state-machine tests",
+    ),
+    "impl": Target(
+        "impl", lambda root: ["impl/decision.py"],
+        (_pytest("tests", _BULK, "tests/unit/test_impl_decision.py",
+                 "tests/differential/test_impl_decisions.py"),),
+        "pytest -x over the bulk conformance harness (impl's decision path against the spec's mirror), impl's "
+        "decision tests and its differential tests against the reference",
+    ),
+}
+
+
+def _existing(stage: Stage, root: Path) -> Stage:
+    """The stage with its test globs expanded in this tree (a missing file would be a pytest error)."""
+    argv: list[str] = []
+    for arg in stage.argv:
+        if arg.startswith("tests/"):
+            pattern, _, test = arg.partition("::")
+            argv.extend(sorted(str(p.relative_to(root)) + (f"::{test}" if test else "") for p in root.glob(pattern)))
+        else:
+            argv.append(arg)
+    return Stage(stage.name, tuple(argv))
+
+
+# -- running ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    mutant: Mutant
+    status: str  # "killed", "survived", "timeout"
+    seconds: float
+    evidence: str  # the last line of the deciding kill command's output
+    stage: str  # the stage that killed it (or timed out); "" for a survivor
+
+
+def make_copy(rev: str | None) -> Path:
+    """A private copy of the repository: the working tree, or the commit ``rev`` (git archive)."""
+    root = Path(tempfile.mkdtemp(prefix="mut-"))
+    if rev is None:
+        shutil.copytree(ROOT, root, symlinks=True, ignore=COPY_IGNORE, dirs_exist_ok=True)
+    else:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev],
+                                 check=True, capture_output=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(root, filter="tar")
+    # The harness itself always comes from this checkout (it may be newer than rev).
+    (root / "benchmarks").mkdir(exist_ok=True)
+    shutil.copy2(Path(__file__), root / "benchmarks" / "mutation.py")
+    return root
+
+
+def run_kill(root: Path, argv: Sequence[str], timeout: float) -> tuple[str, float, str]:
+    """Run the kill command in ``root``: ("killed" | "survived" | "timeout", seconds, last output line)."""
+    env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1", "HYPOTHESIS_PROFILE": "ci",
+           "CPGRAPH_BULK_SCALE": BULK_SCALE}
+    env.pop("PYTHONSTARTUP", None)
+    start = time.perf_counter()
+    try:
+        done = subprocess.run([PYTHON, *argv], cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout", time.perf_counter() - start, f"ran past {timeout:.0f} s"
+    seconds = time.perf_counter() - start
+    lines = [ln for ln in (done.stdout + done.stderr).splitlines() if ln.strip()]
+    return ("survived" if done.returncode == 0 else "killed"), seconds, (lines[-1][:300] if lines else "")
+
+
+def _worker(root: Path, stages: Sequence[Stage], timeouts: Sequence[float], mutants: Sequence[Mutant],
+            report: Callable[[Outcome], None], stop: threading.Event) -> None:
+    originals: dict[str, str] = {}
+    for mutant in mutants:
+        if stop.is_set():
+            return
+        path = root / mutant.path
+        original = originals.setdefault(mutant.path, path.read_text())
+        path.write_text(mutant.apply(original))
+        total = 0.0
+        try:
+            outcome = None
+            for stage, timeout in zip(stages, timeouts):
+                status, seconds, evidence = run_kill(root, stage.argv, timeout)
+                total += seconds
+                if status != "survived":
+                    outcome = Outcome(mutant, status, total, evidence, stage.name)
+                    break
+            report(outcome or Outcome(mutant, "survived", total, "", ""))
+        finally:
+            path.write_text(original)
+
+
+def run_target(target: Target, *, limit: int | None, jobs: int, rev: str | None, sample_seed: int,
+               timeout_factor: float, files: Sequence[str] | None) -> dict[str, object]:
+    copies = [make_copy(rev) for _ in range(jobs)]
+    try:
+        root = copies[0]
+        chosen = list(files) if files else target.files(root)
+        stages = [_existing(stage, root) for stage in target.stages]
+        everything = [m for f in chosen for m in mutants_of(f, (root / f).read_text())]
+        picked = everything
+        if limit is not None and limit < len(everything):
+            indices = sorted(random.Random(sample_seed).sample(range(len(everything)), limit))
+            picked = [everything[i] for i in indices]
+        baselines: list[float] = []
+        for stage in stages:
+            status, seconds, evidence = run_kill(root, stage.argv, 1800)
+            if status != "survived":
+                raise SystemExit(f"mutation: stage {stage.name} fails on the unmutated tree ({evidence}); fix that first")
+            baselines.append(seconds)
+        timeouts = [max(60.0, timeout_factor * b) for b in baselines]
+        baseline = sum(baselines)
+        print(f"mutation: {target.name}: {len(picked)} of {len(everything)} mutants in {len(chosen)} files; "
+              f"unmutated kill stages {', '.join(f'{s.name} {b:.1f} s' for s, b in zip(stages, baselines))}; "
+              f"{jobs} job(s)", file=sys.stderr)
+        outcomes: list[Outcome] = []
+        start = time.perf_counter()
+
+        def report(outcome: Outcome) -> None:
+            outcomes.append(outcome)
+            if outcome.status != "killed" or len(outcomes) % 10 == 0:
+                print(f"  [{len(outcomes)}/{len(picked)}] {outcome.status}: {outcome.mutant.key}", file=sys.stderr)
+
+        shards = [picked[i::jobs] for i in range(jobs)]
+        stop = threading.Event()
+        if jobs == 1:
+            _worker(copies[0], stages, timeouts, shards[0], report, stop)
+        else:
+            pool = concurrent.futures.ThreadPoolExecutor(jobs)
+            try:
+                futures = [pool.submit(_worker, copies[i], stages, timeouts, shards[i], report, stop) for i in range(jobs)]
+                for future in futures:
+                    future.result()
+            finally:
+                stop.set()  # on an interrupt, each worker stops after the mutant it is running
+                pool.shutdown(wait=True, cancel_futures=True)
+        wall = time.perf_counter() - start
+    finally:
+        for copy in copies:
+            shutil.rmtree(copy, ignore_errors=True)
+    outcomes.sort(key=lambda o: (o.mutant.path, o.mutant.start, o.mutant.operator, o.mutant.description))
+    return summarise(target, chosen, stages, outcomes, len(everything), baseline, wall, rev, limit, sample_seed, jobs)
+
+
+def summarise(target: Target, files: Sequence[str], stages: Sequence[Stage], outcomes: Sequence[Outcome], total: int,
+              baseline: float, wall: float, rev: str | None, limit: int | None, sample_seed: int,
+              jobs: int) -> dict[str, object]:
+    per_file = []
+    for path in files:
+        mine = [o for o in outcomes if o.mutant.path == path]
+        per_file.append({"file": path, **_counts(mine)})
+    return {
+        "target": target.name,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "revision": rev or _head() + " + working tree",
+        "kill_stages": [{"name": s.name, "command": s.text()} for s in stages],
+        "killed_by_stage": {s.name: sum(o.status == "killed" and o.stage == s.name for o in outcomes) for s in stages},
+        "first_stage_score": _first_stage_score(stages, outcomes),
+        "kill_doc": target.doc,
+        "mutants_in_files": total,
+        "sampled": limit is not None and limit < total,
+        "sample_seed": sample_seed if limit is not None and limit < total else None,
+        "unmutated_kill_seconds": round(baseline, 2),
+        "wall_seconds": round(wall, 1),
+        "jobs": jobs,
+        **_counts(outcomes),
+        "per_file": per_file,
+        "survivors": [_entry(o) for o in outcomes if o.status == "survived"],
+        "timeouts": [_entry(o) for o in outcomes if o.status == "timeout"],
+        "operators": {op: _counts([o for o in outcomes if o.mutant.operator == op]) for op in OPERATORS},
+    }
+
+
+def _first_stage_score(stages: Sequence[Stage], outcomes: Sequence[Outcome]) -> float | None:
+    """Killed by the first stage alone (e.g. by `cpgraph prove`, without the tests) over the decided mutants."""
+    decided = [o for o in outcomes if o.status != "timeout"]
+    if not decided or not stages:
+        return None
+    return round(sum(o.status == "killed" and o.stage == stages[0].name for o in decided) / len(decided), 4)
+
+
+def _counts(outcomes: Sequence[Outcome]) -> dict[str, object]:
+    killed = sum(o.status == "killed" for o in outcomes)
+    survived = sum(o.status == "survived" for o in outcomes)
+    timed_out = sum(o.status == "timeout" for o in outcomes)
+    decided = killed + survived
+    return {"mutants": len(outcomes), "killed": killed, "survived": survived, "timed_out": timed_out,
+            "score": round(killed / decided, 4) if decided else None}
+
+
+def _entry(outcome: Outcome) -> dict[str, object]:
+    m = outcome.mutant
+    return {"where": f"{m.path}:{m.line}", "operator": m.operator, "mutation": m.description,
+            "replacement": m.replacement, "seconds": round(outcome.seconds, 2), "stage": outcome.stage,
+            "evidence": outcome.evidence}
+
+
+def _head() -> str:
+    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
+# -- reports ------------------------------------------------------------------------------------------------
+
+
+def write_reports(result: dict[str, object], out: Path) -> tuple[Path, Path]:
+    """Write this target's JSON, then the day's combined Markdown and JSON over every target measured."""
+    out.mkdir(parents=True, exist_ok=True)
+    day = str(result["date"])[:10]
+    (out / f"{day}-mutation-{result['target']}.json").write_text(json.dumps(result, indent=2) + "\n")
+    order = {name: i for i, name in enumerate(TARGETS)}
+    paths = sorted(out.glob(f"{day}-mutation-*.json"),
+                   key=lambda p: (order.get(p.stem.removeprefix(f"{day}-mutation-"), len(order)), p.name))
+    runs = [json.loads(p.read_text()) for p in paths]
+    combined_json = out / f"{day}-mutation.json"
+    combined_json.write_text(json.dumps({"date": day, "targets": runs}, indent=2) + "\n")
+    combined_md = out / f"{day}-mutation.md"
+    combined_md.write_text(render_markdown(day, runs))
+    return combined_md, combined_json
+
+
+def _pct(score: object) -> str:
+    return "n/a" if score is None else f"{100 * float(score):.1f}%"  # type: ignore[arg-type]
+
+
+def render_markdown(day: str, runs: Sequence[dict[str, object]]) -> str:
+    lines = [
+        f"# Mutation score, {day}",
+        "",
+        "Produced by `python benchmarks/mutation.py --target T` (see its docstring for the operators, the kill",
+        "commands and why an own AST mutator). Each mutant is one exact text edit of one file, run on a private",
+        "copy of the repository. Score = killed / (killed + survived); timed-out mutants are listed apart.",
+        "",
+        "| target | mutants | killed | survived | timed out | score | first stage alone | killed by stage | sampled | wall |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for run in runs:
+        sampled = f"{run['mutants']} of {run['mutants_in_files']} (seed {run['sample_seed']})" if run["sampled"] else "all"
+        by_stage = ", ".join(f"{k} {v}" for k, v in run["killed_by_stage"].items())  # type: ignore[attr-defined]
+        first = run["kill_stages"][0]["name"]  # type: ignore[index]
+        lines.append(
+            f"| {run['target']} | {run['mutants']} | {run['killed']} | {run['survived']} | {run['timed_out']} | "
+            f"{_pct(run['score'])} | {_pct(run['first_stage_score'])} ({first}) | {by_stage} | {sampled} | "
+            f"{run['wall_seconds']} s |"
+        )
+    for run in runs:
+        lines += ["", f"## {run['target']}", "", f"Revision {run['revision']}, measured {run['date']}, "
+                  f"{run['jobs']} job(s); unmutated kill run {run['unmutated_kill_seconds']} s. Kill: {run['kill_doc']}.",
+                  "", *[f"- stage `{s['name']}`: `{s['command']}`" for s in run["kill_stages"]],  # type: ignore[attr-defined]
+                  "", "| file | mutants | killed | survived | timed out | score |", "| --- | --- | --- | --- | --- | --- |"]
+        for row in run["per_file"]:  # type: ignore[attr-defined]
+            lines.append(f"| `{row['file']}` | {row['mutants']} | {row['killed']} | {row['survived']} | "
+                         f"{row['timed_out']} | {_pct(row['score'])} |")
+        lines += ["", "| operator | mutants | killed | survived | score |", "| --- | --- | --- | --- | --- |"]
+        for op, row in run["operators"].items():  # type: ignore[attr-defined]
+            if row["mutants"]:
+                lines.append(f"| {op} | {row['mutants']} | {row['killed']} | {row['survived']} | {_pct(row['score'])} |")
+        survivors = run["survivors"]
+        lines += ["", f"Survivors ({len(survivors)}):" if survivors else "No survivors."]  # type: ignore[arg-type]
+        for s in survivors:  # type: ignore[attr-defined]
+            lines.append(f"- `{s['where']}` {s['operator']}: {s['mutation']}")
+        if run["timeouts"]:
+            lines += ["", "Timed out:"]
+            lines += [f"- `{s['where']}` {s['operator']}: {s['mutation']}" for s in run["timeouts"]]  # type: ignore[attr-defined]
+    return "\n".join(lines) + "\n"
+
+
+# -- the prove kill command ------------------------------------------------------------------------------------
+
+
+def prove_fail_fast(cp_max: int) -> int:
+    """The obligations of ``cpgraph prove --cp-max N`` in registry order, one parameter at a time through
+    ``run_task`` (no counterexample minimisation); exit 1 at the first theorem not proved."""
+    from cpgraph.proofs.registry import OBLIGATIONS
+    from cpgraph.proofs.run import run_task
+
+    for obligation in OBLIGATIONS:
+        for parameter in obligation.parameters(cp_max):
+            result = run_task(obligation, parameter, shrink=False)
+            if result.failure is not None:
+                print(f"{obligation.name} {result.failure.label}: {result.failure.verdict.status.value} "
+                      f"{result.failure.verdict.reason}".rstrip())
+                return 1
+    print(f"{len(OBLIGATIONS)} theorems proved at cp_size 1..{cp_max}")
+    return 0
+
+
+# -- command line -------------------------------------------------------------------------------------------
+
+
+def _exit_on_sigterm() -> None:
+    """SIGTERM unwinds like Ctrl-C, so every /tmp/mut-* copy is removed (the ``finally`` in run_target)."""
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["_prove"]:
+        inner = argparse.ArgumentParser(prog="mutation.py _prove")
+        inner.add_argument("--cp-max", type=int, default=PROVE_CP_MAX)
+        return prove_fail_fast(inner.parse_args(args[1:]).cp_max)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--target", choices=sorted(TARGETS), required=True)
+    parser.add_argument("--limit", type=int, default=None, metavar="N", help="a deterministic sample of N mutants")
+    parser.add_argument("--sample-seed", type=int, default=0, metavar="S", help="the sample's seed (default 0)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="J", help="mutants run at once, one copy each")
+    parser.add_argument("--rev", default=None, help="mutate this commit (git archive) instead of the working tree")
+    parser.add_argument("--files", nargs="+", default=None, help="only these files (paths from the repo root)")
+    parser.add_argument("--timeout-factor", type=float, default=10.0, metavar="X")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where the reports go (benchmarks/results)")
+    parser.add_argument("--list", action="store_true", help="print the mutants and exit")
+    options = parser.parse_args(args)
+    target = TARGETS[options.target]
+    if options.jobs < 1 or (options.limit is not None and options.limit < 1):
+        parser.error("--jobs and --limit must be >= 1")
+    if options.list:
+        files = options.files or target.files(ROOT)
+        for path in files:
+            for mutant in mutants_of(path, (ROOT / path).read_text()):
+                print(mutant.key)
+        for stage in target.stages:
+            print(f"stage {stage.name}: {_existing(stage, ROOT).text()}", file=sys.stderr)
+        return 0
+    _exit_on_sigterm()
+    result = run_target(target, limit=options.limit, jobs=options.jobs, rev=options.rev,
+                        sample_seed=options.sample_seed, timeout_factor=options.timeout_factor, files=options.files)
+    md, js = write_reports(result, options.out)
+    print(f"mutation: {result['target']}: {result['killed']} killed, {result['survived']} survived, "
+          f"{result['timed_out']} timed out of {result['mutants']} (score {_pct(result['score'])}); {md}, {js}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
