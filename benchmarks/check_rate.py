@@ -2,6 +2,12 @@
 correct pure-Python policies, and time-to-catch for every mutant in proofs/mutants.
 
     .venv/bin/python benchmarks/check_rate.py [--budget-s 30] [--json PATH] [--skip-mutants]
+    .venv/bin/python benchmarks/check_rate.py --breakdown [--budget-s 10] [--json PATH]
+
+``--breakdown`` runs the search loop of run.py in this one process (no fork, no boundary solver) for
+each policy of BREAKDOWN and times its parts per batch: generating the batch, the policy's own calls,
+asking beyond them (the protocol and the per-call bound), judging, and the loop; the rate is batches per
+CPU-minute of this process (process_time), the overhead the share of that time not spent in the policy.
 
 Each policy runs through the CLI path's engine with the default options (cp_sizes 1,2,4,8, all three
 capacity kinds, boundary models on), in this process, one after another. The wall rate depends on
@@ -22,8 +28,114 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from typing import Any  # noqa: E402
+
 from cpgraph import check_policy  # noqa: E402
 from cpgraph.proofs.mutants import MUTANTS  # noqa: E402
+from cpgraph.proofs.mutants._kit import correct_select  # noqa: E402
+
+BREAKDOWN = ("benchmarks.check_rate:lean", "cpgraph.proofs.mutants.correct:scan")
+
+
+class _Lean:
+    """A lean correct policy: the decision is made once per batch (every rank is asked the same batch,
+    by the same tuple objects) and read by every rank, as a serving stack computes it once per step."""
+
+    def __init__(self) -> None:
+        self._key: tuple[object, ...] = ()
+        self._keep: tuple[object, ...] = ()
+        self._bucket: int | None = None
+
+    def _select(self, b: dict[str, Any]) -> int | None:
+        lengths, buckets = b["extend_seq_lens"], b["capture_num_tokens"]
+        key = (id(lengths), id(buckets), b["num_tokens"], b["cp_size"], b["align_size"], b["max_padding_factor"])
+        if key != self._key:
+            self._key, self._keep = key, (lengths, buckets)  # kept alive, so the ids stay theirs
+            self._bucket = correct_select(**b)
+        return self._bucket
+
+    def admit(self, **b: Any) -> bool:
+        return self._select(b) is not None
+
+    def replay_bucket(self, **b: Any) -> int | None:
+        return self._select(b)
+
+
+lean = _Lean()
+
+
+def breakdown(target: str, seconds: float, seed: int = 0) -> dict[str, Any]:
+    """Time the parts of the search loop for ``target`` (see the module docstring)."""
+    from cpgraph.check.calls import bound, session
+    from cpgraph.check.generate import cases
+    from cpgraph.check.invariants import judge
+    from cpgraph.check.options import make_options
+    from cpgraph.check.protocol import ask, load_policy
+    from cpgraph.check.run import with_policy_knobs
+
+    raw = load_policy(target)
+    spent = [0.0]
+
+    def timed(fn: Any) -> Any:
+        def call(**kw: Any) -> Any:
+            start = time.thread_time()
+            try:
+                return fn(**kw)
+            finally:
+                spent[0] += time.thread_time() - start
+
+        return call
+
+    from dataclasses import replace
+
+    policy = bound(replace(raw, admit=timed(raw.admit), replay_bucket=timed(raw.replay_bucket),
+                           local_rows=None if raw.local_rows is None else timed(raw.local_rows)))
+    opts = with_policy_knobs(make_options(boundary=False, seed=seed), policy)
+    always = opts.ask_replay == "always"
+    gen = asked = judged = 0.0
+    count = 0
+    stream = cases(opts)
+    clock = time.thread_time  # CPU time of this thread: the parts do not depend on the machine's load
+    with session(10.0):
+        cpu0, wall0 = time.process_time(), clock()
+        end = time.perf_counter() + seconds
+        while True:
+            t0 = clock()
+            if time.perf_counter() >= end:
+                break
+            phase, batch = next(stream)
+            t1 = clock()
+            answers = ask(policy, batch, ask_replay=opts.ask_replay)
+            t2 = clock()
+            found = judge(batch, answers, strategy=opts.strategy, invariants=opts.checked, replay_always=always)
+            t3 = clock()
+            assert not found, (target, batch, found)
+            gen += t1 - t0
+            asked += t2 - t1
+            judged += t3 - t2
+            count += 1
+        cpu, wall = time.process_time() - cpu0, clock() - wall0
+    stream.close()
+    us = 1e6 / count
+    policy_s = spent[0]
+    loop = wall - gen - asked - judged
+    return {
+        "batches": count,
+        "per_cpu_minute": round(count / cpu * 60),
+        "overhead_share": round(1 - policy_s / wall, 3),
+        "clock": "thread CPU time (time.thread_time), including the timing calls themselves",
+        "us_per_batch": {
+            "generate": round(gen * us, 2),
+            "policy": round(policy_s * us, 2),
+            "ask_beyond_policy": round((asked - policy_s) * us, 2),
+            "judge": round(judged * us, 2),
+            "loop": round(loop * us, 2),
+            "total": round(wall * us, 2),
+        },
+        "cpu_s": round(cpu, 2),
+        "wall_s": round(wall, 2),
+    }
+
 
 CORRECT = ("cpgraph.reference.policy", "cpgraph.impl.policy", "cpgraph.proofs.mutants.correct:scan", "cpgraph.proofs.mutants.correct:with_rows")
 
@@ -39,7 +151,17 @@ def main() -> int:
     parser.add_argument("--budget-s", type=float, default=30.0, help="budget per correct policy (default 30, the CLI default)")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--skip-mutants", action="store_true")
+    parser.add_argument("--breakdown", action="store_true", help="time the parts of the search loop per batch instead")
     args = parser.parse_args()
+    if args.breakdown:
+        out: dict[str, Any] = {"python": platform.python_version(), "cpus": os.cpu_count(), "loadavg_before": os.getloadavg()}
+        for target in BREAKDOWN:
+            out[target] = breakdown(target, args.budget_s)
+            print(target, json.dumps(out[target]))
+        out["loadavg_after"] = os.getloadavg()
+        if args.json:
+            Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+        return 0
     results: dict[str, object] = {
         "python": platform.python_version(),
         "machine": platform.machine(),

@@ -10,7 +10,9 @@ from cpgraph.check.batch import Batch
 from cpgraph.reference.invariants import EFFICIENCY as EFFICIENCY, INVARIANTS as INVARIANTS, SAFETY as SAFETY
 from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.reference.judge import Expectation, Finding as Finding, RankAnswer, expected, judge_answers
+from cpgraph.reference.capacity import required_local_tokens
 from cpgraph.reference.layout import rank_loads
+from cpgraph.reference.selection import fitting_buckets, is_cp_active
 
 CLAIMS: Final = {i: row.sentence for i, row in INVARIANT_TABLE.items()}  # one sentence per id, from the table
 
@@ -31,8 +33,15 @@ def spec_for(batch: Batch, strategy: str = "zigzag") -> Expectation:
 
 
 def spec_by_reference(batch: Batch, strategy: str = "zigzag") -> Expectation:
-    """``spec_for`` without the memo (for tests)."""
-    return expected(batch, strategy)
+    """``spec_for`` computed call by call through reference/'s public, validating functions (slow; tests
+    hold it equal to ``spec_for``)."""
+    required = required_local_tokens(batch.extend_seq_lens, cp_size=batch.cp_size, align_size=batch.align_size, strategy=strategy)
+    fitting = fitting_buckets(
+        num_tokens=batch.num_tokens, required_local_tokens=required, capture_num_tokens=batch.capture_num_tokens,
+        bucket_local_tokens=batch.capacities, max_padding_factor=batch.max_padding_factor,
+    )
+    active = is_cp_active(batch.extend_seq_lens, num_tokens=batch.num_tokens, cp_size=batch.cp_size)
+    return Expectation(active, rank_loads(batch.extend_seq_lens, cp_size=batch.cp_size, strategy=strategy), required, fitting)
 
 
 def judge(
@@ -44,8 +53,9 @@ def judge(
     replay_always: bool = False,
 ) -> list[Finding]:
     """Every invariant in ``invariants`` (default: all) that the ranks' answers break on ``batch``:
-    reference.judge.judge_answers with the memoised expectation. ``replay_always``: replay was asked of
+    reference.judge.judge_answers (a freshly generated batch is seen once, so its expectation is not
+    memoised here; its loads are). ``replay_always``: replay was asked of
     every rank (--ask-replay always), so a rank that did not admit must also refuse."""
     return judge_answers(
-        batch, answers, strategy=strategy, invariants=invariants, expect=spec_for(batch, strategy), replay_always=replay_always
+        batch, answers, strategy=strategy, invariants=invariants, expect=expected(batch, strategy), replay_always=replay_always
     )

@@ -19,7 +19,7 @@ from typing import Any
 
 from cpgraph.check.batch import Batch, Factor, parse_factor
 from cpgraph.reference.validate import check_strategy
-from cpgraph.reference.judge import NOT_ASKED as NOT_ASKED, REFUSED as REFUSED, RankAnswer as RankAnswer
+from cpgraph.reference.judge import NOT_ASKED as NOT_ASKED, REFUSED as REFUSED, RankAnswer as RankAnswer, rank_answer
 
 ASK_REPLAY = ("admitted", "always")  # protocol v2 (replay only after admission) / the strict total replay
 
@@ -176,27 +176,32 @@ def ask(
         raise ValueError(f"ask_replay must be one of {', '.join(ASK_REPLAY)}; got {ask_replay!r}")
     base = batch.kwargs()
     table = base.pop("bucket_local_tokens")
+    admit_fn, replay_fn, rows_fn = policy.admit, policy.replay_bucket, policy.local_rows
     answers = []
     for rank in range(batch.cp_size) if ranks is None else ranks:
-        kw = dict(base, cp_rank=rank, bucket_local_tokens=dict(table))
+        kw = base.copy()
+        kw["cp_rank"] = rank
+        kw["bucket_local_tokens"] = table.copy()
         admit: bool | None
         admit_error = replay_error = rows_error = None
         rows: tuple[object, ...] | None = None
         try:
-            admit = bool(policy.admit(**kw))
+            admit = bool(admit_fn(**kw))
         except Exception as exc:
             admit, admit_error = None, _error(exc)
         bucket: object = None
         asked = always or admit is True
         if asked:
             try:
-                bucket = _as_int(policy.replay_bucket(**kw))
+                bucket = replay_fn(**kw)
+                if type(bucket) is not int:
+                    bucket = _as_int(bucket)
             except Exception as exc:
                 bucket, replay_error = None, _error(exc)
-        if policy.local_rows is not None and bucket is not None:
+        if rows_fn is not None and bucket is not None:
             try:
-                rows = tuple(_as_int(r) for r in policy.local_rows(bucket=bucket, **kw))
+                rows = tuple(_as_int(r) for r in rows_fn(bucket=bucket, **kw))
             except Exception as exc:
                 rows_error = _error(exc)
-        answers.append(RankAnswer(rank, admit, admit_error, bucket, replay_error, rows, rows_error, asked))
+        answers.append(rank_answer(rank, admit, admit_error, bucket, replay_error, rows, rows_error, asked))
     return tuple(answers)

@@ -242,3 +242,16 @@ def test_a_policy_crashing_on_an_absent_capacity_breaks_admission_and_falls_back
 
     absent = make_batch((1534, 161, 353), (2048, 2304), cp_size=4, capacities={2304: 576})
     assert _ids(SimpleNamespace(admit=pick, replay_bucket=pick), absent) == {"admission_replay", "no_needless_fallback"}
+
+
+@given(batches(cp_size_choices=(1, 2, 4), max_requests=3, max_tokens=512))
+def test_the_judges_one_pass_shortcut_finds_what_the_rules_find(batch: Batch) -> None:
+    from cpgraph.reference.invariants import INVARIANTS
+    from cpgraph.reference.judge import JUDGES, Case, expected, judge_answers
+
+    for target in ("cpgraph.reference.policy", "cpgraph.proofs.mutants.ignore_capacity", "cpgraph.proofs.mutants.correct:with_rows",
+                   "cpgraph.proofs.mutants.padded_layout", "cpgraph.proofs.mutants.largest_fitting"):
+        answers = ask(load_policy(target), batch)
+        case = Case(batch, answers, expected(batch))
+        by_rules = [inv for inv in INVARIANTS if JUDGES[inv](case) is not None]
+        assert [f.invariant for f in judge_answers(batch, answers)] == by_rules, target
