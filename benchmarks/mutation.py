@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import ast
 import concurrent.futures
+import dataclasses
 import datetime
 import io
 import json
@@ -415,10 +416,10 @@ def run_kill(root: Path, argv: Sequence[str], timeout: float) -> tuple[str, floa
 
 
 def _worker(root: Path, stages: Sequence[Stage], timeouts: Sequence[float], mutants: Sequence[Mutant],
-            report: Callable[[Outcome], None], stop: threading.Event) -> None:
+            report: Callable[[Outcome], None], stop: threading.Event, deadline: float | None) -> None:
     originals: dict[str, str] = {}
     for mutant in mutants:
-        if stop.is_set():
+        if stop.is_set() or (deadline is not None and time.time() >= deadline):
             return
         path = root / mutant.path
         original = originals.setdefault(mutant.path, path.read_text())
@@ -438,7 +439,15 @@ def _worker(root: Path, stages: Sequence[Stage], timeouts: Sequence[float], muta
 
 
 def run_target(target: Target, *, limit: int | None, jobs: int, rev: str | None, sample_seed: int,
-               timeout_factor: float, files: Sequence[str] | None) -> dict[str, object]:
+               timeout_factor: float, files: Sequence[str] | None, stages_named: Sequence[str] | None = None,
+               deadline: float | None = None) -> dict[str, object]:
+    """Run the chosen mutants (all, or a deterministic sample of ``limit``); ``stages_named`` keeps only those
+    kill stages; past ``deadline`` (a time.time()) no new mutant starts and the report says how many ran."""
+    if stages_named:
+        unknown = set(stages_named) - {s.name for s in target.stages}
+        if unknown:
+            raise SystemExit(f"mutation: no stage {sorted(unknown)} in target {target.name}")
+        target = dataclasses.replace(target, stages=tuple(s for s in target.stages if s.name in stages_named))
     copies = [make_copy(rev) for _ in range(jobs)]
     try:
         root = copies[0]
@@ -468,14 +477,17 @@ def run_target(target: Target, *, limit: int | None, jobs: int, rev: str | None,
             if outcome.status != "killed" or len(outcomes) % 10 == 0:
                 print(f"  [{len(outcomes)}/{len(picked)}] {outcome.status}: {outcome.mutant.key}", file=sys.stderr)
 
-        shards = [picked[i::jobs] for i in range(jobs)]
+        # A seeded shuffle: a run stopped at its deadline has measured a uniform sample, not the first files.
+        order = random.Random(sample_seed + 1).sample(picked, len(picked))
+        shards = [order[i::jobs] for i in range(jobs)]
         stop = threading.Event()
         if jobs == 1:
-            _worker(copies[0], stages, timeouts, shards[0], report, stop)
+            _worker(copies[0], stages, timeouts, shards[0], report, stop, deadline)
         else:
             pool = concurrent.futures.ThreadPoolExecutor(jobs)
             try:
-                futures = [pool.submit(_worker, copies[i], stages, timeouts, shards[i], report, stop) for i in range(jobs)]
+                futures = [pool.submit(_worker, copies[i], stages, timeouts, shards[i], report, stop, deadline)
+                           for i in range(jobs)]
                 for future in futures:
                     future.result()
             finally:
@@ -486,7 +498,10 @@ def run_target(target: Target, *, limit: int | None, jobs: int, rev: str | None,
         for copy in copies:
             shutil.rmtree(copy, ignore_errors=True)
     outcomes.sort(key=lambda o: (o.mutant.path, o.mutant.start, o.mutant.operator, o.mutant.description))
-    return summarise(target, chosen, stages, outcomes, len(everything), baseline, wall, rev, limit, sample_seed, jobs)
+    result = summarise(target, chosen, stages, outcomes, len(everything), baseline, wall, rev, limit, sample_seed, jobs)
+    result["planned"] = len(picked)
+    result["stopped_at_deadline"] = len(outcomes) < len(picked)
+    return result
 
 
 def summarise(target: Target, files: Sequence[str], stages: Sequence[Stage], outcomes: Sequence[Outcome], total: int,
@@ -583,6 +598,8 @@ def render_markdown(day: str, runs: Sequence[dict[str, object]]) -> str:
     ]
     for run in runs:
         sampled = f"{run['mutants']} of {run['mutants_in_files']} (seed {run['sample_seed']})" if run["sampled"] else "all"
+        if run.get("stopped_at_deadline"):
+            sampled = f"{run['mutants']} of {run['planned']} planned (stopped at the deadline; a seeded random order)"
         by_stage = ", ".join(f"{k} {v}" for k, v in run["killed_by_stage"].items())  # type: ignore[attr-defined]
         first = run["kill_stages"][0]["name"]  # type: ignore[index]
         lines.append(
@@ -616,19 +633,24 @@ def render_markdown(day: str, runs: Sequence[dict[str, object]]) -> str:
 
 
 def prove_fail_fast(cp_max: int) -> int:
-    """The obligations of ``cpgraph prove --cp-max N`` in registry order, one parameter at a time through
-    ``run_task`` (no counterexample minimisation); exit 1 at the first theorem not proved."""
+    """Every (obligation, parameter) of ``cpgraph prove --cp-max N`` through ``run_task`` (no counterexample
+    minimisation), small parameters first (a wrong spec is usually refuted at P = 1 or 2, or a short list);
+    exit 1 at the first theorem instance not proved (an exception exits 1 too)."""
     from cpgraph.proofs.registry import OBLIGATIONS
     from cpgraph.proofs.run import run_task
 
-    for obligation in OBLIGATIONS:
-        for parameter in obligation.parameters(cp_max):
-            result = run_task(obligation, parameter, shrink=False)
-            if result.failure is not None:
-                print(f"{obligation.name} {result.failure.label}: {result.failure.verdict.status.value} "
-                      f"{result.failure.verdict.reason}".rstrip())
-                return 1
-    print(f"{len(OBLIGATIONS)} theorems proved at cp_size 1..{cp_max}")
+    instances = sorted(
+        ((parameter, index, obligation) for index, obligation in enumerate(OBLIGATIONS)
+         for parameter in obligation.parameters(cp_max)),
+        key=lambda t: (t[0], t[1]),
+    )
+    for parameter, _, obligation in instances:
+        result = run_task(obligation, parameter, shrink=False)
+        if result.failure is not None:
+            print(f"{obligation.name} {result.failure.label}: {result.failure.verdict.status.value} "
+                  f"{result.failure.verdict.reason}".rstrip())
+            return 1
+    print(f"{len(OBLIGATIONS)} theorems ({len(instances)} instances) proved at cp_size 1..{cp_max}")
     return 0
 
 
@@ -661,6 +683,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout-factor", type=float, default=10.0, metavar="X")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the reports go (benchmarks/results)")
     parser.add_argument("--list", action="store_true", help="print the mutants and exit")
+    parser.add_argument("--stages", nargs="+", default=None, metavar="NAME",
+                        help="run only these kill stages (e.g. prove: the proofs alone)")
+    parser.add_argument("--deadline", default=None, metavar="HH:MM",
+                        help="start no mutant after this UTC time today; the report counts what ran")
     options = parser.parse_args(args)
     target = TARGETS[options.target]
     if options.jobs < 1 or (options.limit is not None and options.limit < 1):
@@ -674,8 +700,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"stage {stage.name}: {_existing(stage, ROOT).text()}", file=sys.stderr)
         return 0
     _exit_on_sigterm()
+    deadline = None
+    if options.deadline:
+        hour, minute = (int(x) for x in options.deadline.split(":"))
+        now = datetime.datetime.now(datetime.timezone.utc)
+        deadline = now.replace(hour=hour, minute=minute, second=0, microsecond=0).timestamp()
     result = run_target(target, limit=options.limit, jobs=options.jobs, rev=options.rev,
-                        sample_seed=options.sample_seed, timeout_factor=options.timeout_factor, files=options.files)
+                        sample_seed=options.sample_seed, timeout_factor=options.timeout_factor, files=options.files,
+                        stages_named=options.stages, deadline=deadline)
     md, js = write_reports(result, options.out)
     print(f"mutation: {result['target']}: {result['killed']} killed, {result['survived']} survived, "
           f"{result['timed_out']} timed out of {result['mutants']} (score {_pct(result['score'])}); {md}, {js}")
