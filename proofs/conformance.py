@@ -525,7 +525,9 @@ class _Draw:
 
     def lengths(self, p: int, *, huge: bool = False) -> tuple[int, ...]:
         rng = self.rng
-        k = rng.choice((1, 1, 2, 3, 4)) if rng.random() < 0.95 else rng.randint(5, 40)
+        roll = rng.random()
+        # Mostly 1-4 requests; some 5-40; some 48-96 (impl takes its vectorised path from 48 requests).
+        k = rng.choice((1, 1, 2, 3, 4)) if roll < 0.93 else rng.randint(5, 40) if roll < 0.97 else rng.randint(48, 96)
         return tuple(self.length(p, huge=huge and rng.random() < 0.7) for _ in range(k))
 
     def value(self) -> int:
