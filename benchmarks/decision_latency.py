@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
 import importlib.util
 import json
 import os
@@ -55,7 +56,7 @@ from cpgraph.impl import policy as impl_policy  # noqa: E402
 REQUESTS = (1, 16, 256, 1024, 4096)
 CP_SIZES = (1, 4, 16, 64)
 BUCKETS = (8, 128)
-QUICK = dict(requests=(1, 256, 4096), cp_sizes=(4, 64), buckets=(8, 128))
+QUICK: dict[str, tuple[int, ...]] = dict(requests=(1, 256, 4096), cp_sizes=(4, 64), buckets=(8, 128))
 
 
 def plain_rows(lengths: Sequence[int], p: int, a: int) -> int:
@@ -140,14 +141,15 @@ def case(r: int, p: int, k: int, rng: random.Random) -> dict[str, Any]:
 
 def dispatcher_for(batch: dict[str, Any]) -> Callable[[list[int]], object]:
     """The runner's Dispatcher.plan, built as the runner builds it."""
-    try:
-        from cpgraph.impl.dispatch import Dispatcher
+    try:  # the runner moved it to its own module; older trees keep it in runner.py
+        module = importlib.import_module("cpgraph.impl.dispatch")
     except ImportError:
-        from cpgraph.impl.runner import Dispatcher  # type: ignore[attr-defined,no-redef]
-    d = Dispatcher(cp_size=batch["cp_size"], align_size=batch["align_size"], strategy="zigzag",
+        module = importlib.import_module("cpgraph.impl.runner")
+    d = module.Dispatcher(cp_size=batch["cp_size"], align_size=batch["align_size"], strategy="zigzag",
                    max_padding_factor=2, capture_num_tokens=batch["capture_num_tokens"],
                    captured=batch["bucket_local_tokens"])
-    return d.plan
+    plan: Callable[[list[int]], object] = d.plan
+    return plan
 
 
 def measure(repeat: int, before: str | None, grid: dict[str, tuple[int, ...]]) -> list[dict[str, Any]]:
@@ -170,12 +172,12 @@ def measure(repeat: int, before: str | None, grid: dict[str, tuple[int, ...]]) -
                     selector = decision.Selector.build(batch["capture_num_tokens"], batch["bucket_local_tokens"])
                     dispatch = dispatcher_for(batch)
 
-                    def decide(x: object) -> object:
+                    def decide(x: object) -> Any:
                         return decision.decide_lengths(x, cp_size=p, align_size=a, selector=selector,
                                                        max_padding_factor=2)
 
                     assert impl_policy.admit(**batch) == want and (decide(arr)[2][1] is not None) == want
-                    assert decide(ten)[1:] == decide(lengths)[1:]  # type: ignore[index]
+                    assert decide(ten)[1:] == decide(lengths)[1:]
                     sides |= {
                         "sum_array": lambda: arr.sum(),
                         "sum_tensor": lambda: ten.sum(),
@@ -248,14 +250,14 @@ def main() -> int:
     parser.add_argument("--before", help="time the decision path of this git revision instead")
     parser.add_argument("--quick", action="store_true", help="a smaller grid")
     args = parser.parse_args()
-    grid = QUICK if args.quick else dict(requests=REQUESTS, cp_sizes=CP_SIZES, buckets=BUCKETS)
+    grid: dict[str, tuple[int, ...]] = QUICK if args.quick else dict(requests=REQUESTS, cp_sizes=CP_SIZES, buckets=BUCKETS)
     title = (f"decision latency ({'revision ' + args.before if args.before else 'working tree'}) on "
              f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
              f"numpy {np.__version__}, torch {torch.__version__}; "
              f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
     print(title)
     print(HEADER)
-    rows = measure(args.repeat, args.before, grid)  # type: ignore[arg-type]
+    rows = measure(args.repeat, args.before, grid)
     if args.json:
         args.json.write_text(json.dumps({"title": title, "rows": rows}, indent=1))
     if args.md:

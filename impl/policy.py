@@ -206,19 +206,6 @@ def replay_bucket(**batch: Unpack[PolicyBatch]) -> int:
     return bucket
 
 
-def admit_with(strategy: str, **batch: Unpack[PolicyBatch]) -> bool:
-    """``admit`` under another strategy (the runner's policy methods and tests use it)."""
-    return _decide("admit", batch, strategy)[3] is not None
-
-
-def replay_bucket_with(strategy: str, **batch: Unpack[PolicyBatch]) -> int:
-    """``replay_bucket`` under another strategy."""
-    _, _, _, bucket, _, reason = _decide("replay_bucket", batch, strategy)
-    if bucket is None:
-        raise _refusal(batch, reason)
-    return bucket
-
-
 def local_rows(*, bucket: int, strategy: str = "zigzag", **batch: Unpack[PolicyBatch]) -> tuple[int, ...]:
     """Physical rows per rank the live layout needs at ``bucket``: every rank pads to align_up(max load, A).
 
@@ -238,4 +225,4 @@ def local_rows(*, bucket: int, strategy: str = "zigzag", **batch: Unpack[PolicyB
     return (align_up(busiest_rows(lengths, p, row), a),) * p
 
 
-__all__ = ["admit", "admit_with", "bucket_of", "decide", "local_rows", "replay_bucket", "replay_bucket_with"]
+__all__ = ["admit", "bucket_of", "decide", "local_rows", "replay_bucket"]

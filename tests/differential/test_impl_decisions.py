@@ -1,17 +1,82 @@
-"""impl's decisions against the reference's on the same drawn input: rows, bucket, admission, fallback reason."""
+"""impl's decisions against the reference's on the same drawn input: rows, bucket, admission, fallback reason.
+
+Every strategy id the reference exposes is compared (``cpgraph.reference.validate.STRATEGIES``), so a strategy
+added to the reference's table is covered here as soon as its row lands; impl must know every one of them.
+Lengths are drawn as lists, tuples, int64 numpy arrays and CPU tensors, short (scalar path) and long
+(vectorised path).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
+import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from cpgraph import reference
 from cpgraph.impl import decision, policy
-from cpgraph.impl.checks import STRATEGIES
+from cpgraph.impl.checks import STRATEGY_IDS
+from cpgraph.impl.lengths import VECTOR_MIN_REQUESTS
 from cpgraph.reference import policy as reference_policy
+from cpgraph.reference.validate import STRATEGIES
+
+
+def test_impl_knows_every_reference_strategy_and_its_alignment() -> None:
+    assert set(STRATEGIES) <= set(STRATEGY_IDS)
+    for strategy in STRATEGIES:
+        for p in (1, 2, 3, 4, 8, 64):
+            assert decision.default_align_size(cp_size=p, strategy=strategy) == reference.default_align_size(
+                cp_size=p, strategy=strategy
+            )
+
+
+FORMS = ("tuple", "list", "numpy", "tensor")
+
+
+def _as(form: str, lengths: tuple[int, ...]) -> Any:
+    if form == "list":
+        return list(lengths)
+    if form == "numpy":
+        return np.array(lengths, dtype=np.int64)
+    if form == "tensor":
+        return torch.tensor(lengths, dtype=torch.int64)
+    return lengths
+
+
+@given(lengths=st.lists(st.integers(0, 9000), min_size=1, max_size=3 * VECTOR_MIN_REQUESTS).map(tuple),
+       p=st.sampled_from((1, 2, 3, 4, 5, 8, 16, 32, 64)), a=st.integers(1, 130), strategy=st.sampled_from(STRATEGIES),
+       form=st.sampled_from(FORMS))
+@example(lengths=(1534, 161, 353) * 20, p=4, a=8, strategy="zigzag", form="numpy")
+@example(lengths=(2**70, 5) * 30, p=4, a=8, strategy="zigzag", form="list")
+def test_impl_rows_agree_with_reference_on_every_form_and_length(
+    lengths: tuple[int, ...], p: int, a: int, strategy: str, form: str
+) -> None:
+    if form in ("numpy", "tensor") and max(lengths) >= 2**62:
+        return
+    expected = reference.required_local_tokens(lengths, cp_size=p, align_size=a, strategy=strategy)
+    given_lengths = _as(form, lengths)
+    assert decision.required_local_tokens(given_lengths, cp_size=p, align_size=a, strategy=strategy) == expected
+    assert decision.max_rank_load(given_lengths, cp_size=p, strategy=strategy) == max(
+        reference.rank_loads(lengths, cp_size=p, strategy=strategy)
+    )
+
+
+@given(bucket=st.integers(1, 20000), p=st.sampled_from((1, 2, 3, 4, 8, 64)), strategy=st.sampled_from(STRATEGIES),
+       context_len=st.none() | st.integers(1, 5000), requests=st.integers(1, 40))
+@example(bucket=4128, p=4, strategy="zigzag", context_len=2047, requests=1)
+def test_impl_capacities_agree_with_reference(
+    bucket: int, p: int, strategy: str, context_len: int | None, requests: int
+) -> None:
+    a = reference.default_align_size(cp_size=p, strategy=strategy)
+    assert decision.capture_local_tokens(bucket, cp_size=p, align_size=a, strategy=strategy,
+                                         context_len=context_len) == reference.capture_local_tokens(
+        bucket, cp_size=p, align_size=a, strategy=strategy, context_len=context_len)
+    assert decision.headroom_local_tokens(bucket, cp_size=p, align_size=a, max_requests=requests,
+                                          strategy=strategy) == reference.headroom_local_tokens(
+        bucket, cp_size=p, align_size=a, max_requests=requests, strategy=strategy)
 
 
 @st.composite
@@ -63,6 +128,7 @@ WORKED = dict(cp_rank=1, cp_size=4, align_size=8, num_tokens=2048, extend_seq_le
 
 @given(lengths=batches(max_requests=40, max_len=5000), p=cp_sizes(), a=st.integers(1, 40),
        strategy=st.sampled_from(STRATEGIES))
+@example(lengths=(5,), p=2, a=4, strategy="zigzag_pad")
 @example(lengths=(1534, 161, 353), p=4, a=8, strategy="zigzag")
 @example(lengths=(0,), p=16, a=1, strategy="contiguous")
 def test_impl_agrees_with_reference_on_required_local_tokens(
@@ -102,38 +168,57 @@ def test_impl_agrees_with_reference_on_select_replay_bucket(batch: dict[str, Any
 
 
 @st.composite
-def runner_setups(draw: st.DrawFn) -> tuple[int, tuple[int, ...], reference.CaptureRule, int]:
+def runner_setups(draw: st.DrawFn) -> tuple[int, tuple[int, ...], reference.CaptureRule, int, str]:
     p = draw(st.sampled_from((1, 2, 4, 8)))
     buckets = tuple(sorted(draw(st.sets(st.integers(1, 2048), min_size=1, max_size=10))))
     buckets = buckets if buckets[-1] >= 2 * p else buckets + (2 * p,)
     rule = draw(st.sampled_from(("captured", "headroom")))
-    return p, buckets, reference.CaptureRule(rule, max_requests=draw(st.integers(1, 16))), draw(st.sampled_from((1, 2)))
+    strategy = draw(st.sampled_from(STRATEGIES))
+    return (p, buckets, reference.CaptureRule(rule, max_requests=draw(st.integers(1, 16))), draw(st.sampled_from((1, 2))),
+            strategy)
 
 
-@given(setup=runner_setups(), lengths=batches(max_len=700), extra=st.sampled_from((0, 0, 3)))
-@example(setup=(4, (2048, 2304, 2560), reference.CaptureRule(), 2), lengths=(1534, 161, 353), extra=0)
+@given(setup=runner_setups(), lengths=batches(max_len=700), extra=st.sampled_from((0, 0, 3)),
+       form=st.sampled_from(FORMS), repeat=st.sampled_from((1, 1, 30)))
+@example(setup=(4, (2048, 2304, 2560), reference.CaptureRule(), 2, "zigzag"), lengths=(1534, 161, 353), extra=0,
+         form="tuple", repeat=1)
 def test_impl_plan_agrees_with_reference_runner_plan(
-    setup: tuple[int, tuple[int, ...], reference.CaptureRule, int], lengths: tuple[int, ...], extra: int
+    setup: tuple[int, tuple[int, ...], reference.CaptureRule, int, str], lengths: tuple[int, ...], extra: int,
+    form: str, repeat: int,
 ) -> None:
-    """The dispatcher's plan (bucket, capacity, fallback reason) equals the reference runner's, field by field."""
-    p, buckets, rule, factor = setup
-    ref = reference.ReferenceRunner(cp_size=p, capture_num_tokens=buckets, capture_rule=rule, max_padding_factor=factor)
+    """The dispatcher's plan (bucket, capacity, fallback reason) equals the reference runner's, field by field,
+    for every strategy, from every form of the lengths, and through the policy's ``decide``."""
+    p, buckets, rule, factor, strategy = setup
+    lengths = lengths * repeat  # 30 copies: the vectorised path
+    ref = reference.ReferenceRunner(cp_size=p, capture_num_tokens=buckets, capture_rule=rule, max_padding_factor=factor,
+                                    strategy=strategy)
     kept = ref.capture_num_tokens
-    a = decision.default_align_size(cp_size=p)
+    a = decision.default_align_size(cp_size=p, strategy=strategy)
     if rule.kind == "headroom":
-        caps = {b: decision.headroom_local_tokens(b, cp_size=p, align_size=a, max_requests=rule.max_requests) for b in kept}
+        caps = {b: decision.headroom_local_tokens(b, cp_size=p, align_size=a, max_requests=rule.max_requests,
+                                                  strategy=strategy) for b in kept}
     else:
-        caps = {b: decision.capture_local_tokens(b, cp_size=p, align_size=a) for b in kept}
+        caps = {b: decision.capture_local_tokens(b, cp_size=p, align_size=a, strategy=strategy) for b in kept}
     assert caps == ref.bucket_local_tokens
     n = sum(lengths) + extra
     if n == 0:
         return
-    got = decision.plan_batch(lengths, num_tokens=n, cp_size=p, align_size=a,
-                              selector=decision.Selector.build(kept, caps), max_padding_factor=factor)
+    selector = decision.Selector.build(kept, caps)
     want = ref.plan(lengths, n)
-    assert (got.bucket, got.bucket_local_tokens, got.required_local_tokens) == (
-        want.bucket, want.bucket_local_tokens, want.required_local_tokens), (lengths, n, p, buckets, rule)
-    assert (got.fallback.value if got.fallback else None) == (want.fallback.value if want.fallback else None)
+    plans = [
+        decision.plan_batch(lengths, num_tokens=n, cp_size=p, align_size=a, selector=selector,
+                            max_padding_factor=factor, strategy=strategy),
+        decision.plan_lengths(_as(form, lengths), n, cp_size=p, align_size=a, selector=selector,
+                              max_padding_factor=factor, strategy=strategy),
+        policy.decide(strategy=strategy, cp_rank=0, cp_size=p, align_size=a, num_tokens=n,
+                      extend_seq_lens=_as(form, lengths), capture_num_tokens=kept, bucket_local_tokens=caps,
+                      max_padding_factor=factor),
+    ]
+    for got in plans:
+        assert got.extend_seq_lens == lengths
+        assert (got.bucket, got.bucket_local_tokens, got.required_local_tokens) == (
+            want.bucket, want.bucket_local_tokens, want.required_local_tokens), (lengths, n, p, buckets, rule)
+        assert (got.fallback.value if got.fallback else None) == (want.fallback.value if want.fallback else None)
 
 
 BAD_CALLS: list[dict[str, Any]] = [

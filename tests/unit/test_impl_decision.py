@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import numpy as np
 import pytest
 
 from cpgraph.impl import decision, policy
@@ -174,3 +177,88 @@ def test_headroom_and_capture_reject_bad_input() -> None:
         policy.admit(**_batch(cp_rank=None))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="bucket must be an int >= 1, got 0"):
         policy.local_rows(bucket=0, **_batch())  # type: ignore[arg-type]
+
+
+# -- zigzag_pad (vLLM's prefill context-parallel layout), hand-computed -------------------------------------------
+
+
+def test_zigzag_pad_rows_by_hand() -> None:
+    # P = 4, 2P = 8: ceil(1534/8) = 192, ceil(161/8) = 21, ceil(353/8) = 45 -> every rank 2*(192+21+45) = 516 rows.
+    assert decision.max_rank_load((1534, 161, 353), cp_size=4, strategy="zigzag_pad") == 516
+    assert decision.required_local_tokens((1534, 161, 353), cp_size=4, align_size=8, strategy="zigzag_pad") == 520
+    # P = 3, 2P = 6: lengths 6, 7, 0 -> 2*1 + 2*2 + 0 = 6 rows a rank; 3 ranks * 6 = 18 = 6 + 12 + 0 padded tokens.
+    assert decision.max_rank_load((6, 7, 0), cp_size=3, strategy="zigzag_pad") == 6
+    # One request of 5 tokens on 2 ranks: padded to 8, 4 rows a rank (zigzag would need ceil(5/2) = 3).
+    assert decision.max_rank_load((5,), cp_size=2, strategy="zigzag_pad") == 4
+    assert decision.max_rank_load((5,), cp_size=2, strategy="zigzag") == 3
+
+
+def test_zigzag_pad_alignment_capacity_and_headroom_by_hand() -> None:
+    assert decision.default_align_size(cp_size=4, strategy="zigzag_pad") == 8
+    # capacity of bucket B = align_up(2*ceil(B/2P), 2P): 2048 -> 512; 2049 -> 2*257 = 514 -> 520.
+    assert decision.capture_local_tokens(2048, cp_size=4, align_size=8, strategy="zigzag_pad") == 512
+    assert decision.capture_local_tokens(2049, cp_size=4, align_size=8, strategy="zigzag_pad") == 520
+    # headroom: floor((N + R(2P-1)) / P) = floor((2048 + 3*7) / 4) = 517 -> 520.
+    assert decision.headroom_local_tokens(2048, cp_size=4, align_size=8, max_requests=3, strategy="zigzag_pad") == 520
+    # and it holds the worst 3-request batch of 2048 tokens: three lengths of 8q+1 tokens.
+    assert decision.required_local_tokens((681, 681, 686), cp_size=4, align_size=8, strategy="zigzag_pad") <= 520
+
+
+def test_zigzag_pad_long_batch_takes_the_vectorised_path_and_agrees_by_hand() -> None:
+    lengths = [17, 16, 1, 0] * 50  # P = 4: ceil(L/8) = 3, 2, 1, 0 -> 2*6 = 12 rows per 4 requests
+    assert decision.max_rank_load(lengths, cp_size=4, strategy="zigzag_pad") == 12 * 50
+    assert decision.max_rank_load(np.array(lengths), cp_size=4, strategy="zigzag_pad") == 12 * 50
+
+
+# -- no silent default: an unknown strategy id is a ValueError naming the ids, everywhere ------------------------
+
+UNKNOWN = "strategy must be one of zigzag, interleave, contiguous, zigzag_pad; got 'ring'"
+
+
+def test_unknown_strategy_is_refused_everywhere() -> None:
+    sel = Selector.build((64,), {64: 16})
+    calls: list[Callable[[], object]] = [
+        lambda: decision.required_local_tokens((10,), cp_size=4, align_size=8, strategy="ring"),
+        lambda: decision.max_rank_load((10, 20), cp_size=4, strategy="ring"),
+        lambda: decision.default_align_size(cp_size=4, strategy="ring"),
+        lambda: decision.capture_local_tokens(64, cp_size=4, align_size=8, strategy="ring"),
+        lambda: decision.headroom_local_tokens(64, cp_size=4, align_size=8, max_requests=2, strategy="ring"),
+        lambda: decision.plan_batch((40,), num_tokens=40, cp_size=4, align_size=8, selector=sel, max_padding_factor=2,
+                                    strategy="ring"),
+        lambda: decision.plan_lengths([40], cp_size=4, align_size=8, selector=sel, max_padding_factor=2,
+                                      strategy="ring"),
+        lambda: policy.decide(strategy="ring", **_batch()),  # type: ignore[arg-type]
+        lambda: policy.local_rows(bucket=2304, strategy="ring", **_batch()),  # type: ignore[arg-type]
+        lambda: decision.formulas("ring"),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=UNKNOWN):
+            call()
+    with pytest.raises(ValueError, match="got None"):
+        decision.formulas(None)
+
+
+def test_formula_table_is_keyed_by_exactly_the_strategy_ids() -> None:
+    from cpgraph.impl.checks import STRATEGY_IDS
+
+    assert tuple(decision.FORMULAS) == STRATEGY_IDS
+    assert all(row.id == sid for sid, row in decision.FORMULAS.items())
+
+
+# -- fractional padding factors (exact rationals) --------------------------------------------------------------
+
+
+def test_fractional_padding_factor_bounds_the_window_exactly() -> None:
+    from fractions import Fraction
+
+    sel = Selector.build((100, 150, 151), {100: 10, 150: 100, 151: 100})
+    plan = decision.plan_lengths([50, 50], cp_size=2, align_size=4, selector=sel, max_padding_factor=Fraction(3, 2))
+    assert plan.bucket == 150  # F*n = 150 exactly, inclusive; 151 is outside
+    plan = decision.plan_lengths([50, 51], cp_size=2, align_size=4, selector=sel, max_padding_factor=Fraction(3, 2))
+    assert plan.bucket == 150  # F*n = 151.5: 150 and 151 are inside, 150 is the least that fits
+    with pytest.raises(TypeError, match=r"max_padding_factor must be an int >= 1 or a fractions.Fraction >= 1, got 1.5"):
+        decision.select_replay_bucket(num_tokens=10, required_local_tokens=1, capture_num_tokens=(10,),
+                                      bucket_local_tokens={10: 5}, max_padding_factor=1.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"max_padding_factor must be an int >= 1 or a fractions.Fraction >= 1, got 1/2"):
+        decision.select_replay_bucket(num_tokens=10, required_local_tokens=1, capture_num_tokens=(10,),
+                                      bucket_local_tokens={10: 5}, max_padding_factor=Fraction(1, 2))
