@@ -84,53 +84,71 @@ def _bar(ax: Any, y: float, lo: int, hi: int, least: float, **style: Any) -> boo
     return width < least
 
 
+def _lanes(panel: Panel) -> list[tuple[str, str, Any]]:
+    """The rows of a design's panel, top to bottom: (label, kind, data) with kind 'eager' (a Region) or
+    'crash' (token ranges); a design refuted without crash ranges (a padded layout) gets a crash row for
+    its witness."""
+    lanes: list[tuple[str, str, Any]] = []
+    for region in panel.efficiency.regions:
+        lanes.append(("eager fallback" + ("" if region.requests == 0 else f", R={region.requests}"), "eager", region))
+    for requests, spans in panel.crash:
+        lanes.append(("crash" + ("" if requests == 0 else f", R={requests}"), "crash", spans))
+    if panel.witnesses and not panel.crash:
+        lanes.append(("crash", "crash", ()))
+    return lanes
+
+
 def plot_regions(panels: Sequence[Panel], path: Path) -> Path:
-    """One panel per design, one row per request count: graph (blank), some/every batch eager (orange),
-    crash (red, hatched), the review's smallest crashing batch (red X); narrow regions marked."""
-    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 1.4 + 2.2 * len(panels)), squeeze=False)
+    """One panel per design, one row per region: where some / every batch runs eagerly (orange), where
+    some batch would crash (red, hatched), and the review's smallest crashing batch (X); regions too
+    narrow to see at this scale are widened (and marked with a triangle when isolated)."""
+    heights = [max(len(_lanes(p)), 1) for p in panels]
+    tall = 1.1 + sum(0.5 * h + 0.9 for h in heights)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(11, tall), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
     for ax, panel in zip(axes[:, 0], panels):
         e = panel.efficiency
         least = e.largest_bucket * MIN_VISIBLE
-        for region in e.regions:
-            y = region.requests
-            for lo, hi in region.some_eager:
-                _bar(ax, y, lo, hi, least, color=SOME_EAGER)
-            for lo, hi in region.all_eager:
-                _bar(ax, y, lo, hi, least, color=ALL_EAGER)
-        for requests, spans in panel.crash:
-            narrow = [lo for lo, hi in spans if _bar(ax, requests, lo, hi, least, color=CRASH, hatch="xx", edgecolor="#67000d", linewidth=0.3)]
+        lanes = _lanes(panel)
+        crash_row = None
+        for y, (_, kind, data) in enumerate(lanes):
+            if kind == "eager":
+                for lo, hi in data.some_eager:
+                    _bar(ax, y, lo, hi, least, color=SOME_EAGER)
+                for lo, hi in data.all_eager:
+                    _bar(ax, y, lo, hi, least, color=ALL_EAGER)
+                continue
+            crash_row = y if crash_row is None else crash_row
+            narrow = [lo for lo, hi in data if _bar(ax, y, lo, hi, least, color=CRASH, hatch="xx", edgecolor="#67000d", linewidth=0.3)]
             if len(narrow) <= MAX_MARKED:  # a few isolated slivers get a marker; many already read as a pattern
                 for lo in narrow:
-                    ax.plot(lo, requests + 0.5, marker="v", color=CRASH, markersize=7, markeredgecolor="white", zorder=4)
-        rows = max([e.request_bound, 1] + [w[1] for w in panel.witnesses])
-        if rows > e.request_bound:  # the review's witness needs more requests than the regions enumerate
-            ax.axhspan(e.request_bound + 0.5, rows + 0.9, color="#f0f0f0", zorder=0)
-            ax.text(e.largest_bucket * 0.5, rows + 0.5, f"R > {e.request_bound}: regions not enumerated; the review's witness only",
-                    ha="center", va="center", fontsize=8, color="#555555")
+                    ax.plot(lo, y - 0.5, marker="v", color=CRASH, markersize=8, markeredgecolor="white", zorder=4, clip_on=False)
         for n, requests, invariant in panel.witnesses[:1]:
-            ax.plot(n, requests, marker="X", color="black", markersize=11, markeredgecolor="white", zorder=5)
-            ax.annotate(f"smallest crash: R={requests}, n={n} ({invariant})", (n, requests), xytext=(8, -3),
-                        textcoords="offset points", fontsize=8, va="top")
+            y = crash_row if crash_row is not None else 0
+            ax.plot(n, y, marker="X", color="black", markersize=11, markeredgecolor="white", zorder=5)
+            ax.annotate(f"smallest crash: {requests} requests, n={n} ({invariant})", (n, y), xytext=(9, 9),
+                        textcoords="offset points", fontsize=8, va="bottom", zorder=6,
+                        bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "#999999", "alpha": 0.9})
         ax.axvline(e.largest_bucket, color="k", lw=0.8, ls="--")
         ax.set_xlim(0, e.largest_bucket * 1.03)
-        ax.set_ylim(0.4, rows + 0.9)
-        ax.set_ylabel("requests R")
-        step = 1 if rows <= 10 else (rows + 9) // 10
-        ax.set_yticks(sorted(set(range(1, rows + 1, step)) | {rows}))
-        crashes = sum(len(s) for _, s in panel.crash)
-        verdict = "UNSAFE: some batches crash" if panel.witnesses else "safe"
-        ax.set_title(f"{panel.name} ({verdict}{f', {crashes} crash ranges' if crashes else ''})", fontsize=10, loc="left")
+        ax.set_ylim(len(lanes) - 0.5, -0.7)
+        ax.set_yticks(range(len(lanes)), [label for label, _, _ in lanes], fontsize=8)
+        spans = sum(len(data) for _, kind, data in lanes if kind == "crash")
+        verdict = "UNSAFE: some batches would crash" if panel.witnesses else "safe: no batch crashes"
+        scope = "any number of requests" if e.request_bound == 0 else f"1..{e.request_bound} requests"
+        ax.set_title(f"{panel.name}: {verdict}{f' ({spans} crash ranges)' if spans else ''}; regions exact over {scope}",
+                     fontsize=10, loc="left")
     axes[-1, 0].set_xlabel("num_tokens n")
     key = [
-        Patch(color=SOME_EAGER, label="some batches run eagerly"),
-        Patch(color=ALL_EAGER, label="every batch runs eagerly"),
-        Patch(facecolor=CRASH, hatch="xx", edgecolor="#67000d", label="some batch crashes (replay overflows)"),
+        Patch(color=SOME_EAGER, label="some batches of this n run eagerly"),
+        Patch(color=ALL_EAGER, label="every batch of this n runs eagerly"),
+        Patch(facecolor=CRASH, hatch="xx", edgecolor="#67000d", label="some batch of this n crashes (replay overflows)"),
         Line2D([], [], marker="X", color="black", markeredgecolor="white", ls="", markersize=9, label="smallest crashing batch (review)"),
         Line2D([], [], marker="v", color=CRASH, ls="", label="an isolated crash range too narrow to see"),
         Line2D([], [], color="k", lw=0.8, ls="--", label="largest bucket (above: always eager)"),
     ]
     fig.legend(handles=key, loc="lower center", ncol=3, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.1 if len(panels) > 1 else 0.16, 1, 1))
+    fig.tight_layout(rect=(0, 0.62 / tall, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
