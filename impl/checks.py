@@ -1,7 +1,8 @@
 """Argument checks for impl/: the reference's validators (same types and messages), and impl's own strategy ids.
 
-Validation is not what the differential tests compare, so it is written once, in reference/validate.py
-(which accepts the common case in one C-speed pass before any per-item loop). The strategy ids are impl's own:
+Validation is not what the differential tests compare, so it is written once, in reference/validate.py;
+``check_lengths`` is impl/lengths.py's boundary (C-speed accept of the common case, arrays and tensors too), which
+falls back to the reference's validator, and so to its messages, for anything it does not accept at once. The strategy ids are impl's own:
 they key impl's formula table (impl/decision.py) and index builders (impl/layout.py), which are independent of
 the reference's table; tests/differential checks that every reference id is here.
 """
@@ -11,11 +12,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Final
 
+from cpgraph.impl.lengths import accept_lengths, lengths_tuple
 from cpgraph.reference.validate import (
     check_capacities,
     check_capture_list,
     check_int,
-    check_lengths,
     check_num_tokens,
     is_int,
 )
@@ -23,6 +24,12 @@ from cpgraph.reference.validate import (
 # impl's strategy ids, in the order its tables list them (impl/decision.py FORMULAS, impl/layout.py BUILDERS).
 STRATEGY_IDS: Final = ("zigzag", "interleave", "contiguous", "zigzag_pad")
 STRATEGIES: Final = STRATEGY_IDS
+
+
+def check_lengths(name: str, value: object) -> tuple[int, ...]:
+    """Request lengths as a tuple of ints: a non-empty list/tuple of ints >= 0 (the reference's messages, word
+    for word), or a 1-d integer numpy array or CPU torch tensor; accepted at C speed (impl/lengths.py)."""
+    return lengths_tuple(accept_lengths(value, name))
 
 
 def check_strategy(strategy: object) -> str:

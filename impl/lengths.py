@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from cpgraph.impl.checks import check_lengths
+from cpgraph.reference.validate import check_lengths
 
 if TYPE_CHECKING:
     import numpy as np
@@ -177,11 +177,13 @@ def accept_lengths(value: object, name: str = "extend_seq_lens") -> Lengths:
 
 def trusted_lengths(lengths: tuple[int, ...]) -> Lengths:
     """The facts of lengths a caller already validated (no checks; the int64 array only where it pays)."""
-    count, total, lo = len(lengths), sum(lengths), min(lengths)
+    count, total = len(lengths), sum(lengths)
     np = numpy_module() if count >= VECTOR_MIN_REQUESTS else None
     if np is not None:
         try:
-            return (lengths, np.frombuffer(_int64_bytes(lengths), dtype=np.int64), count, total, lo)
+            vec = np.frombuffer(_int64_bytes(lengths), dtype=np.int64)
         except struct.error:  # lengths past int64: the scalar path computes on Python ints
             pass
-    return (lengths, None, count, total, lo)
+        else:
+            return (lengths, vec, count, total, int(np.minimum.reduce(vec)))
+    return (lengths, None, count, total, min(lengths))
