@@ -310,14 +310,35 @@ def _glob(pattern: str, *, exclude: Sequence[str] = ("__init__.py",)) -> Callabl
     return files
 
 
-def _theorem_files(root: Path) -> list[str]:
-    """The modules proofs/registry.py imports its theorems from (the theorem statements)."""
-    registry = (root / "proofs" / "registry.py").read_text()
+_MACHINERY = {"obligation", "check", "run", "registry", "replay", "evaluate", "boundaries", "conformance", "variants",
+              "mutants", "design_search"}
+
+
+def _proof_imports(path: Path) -> list[str]:
+    """The cpgraph.proofs modules ``path`` imports (either import form)."""
     names: list[str] = []
-    for node in ast.walk(ast.parse(registry)):
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module == "cpgraph.proofs":
-            names.extend(alias.name for alias in node.names)
-    return sorted(f"proofs/{n}.py" for n in names if (root / "proofs" / f"{n}.py").exists())
+            names.extend(alias.name for alias in node.names)  # from cpgraph.proofs import capacity, ...
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cpgraph.proofs."):
+            names.append((node.module or "").split(".")[2])  # from cpgraph.proofs.capacity import ...
+    return names
+
+
+def _theorem_files(root: Path) -> list[str]:
+    """The theorem statements: the modules proofs/registry.py takes its theorems from, and the proofs modules
+    those build on (the induction chain, lemmas), without the running machinery (check, run, obligation,
+    replay of counterexamples, evaluation, conformance)."""
+    found: list[str] = []
+    todo = _proof_imports(root / "proofs" / "registry.py")
+    while todo:
+        name = todo.pop(0)
+        path = root / "proofs" / f"{name}.py"
+        if name in _MACHINERY or name in found or not path.exists():
+            continue
+        found.append(name)
+        todo.extend(_proof_imports(path))
+    return sorted(f"proofs/{n}.py" for n in found)
 
 
 _BULK = "tests/differential/test_conformance_widened.py::test_ci_reference_and_impl_conform_on_a_million_cases"
