@@ -112,10 +112,17 @@ def _contiguous_scalar(values: Sequence[int], total: int, p: int) -> int:
     return q_total + max(loads)
 
 
+@lru_cache(maxsize=64)
+def _contiguous_matrix(p: int) -> Int64Array:
+    np = numpy_module()
+    assert np is not None
+    return np.array(_contiguous_table(p), dtype=np.int64)  # type: ignore[no-any-return]
+
+
 def _contiguous_vector(np: ModuleType, vec: Int64Array, total: int, p: int) -> int:
     hist = np.bincount(_mod(np, vec, p), minlength=p)
     q_total = (total - int(np.dot(hist, np.arange(p)))) // p
-    return q_total + int(np.maximum.reduce(hist @ np.array(_contiguous_table(p), dtype=np.int64)))
+    return q_total + int(np.maximum.reduce(hist @ _contiguous_matrix(p)))
 
 
 def _interleave(total: int, p: int) -> int:

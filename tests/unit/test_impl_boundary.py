@@ -191,3 +191,17 @@ def test_policy_refuses_missing_or_extra_keywords() -> None:
         policy.admit(**dict(batch, rank=0))
     with pytest.raises(TypeError, match=r"missing \[\], unexpected \['extra'\]"):
         policy.admit(**_batch(extra=1))
+
+
+def test_without_numpy_every_list_takes_the_scalar_path_with_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cpgraph.impl import lengths as boundary
+
+    boundary.numpy_module()
+    monkeypatch.setattr(boundary, "_NUMPY", [None])
+    for strategy in ("zigzag", "interleave", "contiguous", "zigzag_pad"):
+        for p in (1, 3, 4, 64):
+            lengths = [(i * 7919) % 3000 for i in range(3 * LONG)]
+            facts = accept_lengths(lengths)
+            assert facts[1] is None  # no array without numpy
+            assert decision.required_local_tokens(lengths, cp_size=p, align_size=2 * p, strategy=strategy) == (
+                reference.required_local_tokens(lengths, cp_size=p, align_size=2 * p, strategy=strategy))
