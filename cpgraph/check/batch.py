@@ -93,6 +93,18 @@ class Batch:
 
 def parse_table(spec: str) -> tuple[str, int]:
     """'captured' -> ('captured', 1); 'headroom:R' -> ('headroom', R); 'arbitrary' -> ('arbitrary', 1)."""
+    known = _PARSED.get(spec) if isinstance(spec, str) else None
+    if known is not None:
+        return known
+    parsed = _parse_table(spec)
+    _PARSED[spec] = parsed
+    return parsed
+
+
+_PARSED: dict[str, tuple[str, int]] = {}  # the few table specs of a run, parsed once
+
+
+def _parse_table(spec: str) -> tuple[str, int]:
     if not isinstance(spec, str):
         raise TypeError(f"capacities must be a str (captured, headroom:R or arbitrary), got {spec!r}")
     kind, _, arg = spec.partition(":")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from functools import lru_cache
 from collections.abc import Generator, Iterator
 from dataclasses import replace
 
@@ -42,7 +43,7 @@ def _edge_batches(
     fit = max(n, cp_size * (req - a) + 1)
     low = 2 * cp_size
     edges = {b for b in (n - 1, n, fit - 1, fit, top, top + 1) if b >= low}
-    kinds = {parse_table(t)[0]: t for t in options.capacities}
+    kinds = _kinds(options.capacities)
     kw = dict(cp_size=cp_size, strategy=s, factor=f, pad=pad, align_size=a, context_len=ctx)
     if "captured" in kinds:
         yield build(lengths, edges, "captured", **kw)  # type: ignore[arg-type]
@@ -56,6 +57,12 @@ def _edge_batches(
         yield build(lengths, [b for b in build_rows if b >= low], "", rows=build_rows, **kw)  # type: ignore[arg-type]
         over = {n - 1: req, n: tight, top: tight, top + 1: req}
         yield build(lengths, [b for b in over if b >= low], "", rows=over, **kw)  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=64)
+def _kinds(capacities: tuple[str, ...]) -> dict[str, str]:
+    """table kind -> the spec asked for ('headroom' -> 'headroom:2')."""
+    return {parse_table(t)[0]: t for t in capacities}
 
 
 def pad_choices(total: int, cp_size: int, align: int, options: CheckOptions, turn: int) -> tuple[int, ...]:
