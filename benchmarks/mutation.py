@@ -591,6 +591,11 @@ def write_reports(result: dict[str, object], out: Path) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     day = str(result["date"])[:10]
     (out / f"{day}-mutation-{result['target']}.json").write_text(json.dumps(result, indent=2) + "\n")
+    return combine_reports(day, out)
+
+
+def combine_reports(day: str, out: Path) -> tuple[Path, Path]:
+    """The day's combined Markdown and JSON from every ``<day>-mutation-<target>.json`` in ``out``."""
     order = {name: i for i, name in enumerate(TARGETS)}
     paths = sorted(out.glob(f"{day}-mutation-*.json"),
                    key=lambda p: (order.get(p.stem.removeprefix(f"{day}-mutation-"), len(order)), p.name))
@@ -695,7 +700,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         inner.add_argument("--cp-max", type=int, default=PROVE_CP_MAX)
         return prove_fail_fast(inner.parse_args(args[1:]).cp_max)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--target", choices=sorted(TARGETS), required=True)
+    parser.add_argument("--target", choices=sorted(TARGETS))
+    parser.add_argument("--report", metavar="YYYY-MM-DD", default=None,
+                        help="only rebuild that day's combined report from the per-target JSON files in --out")
     parser.add_argument("--limit", type=int, default=None, metavar="N", help="a deterministic sample of N mutants")
     parser.add_argument("--sample-seed", type=int, default=0, metavar="S", help="the sample's seed (default 0)")
     parser.add_argument("--jobs", type=int, default=1, metavar="J", help="mutants run at once, one copy each")
@@ -709,6 +716,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--deadline", default=None, metavar="HH:MM",
                         help="start no mutant after this UTC time today; the report counts what ran")
     options = parser.parse_args(args)
+    if options.report:
+        md, js = combine_reports(options.report, options.out)
+        print(f"mutation: {md}, {js}")
+        return 0
+    if options.target is None:
+        parser.error("--target is required (or --report DAY)")
     target = TARGETS[options.target]
     if options.jobs < 1 or (options.limit is not None and options.limit < 1):
         parser.error("--jobs and --limit must be >= 1")
