@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
@@ -171,6 +172,8 @@ def render_md(r: Review) -> str:
 
 
 def _plain(value: Any) -> Any:
+    if isinstance(value, Fraction):  # a rational padding factor: 2, or "3/2" as written in a design file
+        return int(value) if value.denominator == 1 else str(value)
     if is_dataclass(value) and not isinstance(value, type):
         return {k: _plain(v) for k, v in asdict(value).items()}
     if isinstance(value, dict):
