@@ -55,6 +55,16 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         writable_file("--out", args.out)
     name, batches = workload(args.workload)
+    from cpgraph.design.schema import MAX_CP_SIZE as DESIGN_MAX_CP, MAX_TOKENS
+
+    largest = max((sum(b) for b in batches), default=0)
+    if largest > MAX_TOKENS:  # the planned buckets must cover it, and a design's buckets are bounded
+        raise UsageError(
+            f"workload {args.workload!r}: a batch of {largest} tokens; plan covers batches of at most {MAX_TOKENS} "
+            "tokens (the largest bucket a design may capture)"
+        )
+    if args.cp_size > DESIGN_MAX_CP:
+        raise UsageError(f"--cp-size {args.cp_size}: a design allows cp_size <= {DESIGN_MAX_CP}")
     out.note(f"planning for {len(batches)} batches of {name} ...")
     try:
         planned = plan_design(

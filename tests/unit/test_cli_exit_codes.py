@@ -54,6 +54,8 @@ def files(tmp_path: Path) -> dict[str, str]:
     (tmp_path / "binary.toml").write_bytes(b"\xff\xfe\x00garbage")
     out["binary"] = str(tmp_path / "binary.toml")
     (tmp_path / "w.jsonl").write_text("[10, -1]\n")
+    (tmp_path / "huge.jsonl").write_text(f"[{10**15}]\n")
+    out["huge_workload"] = str(tmp_path / "huge.jsonl")
     out["bad_workload"] = str(tmp_path / "w.jsonl")
     out["dir"] = str(tmp_path)
     return out
@@ -93,6 +95,7 @@ USAGE = [
     (["plan", "--workload", "mixed", "--cp-size", "4", "--out", "@under_a_file"], "--out"),
     (["plan", "--workload", "mixed", "--cp-size", "4", "--nope"], "cpgraph plan: error: unrecognized arguments: --nope"),
     (["plan", "--workload", "mixed"], "the following arguments are required: --cp-size"),
+    (["plan", "--workload", "@huge_workload", "--cp-size", "4"], "plan covers batches of at most 262144 tokens"),
     (["simulate", "--workload", "@bad_workload"], "w.jsonl:1"),
     (["simulate", "no_such_design"], "no such file and no bundled design"),
     (["simulate", "--plot", "@under_a_file"], "--plot"),
