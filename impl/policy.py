@@ -111,9 +111,10 @@ SHORT_REQUEST, TOO_MANY_TOKENS = FallbackReason.SHORT_REQUEST, FallbackReason.TO
 
 
 def _decide(
-    caller: str, batch: PolicyBatch, strategy: str
+    caller: str, batch: PolicyBatch, strategy: str, want_rows: bool = False
 ) -> tuple[Lengths, int, int, int | None, int | None, FallbackReason | None]:
-    """(lengths, n, required rows, bucket, its capacity, fallback reason) for one policy call."""
+    """(lengths, n, required rows, bucket, its capacity, fallback reason) for one policy call. The rows are
+    computed whenever a bucket is looked for; on an earlier fallback only when ``want_rows`` (else -1)."""
     if len(batch) != _KEYWORD_COUNT:
         check_batch_keywords(caller, batch)
     try:  # exactly the batch keywords: the right count and no KeyError
@@ -141,17 +142,15 @@ def _decide(
     buckets = _CACHE.last_buckets if capture is _CACHE.last_list else _CACHE.buckets(capture)
     if caps is not _CACHE.last_map:
         _CACHE.capacities(caps)
+    two_p = 2 * p
+    reason = (CP_DISABLED if p == 1 else TOO_FEW_TOKENS if n < two_p else SHORT_REQUEST if lengths[4] < two_p
+              else TOO_MANY_TOKENS if n > buckets[-1] else None)
+    if reason is not None and not want_rows:  # admit and replay_bucket need no rows to refuse
+        return lengths, n, -1, None, None, reason
     required = row.one_request(lengths[3], p) if lengths[2] == 1 else busiest_rows(lengths, p, row)
     required = -(-required // a) * a
-    two_p = 2 * p
-    if p == 1:
-        return lengths, n, required, None, None, CP_DISABLED
-    if n < two_p:
-        return lengths, n, required, None, None, TOO_FEW_TOKENS
-    if lengths[4] < two_p:
-        return lengths, n, required, None, None, SHORT_REQUEST
-    if n > buckets[-1]:
-        return lengths, n, required, None, None, TOO_MANY_TOKENS
+    if reason is not None:
+        return lengths, n, required, None, None, reason
     lo = bisect_left(buckets, n)
     hi = bisect_right(buckets, factor * n, lo)
     if lo >= hi:
@@ -168,7 +167,7 @@ def _decide(
 
 def decide(*, strategy: str = "zigzag", **batch: Unpack[PolicyBatch]) -> Plan:
     """The one plan for this batch under the given capture table."""
-    lengths, n, required, bucket, rows, reason = _decide("decide", batch, strategy)
+    lengths, n, required, bucket, rows, reason = _decide("decide", batch, strategy, True)
     return Plan(lengths_tuple(lengths), n, required, bucket, rows, reason)
 
 
