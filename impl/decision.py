@@ -60,11 +60,9 @@ def align_up(value: int, align_size: int) -> int:
 
 
 def _zigzag_from_hist(hist: list[int], total: int, count: int, p: int) -> int:
-    s = 2 * p
     c = list(accumulate(hist))  # c[k] = #{m <= k}
-    sum_m = s * count - sum(c)  # sum over k of #{m > k} is sum(m)
-    low: int = min(map(add, c[:p], reversed(c[p:])))  # c[r] + c[2P-1-r], r < P
-    return 2 * ((total - sum_m) // s) + 2 * count - low
+    low: int = min(map(add, c[:p], c[: p - 1 : -1]))  # c[r] + c[2P-1-r], r < P
+    return (total - 2 * p * count + sum(c)) // p + 2 * count - low  # 2*sum(q) = (N - sum(m)) / P, sum(m) = sR - sum(c)
 
 
 def _zigzag_scalar(values: Sequence[int], total: int, p: int) -> int:
@@ -83,8 +81,8 @@ def _mod(np: ModuleType, vec: Int64Array, s: int) -> Int64Array:
 
 def _zigzag_vector(np: ModuleType, vec: Int64Array, total: int, p: int) -> int:
     s = 2 * p
-    count = int(vec.shape[0])
-    hist = np.bincount(_mod(np, vec, s), minlength=s)
+    count: int = vec.shape[0]
+    hist = np.bincount(np.bitwise_and(vec, s - 1) if s & (s - 1) == 0 else np.remainder(vec, s), minlength=s)
     if s <= 32:  # a short histogram is finished faster on Python ints than by more numpy calls
         return _zigzag_from_hist(hist.tolist(), total, count, p)
     c = hist.cumsum()  # c[k] = #{m <= k}
