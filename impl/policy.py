@@ -1,8 +1,9 @@
 """impl/'s decision path as a policy (the protocol of ``cpgraph check``): admit, replay_bucket, local_rows.
 
-Every call validates its batch once (``decision.accept_lengths`` and the scalar checks) and decides with the same
-formulas and reasons as the runner's dispatcher (``decision.plan_accepted``), so admission and replay cannot
-disagree. ``cp_rank`` is validated and deliberately unused: the decision is rank-invariant.
+Every call validates its batch once (``impl.lengths.accept_lengths`` and the scalar checks) and decides with the
+same formula table, bucket rule and reasons as the dispatcher's ``decision.choose``, so admission and replay cannot
+disagree. ``cp_rank`` is validated and deliberately unused: the decision is rank-invariant. No ``Plan`` is built
+except by ``decide``.
 
 The capture table is not rebuilt on every call. A validated capture list is remembered (``_CaptureCache``,
 keyed on its content: the same tuple object, or a list/tuple with equal exact-int items), and a validated
