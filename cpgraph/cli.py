@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from cpgraph.output import INTERNAL, INTERRUPT, INTERRUPTED, USAGE, UsageError
+from cpgraph.output import INTERNAL, INTERRUPT, INTERRUPTED, PROCESS, USAGE, UsageError
 
 # Each module defines ``add_parser(subparsers) -> None`` (registering its parser with
 # ``set_defaults(run=<callable(args) -> int>)``) and is imported lazily so that
@@ -83,6 +83,7 @@ def _say(line: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    PROCESS.standalone = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     command = next((a for a in argv if a in COMMANDS), "")

@@ -48,6 +48,16 @@ class _Interrupt:
 INTERRUPT = _Interrupt()
 
 
+class _Process:
+    """``standalone``: this process is the ``cpgraph`` command itself (``main()`` with no argv), so a
+    subcommand may fork a supervisor that outlives it (cpgraph/check/calls.py supervise())."""
+
+    standalone = False
+
+
+PROCESS = _Process()
+
+
 class UsageError(Exception):
     """A bad command line or input file: printed as one line, exit 2."""
 

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import inspect
 import mmap
+import struct
+import time
 import multiprocessing
 import operator
 import os
@@ -125,6 +127,9 @@ class _Session:
     fires: int = 0
     owner: int = 0  # pid of the process that opened the session
     board: mmap.mmap | None = None  # shared with forked search processes: a hard stop's line
+    heart: mmap.mmap | None = None  # shared with the supervisor (supervise()): the call now running
+    heart_pid: int = 0  # the supervised process (slot 0); its forks write slot 1
+    seq: int = 0
 
 
 _STATE = _Session()
@@ -285,6 +290,81 @@ def _check_answer(method: str, value: object) -> tuple[str | None, object]:
     return None, items
 
 
+_HEART = struct.Struct("<qdiiiq")  # seq, started (monotonic; 0.0: no call), method, rank, cp_size, num_tokens
+_STARTED = struct.Struct("<d")
+_METHODS = ("admit", "replay_bucket", "local_rows")
+SUPERVISOR_GRACE_S = 2.0 + REFIRE_S * HARD_STOP_FIRES  # past the timeout: the in-process stop had its chance
+SUPERVISOR_POLL_S = 0.05
+
+
+def supervise(policy_name: str, call_timeout_s: float) -> None:
+    """For a command-line run only (it forks and the parent never returns): the child returns at once
+    and runs the check; this process waits for it and exits with its exit code. A policy call that
+    neither returns nor yields to the in-process timer (C code that holds the GIL, e.g.
+    ``sum(range(10**13))``) is seen here through a shared heartbeat: past the timeout plus a grace the
+    supervisor prints the finding (the call, the rank, the batch's cp_size and num_tokens), kills the
+    check and its search processes and exits 1. A Ctrl-C reaches the child, which exits 130."""
+    if not hasattr(os, "fork"):
+        return
+    heart = mmap.mmap(-1, 2 * _HEART.size)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    child = os.fork()
+    if child == 0:
+        _STATE.heart, _STATE.heart_pid = heart, os.getpid()
+        return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child answers Ctrl-C (one line, exit 130)
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        _kill_tree(child, signal.SIGTERM)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGHUP, forward)
+    limit = call_timeout_s + SUPERVISOR_GRACE_S
+    while True:
+        done, status = os.waitpid(child, os.WNOHANG)
+        if done:
+            code = os.waitstatus_to_exitcode(status)
+            os._exit(code if code >= 0 else 128 - code)
+        now = time.monotonic()
+        for slot in (0, _HEART.size):
+            _, started, method, rank, cp_size, num_tokens = _HEART.unpack_from(heart, slot)
+            if started and now - started > limit:
+                _kill_tree(child, signal.SIGKILL)
+                call = f"{_METHODS[method]}(cp_rank={rank}, ...)" if rank >= 0 else f"{_METHODS[method]}(...)"
+                sys.stderr.write(
+                    f"cpgraph check: FAILED - policy {policy_name}: {call} did not return within {call_timeout_s:g} s and "
+                    f"could not be interrupted (it runs in code that never yields to Python, e.g. a C loop holding "
+                    f"the GIL); the check stopped; batch: cp_size={cp_size}, num_tokens={num_tokens}\n"
+                )
+                sys.stderr.flush()
+                os._exit(1)
+        time.sleep(SUPERVISOR_POLL_S)
+
+
+def _kill_tree(pid: int, sig: int) -> None:
+    """Signal ``pid`` and its children (the check's forked search process and boundary solver)."""
+    children = []
+    try:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+                        fields = handle.read().rsplit(")", 1)[1].split()
+                    if int(fields[1]) == pid:
+                        children.append(int(entry))
+                except (OSError, IndexError, ValueError):
+                    continue
+    except OSError:
+        pass
+    for target in [pid, *children]:
+        try:
+            os.kill(target, sig)
+        except OSError:
+            pass
+
+
 def _bounded(policy_name: str, method: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     checked_signature = False
 
@@ -310,6 +390,13 @@ def _bounded(policy_name: str, method: str, fn: Callable[..., Any]) -> Callable[
             checked_signature = True
         if _STATE.board is not None and _STATE.board[0] and os.getpid() == _STATE.owner:
             _hard_stop(_board_line())  # a forked search process met a policy call it could not stop
+        heart = _STATE.heart
+        slot = 0
+        if heart is not None:  # tell the supervisor which call is running, from when (see supervise())
+            slot = _HEART.size * (0 if os.getpid() == _STATE.heart_pid else 1)
+            _STATE.seq += 1
+            _HEART.pack_into(heart, slot, _STATE.seq, time.monotonic(), _METHODS.index(method),
+                             -1 if rank is None else int(rank), int(kw.get("cp_size", 0)), int(kw.get("num_tokens", 0)))
         limit = _STATE.timeout_s
         timed = _STATE.armed and limit is not None and threading.current_thread() is threading.main_thread()
         if timed and limit is not None:
@@ -323,6 +410,8 @@ def _bounded(policy_name: str, method: str, fn: Callable[..., Any]) -> Callable[
                 if timed:
                     signal.setitimer(signal.ITIMER_REAL, 0)
                     _STATE.in_call = ""
+                if heart is not None:
+                    _STARTED.pack_into(heart, slot + 8, 0.0)
         except CallTimeout:
             raise stop("timeout", f"did not return within {_STATE.timeout_s:g} s (--call-timeout-s); the check stopped") from None
         except SystemExit as exc:

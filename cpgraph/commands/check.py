@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from cpgraph.output import (
-    FOUND, OK, USAGE, Output, UsageError, add_output_flags, bounded_int, bounded_seconds, writable_file,
+    FOUND, OK, PROCESS, USAGE, Output, UsageError, add_output_flags, bounded_int, bounded_seconds, writable_file,
 )
 
 MAX_CP_SIZE = 64  # one batch asks every rank
@@ -89,7 +89,7 @@ def _plot_path(path: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from cpgraph.check import CheckReport, load_policy, make_options
-    from cpgraph.check.calls import PolicyStop, session
+    from cpgraph.check.calls import PolicyStop, session, supervise
     from cpgraph.check.run import run_check
 
     out = Output.of(args, "check")
@@ -126,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
         if not out.quiet:
             print(line, file=sys.stderr, flush=True)
 
+    if PROCESS.standalone:  # the command line: a supervisor process ends a call nothing in-process can stop
+        supervise(policy.name, args.call_timeout_s)
     try:
         with session(args.call_timeout_s, hard_exit=True), contextlib.redirect_stdout(sys.stderr):
             report: CheckReport = run_check(policy, options, progress)

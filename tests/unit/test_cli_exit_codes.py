@@ -210,3 +210,16 @@ def test_a_policy_that_swallows_every_stop_still_ends_the_check(tmp_path: Path) 
     assert result.returncode == 1
     assert "ignored every attempt to stop it" in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_call_stuck_in_c_code_is_ended_by_the_supervisor(tmp_path: Path) -> None:
+    policy = tmp_path / "c_loop.py"
+    policy.write_text(
+        "from cpgraph.reference.policy import replay_bucket\n"
+        "def admit(**b):\n    return sum(range(10**15)) > 0  # one C call: never returns to the interpreter\n"
+    )
+    result = subprocess.run([sys.executable, "-m", "cpgraph", "check", str(policy), *FAST], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 1
+    assert "could not be interrupted" in result.stderr and "admit(cp_rank=0, ...)" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
