@@ -143,17 +143,21 @@ def _solver_available() -> bool:
 
 def _cases_from(models: tuple[_Model, ...], options: CheckOptions) -> Iterator[Case]:
     """The models as batches, those outside the run's fixed knobs left out (an alignment or factor the
-    code base does not use, a live n when only padded n are asked for)."""
+    code base does not use). With padded n asked for, each model also comes with n padded to a multiple
+    of its alignment (or by one token), on the same capture list and table; with only padded n, the
+    live model is left out."""
     for clause, p, align, factor, n, lengths, buckets, rows in models:
         if align not in options.aligns(p) or factor not in options.factors:
             continue
-        if options.num_tokens == "padded" and n == sum(lengths):
-            continue
         batch = Batch(p, align, n, lengths, buckets, rows, factor, "arbitrary")
         kind = _table_kind(batch, options)
-        if kind is not None and buckets:
-            ctx = options.context_len if kind == "captured" else None
-            yield (f"boundary:{clause}", replace(batch, table=kind, context_len=ctx))
+        if kind is None or not buckets:
+            continue
+        batch = replace(batch, table=kind, context_len=options.context_len if kind == "captured" else None)
+        if options.num_tokens != "padded" or n > sum(lengths):
+            yield (f"boundary:{clause}", batch)
+        if options.num_tokens != "live" and n == sum(lengths):
+            yield (f"boundary:{clause}:padded", replace(batch, num_tokens=n + (-n % align or 1)))
 
 
 def boundary(options: CheckOptions) -> Iterator[Case]:

@@ -163,3 +163,18 @@ def test_minimisation_prefers_a_captured_table_and_is_deterministic() -> None:
     first, _ = minimize(start, fails, cp_sizes=(2, 4), budget_s=30.0)
     again, _ = minimize(start, fails, cp_sizes=(2, 4), budget_s=30.0)
     assert first == again and first.table == "captured"
+
+
+def test_every_phase_includes_padded_n_unless_live_only() -> None:
+    from itertools import islice
+
+    from cpgraph.check.boundary import boundary
+    from cpgraph.check.generate import exhaustive, random_cases
+
+    both, live = make_options(cp_sizes=(2,), max_tokens=97, max_requests=2), make_options(cp_sizes=(2,), max_tokens=97, max_requests=2, num_tokens="live")
+    for phase in (boundary, exhaustive, random_cases):
+        drawn = [b for _, b in islice(phase(both), 400)]
+        assert drawn and any(b.pad > 0 for b in drawn) and any(b.pad == 0 for b in drawn), phase.__name__
+        assert all(b.pad == 0 for _, b in islice(phase(live), 400)), phase.__name__
+    padded = make_options(cp_sizes=(2,), max_tokens=97, num_tokens="padded")
+    assert all(b.pad > 0 for _, b in islice(exhaustive(padded), 400))
