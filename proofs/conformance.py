@@ -785,6 +785,63 @@ def _family_selection(paths: Sequence[DecisionPath], draw: _Draw, count: int, pe
     return fam
 
 
+def _family_errors(paths: Sequence[DecisionPath], draw: _Draw, count: int) -> _Family:
+    """Invalid inputs (the contract every public function shares with the reference): an empty batch, a negative
+    or bool length, cp_size, align_size or num_tokens below 1, an unknown strategy, a negative required count, an
+    unsorted or repeated capture list, a negative capacity, a padding factor below 1. Expected: the exception type
+    the contract names (ValueError for a bad value, TypeError for a bad type); anything else is a mismatch."""
+    fam = _Family("invalid inputs")
+    rng = draw.rng
+    good_lengths = (16, 9)
+    good_select: dict[str, Any] = dict(num_tokens=20, required_local_tokens=4, capture_num_tokens=(20, 40),
+                                       bucket_local_tokens={20: 4, 40: 8}, max_padding_factor=2)
+    row_cases: list[tuple[str, Any, dict[str, Any]]] = [
+        ("ValueError", (), {}), ("ValueError", (16, -1), {}), ("TypeError", (16, True), {}),
+        ("TypeError", "16", {}), ("ValueError", good_lengths, {"cp_size": 0}), ("TypeError", good_lengths, {"cp_size": 2.0}),
+        ("ValueError", good_lengths, {"align_size": 0}), ("ValueError", good_lengths, {"strategy": "ring"}),
+    ]
+    capture_cases: list[tuple[str, Any, dict[str, Any]]] = [
+        ("ValueError", 0, {}), ("ValueError", -5, {}), ("TypeError", True, {}), ("ValueError", 64, {"cp_size": 0}),
+        ("ValueError", 64, {"align_size": 0}), ("ValueError", 64, {"strategy": "ring"}),
+    ]
+    select_cases: list[tuple[str, dict[str, Any]]] = [
+        ("ValueError", {"num_tokens": 0}), ("ValueError", {"required_local_tokens": -1}),
+        ("ValueError", {"capture_num_tokens": (40, 20)}), ("ValueError", {"capture_num_tokens": (20, 20, 40)}),
+        ("ValueError", {"bucket_local_tokens": {20: -1, 40: 8}}), ("ValueError", {"max_padding_factor": 0}),
+        ("TypeError", {"num_tokens": 20.0}),
+    ]
+    active_cases: list[tuple[str, Any, dict[str, Any]]] = [
+        ("ValueError", (), {}), ("ValueError", good_lengths, {"num_tokens": 0}), ("ValueError", good_lengths, {"cp_size": 0}),
+        ("ValueError", (16, -2), {}),
+    ]
+    for _ in range(count):
+        p = draw.cp_size()
+        kind = rng.choice(MIRROR_STRATEGIES)
+        which = rng.randrange(4)
+        shape = dict(cp_size=p, align_size=2 * p, strategy=kind)
+        args: tuple[Any, ...]
+        if which == 0:
+            expected, lengths, bad = row_cases[rng.randrange(len(row_cases))]
+            function, args, call = "required_local_tokens", (lengths,), shape | bad
+        elif which == 1:
+            expected, bucket, bad = capture_cases[rng.randrange(len(capture_cases))]
+            function, args, call = "capture_local_tokens", (bucket,), shape | bad
+        elif which == 2:
+            expected, bad = select_cases[rng.randrange(len(select_cases))]
+            function, args, call = "select_replay_bucket", (), good_select | bad
+        else:
+            expected, lengths, bad = active_cases[rng.randrange(len(active_cases))]
+            total = max(1, sum(x for x in lengths if x > 0))
+            function, args, call = "is_cp_active", (lengths,), dict(num_tokens=total, cp_size=p) | bad
+        text = f"{function}({', '.join(repr(a) for a in args)}{', ' if args else ''}**{call})"
+        fam.cases += 1
+        for path in paths:
+            actual = _attempt(getattr(path, function), *args, **call)
+            got = type(actual).__name__ if isinstance(actual, Exception) else f"returned {actual!r}"
+            fam.judge(path.name, function, expected, got, lambda text=text: text)  # type: ignore[misc]
+    return fam
+
+
 def _runner_config(draw: _Draw) -> RunnerConfig:
     rng = draw.rng
     p = draw.cp_size()
@@ -881,6 +938,7 @@ class BulkPlan:
     required_local_tokens: int = 60_000
     capture_local_tokens: int = 100_000
     select_replay_bucket: int = 90_000
+    invalid_inputs: int = 20_000
     runner_configs: int = 250
     plans_per_config: int = 160
     replays_per_config: int = 12
@@ -905,6 +963,7 @@ def run_bulk(paths: Sequence[DecisionPath], *, plan: BulkPlan = BulkPlan(), seed
         ("required", lambda d: (_family_rows(paths, d, plan.required_local_tokens),)),
         ("capture", lambda d: (_family_capture(paths, d, plan.capture_local_tokens),)),
         ("selection", lambda d: (_family_selection(paths, d, plan.select_replay_bucket),)),
+        ("errors", lambda d: (_family_errors(paths, d, plan.invalid_inputs),)),
         ("plan", lambda d: _family_plan(paths, d, plan.runner_configs, plan.plans_per_config, plan.replays_per_config)),
     ]
     for index, (_, step) in enumerate(steps):

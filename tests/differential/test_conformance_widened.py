@@ -178,3 +178,12 @@ def test_the_same_seed_draws_the_same_cases() -> None:
     assert [(f.family, f.cases, f.comparisons) for f in first.families] == [
         (f.family, f.cases, f.comparisons) for f in again.families
     ]
+
+
+def test_a_path_that_accepts_a_bad_argument_is_caught() -> None:
+    def no_validation(num_tokens: int, *, cp_size: int, align_size: int, strategy: str = "zigzag") -> int:
+        return -(-max(num_tokens, 0) // max(cp_size, 1) // max(align_size, 1)) * max(align_size, 1)
+
+    report = run_bulk([_planted(capture_local_tokens=no_validation)], plan=BulkPlan().scaled(0.01), validate=False)
+    hit = {f.family for f in report.families if f.mismatches}
+    assert "invalid inputs" in hit
