@@ -242,6 +242,37 @@ HEADER = ("| R | P | K | sum list (us) | impl list (us) | impl array (us) | poli
           + " | ".join(COLUMNS) + " | load 1-min |\n|" + "---:|" * (9 + len(COLUMNS)))
 
 
+TARGETS = (("list/sum", 8.0, "R >= 256"), ("array/sum", 3.0, "R >= 256"), ("tensor/sum", 3.0, "R >= 256"),
+           ("rows/plain_rows", 1.0, "R = 1"), ("policy/plain_policy", 1.0, "R = 1"),
+           ("policy/dispatcher", 1.2, "every R"))
+
+
+def compare(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Markdown: every (R, P, K) with its ratios before and after, then each target's worst case after."""
+    old = {(r["R"], r["P"], r["K"]): r for r in before["rows"]}
+    out = [f"before: {before['title']}", "", f"after: {after['title']}", "",
+           "| R | P | K | " + " | ".join(f"{c} before -> after" for c in COLUMNS) + " | load 1-min before / after |",
+           "|" + "---:|" * (4 + len(COLUMNS))]
+    for row in after["rows"]:
+        prev = old.get((row["R"], row["P"], row["K"]))
+        cells = []
+        for c in COLUMNS:
+            was = f"{prev['ratios'][c]:.2f}" if prev and c in prev["ratios"] else "-"
+            now = f"{row['ratios'][c]:.2f}" if c in row["ratios"] else "-"
+            cells.append(f"{was} -> {now}")
+        load = f"{prev['loadavg'][0][0]:.1f}" if prev else "-"
+        out.append(f"| {row['R']} | {row['P']} | {row['K']} | " + " | ".join(cells) + f" | {load} / {row['loadavg'][0][0]:.1f} |")
+    out += ["", "| target | where | limit | worst after (R, P, K) | met |", "|---|---|---:|---|---|"]
+    for column, limit, where in TARGETS:
+        rows = [r for r in after["rows"] if column in r["ratios"]
+                and (r["R"] >= 256 if where == "R >= 256" else r["R"] == 1 if where == "R = 1" else True)]
+        worst = max(rows, key=lambda r: r["ratios"][column])
+        value = worst["ratios"][column]
+        out.append(f"| {column} | {where} | {limit}x | {value:.2f}x ({worst['R']}, {worst['P']}, {worst['K']}) | "
+                   f"{'yes' if value <= limit else 'no'} |")
+    return "\n".join(out) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
@@ -249,7 +280,15 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=9, help="interleaved rounds per side (minimum taken)")
     parser.add_argument("--before", help="time the decision path of this git revision instead")
     parser.add_argument("--quick", action="store_true", help="a smaller grid")
+    parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE_JSON", "AFTER_JSON"),
+                        help="measure nothing: print (and with --md write) the two runs' ratios side by side")
     args = parser.parse_args()
+    if args.compare:
+        text = compare(*(json.loads(path.read_text()) for path in args.compare))
+        print(text)
+        if args.md:
+            args.md.write_text(text)
+        return 0
     grid: dict[str, tuple[int, ...]] = QUICK if args.quick else dict(requests=REQUESTS, cp_sizes=CP_SIZES, buckets=BUCKETS)
     title = (f"decision latency ({'revision ' + args.before if args.before else 'working tree'}) on "
              f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "

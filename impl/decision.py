@@ -196,9 +196,7 @@ def busiest_rows(lengths: Lengths, p: int, row: StrategyFormulas) -> int:
     if count == 1:
         return row.one_request(total, p)
     if vector is not None and row.vector is not None:
-        np = numpy_module()
-        assert np is not None
-        return row.vector(np, vector, total, p)
+        return row.vector(numpy_module(), vector, total, p)  # type: ignore[arg-type]  # a vector implies numpy
     return row.scalar(() if values is None else values, total, p)
 
 

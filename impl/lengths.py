@@ -43,14 +43,16 @@ _DTYPES: list[Any] = []  # numpy's int64 dtype, once numpy is imported
 _PACKERS: dict[int, struct.Struct] = {}
 
 
+def _packer(count: int) -> struct.Struct:
+    if len(_PACKERS) >= 256:
+        _PACKERS.clear()
+    packer = _PACKERS[count] = struct.Struct(f"{count}q")
+    return packer
+
+
 def _int64_bytes(values: Sequence[int]) -> bytes:
     """The values as native int64 bytes; struct.error for an item that is not an integer or does not fit int64."""
-    packer = _PACKERS.get(len(values))
-    if packer is None:
-        if len(_PACKERS) >= 256:
-            _PACKERS.clear()
-        packer = _PACKERS[len(values)] = struct.Struct(f"{len(values)}q")
-    return packer.pack(*values)
+    return (_PACKERS.get(len(values)) or _packer(len(values))).pack(*values)
 
 
 def numpy_module() -> ModuleType | None:
@@ -127,10 +129,11 @@ def _from_sequence(name: str, value: Any, count: int) -> Lengths:
     if type(total) is not int:
         return _exact(name, value)
     if count >= VECTOR_MIN_REQUESTS:
-        np = numpy_module()
+        np = _NUMPY[0] if _NUMPY else numpy_module()
         if np is not None:
+            packer = _PACKERS.get(count) or _packer(count)
             try:
-                vec = np.frombuffer(_int64_bytes(value), dtype=np.int64)
+                vec = np.frombuffer(packer.pack(*value), _DTYPES[0])
             except struct.error:  # a non-integer item, or a length past int64: the exact/scalar path
                 return _exact(name, value)
             lo = int(np.minimum.reduce(vec))
