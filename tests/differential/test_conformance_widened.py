@@ -155,8 +155,10 @@ def test_a_crash_is_a_mismatch_with_the_exception_not_a_skip() -> None:
         raise RuntimeError("boom")
 
     report = run_bulk([_planted(capture_local_tokens=crashes)], plan=BulkPlan().scaled(0.001), validate=False)
-    (family,) = [f for f in report.families if f.mismatches]
-    assert family.family == "capture_local_tokens" and isinstance(family.examples[0].actual, RuntimeError)
+    hit = {f.family: f for f in report.families if f.mismatches}
+    assert set(hit) == {"capture_local_tokens", "invalid inputs"}
+    assert isinstance(hit["capture_local_tokens"].examples[0].actual, RuntimeError)
+    assert hit["invalid inputs"].examples[0].actual == "RuntimeError"  # not the contract's ValueError
 
 
 def test_a_wrong_mirror_is_caught_by_its_check_against_the_spec(monkeypatch: pytest.MonkeyPatch) -> None:
