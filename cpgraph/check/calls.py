@@ -15,16 +15,19 @@ session each call runs under a per-call timeout, and what the policy does beside
   to the policy's own frames, is kept so the report can show it (``last_traceback``).
 
 How a hung call is stopped: a thread cannot be killed, and running every call in another process would
-cost an IPC round trip per call (the check asks hundreds of thousands of calls a minute). So the timer
-is the process's own interval timer (``setitimer(ITIMER_REAL)``, two system calls per policy call):
-when it fires, the SIGALRM handler raises ``CallTimeout`` (a ``BaseException``, so a policy's
-``except Exception`` cannot swallow it) in the policy's frame, on the main thread, and the timer
-re-fires every ``REFIRE_S`` until the call gives up. That stops Python loops, ``time.sleep``, lock and
-socket waits. A policy that swallows every ``BaseException`` in a loop is ended after ``HARD_STOP_FIRES``
-re-fires when the session was opened with ``hard_exit`` (the CLI does): the finding is printed and the
-process exits 1 at once. Calls made outside the main thread (or outside a session) run unbounded.
-The check's second search process (a fork, see run.py) inherits the session; it reports a stop to the
-parent through its pipe and the parent ends the check.
+cost an IPC round trip per call (the check asks hundreds of thousands of calls a minute). So a call
+only stamps its start time, and one periodic interval timer per session (``setitimer(ITIMER_REAL)``,
+every min(0.25 s, timeout / 4)) lets the SIGALRM handler, on the main thread, raise ``CallTimeout`` (a
+``BaseException``, so a policy's ``except Exception`` cannot swallow it) in the frame of a call that
+has run past its timeout, and again at every tick until the call gives up. That stops Python loops,
+``time.sleep``, lock and socket waits and regular-expression backtracking. A policy that swallows
+every ``BaseException`` in a loop is ended after ``HARD_STOP_FIRES`` more ticks when the session was
+opened with ``hard_exit`` (the CLI does): the finding is printed and the process exits 1. Code that
+never returns to the interpreter (one C call holding the GIL, e.g. ``sum(range(10**15))``) cannot be
+reached from inside the process; on the command line ``supervise()`` forks first and the parent,
+watching a shared heartbeat, ends the check with the finding. Calls made outside the main thread (or
+outside a session) run unbounded. The check's second search process (a fork, see run.py) re-arms the
+timer and reports a stop to the parent through its pipe, and the parent ends the check.
 """
 
 from __future__ import annotations
@@ -123,8 +126,11 @@ class _Session:
     hard_exit: bool = False
     depth: int = 0
     armed: bool = False  # handlers installed in this process's main thread
-    in_call: str = ""  # the call now running (for the hard stop's message)
+    in_call: tuple[str, str, int | None] | None = None  # (policy, method, rank) of the running call
+    started: float = 0.0  # time.monotonic() when the running call began; 0.0: none is running
     fires: int = 0
+    main_ident: int = 0  # the thread the handlers run on
+    tick_s: float = REFIRE_S
     owner: int = 0  # pid of the process that opened the session
     board: mmap.mmap | None = None  # shared with forked search processes: a hard stop's line
     heart: mmap.mmap | None = None  # shared with the supervisor (supervise()): the call now running
@@ -137,12 +143,14 @@ _LAST: dict[tuple[str, int | None], tuple[str, str]] = {}  # (method, rank) -> (
 
 
 def _on_alarm(signum: int, frame: FrameType | None) -> None:
-    if not _STATE.in_call:
-        return
+    started, limit = _STATE.started, _STATE.timeout_s
+    if not started or limit is None or time.monotonic() - started < limit:
+        return  # the periodic tick found no call past its timeout
     _STATE.fires += 1
     if _STATE.hard_exit and _STATE.fires > HARD_STOP_FIRES:
+        name, method, rank = _STATE.in_call or ("?", "?", None)
         line = (
-            f"{_STATE.in_call} did not return within {_STATE.timeout_s:g} s and ignored every attempt to stop it "
+            f"policy {name}: {method}(cp_rank={rank}, ...) did not return within {_STATE.timeout_s:g} s and ignored every attempt to stop it "
             "(it catches BaseException); the check stopped"
         )
         if os.getpid() != _STATE.owner and _STATE.board is not None:
@@ -174,6 +182,20 @@ def _board_line() -> str:
     return bytes(board[1:]).rstrip(b"\0").decode(errors="replace")
 
 
+def _tick() -> None:
+    """One periodic timer for the whole session (a policy call only stamps its start time, so bounding
+    it costs no system call); timers are not inherited by a fork, so a forked search process re-arms it."""
+    signal.setitimer(signal.ITIMER_REAL, _STATE.tick_s, _STATE.tick_s)
+
+
+def _after_fork_in_child() -> None:
+    if _STATE.armed:
+        _tick()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
     INTERRUPT.real = True
     raise KeyboardInterrupt
@@ -201,15 +223,19 @@ def session(call_timeout_s: float | None = 10.0, *, hard_exit: bool = False) -> 
             _STATE.depth -= 1
         return
     main = threading.current_thread() is threading.main_thread()
+    _STATE.main_ident = threading.get_ident()
     saved = (signal.getsignal(signal.SIGALRM), signal.getsignal(signal.SIGINT)) if main else None
     _STATE.timeout_s, _STATE.hard_exit, _STATE.depth = call_timeout_s, hard_exit, 1
-    _STATE.fires, _STATE.in_call = 0, ""
+    _STATE.fires, _STATE.in_call, _STATE.started = 0, None, 0.0
     _STATE.owner, _STATE.board = os.getpid(), mmap.mmap(-1, 2048) if hard_exit else None
     if main:
         signal.signal(signal.SIGALRM, _on_alarm)
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, _on_sigint)
-        _STATE.armed = True
+        _STATE.armed = call_timeout_s is not None
+        if call_timeout_s is not None:
+            _STATE.tick_s = max(0.01, min(REFIRE_S, call_timeout_s / 4))
+            _tick()
     try:
         yield
     finally:
@@ -217,7 +243,7 @@ def session(call_timeout_s: float | None = 10.0, *, hard_exit: bool = False) -> 
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, saved[0])
             signal.signal(signal.SIGINT, saved[1])
-        _STATE.timeout_s, _STATE.depth, _STATE.armed, _STATE.in_call = None, 0, False, ""
+        _STATE.timeout_s, _STATE.depth, _STATE.armed, _STATE.in_call = None, 0, False, None
         if _STATE.board is not None:
             _STATE.board.close()
             _STATE.board = None
@@ -372,7 +398,7 @@ def _bounded(policy_name: str, method: str, fn: Callable[..., Any]) -> Callable[
         nonlocal checked_signature
         rank = kw.get("cp_rank")
 
-        def stop(kind: str, detail: str, tb: str = "") -> PolicyStop:
+        def stop(kind: str, detail: str, tb: str = "") -> PolicyStop:  # only built on the error paths
             return PolicyStop(CallStop(kind, policy_name, method, rank, _batch_text(kw), detail, tb))
 
         if not checked_signature:
@@ -397,19 +423,17 @@ def _bounded(policy_name: str, method: str, fn: Callable[..., Any]) -> Callable[
             _STATE.seq += 1
             _HEART.pack_into(heart, slot, _STATE.seq, time.monotonic(), _METHODS.index(method),
                              -1 if rank is None else int(rank), int(kw.get("cp_size", 0)), int(kw.get("num_tokens", 0)))
-        limit = _STATE.timeout_s
-        timed = _STATE.armed and limit is not None and threading.current_thread() is threading.main_thread()
-        if timed and limit is not None:
+        timed = _STATE.armed and threading.get_ident() == _STATE.main_ident
+        if timed:
             _STATE.fires = 0
-            _STATE.in_call = f"policy {policy_name}: {method}(cp_rank={rank}, ...)"
-            signal.setitimer(signal.ITIMER_REAL, limit, REFIRE_S)
+            _STATE.in_call = (policy_name, method, rank)  # formatted only on a hard stop
+            _STATE.started = time.monotonic()
         try:
             try:
                 value = fn(**kw)
             finally:
                 if timed:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-                    _STATE.in_call = ""
+                    _STATE.started = 0.0
                 if heart is not None:
                     _STARTED.pack_into(heart, slot + 8, 0.0)
         except CallTimeout:
