@@ -77,6 +77,7 @@ class Mutant:
     start: int
     end: int
     replacement: str
+    text: str = ""  # the original line, stripped (what an equivalence argument is matched on)
 
     @property
     def key(self) -> str:
@@ -173,7 +174,7 @@ def mutants_of(path: str, source: str) -> list[Mutant]:
         line = getattr(node, "lineno", 1)
         if "pragma: no mutate" in lines[line - 1]:
             return
-        out.append(Mutant(path, line, operator, description, start, end, replacement))
+        out.append(Mutant(path, line, operator, description, start, end, replacement, lines[line - 1].strip()))
 
     def between(left: ast.AST, right: ast.AST) -> tuple[int, int]:
         return offsets.span(left)[1], offsets.span(right)[0]
@@ -575,7 +576,27 @@ def _entry(outcome: Outcome) -> dict[str, object]:
     m = outcome.mutant
     return {"where": f"{m.path}:{m.line}", "operator": m.operator, "mutation": m.description,
             "replacement": m.replacement, "seconds": round(outcome.seconds, 2), "stage": outcome.stage,
-            "evidence": outcome.evidence}
+            "evidence": outcome.evidence, "line_text": m.text}
+
+
+EQUIVALENTS = ROOT / "benchmarks" / "mutation_equivalents.json"
+
+
+def _arguments() -> list[dict[str, str]]:
+    """Written arguments that a surviving mutant is equivalent (or outside what its kill command can see):
+    entries {file, line_text, mutation, argument}, matched on the file, the original line and the mutation."""
+    if not EQUIVALENTS.exists():
+        return []
+    entries = json.loads(EQUIVALENTS.read_text())
+    return [e for e in entries if {"file", "line_text", "mutation", "argument"} <= e.keys()]
+
+
+def _argument_for(survivor: dict[str, object], arguments: Sequence[dict[str, str]]) -> str | None:
+    path = str(survivor["where"]).rsplit(":", 1)[0]
+    for entry in arguments:
+        if entry["file"] == path and entry["line_text"] == survivor.get("line_text") and entry["mutation"] == survivor["mutation"]:
+            return entry["argument"]
+    return None
 
 
 def _head() -> str:
@@ -605,6 +626,11 @@ def combine_reports(day: str, out: Path) -> tuple[Path, Path]:
     combined_md = out / f"{day}-mutation.md"
     combined_md.write_text(render_markdown(day, runs))
     return combined_md, combined_json
+
+
+def _score_without(run: dict[str, object], equivalent: int) -> float | None:
+    killed, survived = int(run["killed"]), int(run["survived"]) - equivalent  # type: ignore[call-overload]
+    return killed / (killed + survived) if killed + survived else None
 
 
 def _pct(score: object) -> str:
@@ -646,9 +672,14 @@ def render_markdown(day: str, runs: Sequence[dict[str, object]]) -> str:
             if row["mutants"]:
                 lines.append(f"| {op} | {row['mutants']} | {row['killed']} | {row['survived']} | {_pct(row['score'])} |")
         survivors = run["survivors"]
-        lines += ["", f"Survivors ({len(survivors)}):" if survivors else "No survivors."]  # type: ignore[arg-type]
+        arguments = _arguments()
+        argued = [s for s in survivors if _argument_for(s, arguments)]  # type: ignore[attr-defined]
+        lines += ["", f"Survivors ({len(survivors)}, of which {len(argued)} argued equivalent below; score without "  # type: ignore[arg-type]
+                  f"them {_pct(_score_without(run, len(argued)))}):" if survivors else "No survivors."]
         for s in survivors:  # type: ignore[attr-defined]
-            lines.append(f"- `{s['where']}` {s['operator']}: {s['mutation']}")
+            argument = _argument_for(s, arguments)
+            lines.append(f"- `{s['where']}` {s['operator']}: {s['mutation']} in `{s.get('line_text', '')}`"
+                         + (f" (argued equivalent: {argument})" if argument else ""))
         if run["timeouts"]:
             lines += ["", "Timed out:"]
             lines += [f"- `{s['where']}` {s['operator']}: {s['mutation']}" for s in run["timeouts"]]  # type: ignore[attr-defined]
