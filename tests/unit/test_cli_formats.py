@@ -80,3 +80,15 @@ def test_colour_on_a_terminal_only_and_never_with_no_color(monkeypatch: pytest.M
     assert not use_colour(io.StringIO()) and highlight("REFUTED", io.StringIO()) == "REFUTED"
     monkeypatch.setenv("NO_COLOR", "1")
     assert not use_colour(_Terminal()) and highlight("REFUTED", _Terminal()) == "REFUTED"
+
+
+def test_a_stopped_check_is_a_failed_testcase_and_a_json_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = tmp_path / "exits.py"
+    policy.write_text("import sys\nfrom cpgraph.reference.policy import replay_bucket\ndef admit(**b):\n    sys.exit(3)\n")
+    assert main(["check", str(policy), "--format", "junit", "--cp-sizes", "2"]) == 1
+    cases = _cases(capsys.readouterr().out)
+    failure = cases["policy_calls"].find("failure")
+    assert failure is not None and "raised SystemExit(3)" in (failure.get("message") or "")
+    assert main(["check", str(policy), "--json", "--cp-sizes", "2"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is False and data["policy_call"]["kind"] == "system_exit" and data["policy_call"]["method"] == "admit"
