@@ -68,6 +68,19 @@ def numpy_module() -> ModuleType | None:
     return _NUMPY[0]
 
 
+_TORCH_INT_DTYPES: list[frozenset[Any]] = []
+
+
+def _torch_int_dtypes(torch_mod: Any) -> frozenset[Any]:
+    """The torch integer dtypes a length tensor may have (those with a numpy counterpart we accept)."""
+    if not _TORCH_INT_DTYPES:
+        _TORCH_INT_DTYPES.append(frozenset(
+            (torch_mod.int64, torch_mod.int32, torch_mod.int16, torch_mod.int8, torch_mod.uint8)
+            + tuple(getattr(torch_mod, name) for name in ("uint16", "uint32") if hasattr(torch_mod, name))
+        ))
+    return _TORCH_INT_DTYPES[0]
+
+
 def lengths_tuple(lengths: Lengths) -> tuple[int, ...]:
     """The lengths as a tuple of Python ints (what ``Plan.extend_seq_lens`` records)."""
     values, vector = lengths[0], lengths[1]
@@ -165,16 +178,16 @@ def accept_lengths(value: object, name: str = "extend_seq_lens") -> Lengths:
         return _from_array(name, value, value)
     torch_mod = sys.modules.get("torch")
     if torch_mod is not None and isinstance(value, torch_mod.Tensor):
-        if value.device.type != "cpu":
+        if not value.is_cpu:
             raise ValueError(
                 f"{name} must be {ALLOWED_ARRAYS}; got a tensor on {value.device} (copy it to the CPU once, "
                 "outside the decision: reading it here would synchronise the device)"
             )
-        if value.dtype.is_floating_point or value.dtype.is_complex or value.dtype == torch_mod.bool:
+        if value.dtype not in _torch_int_dtypes(torch_mod):
             raise TypeError(f"{name} must be {ALLOWED_ARRAYS}; got dtype {value.dtype}")
         if numpy_module() is None:  # pragma: no cover - numpy comes with matplotlib
             return _exact(name, value.tolist())
-        return _from_array(name, value.detach().numpy(), value)
+        return _from_array(name, value.numpy(), value)  # integer tensors never require grad: no detach needed
     return _exact(name, value)
 
 
