@@ -92,3 +92,13 @@ def test_a_stopped_check_is_a_failed_testcase_and_a_json_field(tmp_path: Path, c
     assert main(["check", str(policy), "--json", "--cp-sizes", "2"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["ok"] is False and data["policy_call"]["kind"] == "system_exit" and data["policy_call"]["method"] == "admit"
+
+
+def test_plan_json_carries_the_design_and_its_review(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("\n".join(json.dumps([300 + 7 * i, 40]) for i in range(30)) + "\n")
+    assert main(["plan", "--workload", str(workload), "--cp-size", "4", "--max-buckets", "3", "--format", "json", "-q"]) == 0
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert "capture_num_tokens" in data["planned"]["toml"] and data["review"]["exit_code"] == 0
+    assert {x["invariant"] for x in data["review"]["invariants"]} == set(INVARIANTS) and err == ""
