@@ -116,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         writable_file("--emit-test", args.emit_test)
     if plot:
         writable_file("--plot", plot)
+    if PROCESS.standalone:  # the command line: a supervisor process ends a call nothing in-process can stop
+        supervise(args.target, args.call_timeout_s)  # (forked before the policy is imported: its threads stay)
     try:
         with contextlib.redirect_stdout(sys.stderr):  # a policy that prints must not break stdout's document
             policy = load_policy(args.target)
@@ -126,8 +128,6 @@ def run(args: argparse.Namespace) -> int:
         if not out.quiet:
             print(line, file=sys.stderr, flush=True)
 
-    if PROCESS.standalone:  # the command line: a supervisor process ends a call nothing in-process can stop
-        supervise(policy.name, args.call_timeout_s)
     try:
         with session(args.call_timeout_s, hard_exit=True), contextlib.redirect_stdout(sys.stderr):
             report: CheckReport = run_check(policy, options, progress)
