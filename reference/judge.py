@@ -41,6 +41,23 @@ from cpgraph.reference.invariants import INVARIANT_TABLE, INVARIANTS
 from cpgraph.reference.layout import rank_loads
 from cpgraph.reference.selection import fitting_buckets, is_cp_active
 
+__all__ = [
+    "JUDGES",
+    "NOT_ASKED",
+    "REFUSED",
+    "AskedBatch",
+    "Case",
+    "Expectation",
+    "Finding",
+    "RankAnswer",
+    "expected",
+    "fitting_set",
+    "judge_answers",
+    "keeps_everything",
+    "rank_answer",
+    "window_top",
+]
+
 REFUSED: Final = "refused"  # replay_bucket raised (or returned None): the rank runs eagerly
 NOT_ASKED: Final = "not asked"  # protocol v2: replay is not asked of a rank that did not admit
 
