@@ -227,6 +227,7 @@ def session(call_timeout_s: float | None = 10.0, *, hard_exit: bool = False) -> 
     saved = (signal.getsignal(signal.SIGALRM), signal.getsignal(signal.SIGINT)) if main else None
     _STATE.timeout_s, _STATE.hard_exit, _STATE.depth = call_timeout_s, hard_exit, 1
     _STATE.fires, _STATE.in_call, _STATE.started = 0, None, 0.0
+    INTERRUPT.real = False  # a Ctrl-C from here on is this session's
     _STATE.owner, _STATE.board = os.getpid(), mmap.mmap(-1, 2048) if hard_exit else None
     if main:
         signal.signal(signal.SIGALRM, _on_alarm)
