@@ -58,15 +58,17 @@ def _unpacked(cache: Path, version: str) -> Path:
     try:
         done = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
-             f"sglang=={version}", "-d", str(download)],
+             "--timeout", "20", "--retries", "1", f"sglang=={version}", "-d", str(download)],
             capture_output=True, text=True, timeout=300,
         )
     except subprocess.TimeoutExpired:
         pytest.skip(f"pip download sglang=={version} timed out after 300 s: the package index is unreachable or slow")
     wheels = sorted(download.glob(f"sglang-{version}-*.whl"))
     if done.returncode != 0 or not wheels:
-        reason = next((line for line in reversed(done.stderr.splitlines()) if "ERROR" in line), done.stderr.strip()[-300:])
-        pytest.skip(f"cannot download sglang=={version} from the package index: {reason or 'no wheel'}")
+        lines = done.stderr.splitlines()
+        reason = next((line for line in reversed(lines) if "ERROR" in line), done.stderr.strip()[-300:])
+        cause = next((line.strip() for line in lines if any(w in line for w in ("Retrying", "Connection", "Could not fetch", "NewConnectionError"))), "")
+        pytest.skip(f"cannot download sglang=={version} from the package index: {reason or 'no wheel'}{f' ({cause[:200]})' if cause else ''}")
     with zipfile.ZipFile(wheels[0]) as wheel:
         members = [m for m in wheel.namelist() if any(m == n or (n.endswith("/") and m.startswith(n)) for n in NEEDED)]
         wheel.extractall(root, members)
@@ -76,8 +78,9 @@ def _unpacked(cache: Path, version: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def wheels(request: pytest.FixtureRequest) -> dict[str, Path]:
-    cache = Path(request.config.cache.mkdir("sglang-wheels"))
+def wheels(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    store = getattr(request.config, "cache", None)  # none under -p no:cacheprovider: a temporary folder, downloaded afresh
+    cache = Path(store.mkdir("sglang-wheels")) if store is not None else tmp_path_factory.mktemp("sglang-wheels")
     return {v: _unpacked(cache, v) for v in (FIXED, FIRST, FIX)}
 
 
