@@ -25,6 +25,7 @@ from cpgraph import reference
 from cpgraph.proofs.boundaries import boundary_cases
 from cpgraph.proofs.evaluate import (
     spec_capture_local_tokens,
+    spec_headroom_local_tokens,
     spec_rank_loads,
     spec_required_local_tokens,
     spec_select_replay_bucket,
@@ -335,6 +336,7 @@ class DecisionPath:
     planner: Callable[[RunnerConfig], Planner] | None = None
     replayer: Callable[[RunnerConfig], Replayer] | None = None
     strategies: tuple[str, ...] = ()  # the strategies this path accepts (empty = every one the mirror knows)
+    headroom_local_tokens: Callable[..., int] | None = None  # zigzag headroom capacity (num_tokens, *, cp_size, align_size, max_requests)
 
 
 def _reference_planner(config: RunnerConfig) -> Planner:
@@ -388,7 +390,7 @@ def reference_path() -> DecisionPath:
     return DecisionPath(
         "reference", reference.align_up, reference.is_cp_active, reference.required_local_tokens,
         reference.capture_local_tokens, reference.select_replay_bucket, reference.fitting_buckets,
-        _reference_planner, _reference_replayer,
+        _reference_planner, _reference_replayer, headroom_local_tokens=reference.headroom_local_tokens,
     )
 
 
@@ -406,6 +408,7 @@ def impl_path() -> DecisionPath:
     return DecisionPath(
         "impl", decision.align_up, decision.is_cp_active, decision.required_local_tokens,
         decision.capture_local_tokens, decision.select_replay_bucket, None, _impl_planner, None, tuple(accepted),
+        headroom_local_tokens=decision.headroom_local_tokens,
     )
 
 
@@ -447,6 +450,12 @@ def mirror_rank_loads(lengths: Sequence[int], cp_size: int, strategy: str) -> li
 def mirror_required(lengths: Sequence[int], cp_size: int, align_size: int, strategy: str) -> int:
     """spec.capacity.required_local_tokens: align_up(max_r l_r, A) from the live lengths."""
     return mirror_align_up(max(mirror_rank_loads(lengths, cp_size, strategy)), align_size)
+
+
+def mirror_headroom(num_tokens: int, cp_size: int, align_size: int, max_requests: int) -> int:
+    """spec.capacity.headroom_local_tokens: align_up(floor((N + min(R, N)(P-1)) / P), A) (zigzag)."""
+    requests = min(max_requests, num_tokens)
+    return mirror_align_up((num_tokens + requests * (cp_size - 1)) // cp_size, align_size)
 
 
 def mirror_fitting(n: int, required: int, buckets: Sequence[int], table: Mapping[int, int], factor: int) -> tuple[int, ...]:
@@ -741,6 +750,27 @@ def _family_capture(paths: Sequence[DecisionPath], draw: _Draw, count: int) -> _
     return fam
 
 
+def _family_headroom(paths: Sequence[DecisionPath], draw: _Draw, count: int) -> _Family:
+    fam = _Family("headroom_local_tokens")
+    rng = draw.rng
+    for path in paths:
+        if path.headroom_local_tokens is None:
+            fam.not_compared.append(f"{path.name}.headroom_local_tokens: not provided")
+    for _ in range(count):
+        p = draw.cp_size()
+        a = _align_for(draw, p, "zigzag")
+        n = max(1, draw.length(p, huge=rng.random() < 0.3))
+        r = rng.choice((1, 2, 3, 4, 8, 64)) if rng.random() < 0.8 else rng.randint(1, 2 * n + 2)
+        expected = mirror_headroom(n, p, a, r)
+        fam.cases += 1
+        for path in paths:
+            if path.headroom_local_tokens is not None:
+                fam.judge(path.name, "headroom_local_tokens", expected,
+                          _attempt(path.headroom_local_tokens, n, cp_size=p, align_size=a, max_requests=r),
+                          lambda: f"headroom_local_tokens({n}, cp_size={p}, align_size={a}, max_requests={r})")
+    return fam
+
+
 def _family_selection(paths: Sequence[DecisionPath], draw: _Draw, count: int, per_list: int = 40) -> _Family:
     """Capture lists of 32 to 48 buckets (a runner's list is fixed; batches vary), each asked ``per_list``
     selections with n and required on its edges: n at a bucket or one past it, F*n at a bucket or one short,
@@ -810,6 +840,10 @@ def _family_errors(paths: Sequence[DecisionPath], draw: _Draw, count: int) -> _F
         ("ValueError", {"bucket_local_tokens": {20: -1, 40: 8}}), ("ValueError", {"max_padding_factor": 0}),
         ("TypeError", {"num_tokens": 20.0}),
     ]
+    headroom_cases: list[tuple[str, Any, dict[str, Any]]] = [
+        ("ValueError", 0, {}), ("ValueError", 64, {"cp_size": 0}), ("ValueError", 64, {"align_size": 0}),
+        ("ValueError", 64, {"max_requests": 0}), ("TypeError", 64.0, {}),
+    ]
     active_cases: list[tuple[str, Any, dict[str, Any]]] = [
         ("ValueError", (), {}), ("ValueError", good_lengths, {"num_tokens": 0}), ("ValueError", good_lengths, {"cp_size": 0}),
         ("ValueError", (16, -2), {}),
@@ -817,7 +851,7 @@ def _family_errors(paths: Sequence[DecisionPath], draw: _Draw, count: int) -> _F
     for _ in range(count):
         p = draw.cp_size()
         kind = rng.choice(MIRROR_STRATEGIES)
-        which = rng.randrange(4)
+        which = rng.randrange(5)
         shape = dict(cp_size=p, align_size=2 * p, strategy=kind)
         args: tuple[Any, ...]
         if which == 0:
@@ -826,6 +860,10 @@ def _family_errors(paths: Sequence[DecisionPath], draw: _Draw, count: int) -> _F
         elif which == 1:
             expected, bucket, bad = capture_cases[rng.randrange(len(capture_cases))]
             function, args, call = "capture_local_tokens", (bucket,), shape | bad
+        elif which == 4:
+            expected, bucket, bad = headroom_cases[rng.randrange(len(headroom_cases))]
+            call = dict(cp_size=p, align_size=2 * p, max_requests=3) | bad
+            function, args = "headroom_local_tokens", (bucket,)
         elif which == 2:
             expected, bad = select_cases[rng.randrange(len(select_cases))]
             function, args, call = "select_replay_bucket", (), good_select | bad
@@ -836,6 +874,8 @@ def _family_errors(paths: Sequence[DecisionPath], draw: _Draw, count: int) -> _F
         text = f"{function}({', '.join(repr(a) for a in args)}{', ' if args else ''}**{call})"
         fam.cases += 1
         for path in paths:
+            if getattr(path, function) is None:
+                continue
             actual = _attempt(getattr(path, function), *args, **call)
             got = type(actual).__name__ if isinstance(actual, Exception) else f"returned {actual!r}"
             fam.judge(path.name, function, expected, got, lambda text=text: text)  # type: ignore[misc]
@@ -939,6 +979,7 @@ class BulkPlan:
     capture_local_tokens: int = 100_000
     select_replay_bucket: int = 90_000
     invalid_inputs: int = 20_000
+    headroom_local_tokens: int = 40_000
     runner_configs: int = 250
     plans_per_config: int = 160
     replays_per_config: int = 12
@@ -962,6 +1003,7 @@ def run_bulk(paths: Sequence[DecisionPath], *, plan: BulkPlan = BulkPlan(), seed
         ("cp_active", lambda d: (_family_gates(paths, d, plan.cp_active),)),
         ("required", lambda d: (_family_rows(paths, d, plan.required_local_tokens),)),
         ("capture", lambda d: (_family_capture(paths, d, plan.capture_local_tokens),)),
+        ("headroom", lambda d: (_family_headroom(paths, d, plan.headroom_local_tokens),)),
         ("selection", lambda d: (_family_selection(paths, d, plan.select_replay_bucket),)),
         ("errors", lambda d: (_family_errors(paths, d, plan.invalid_inputs),)),
         ("plan", lambda d: _family_plan(paths, d, plan.runner_configs, plan.plans_per_config, plan.replays_per_config)),
@@ -1014,6 +1056,13 @@ def validate_mirror(count: int, *, seed: int = 0) -> int:
             raise MirrorError(f"the spec's {kind} loads carry facts on literal inputs: {spec.holds}")
         if got != mirror_rank_loads(lengths, p, kind):
             raise MirrorError(f"{kind} loads of {lengths} at P={p}: spec {got}, mirror {mirror_rank_loads(lengths, p, kind)}")
+        if i % 5 == 0:  # the spec's headroom term keeps a min(R, N) and a quotient: one small solver call each
+            n, r = max(1, draw.length(p, huge=i % 3 == 0)), rng.randint(1, 70)
+            spec_room = spec_headroom_local_tokens(n, cp_size=p, align_size=2 * p, max_requests=r)
+            if spec_room != mirror_headroom(n, p, 2 * p, r):
+                raise MirrorError(f"headroom_local_tokens({n}, P={p}, R={r}): spec {spec_room}, mirror "
+                                  f"{mirror_headroom(n, p, 2 * p, r)}")
+            checks += 1
         value, align = draw.value(), rng.randint(1, 256)
         spec_up = literal(spec_align_up(value, align, "mirror").value, "align_up")
         if spec_up != mirror_align_up(value, align):

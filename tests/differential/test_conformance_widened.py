@@ -189,3 +189,10 @@ def test_a_path_that_accepts_a_bad_argument_is_caught() -> None:
     report = run_bulk([_planted(capture_local_tokens=no_validation)], plan=BulkPlan().scaled(0.01), validate=False)
     hit = {f.family for f in report.families if f.mismatches}
     assert "invalid inputs" in hit
+
+
+def test_a_headroom_capacity_that_does_not_cap_requests_at_tokens_is_caught() -> None:
+    def uncapped(num_tokens: int, *, cp_size: int, align_size: int, max_requests: int) -> int:
+        return reference.align_up((num_tokens + max_requests * (cp_size - 1)) // cp_size, align_size)
+
+    _expect_caught(_planted(headroom_local_tokens=uncapped), "headroom_local_tokens", "headroom_local_tokens")
