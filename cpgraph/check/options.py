@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TypeVar
 
 from cpgraph.check.batch import Factor, parse_factor, parse_table
@@ -54,14 +55,7 @@ class CheckOptions:
 
     def aligns(self, cp_size: int) -> tuple[int, ...]:
         """The alignments of batches at ``cp_size``: the fixed ones, else the strategy's default."""
-        if self.align_sizes is None:
-            return (default_align_size(cp_size=cp_size, strategy=self.strategy),)
-        out = []
-        for text in self.align_sizes:
-            value = (int(text[:-1] or 1) * cp_size) if text.endswith("P") else int(text)
-            if value not in out:
-                out.append(value)
-        return tuple(out)
+        return _aligns(self.align_sizes, cp_size, self.strategy)
 
     def knobs(self) -> dict[str, object]:
         """The knobs of this run as JSON (factors as '3/2' where rational)."""
@@ -75,6 +69,18 @@ class CheckOptions:
             "strategy": self.strategy,
             "cp_sizes": list(self.cp_sizes),
         }
+
+
+@lru_cache(maxsize=256)
+def _aligns(align_sizes: tuple[str, ...] | None, cp_size: int, strategy: str) -> tuple[int, ...]:
+    if align_sizes is None:
+        return (default_align_size(cp_size=cp_size, strategy=strategy),)
+    out: list[int] = []
+    for text in align_sizes:
+        value = (int(text[:-1] or 1) * cp_size) if text.endswith("P") else int(text)
+        if value not in out:
+            out.append(value)
+    return tuple(out)
 
 
 def _int(name: str, value: object, minimum: int) -> int:
