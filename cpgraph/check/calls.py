@@ -319,7 +319,7 @@ def _check_answer(method: str, value: object) -> tuple[str | None, object]:
 
 _HEART = struct.Struct("<qdiiiq")  # seq, started (monotonic; 0.0: no call), method, rank, cp_size, num_tokens
 _STARTED = struct.Struct("<d")
-_METHODS = ("admit", "replay_bucket", "local_rows")
+_METHODS = ("admit", "replay_bucket", "local_rows", "import")
 SUPERVISOR_GRACE_S = 2.0 + REFIRE_S * HARD_STOP_FIRES  # past the timeout: the in-process stop had its chance
 SUPERVISOR_POLL_S = 0.05
 
@@ -359,6 +359,13 @@ def supervise(policy_name: str, call_timeout_s: float) -> None:
             _, started, method, rank, cp_size, num_tokens = _HEART.unpack_from(heart, slot)
             if started and now - started > limit:
                 _kill_tree(child, signal.SIGKILL)
+                if _METHODS[method] == "import":  # as a hung import in-process: the policy cannot be loaded
+                    sys.stderr.write(
+                        f"cpgraph check: error: cannot load policy {policy_name!r}: importing it did not finish within "
+                        f"{call_timeout_s:g} s (--call-timeout-s; it runs code that never yields to Python)\n"
+                    )
+                    sys.stderr.flush()
+                    os._exit(2)
                 call = f"{_METHODS[method]}(cp_rank={rank}, ...)" if rank >= 0 else f"{_METHODS[method]}(...)"
                 sys.stderr.write(
                     f"cpgraph check: FAILED - policy {policy_name}: {call} did not return within {call_timeout_s:g} s and "
@@ -368,6 +375,34 @@ def supervise(policy_name: str, call_timeout_s: float) -> None:
                 sys.stderr.flush()
                 os._exit(1)
         time.sleep(SUPERVISOR_POLL_S)
+
+
+def load_bounded(load: Callable[[], Policy], target: str) -> Policy:
+    """``load()`` (importing the policy runs its module's code) under the session's timeout: an import
+    that hangs, exits or raises KeyboardInterrupt becomes an ImportError saying so (a usage error: the
+    policy cannot be loaded), never a hang or a silent exit."""
+    timed = _STATE.armed and threading.get_ident() == _STATE.main_ident
+    heart = _STATE.heart
+    if timed:
+        _STATE.fires, _STATE.in_call, _STATE.started = 0, (target, "import", None), time.monotonic()
+    if heart is not None:
+        _STATE.seq += 1
+        _HEART.pack_into(heart, 0, _STATE.seq, time.monotonic(), _METHODS.index("import"), -1, 0, 0)
+    try:
+        try:
+            return load()
+        finally:
+            _STATE.started = 0.0
+            if heart is not None:
+                _STARTED.pack_into(heart, 8, 0.0)
+    except CallTimeout:
+        raise ImportError(f"importing it did not finish within {_STATE.timeout_s:g} s (--call-timeout-s)") from None
+    except SystemExit as exc:
+        raise ImportError(f"importing it raised SystemExit({exc.code!r})") from None
+    except KeyboardInterrupt:
+        if INTERRUPT.real:
+            raise
+        raise ImportError("importing it raised KeyboardInterrupt") from None
 
 
 def _kill_tree(pid: int, sig: int) -> None:

@@ -89,7 +89,7 @@ def _plot_path(path: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from cpgraph.check import CheckReport, load_policy, make_options
-    from cpgraph.check.calls import PolicyStop, session, supervise
+    from cpgraph.check.calls import PolicyStop, load_bounded, session, supervise
     from cpgraph.check.run import run_check
 
     out = Output.of(args, "check")
@@ -118,9 +118,9 @@ def run(args: argparse.Namespace) -> int:
         writable_file("--plot", plot)
     if PROCESS.standalone:  # the command line: a supervisor process ends a call nothing in-process can stop
         supervise(args.target, args.call_timeout_s)  # (forked before the policy is imported: its threads stay)
-    try:
-        with contextlib.redirect_stdout(sys.stderr):  # a policy that prints must not break stdout's document
-            policy = load_policy(args.target)
+    try:  # importing runs the policy's module: bounded like a call
+        with session(args.call_timeout_s, hard_exit=True), contextlib.redirect_stdout(sys.stderr):
+            policy = load_bounded(lambda: load_policy(args.target), args.target)
     except (ImportError, TypeError, ValueError) as exc:
         raise UsageError(f"cannot load policy {args.target!r}: {exc}") from None
 

@@ -30,6 +30,8 @@ POLICIES = {
         "import time\nfrom cpgraph.reference.policy import replay_bucket, admit as _admit\n"
         "def admit(**b):\n    if b['cp_size'] == 4:\n        time.sleep(3600)\n    return _admit(**b)\n"
     ),
+    "import_hangs": "import time\ntime.sleep(3600)\n",
+    "import_exits": "import sys\nsys.exit(3)\n",
     "raises": (
         "from cpgraph.reference.policy import replay_bucket, admit as _admit\n"
         "def _helper(b):\n    if b['num_tokens'] > 100:\n        raise ZeroDivisionError('policy bug')\n    return _admit(**b)\n"
@@ -81,6 +83,8 @@ USAGE = [
     (["check", "@yes_admit", *FAST], "returned 'yes' (str); the protocol requires a bool"),
     (["check", "@float_bucket", *FAST], "replay_bucket(cp_rank=0, ...) returned 8.0 (float); the protocol requires an int"),
     (["check", "@positional", *FAST], "cannot be called with the protocol's keywords"),
+    (["check", "@import_hangs", *FAST], "importing it did not finish within 1 s (--call-timeout-s)"),
+    (["check", "@import_exits", *FAST], "importing it raised SystemExit(3)"),
     (["prove", "--cp-max", str(10**18)], "argument --cp-max: must be an int in 1..64"),
     (["prove", "--jobs", "0"], "argument --jobs: must be an int in 1..256, got 0"),
     (["prove", "--only", "no_such_theorem"], "'no_such_theorem' is not a theorem"),
