@@ -34,7 +34,7 @@ from cpgraph.proofs.conformance import (
 )
 
 SCALE = float(os.environ.get("CPGRAPH_BULK_SCALE", "1"))
-SMALL = BulkPlan().scaled(0.03)  # about 30 000 cases: enough for every planted bug below
+SMALL = dataclasses.replace(BulkPlan().scaled(0.03), runner_configs=40)  # about 35 000 cases: every planted bug below
 
 
 def test_ci_reference_and_impl_conform_on_a_million_cases() -> None:
