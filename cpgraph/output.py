@@ -62,6 +62,15 @@ class UsageError(Exception):
     """A bad command line or input file: printed as one line, exit 2."""
 
 
+def solver_leaves_ctrl_c_to_python() -> None:
+    """z3 catches SIGINT during a check by default (it cancels the query and answers unknown, and the
+    Ctrl-C is lost); with this the interrupt reaches Python as soon as the running query returns, and
+    the command exits 130."""
+    import z3
+
+    z3.set_param("ctrl_c", False)
+
+
 def bounded_int(flag: str, low: int, high: int, why: str = "") -> Callable[[str], int]:
     """An argparse type: an int in low..high, else one line naming the flag (argparse adds
     'argument FLAG:'), the value and the limit."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cpgraph.commands.simulate import workload
-from cpgraph.output import Output, UsageError, add_output_flags, bounded_int, md_table, text_table, writable_file
+from cpgraph.output import solver_leaves_ctrl_c_to_python, Output, UsageError, add_output_flags, bounded_int, md_table, text_table, writable_file
 
 MAX_CP_SIZE = 64
 MAX_BUCKETS = 256
@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from cpgraph.design.simulate import simulate, table
 
     out = Output.of(args, "plan")
+    solver_leaves_ctrl_c_to_python()
     if args.out:
         writable_file("--out", args.out)
     name, batches = workload(args.workload)

@@ -143,6 +143,9 @@ def run(args: argparse.Namespace) -> int:
     from cpgraph.proofs.check import Status, cvc5_available
     from cpgraph.proofs.registry import BY_NAME, OBLIGATIONS
     from cpgraph.proofs.run import Opinions, run_obligations
+    from cpgraph.output import solver_leaves_ctrl_c_to_python
+
+    solver_leaves_ctrl_c_to_python()
 
     names: list[str] = args.only or []
     unknown = [n for n in names if n not in BY_NAME]
