@@ -2,17 +2,19 @@
 
 With no DESIGN: review the bundled upstream design against the bundled pre-fix design (prefix).
 Exit codes: 0 every invariant of DESIGN proved; 1 some invariant refuted (a counterexample is shown);
-3 none refuted but some not proved (unknown); 2 usage error (bad design file, unknown name, unwritable
+3 some part unknown (an invariant of either design, a diff class or a lemma; each is named on stderr with
+the reason, and an unknown wins over a refutation); 2 usage error (bad design file, unknown name, unwritable
 --plot); 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
-from cpgraph.output import Output, UsageError, add_output_flags, writable_dir
+from cpgraph.output import solver_leaves_ctrl_c_to_python, Output, UsageError, add_output_flags, writable_dir
 
 
 def add_parser(subparsers: Any) -> None:
@@ -48,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from cpgraph.design.report import review
 
     out = Output.of(args, "review")
+    solver_leaves_ctrl_c_to_python()
     if args.plot:
         writable_dir("--plot", args.plot)
     name = args.design or "upstream"
@@ -57,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
     out.note(f"{design.name}" + (f" against {old.name}" if old else "") + " ...")
     result = review(design, against=old, progress=not out.quiet)
     out.result(RENDERERS[out.format](result))
+    for part in result.unknowns:  # said even with --quiet: an unknown is why the exit code is 3
+        print(f"cpgraph review: unknown: {part}", file=sys.stderr, flush=True)
     if args.plot:
         from cpgraph.design.plots import plot_review
 

@@ -141,9 +141,20 @@ def busiest_batch(rng: BusiestRange, n: int) -> tuple[int, ...]:
 
 
 def batch_with_busiest(rng: BusiestRange, n: int, low: int, high: int) -> tuple[int, ...] | None:
-    """A batch of n tokens whose busiest rank holds between ``low`` and ``high`` rows: walk from the
-    hi(n) batch towards one long request, one token at a time (None if the walk skips the range)."""
+    """A batch of n tokens whose busiest rank holds between ``low`` and ``high`` rows, with few requests
+    where one is easy to find: one long request plus k copies of one short length (k = 0, 1, ...); else
+    walk from the hi(n) batch towards one long request, one token at a time (None if the walk skips the
+    range). Illustrative: not the fewest requests (the review's witnesses are)."""
     p, strategy = rng.cp_size, rng.strategy
+    shorts = [np.array(_request_loads(strategy, p, x), dtype=np.int64) for x in range(2 * p, 4 * p)]
+    for k in range(0, min(n // (2 * p), 64)):
+        for index, short in enumerate(shorts):
+            first = n - k * (2 * p + index)
+            if first < 2 * p:
+                continue
+            busiest = int((np.array(_request_loads(strategy, p, first), dtype=np.int64) + k * short).max())
+            if low <= busiest <= high:
+                return (first,) + (2 * p + index,) * k
 
     def loads_of(length: int) -> np.ndarray:
         return np.array(_request_loads(strategy, p, length), dtype=np.int64)
