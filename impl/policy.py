@@ -25,6 +25,7 @@ from cpgraph.impl.decision import (
     FORMULAS,
     FallbackReason,
     Plan,
+    StrategyFormulas,
     align_up,
     busiest_rows,
     formulas,
@@ -106,13 +107,13 @@ class _CaptureCache:
 
 _CACHE = _CaptureCache()
 _KEYWORD_COUNT = len(BATCH_KEYWORDS)
-_ROWS = dict(FORMULAS)  # a plain dict: faster to read than the read-only view
+_ZIGZAG = FORMULAS["zigzag"]  # the protocol functions' strategy (upstream's default)
 CP_DISABLED, TOO_FEW_TOKENS = FallbackReason.CP_DISABLED, FallbackReason.TOO_FEW_TOKENS
 SHORT_REQUEST, TOO_MANY_TOKENS = FallbackReason.SHORT_REQUEST, FallbackReason.TOO_MANY_TOKENS
 
 
 def _decide(
-    caller: str, batch: PolicyBatch, strategy: str, want_rows: bool = False
+    caller: str, batch: PolicyBatch, row: StrategyFormulas, want_rows: bool = False
 ) -> tuple[Lengths, int, int, int | None, int | None, FallbackReason | None]:
     """(lengths, n, required rows, bucket, its capacity, fallback reason) for one policy call. The rows are
     computed whenever a bucket is looked for; on an earlier fallback only when ``want_rows`` (else -1)."""
@@ -137,9 +138,6 @@ def _decide(
         a = check_int("align_size", a, minimum=1)
         n = check_int("num_tokens", n, minimum=1)
         factor = check_padding_factor("max_padding_factor", factor)
-    row = _ROWS.get(strategy) if type(strategy) is str else None
-    if row is None:
-        row = formulas(strategy)
     buckets = _CACHE.last_buckets if capture is _CACHE.last_list else _CACHE.buckets(capture)
     if caps is not _CACHE.last_map:
         _CACHE.capacities(caps)
@@ -168,7 +166,7 @@ def _decide(
 
 def decide(*, strategy: str = "zigzag", **batch: Unpack[PolicyBatch]) -> Plan:
     """The one plan for this batch under the given capture table."""
-    lengths, n, required, bucket, rows, reason = _decide("decide", batch, strategy, True)
+    lengths, n, required, bucket, rows, reason = _decide("decide", batch, formulas(strategy), True)
     return Plan(lengths_tuple(lengths), n, required, bucket, rows, reason)
 
 
@@ -195,12 +193,12 @@ def bucket_of(plan: Plan) -> int:
 
 def admit(**batch: Unpack[PolicyBatch]) -> bool:
     """Would this rank replay a graph for this batch?"""
-    return _decide("admit", batch, "zigzag")[3] is not None
+    return _decide("admit", batch, _ZIGZAG)[3] is not None
 
 
 def replay_bucket(**batch: Unpack[PolicyBatch]) -> int:
     """The bucket this rank pads to; raises LookupError (naming the fallback reason) when not admitted."""
-    _, _, _, bucket, _, reason = _decide("replay_bucket", batch, "zigzag")
+    _, _, _, bucket, _, reason = _decide("replay_bucket", batch, _ZIGZAG)
     if bucket is None:
         raise _refusal(batch, reason)
     return bucket
