@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from cpgraph.impl.checks import check_lengths, check_num_tokens
-from cpgraph.impl.decision import Plan, Selector, plan_batch
+from cpgraph.impl.decision import Plan, Selector, plan_lengths
 from cpgraph.impl.graphs import BucketKey
 
 
@@ -60,11 +59,10 @@ class Dispatcher:
         self.keys = {b: BucketKey(b, rows) for b, rows in captured.items()}
 
     def plan(self, extend_seq_lens: Sequence[int], num_tokens: int | None = None) -> Plan:
-        lengths = check_lengths("extend_seq_lens", extend_seq_lens)
-        n = check_num_tokens(sum(lengths) if num_tokens is None else num_tokens, lengths)
-        return plan_batch(
-            lengths,
-            num_tokens=n,
+        # Validated once, at this boundary (a list, tuple, integer numpy array or CPU tensor), then planned.
+        return plan_lengths(
+            extend_seq_lens,
+            num_tokens,
             cp_size=self.cp_size,
             align_size=self.align_size,
             selector=self.selector,
