@@ -338,6 +338,8 @@ class DecisionPath:
     replayer: Callable[[RunnerConfig], Replayer] | None = None
     strategies: tuple[str, ...] = ()  # the strategies this path accepts (empty = every one the mirror knows)
     headroom_local_tokens: Callable[..., int] | None = None  # zigzag headroom capacity (num_tokens, *, cp_size, align_size, max_requests)
+    busiest_load: Callable[..., int] | None = None  # max_r l_r (lengths, *, cp_size, strategy)
+    default_align_size: Callable[..., int] | None = None  # (*, cp_size, strategy)
 
 
 def _reference_planner(config: RunnerConfig) -> Planner:
@@ -376,11 +378,17 @@ def _impl_planner(config: RunnerConfig) -> Planner:
     started = config.started
     selector = decision.Selector.build(started, {b: c for b, c in config.bucket_local_tokens.items() if b in started})
 
+    boundary = getattr(decision, "plan_lengths", None)  # the validating boundary, where impl has one
+
     def plan(lengths: tuple[int, ...], n: int) -> PlanTuple:
-        p = decision.plan_batch(
-            lengths, num_tokens=n, cp_size=config.cp_size, align_size=config.align_size, selector=selector,
-            max_padding_factor=config.max_padding_factor, strategy=config.strategy,
-        )
+        if boundary is not None:
+            p = boundary(lengths, n, cp_size=config.cp_size, align_size=config.align_size, selector=selector,
+                         max_padding_factor=config.max_padding_factor, strategy=config.strategy)
+        else:
+            p = decision.plan_batch(
+                lengths, num_tokens=n, cp_size=config.cp_size, align_size=config.align_size, selector=selector,
+                max_padding_factor=config.max_padding_factor, strategy=config.strategy,
+            )
         return p.required_local_tokens, p.bucket, p.bucket_local_tokens, None if p.fallback is None else p.fallback.value
 
     return plan
@@ -392,7 +400,12 @@ def reference_path() -> DecisionPath:
         "reference", reference.align_up, reference.is_cp_active, reference.required_local_tokens,
         reference.capture_local_tokens, reference.select_replay_bucket, reference.fitting_buckets,
         _reference_planner, _reference_replayer, headroom_local_tokens=reference.headroom_local_tokens,
+        busiest_load=_reference_busiest, default_align_size=reference.default_align_size,
     )
+
+
+def _reference_busiest(lengths: Sequence[int], *, cp_size: int, strategy: str = "zigzag") -> int:
+    return max(reference.rank_loads(lengths, cp_size=cp_size, strategy=strategy))
 
 
 def impl_path() -> DecisionPath:
@@ -409,7 +422,8 @@ def impl_path() -> DecisionPath:
     return DecisionPath(
         "impl", decision.align_up, decision.is_cp_active, decision.required_local_tokens,
         decision.capture_local_tokens, decision.select_replay_bucket, None, _impl_planner, None, tuple(accepted),
-        headroom_local_tokens=decision.headroom_local_tokens,
+        headroom_local_tokens=decision.headroom_local_tokens, busiest_load=decision.max_rank_load,
+        default_align_size=decision.default_align_size,
     )
 
 
@@ -723,13 +737,18 @@ def _family_rows(paths: Sequence[DecisionPath], draw: _Draw, count: int) -> _Fam
         kind = rng.choice(MIRROR_STRATEGIES)
         a = _align_for(draw, p, kind)
         lengths = draw.lengths(p, huge=rng.random() < 0.2)
-        expected = mirror_required(lengths, p, a, kind)
+        busiest = max(mirror_rank_loads(lengths, p, kind))
+        expected = mirror_align_up(busiest, a)
         fam.cases += 1
         for path in paths:
             if _accepts(path, kind):
                 fam.judge(path.name, "required_local_tokens", expected,
                           _attempt(path.required_local_tokens, lengths, cp_size=p, align_size=a, strategy=kind),
                           lambda: f"required_local_tokens({lengths}, cp_size={p}, align_size={a}, strategy={kind!r})")
+                if path.busiest_load is not None:
+                    fam.judge(path.name, "busiest load", busiest,
+                              _attempt(path.busiest_load, lengths, cp_size=p, strategy=kind),
+                              lambda: f"max rank load of {lengths}, cp_size={p}, strategy={kind!r}")
     return fam
 
 
@@ -845,6 +864,13 @@ def _family_errors(paths: Sequence[DecisionPath], draw: _Draw, count: int) -> _F
         ("ValueError", 0, {}), ("ValueError", 64, {"cp_size": 0}), ("ValueError", 64, {"align_size": 0}),
         ("ValueError", 64, {"max_requests": 0}), ("TypeError", 64.0, {}),
     ]
+    busiest_cases: list[tuple[str, Any, dict[str, Any]]] = [
+        ("ValueError", good_lengths, {"cp_size": 0}), ("ValueError", (), {}), ("ValueError", good_lengths, {"strategy": "ring"}),
+        ("TypeError", good_lengths, {"cp_size": True}),
+    ]
+    align_cases: list[tuple[str, dict[str, Any]]] = [
+        ("ValueError", {"cp_size": 0}), ("ValueError", {"strategy": "ring"}), ("TypeError", {"cp_size": 2.5}),
+    ]
     active_cases: list[tuple[str, Any, dict[str, Any]]] = [
         ("ValueError", (), {}), ("ValueError", good_lengths, {"num_tokens": 0}), ("ValueError", good_lengths, {"cp_size": 0}),
         ("ValueError", (16, -2), {}),
@@ -852,7 +878,7 @@ def _family_errors(paths: Sequence[DecisionPath], draw: _Draw, count: int) -> _F
     for _ in range(count):
         p = draw.cp_size()
         kind = rng.choice(MIRROR_STRATEGIES)
-        which = rng.randrange(5)
+        which = rng.randrange(7)
         shape = dict(cp_size=p, align_size=2 * p, strategy=kind)
         args: tuple[Any, ...]
         if which == 0:
@@ -861,6 +887,12 @@ def _family_errors(paths: Sequence[DecisionPath], draw: _Draw, count: int) -> _F
         elif which == 1:
             expected, bucket, bad = capture_cases[rng.randrange(len(capture_cases))]
             function, args, call = "capture_local_tokens", (bucket,), shape | bad
+        elif which == 5:
+            expected, lengths, bad = busiest_cases[rng.randrange(len(busiest_cases))]
+            function, args, call = "busiest_load", (lengths,), dict(cp_size=p, strategy=kind) | bad
+        elif which == 6:
+            expected, bad = align_cases[rng.randrange(len(align_cases))]
+            function, args, call = "default_align_size", (), dict(cp_size=p, strategy=kind) | bad
         elif which == 4:
             expected, bucket, bad = headroom_cases[rng.randrange(len(headroom_cases))]
             call = dict(cp_size=p, align_size=2 * p, max_requests=3) | bad
@@ -905,12 +937,18 @@ def _batch_for(draw: _Draw, config: RunnerConfig) -> tuple[tuple[int, ...], int]
     rng = draw.rng
     p, buckets = config.cp_size, config.started
     roll = rng.random()
-    if roll < 0.15:
+    if roll < 0.2:
+        # The overflow edge: 2 to 4 requests with L mod 2P = P+1 need more rows than one request of the same
+        # n was captured with (the 520-vs-512 crash), so a single-request shortcut shows.
+        s = 2 * p
+        lengths = tuple(s * rng.randint(1, max(1, 4096 // s)) + (p + 1) % s for _ in range(rng.randint(2, 4)))
+        return lengths, sum(lengths)
+    if roll < 0.35:
         # The gates: n around 2P, lengths around 2P (short, exact, one over).
         lengths = tuple(max(0, 2 * p + rng.choice((-2, -1, 0, 0, 1))) for _ in range(rng.randint(1, 3)))
         if rng.random() < 0.5:
             lengths = (max(1, 2 * p - 1 - rng.randint(0, 2 * p)),)
-    elif roll < 0.6 and buckets:
+    elif roll < 0.7 and buckets:
         # A batch whose total sits at or near a bucket edge.
         edge = buckets[-1] if rng.random() < 0.25 else rng.choice(buckets)  # the largest: the too-many-tokens gate
         target = max(1, edge + rng.choice((-1, 0, 0, 1)))
@@ -943,6 +981,17 @@ def _family_plan(paths: Sequence[DecisionPath], draw: _Draw, configs: int, per_c
         replayers = [(path.name, path.replayer(config)) for path in paths
                      if path.replayer is not None and _accepts(path, config.strategy)]
         done = 0
+        good = (2 * config.cp_size + 1, 2 * config.cp_size)
+        invalid: tuple[tuple[tuple[int, ...], int], ...] = (
+            (good, sum(good) - 1), ((2 * config.cp_size, -1), 4 * config.cp_size), ((), 8),
+        )
+        for lengths, n in invalid:
+            plans.cases += 1  # invalid input: fewer tokens than the lengths hold, a negative length, no request
+            for name, plan in planners:
+                actual = _attempt(plan, lengths, n)
+                got = type(actual).__name__ if isinstance(actual, Exception) else f"returned {actual!r}"
+                plans.judge(name, "plan (invalid input)", "ValueError", got,
+                            lambda lengths=lengths, n=n: f"{config}, extend_seq_lens={lengths}, num_tokens={n}")  # type: ignore[misc]
         for i in range(per_config):
             lengths, n = _batch_for(draw, config)
             expected = mirror_plan(config, lengths, n)
@@ -976,7 +1025,7 @@ class BulkPlan:
 
     align_up: int = 420_000
     cp_active: int = 300_000
-    required_local_tokens: int = 60_000
+    required_local_tokens: int = 45_000
     capture_local_tokens: int = 100_000
     select_replay_bucket: int = 90_000
     invalid_inputs: int = 20_000
