@@ -35,9 +35,10 @@ def _objective_name(index: int) -> str:
     return f"objective.{index}"
 
 
-def satisfy(facts: Sequence[BoolTerm], *, rlimit: int = DESIGN_RLIMIT) -> Found:
-    """A model of ``facts`` (found), proof there is none (none), or unknown with the solver's reason."""
-    verdict = check(False, hypotheses=list(facts), rlimit=rlimit)
+def satisfy(facts: Sequence[BoolTerm], *, rlimit: int | None = None) -> Found:
+    """A model of ``facts`` (found), proof there is none (none), or unknown with the solver's reason
+    (``rlimit`` None: DESIGN_RLIMIT, read at call time)."""
+    verdict = check(False, hypotheses=list(facts), rlimit=DESIGN_RLIMIT if rlimit is None else rlimit)
     if verdict.status is Status.REFUTED:
         return Found("found", verdict.model, queries=1)
     if verdict.status is Status.PROVED:
@@ -49,7 +50,7 @@ def least(
     facts: Sequence[BoolTerm],
     objectives: Sequence[tuple[IntTerm, int]],
     *,
-    rlimit: int = DESIGN_RLIMIT,
+    rlimit: int | None = None,
 ) -> Found:
     """A model of ``facts`` minimising ``objectives`` lexicographically; each objective comes with a floor
     it can never go below (a proved lower bound, e.g. 1 request). The model names each objective's value

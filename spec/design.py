@@ -107,6 +107,14 @@ def shared_counts(designs: Sequence[DesignSpec], name: str) -> tuple[Counts, Int
     return batch, None, batch.holds
 
 
+def _one_request(design: DesignSpec, modulus: int, length: IntTerm, name: str) -> Loads:
+    """Loads of one request of ``length`` tokens (any length >= 0) through the count encoding: one class
+    count set to 1 (proofs/design_lemmas.py: equal to the strategy's own per-request loads)."""
+    single = counts_batch(modulus, 0, name, requests=z3.IntVal(1), tokens=length)
+    loads = counts_loads(design.strategy, design.cp_size, single, name)
+    return Loads(loads.loads, z3.And(loads.holds, single.holds))
+
+
 def design_batch(design: DesignSpec, counts: Counts, last: IntTerm | None, name: str) -> Batch:
     """``design`` on a batch given as counts (plus an optional last request kept apart)."""
     p, a = design.cp_size, design.align_size
@@ -120,7 +128,7 @@ def design_batch(design: DesignSpec, counts: Counts, last: IntTerm | None, name:
             total = interleave_loads(n, p, f"{name}.live.total")
             live = Loads(total.loads, z3.And(others.holds, total.holds))
         else:
-            live = others.plus(row.request_loads(last, p, f"{name}.live.last"))
+            live = others.plus(_one_request(design, counts.modulus, last, f"{name}.live.last"))
     required = required_local_tokens(live, a, f"{name}.live")
 
     def replay_rows(bucket: IntTerm, tag: str) -> Defined:
@@ -133,7 +141,9 @@ def design_batch(design: DesignSpec, counts: Counts, last: IntTerm | None, name:
             total = interleave_loads(n + pad, p, f"{name}.{tag}.total")
             replay = Loads(total.loads, total.holds)
         else:
-            replay = others.plus(row.request_loads(last + pad, p, f"{name}.{tag}.last"))
+            folded = z3.Int(f"{name}.{tag}.folded")
+            one = _one_request(design, counts.modulus, folded, f"{name}.{tag}.last")
+            replay = Loads(others.plus(one).loads, z3.And(one.holds, folded == last + pad))
         return required_local_tokens(replay, a, f"{name}.{tag}")
 
     holds = z3.And(live.holds, required.holds)
@@ -162,14 +172,17 @@ def smallest_select(capture: CaptureList, window: Window) -> Selection:
     return Selection(admitted, bucket)
 
 
+SELECTORS: dict[str, Callable[[CaptureList, Window, IntTerm], Selection]] = {
+    "search": scan_select,  # the fix: the first bucket in [n, F*n] whose capacity holds the live rows
+    "smallest": lambda capture, window, required: smallest_select(capture, window),  # pre-fix: no room check
+}
+
+
 def design_select(design: DesignSpec, rank: int, batch: Batch, window: Window) -> Selection:
     """Rank ``rank``'s decision; a batch that is not CP-active is never admitted."""
-    capture = design.capture_list(rank)
-    raw = (
-        scan_select(capture, window, batch.required)
-        if design.selector == "search"
-        else smallest_select(capture, window)
-    )
+    if design.selector not in SELECTORS:
+        raise ValueError(f"selector must be one of {', '.join(SELECTORS)}; got {design.selector!r}")
+    raw = SELECTORS[design.selector](design.capture_list(rank), window, batch.required)
     return Selection(z3.And(batch.active, raw.admitted), raw.bucket)
 
 

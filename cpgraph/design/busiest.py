@@ -49,6 +49,23 @@ def _request_loads(strategy: str, cp_size: int, length: int) -> tuple[int, ...]:
     return rank_loads((length,), cp_size=cp_size, strategy=strategy)
 
 
+def _growth(strategy: str, cp_size: int) -> tuple[int, bool]:
+    """(step, exact_between) from one period of the strategy row's per-request loads: when every single
+    token added to a request raises exactly one rank by 1 (zigzag), or every rank by the same 0 or s
+    (zigzag_pad: s = 2), moving one token between two requests moves the busiest load by at most the step,
+    so every value between lo(n) and hi(n) in steps of it is reached; otherwise (contiguous, where a rank
+    can also drop) only the hull is known."""
+    p = cp_size
+    rows = [_request_loads(strategy, p, x) for x in range(2 * p, 6 * p + 1)]
+    deltas = [tuple(b - a for a, b in zip(before, after)) for before, after in zip(rows, rows[1:])]
+    if all(sorted(d) == [0] * (p - 1) + [1] for d in deltas):
+        return 1, True
+    rises = {d[0] for d in deltas if len(set(d)) == 1}
+    if len(rises) == len({d[0] for d in deltas}) and all(len(set(d)) == 1 for d in deltas) and len(rises - {0}) == 1:
+        return max(rises), True
+    return 1, False
+
+
 def _monotone(strategy: str, cp_size: int) -> bool:
     """Does adding a token to a request never lower a rank's rows? (Checked over one period of the class
     table: loads(L + S) = loads(L) + c, so a period decides it for every length.)"""
@@ -107,8 +124,7 @@ def busiest_range(strategy: str, cp_size: int, top: int) -> BusiestRange:
         table[1 : 2 * p] = low
     best = table.max(axis=1)
     hi = tuple(int(best[n]) if n >= 2 * p else NONE for n in range(top + 1))
-    step = 2 if strategy == "zigzag_pad" else 1
-    exact = strategy != "contiguous"
+    step, exact = _growth(strategy, p)
     return BusiestRange(strategy, p, top, lo, hi, step, exact, table, monotone)
 
 

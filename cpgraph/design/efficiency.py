@@ -71,6 +71,7 @@ class Efficiency:
     buckets: tuple[BucketCost, ...]
     largest_bucket: int
     curve: tuple[tuple[int, float, float], ...]  # (n, least B/n, largest B/n) over admitted batches
+    note: str = ""  # how the figures are bounded where they are not exact (e.g. contiguous's hull)
 
     @property
     def static_rows(self) -> int:
@@ -278,6 +279,12 @@ def efficiency(design: Design) -> Efficiency:
         return Extreme(ratio, n, len(lengths), choice.bucket, lengths)
 
     some_runs, every_runs = runs(some), runs(every)
+    note = ""
+    if p > 1 and top >= 2 * p and not busiest_range(design.strategy, p, top).exact_between:
+        note = (
+            f"{design.strategy} at cp_size {p}: the eager regions are exact (they read lo(n) and hi(n) only); "
+            "the padding figures take every busiest load between lo(n) and hi(n) as possible (an upper bound)"
+        )
     return Efficiency(
         0,
         concrete(worst_global),
@@ -286,6 +293,7 @@ def efficiency(design: Design) -> Efficiency:
         bucket_costs(design),
         top,
         tuple(curve),
+        note,
     )
 
 

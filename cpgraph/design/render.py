@@ -75,6 +75,8 @@ def _efficiency_text(e: Efficiency, design: Design) -> list[str]:
             f"    {label}: some batches eager at n in {_ranges(region.some_eager)}; "
             f"every batch eager at n in {_ranges(region.all_eager)} ({share:.1%} of token counts n)"
         )
+    if e.note:
+        out.append(f"  note: {e.note}")
     out.append(f"  static rows per rank per bucket (x {design.bytes_per_row} bytes/row):")
     cells = []
     for b in e.buckets:

@@ -110,3 +110,19 @@ def test_context_len_capture_is_reviewed() -> None:
     got = verdicts('cp_size = 4\nstrategy = "zigzag_pad"\ncapture_num_tokens = [256, 512, 1024]\ncontext_len = 300\n'
                    'selector = "smallest"\n')
     assert "unknown" not in got.values()
+
+
+def test_a_solver_that_gives_up_is_unknown_never_proved_and_exits_3(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cpgraph.design.review as review_module
+    import cpgraph.proofs.design_search as search
+    from cpgraph.design.report import review
+
+    monkeypatch.setattr(search, "DESIGN_RLIMIT", 1)  # one resource unit: z3 gives up on every query
+    review_module._terms.cache_clear()
+    result = review(loads_design(SMALL, name="t"), against=loads_design(SMALL + 'selector = "smallest"\n', name="o"))
+    assert {r.status for r in result.invariants} == {"unknown"}
+    assert all(r.note for r in result.invariants)  # each says why
+    assert result.diff is not None and {c.status for c in result.diff.classes} == {"unknown"}
+    assert result.exit_code == 3
+    assert any(part.startswith("invariant capacity_fit: ") for part in result.unknowns)
+    assert any(part.startswith("diff class fixed: ") for part in result.unknowns)
