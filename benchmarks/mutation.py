@@ -368,9 +368,11 @@ TARGETS: dict[str, Target] = {
     ),
     "reference": Target(
         "reference", _glob("reference/*.py"),
-        (_pytest("tests", _BULK, "tests/unit/test_reference_*.py",
+        (_pytest("tests", _BULK, "tests/unit/test_reference_*.py", "tests/unit/test_check_judge.py",
                  "tests/differential/test_conformance_reference.py", "tests/stateful/test_reference_runner_machine.py"),),
-        "pytest -x over the reference's unit, property, vector, conformance and state-machine tests",
+        "pytest -x over the bulk conformance harness (the reference's decision path against the spec's mirror), the "
+        "reference's unit, property, vector, conformance and state-machine tests, and the judge's tests "
+        "(reference/judge.py is the verdict logic of `cpgraph check`)",
     ),
     "impl": Target(
         "impl", lambda root: ["impl/decision.py"],
