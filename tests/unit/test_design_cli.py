@@ -57,3 +57,27 @@ def test_plan_writes_a_design_that_the_review_proves(tmp_path: Path, capsys: pyt
     assert code == 0
     assert "SAFE: every invariant proved" in capsys.readouterr().out
     assert main(["review", str(out)]) == 0
+
+
+def test_rational_padding_factor_goes_through_review_and_simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    design = tmp_path / "f.toml"
+    design.write_text('cp_size = 4\ncapture_num_tokens = [512, 640, 768]\nmax_padding_factor = "5/4"\n')
+    assert main(["review", str(design), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {x["status"] for x in data["invariants"]} == {"proved"}
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("[512]\n[410]\n[409]\n")  # 512 <= 5/4 * 410 = 512.5; 5/4 * 409 = 511.25 < 512
+    assert main(["simulate", "--workload", str(workload), str(design), "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert row["graph"] == 2 and row["eager"] == 1
+
+
+def test_review_rejects_sizes_past_the_encoding_limits_at_load_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for text, needle in (
+        ("cp_size = 1000\ncapture_num_tokens = [4096]\n", "'cp_size': got 1000; allowed: an integer >= 1 and <= 64"),
+        ("cp_size = 4\ncapture_num_tokens = [512, 1000000000000]\n", "got a bucket of 1000000000000 tokens"),
+    ):
+        path = tmp_path / "big.toml"
+        path.write_text(text)
+        assert main(["review", str(path)]) == 2
+        assert needle in capsys.readouterr().err
