@@ -983,10 +983,10 @@ def _family_plan(paths: Sequence[DecisionPath], draw: _Draw, configs: int, per_c
         done = 0
         good = (2 * config.cp_size + 1, 2 * config.cp_size)
         invalid: tuple[tuple[tuple[int, ...], int], ...] = (
-            (good, sum(good) - 1), ((2 * config.cp_size, -1), 4 * config.cp_size), ((), 8),
+            (good, sum(good) - 1), ((2 * config.cp_size, -1), 4 * config.cp_size), ((), 8), ((0,), 0),
         )
         for lengths, n in invalid:
-            plans.cases += 1  # invalid input: fewer tokens than the lengths hold, a negative length, no request
+            plans.cases += 1  # invalid: fewer tokens than the lengths hold, a negative length, no request, n = 0
             for name, plan in planners:
                 actual = _attempt(plan, lengths, n)
                 got = type(actual).__name__ if isinstance(actual, Exception) else f"returned {actual!r}"
