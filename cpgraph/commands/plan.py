@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from cpgraph.commands.simulate import workload
-from cpgraph.output import solver_leaves_ctrl_c_to_python, Output, UsageError, add_output_flags, bounded_int, md_table, text_table, writable_file
+from cpgraph.output import (
+    Output, UsageError, add_output_flags, bounded_int, md_table, solver_leaves_ctrl_c_to_python, text_table, writable_file,
+)
 
 MAX_CP_SIZE = 64
 MAX_BUCKETS = 256
