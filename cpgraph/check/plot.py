@@ -85,6 +85,7 @@ def plot_violation(v: Violation, path: str, *, strategy: str = "zigzag") -> str:
             tick.set_color("red")
     ax.set_xlim(0, right + top * 0.5 + 8)
     ax.axvline(right - top * 0.02, color="#999999", lw=0.5)
+    ax.set_xticks([t for t in ax.get_xticks() if 0 <= t < right - top * 0.02])  # no row scale under the decisions
     ax.set_ylim(b.cp_size - 0.4, -1.0)
     source = "the policy's local_rows" if policy_rows is not None else "the spec: aligned busiest load"
     ax.set_xlabel(f"rows on the rank (physical rows from {source}) | each rank's decision", fontsize=9)
