@@ -593,11 +593,13 @@ def _arguments() -> list[dict[str, str]]:
     return [e for e in entries if {"file", "line_text", "mutation", "argument"} <= e.keys()]
 
 
-def _argument_for(survivor: dict[str, object], arguments: Sequence[dict[str, str]]) -> str | None:
+def _argument_for(survivor: dict[str, object], arguments: Sequence[dict[str, str]]) -> tuple[str, str] | None:
+    """(kind, argument) written for this survivor: kind "equivalent" (no input tells it apart; left out of the
+    score without equivalents) or anything else, e.g. "dead code" (counted as a survivor all the same)."""
     path = str(survivor["where"]).rsplit(":", 1)[0]
     for entry in arguments:
         if entry["file"] == path and entry["line_text"] == survivor.get("line_text") and entry["mutation"] == survivor["mutation"]:
-            return entry["argument"]
+            return entry.get("kind", "equivalent"), entry["argument"]
     return None
 
 
@@ -675,13 +677,13 @@ def render_markdown(day: str, runs: Sequence[dict[str, object]]) -> str:
                 lines.append(f"| {op} | {row['mutants']} | {row['killed']} | {row['survived']} | {_pct(row['score'])} |")
         survivors = run["survivors"]
         arguments = _arguments()
-        argued = [s for s in survivors if _argument_for(s, arguments)]  # type: ignore[attr-defined]
+        argued = [s for s in survivors if (_argument_for(s, arguments) or ("", ""))[0] == "equivalent"]  # type: ignore[attr-defined]
         lines += ["", f"Survivors ({len(survivors)}, of which {len(argued)} argued equivalent below; score without "  # type: ignore[arg-type]
                   f"them {_pct(_score_without(run, len(argued)))}):" if survivors else "No survivors."]
         for s in survivors:  # type: ignore[attr-defined]
-            argument = _argument_for(s, arguments)
+            found = _argument_for(s, arguments)
             lines.append(f"- `{s['where']}` {s['operator']}: {s['mutation']} in `{s.get('line_text', '')}`"
-                         + (f" (argued equivalent: {argument})" if argument else ""))
+                         + (f" ({'argued equivalent' if found[0] == 'equivalent' else found[0]}: {found[1]})" if found else ""))
         if run["timeouts"]:
             lines += ["", "Timed out:"]
             lines += [f"- `{s['where']}` {s['operator']}: {s['mutation']}" for s in run["timeouts"]]  # type: ignore[attr-defined]
