@@ -19,6 +19,7 @@ from fractions import Fraction
 
 import z3
 
+from cpgraph.spec.arith import align_up
 from cpgraph.spec.capacity import required_local_tokens
 from cpgraph.spec.design_counts import Counts, counts_batch, counts_loads, shared_modulus
 from cpgraph.spec.invariants import (
@@ -138,8 +139,12 @@ def design_batch(design: DesignSpec, counts: Counts, last: IntTerm | None, name:
             raise ValueError("a padded layout basis needs the last request kept apart (shared_counts does it)")
         pad = bucket - n
         if row.request_loads is None:
-            total = interleave_loads(n + pad, p, f"{name}.{tag}.total")
-            replay = Loads(total.loads, total.holds)
+            # loads of the total only, and the replay's total is the bucket: its rows are a constant per bucket
+            rows: IntTerm = z3.IntVal(0)
+            for b in design.buckets:
+                busiest = interleave_loads(b, p, f"{name}.{tag}.b{b}").loads[0]  # rank 0 holds the most
+                rows = z3.If(bucket == b, align_up(busiest, a, f"{name}.{tag}.rows{b}").value, rows)
+            return Defined(rows, z3.BoolVal(True))
         else:
             folded = z3.Int(f"{name}.{tag}.folded")
             one = _one_request(design, counts.modulus, folded, f"{name}.{tag}.last")
