@@ -1,0 +1,30 @@
+"""The figures: an unsafe design's crash region and its smallest crashing batch, eager-fallback regions
+and padding per design, a small crash share marked, a rank disagreement drawn per rank."""
+
+from pathlib import Path
+
+from cpgraph.design.plots import _lanes, panels_of, plot_review, plot_simulation
+from cpgraph.design.report import review
+from cpgraph.design.schema import load_design
+from cpgraph.design.simulate import simulate
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_review_figures_show_the_crash_region_of_the_unsafe_design(tmp_path: Path) -> None:
+    result = review(load_design("prefix"))
+    (prefix,) = panels_of(result)
+    assert prefix.witnesses and prefix.crash  # refuted: a crash region and its smallest crashing batch
+    assert [kind for _, kind, _ in _lanes(prefix)] == ["eager", "crash"]
+    n, requests, _ = prefix.witnesses[0]
+    assert any(lo <= n <= hi for _, spans in prefix.crash for lo, hi in spans)  # the witness lies in the region
+    written = plot_review(result, tmp_path / "plots")
+    assert [p.name for p in written] == ["eager_fallback.png", "padding.png"]
+    assert all(p.read_bytes()[:8] == PNG for p in written)
+
+
+def test_a_small_crash_share_still_gets_a_figure(tmp_path: Path) -> None:
+    batches = [(1534, 161, 353)] + [(4096,)] * 99  # one crash in a hundred batches for the pre-fix design
+    results = [simulate(load_design(d), batches, "one-in-a-hundred") for d in ("upstream", "prefix")]
+    assert results[1].overflows == 1
+    assert plot_simulation(results, tmp_path / "sim.png").read_bytes()[:8] == PNG
