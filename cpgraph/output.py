@@ -327,7 +327,7 @@ def _writable_dir(flag: str, folder: str, shown: str) -> None:
         with tempfile.NamedTemporaryFile(dir=probe, prefix=".cpgraph-probe-"):
             pass
     except OSError as exc:
-        raise UsageError(f"{flag} {shown!r}: directory {probe!r} is not writable ({exc.strerror or exc})") from None
+        raise UsageError(f"{flag} {shown!r}: cannot create a file in {probe!r} ({exc.strerror or exc})") from None
 
 
 def json_dumps(data: Any) -> str:

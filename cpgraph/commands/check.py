@@ -111,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
         )
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
+    for table in args.capacities.split(","):
+        kind, _, rows = table.partition(":")
+        if kind == "headroom" and rows.isdigit() and int(rows) > MAX_REQUESTS:
+            raise UsageError(f"--capacities {table!r}: headroom:R needs R in 1..{MAX_REQUESTS} (requests a table is sized for)")
     plot = _plot_path(args.plot) if args.plot else None
     if args.emit_test:
         writable_file("--emit-test", args.emit_test)
