@@ -165,6 +165,8 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
 
 def _hard_stop(line: str) -> None:
     """End the process at once with the finding (exit 1): the policy cannot be stopped any other way."""
+    if _STATE.heart is not None:  # this exit is the finding, not a policy ending the process
+        _STARTED.pack_into(_STATE.heart, 8, 0.0)
     for child in multiprocessing.active_children():
         child.kill()
     try:
@@ -353,7 +355,21 @@ def supervise(policy_name: str, call_timeout_s: float) -> None:
         done, status = os.waitpid(child, os.WNOHANG)
         if done:
             code = os.waitstatus_to_exitcode(status)
-            os._exit(code if code >= 0 else 128 - code)
+            code = code if code >= 0 else 128 - code
+            _, started, method, rank, cp_size, num_tokens = _HEART.unpack_from(heart, 0)
+            if started:  # the check's process ended inside a policy call: os._exit, a crash in C code
+                name = _METHODS[method]
+                if name == "import":
+                    sys.stderr.write(f"cpgraph check: error: cannot load policy {policy_name!r}: importing it ended the "
+                                     f"process (exit status {code})\n")
+                    os._exit(2)
+                sys.stderr.write(
+                    f"cpgraph check: FAILED - policy {policy_name}: {name}(cp_rank={rank}, ...) ended the process "
+                    f"(exit status {code}) instead of answering; the check stopped; batch: cp_size={cp_size}, "
+                    f"num_tokens={num_tokens}\n"
+                )
+                os._exit(1)
+            os._exit(code)
         now = time.monotonic()
         for slot in (0, _HEART.size):
             _, started, method, rank, cp_size, num_tokens = _HEART.unpack_from(heart, slot)

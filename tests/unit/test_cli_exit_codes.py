@@ -231,3 +231,20 @@ def test_a_call_stuck_in_c_code_is_ended_by_the_supervisor(tmp_path: Path) -> No
     assert result.returncode == 1
     assert "could not be interrupted" in result.stderr and "admit(cp_rank=0, ...)" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "body, code, says",
+    [
+        ("def admit(**b):\n    os._exit(0)\n", 1, "admit(cp_rank=0, ...) ended the process (exit status 0) instead of answering"),
+        ("os._exit(0)\n", 2, "importing it ended the process (exit status 0)"),
+    ],
+    ids=["in-a-call", "at-import"],
+)
+def test_a_policy_that_ends_the_process_is_caught_on_the_command_line(body: str, code: int, says: str, tmp_path: Path) -> None:
+    policy = tmp_path / "ender.py"
+    policy.write_text("import os\nfrom cpgraph.reference.policy import replay_bucket\n" + body)
+    result = subprocess.run([sys.executable, "-m", "cpgraph", "check", str(policy), *FAST], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == code and says in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
