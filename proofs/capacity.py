@@ -184,23 +184,3 @@ def headroom_capture_fits_first_bucket_at_or_above_n(
             shown=(("required", rows.value), ("capacity", room.value)),
         ),
     )
-
-
-def capacity_fits_every_rank(cp_size: int, *, required: Callable[..., Defined] = required_local_tokens) -> tuple[Query, ...]:
-    """Every rank's live load fits the rows every rank pads to (align_up of the busiest load), hence any
-    bucket whose capacity is >= those rows; for A = 2P (zigzag) and A = P (interleave, contiguous)."""
-    p = cp_size
-    loads = symbolic_loads(p, "a")
-    room = z3.Int("capacity")
-    queries = []
-    for label, a in (("A=2P", 2 * p), ("A=P", p)):
-        rows = required(loads, a, "required")
-        queries.append(
-            Query(
-                label,
-                z3.And(loads_fit(loads, rows.value), loads_fit(loads, room)),
-                (loads.holds, rows.holds, room >= rows.value),
-                shown=(("required", rows.value),),
-            )
-        )
-    return tuple(queries)

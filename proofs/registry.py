@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from cpgraph.proofs import arith, capacity, invariants, selection, strategies, zigzag
+from cpgraph.proofs import arith, batch, capacity, end_to_end, selection, strategies, zigzag
 from cpgraph.proofs.obligation import Obligation, obligation
 
 _ANY_LENGTH = "P = 1..{cp_max}; every length L >= 0 (unbounded)"
 _ANY_BATCH = "P = 1..{cp_max}; every length; any number of requests (request lemma + induction step)"
 _LISTS = "sorted capture lists of 1..32 buckets, unbounded values and capacities, some missing; every n, F, required"
 _SYMBOLIC = "every P >= 1 (symbolic cp_size); every length"
+_CLASSES = "P in {sampled} (the end-to-end theorems' P); any number of requests of any lengths (base + step); zigzag, zigzag_pad every P, contiguous P <= 8"
+_E2E = (
+    "P in {sampled} (zigzag, zigzag_pad; every strategy P <= 8); any number of requests of any lengths, any padded "
+    "n; sorted 3-bucket lists, any capacities; A = default, F in {{2, 3/2}} (F = 2 above P = 8)"
+)
 
 OBLIGATIONS: tuple[Obligation, ...] = (
     obligation(arith.divmod_quotient_and_remainder_are_unique, scope="every divisor >= 1 (symbolic); every integer", over="once"),
@@ -28,7 +33,6 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     obligation(capacity.headroom_bound_is_tight, scope="P = 1..{cp_max}; any number of requests, every length with L mod 2P = P+1", over="cp_size"),
     obligation(capacity.capture_capacity_is_aligned_ceil_share, scope="P = 1..{cp_max}; every bucket B >= 1; zigzag (A = 2P) and interleave (A = P)", over="cp_size"),
     obligation(capacity.headroom_capture_fits_first_bucket_at_or_above_n, scope="P = 1..{cp_max}, A = 2P; any batch of <= R requests (headroom form), every N <= n <= B, every R >= 1", over="cp_size"),
-    obligation(capacity.capacity_fits_every_rank, scope="P = 1..{cp_max}, A in {{P, 2P}}; any loads (so any batch, any number of requests), any capacity >= rows", over="cp_size"),
     obligation(selection.scan_selects_least_fitting_bucket, scope=_LISTS + " (induction over the list)", over="list_length"),
     obligation(selection.scan_selects_least_fitting_bucket_for_any_list_length, scope="sorted capture lists of every length (quantified induction), unbounded values and capacities; every n, F, required", over="once"),
     obligation(selection.scan_selects_a_captured_bucket, scope=_LISTS, over="list_length"),
@@ -39,8 +43,14 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     obligation(selection.least_fitting_bucket_is_unique, scope=_LISTS, over="list_length"),
     obligation(selection.scan_selects_first_bucket_at_or_above_n_when_it_has_room, scope=_LISTS, over="list_length"),
     obligation(selection.padding_window_holds_n_for_every_factor, scope="every F >= 1 and n >= 1 (symbolic)", over="once"),
-    obligation(invariants.selection_is_rank_invariant, scope="P = 1..{cp_max}, A = 2P; any loads, any two ranks; 2-bucket capture lists, any window", over="cp_size"),
-    obligation(invariants.admission_equals_replay, scope="P = 1..{cp_max}, A = 2P, F = 2; one CP-active zigzag request of any length; 2-bucket capture lists, any capacities", over="cp_size"),
+    obligation(batch.class_loads_track_request_loads, scope=_CLASSES, over="cp_size_sampled"),
+    obligation(end_to_end.ranks_sharing_their_capture_state_agree, scope=_E2E, over="cp_size_sampled"),
+    obligation(end_to_end.admitted_batches_replay_the_admitted_bucket, scope=_E2E, over="cp_size_sampled"),
+    obligation(end_to_end.admitted_bucket_is_captured, scope=_E2E, over="cp_size_sampled"),
+    obligation(end_to_end.admitted_bucket_is_within_padding_limit, scope=_E2E.replace("F in {{2, 3/2}}", "F in {{1, 5/4, 3/2, 2, 4}}"), over="cp_size_sampled"),
+    obligation(end_to_end.admitted_batches_fit_every_rank, scope=_E2E + "; any capacities, and the capture rule's for P <= 8", over="cp_size_sampled"),
+    obligation(end_to_end.admitted_bucket_is_the_least_that_fits, scope=_E2E, over="cp_size_sampled"),
+    obligation(end_to_end.active_batches_that_fit_are_admitted, scope=_E2E, over="cp_size_sampled"),
 )
 
 BY_NAME: dict[str, Obligation] = {o.name: o for o in OBLIGATIONS}

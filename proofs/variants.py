@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import z3
 
-from cpgraph.proofs import arith, capacity, invariants, selection, strategies, zigzag
+from cpgraph.proofs import arith, batch, capacity, selection, strategies, variants_end_to_end, zigzag
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.registry import BY_NAME
@@ -30,6 +30,7 @@ from cpgraph.spec.selection import (
     scan_select,
     within_padding_limit,
 )
+from cpgraph.spec.batch import ClassBatch
 from cpgraph.spec.terms import BoolTerm, Defined, IntLike, IntTerm, Loads, all_of, any_of, int_term
 from cpgraph.spec.zigzag import zigzag_block_len, zigzag_split
 
@@ -119,33 +120,6 @@ def captured_ignoring_requests(num_tokens: IntLike, cp_size: int, align_size: In
     return capture_local_tokens(num_tokens, cp_size, align_size, name)
 
 
-def required_from_rank_zero(loads: Loads, align_size: IntLike, name: str) -> Defined:
-    """The local rank's load instead of the busiest rank's."""
-    return align_up(loads.loads[0], align_size, f"{name}.rows")
-
-
-def decide_from_local_load(
-    loads: Loads, rank: IntLike, capture: CaptureList, window: Window, align_size: IntLike, name: str
-) -> tuple[Selection, IntTerm, BoolTerm]:
-    """The hazard: each rank decides from its own load."""
-    local: IntTerm = loads.loads[0]
-    for r in range(1, loads.cp_size):
-        local = z3.If(int_term(rank) == r, loads.loads[r], local)
-    rows = align_up(local, align_size, f"{name}.rows")
-    chosen = scan_select(capture, window, rows.value)
-    return chosen, rows.value, z3.And(loads.holds, rows.holds)
-
-
-def replay_with_padded_last_request(
-    extend_seq_lens: Sequence[IntLike], num_tokens: IntLike, bucket: IntLike
-) -> tuple[IntLike, ...]:
-    """The hazard: the pad to the bucket is folded into the last request."""
-    lengths = list(extend_seq_lens)
-    return (*lengths[:-1], int_term(lengths[-1]) + int_term(bucket) - int_term(num_tokens))
-
-
-# -- wrong scans and relations ---------------------------------------------------------------------------------
-
 def _step(below_stops: bool = False, above_skips: bool = False,
           room: Callable[[CaptureList, int, IntLike], BoolTerm] = has_room) -> selection.Step:
     def step(capture: CaptureList, index: int, window: Window, required: IntLike, rest: Selection) -> Selection:
@@ -220,6 +194,11 @@ def _any_head(bucket: IntTerm, capture: CaptureSet) -> BoolTerm:
     return z3.BoolVal(True)
 
 
+def _add_without_quotient(state: ClassBatch, length: IntTerm, name: str) -> tuple[ClassBatch, BoolTerm]:
+    after, facts = batch.add_request(state, length, name)
+    return ClassBatch(after.cp_size, state.quotients, after.long_counts, after.short_counts, after.holds), facts
+
+
 def _forget_new_request(requests: z3.ArithRef) -> z3.ArithRef:
     return requests
 
@@ -265,8 +244,6 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("single_request_capture", "headroom_capture_fits_first_bucket_at_or_above_n",
             "upstream's capture rule: one request of B tokens (the crash)", P, REFUTED,
             functools.partial(capacity.headroom_capture_fits_first_bucket_at_or_above_n, capacity=captured_ignoring_requests)),
-    Variant("local_rank_rows", "capacity_fits_every_rank", "rows from rank 0's load", P, REFUTED,
-            functools.partial(capacity.capacity_fits_every_rank, required=required_from_rank_zero)),
     Variant("skip_above_limit", "scan_selects_least_fitting_bucket", "skip (not stop at) a bucket above F*n", K, PROVED,
             functools.partial(selection.scan_selects_least_fitting_bucket, step=_step(above_skips=True))),
     Variant("stop_below_n", "scan_selects_least_fitting_bucket", "stop (not skip) at a bucket below n", K, REFUTED,
@@ -299,10 +276,12 @@ VARIANTS: tuple[Variant, ...] = (
             functools.partial(selection.scan_selects_first_bucket_at_or_above_n_when_it_has_room, relation=_relation(_fits, "greatest"))),
     Variant("window_one_short", "padding_window_holds_n_for_every_factor", "window [n, F*n - 1]", 0, REFUTED,
             functools.partial(selection.padding_window_holds_n_for_every_factor, window_of=_window_one_short)),
-    Variant("local_load", "selection_is_rank_invariant", "each rank decides from its own load", P, REFUTED,
-            functools.partial(invariants.selection_is_rank_invariant, decide=decide_from_local_load)),
-    Variant("padded_layout", "admission_equals_replay", "replay folds the pad into the last request", P, REFUTED,
-            functools.partial(invariants.admission_equals_replay, replay_lengths=replay_with_padded_last_request)),
+    Variant("forgets_quotient", "class_loads_track_request_loads", "a request adds no quotient blocks", P, REFUTED,
+            functools.partial(batch.class_loads_track_request_loads, add=_add_without_quotient)),
+    *(
+        Variant(name, theorem, description, parameter, REFUTED, build)
+        for name, theorem, description, parameter, build in variants_end_to_end.variants()
+    ),
 )
 
 

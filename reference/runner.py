@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from dataclasses import dataclass, field
 
 from cpgraph.reference.capacity import (
@@ -20,6 +21,7 @@ from cpgraph.reference.validate import (
     check_int,
     check_lengths,
     check_num_tokens,
+    check_padding_factor,
     check_strategy,
 )
 
@@ -98,7 +100,7 @@ class ReferenceRunner:
         capture_num_tokens: Sequence[int],
         align_size: int | None = None,
         strategy: str = "zigzag",
-        max_padding_factor: int = 2,
+        max_padding_factor: int | Fraction = 2,
         capture_rule: CaptureRule | None = None,
     ) -> None:
         self.cp_size = check_int("cp_size", cp_size, minimum=1)
@@ -108,7 +110,7 @@ class ReferenceRunner:
             if align_size is None
             else check_int("align_size", align_size, minimum=1)
         )
-        self.max_padding_factor = check_int("max_padding_factor", max_padding_factor, minimum=1)
+        self.max_padding_factor = check_padding_factor("max_padding_factor", max_padding_factor)
         listed = check_capture_list("capture_num_tokens", capture_num_tokens)
         # Buckets below 2P can never hold a CP-active batch; upstream drops them at start-up.
         self.capture_num_tokens = tuple(b for b in listed if b >= 2 * self.cp_size)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 
-from cpgraph.reference.validate import check_capacities, check_capture_list, check_int, check_lengths
+from cpgraph.reference.validate import check_capacities, check_capture_list, check_int, check_lengths, check_padding_factor
 
 
 def is_cp_active(extend_seq_lens: object, *, num_tokens: object, cp_size: object) -> bool:
@@ -21,14 +22,14 @@ def fitting_buckets(
     required_local_tokens: int,
     capture_num_tokens: Sequence[int],
     bucket_local_tokens: Mapping[int, int | None],
-    max_padding_factor: int,
+    max_padding_factor: int | Fraction,
 ) -> tuple[int, ...]:
     """Every captured bucket B with n <= B <= F*n and a recorded capacity >= required (the fitting set)."""
     n = check_int("num_tokens", num_tokens, minimum=1)
     required = check_int("required_local_tokens", required_local_tokens, minimum=0)
     buckets = check_capture_list("capture_num_tokens", capture_num_tokens)
     capacities = check_capacities("bucket_local_tokens", bucket_local_tokens)
-    factor = check_int("max_padding_factor", max_padding_factor, minimum=1)
+    factor = check_padding_factor("max_padding_factor", max_padding_factor)
     return tuple(
         b for b in buckets if n <= b <= factor * n and b in capacities and capacities[b] >= required
     )
@@ -40,7 +41,7 @@ def select_replay_bucket(
     required_local_tokens: int,
     capture_num_tokens: Sequence[int],
     bucket_local_tokens: Mapping[int, int | None],
-    max_padding_factor: int,
+    max_padding_factor: int | Fraction,
 ) -> int | None:
     """The least element of the fitting set, or None when no captured bucket fits (run eagerly).
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from fractions import Fraction
 from typing import Final
 
 from cpgraph.reference.strategies import STRATEGY_TABLE, strategy_row
@@ -105,3 +106,20 @@ def check_num_tokens(num_tokens: object, lengths: tuple[int, ...]) -> int:
             "a smaller count would truncate the batch"
         )
     return n
+
+
+def check_padding_factor(name: str, value: object) -> int | Fraction:
+    """A padding factor F >= 1: an int, or an exact rational (a Fraction, e.g. Fraction(3, 2)); a float is
+    refused (1.1 is not exactly 11/10 in binary), write Fraction("1.1") instead."""
+    if isinstance(value, Fraction):
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1 (an int or a Fraction), got {value}")
+        return value.numerator if value.denominator == 1 else value
+    if not is_int(value):
+        raise TypeError(
+            f"{name} must be an int >= 1 or a fractions.Fraction >= 1, got {value!r} ({type(value).__name__})"
+        )
+    assert isinstance(value, int)
+    if value < 1:
+        raise ValueError(f"{name} must be an int >= 1 or a fractions.Fraction >= 1, got {value}")
+    return value

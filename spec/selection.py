@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import z3
 
-from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of, any_of, int_term, literal, truth
+from cpgraph.spec.arith import floor_div
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of, any_of, int_term
 
 
 @dataclass(frozen=True)
@@ -77,11 +79,21 @@ class Window:
 
     low: IntTerm
     high: IntTerm
+    holds: BoolTerm = z3.BoolVal(True)  # facts defining ``high`` (a rational factor's floor)
 
 
-def padding_window(num_tokens: IntLike, max_padding_factor: IntLike) -> Window:
-    """[n, F*n], both ends inclusive (F = ``max_padding_factor``)."""
+def padding_window(num_tokens: IntLike, max_padding_factor: IntLike | Fraction, name: str = "window") -> Window:
+    """[n, F*n], both ends inclusive (F = ``max_padding_factor``). A rational F = a/b (a Fraction, b > 1)
+    gives the integer bound floor(a*n/b) (a bucket is an integer, so B <= F*n iff B <= floor(F*n)) with
+    an explicit quotient ``{name}.high.q``; an int or a z3 term gives the product F*n."""
     n = int_term(num_tokens)
+    if isinstance(max_padding_factor, Fraction):
+        if max_padding_factor < 1:
+            raise ValueError(f"max_padding_factor must be >= 1, got {max_padding_factor}")
+        if max_padding_factor.denominator == 1:
+            return Window(n, max_padding_factor.numerator * n)
+        high = floor_div(max_padding_factor.numerator * n, max_padding_factor.denominator, f"{name}.high")
+        return Window(n, high.value, high.holds)
     return Window(n, int_term(max_padding_factor) * n)
 
 
@@ -131,30 +143,10 @@ def scan_step(capture: CaptureList, index: int, window: Window, required: IntLik
     """One step of the scan at bucket ``index``, given the decision ``rest`` of scanning the buckets after
     it: below n, defer to the rest; above F*n, stop with none; with room, take it; else defer."""
     b = capture.buckets[index]
-    folded = _fold_step(capture, index, window, required, rest)
-    if folded is not None:
-        return folded
     below, above, room = b < window.low, b > window.high, has_room(capture, index, required)
     admitted = z3.If(below, rest.admitted, z3.If(above, z3.BoolVal(False), z3.Or(room, rest.admitted)))
     bucket = z3.If(below, rest.bucket, z3.If(above, z3.IntVal(0), z3.If(room, b, rest.bucket)))
     return Selection(admitted, bucket)
-
-
-def _fold_step(capture: CaptureList, index: int, window: Window, required: IntLike, rest: Selection) -> Selection | None:
-    # Concrete inputs (the conformance harness): the same step over Python values, as numerals.
-    b, c = literal(capture.buckets[index]), literal(capture.capacities[index])
-    low, high, need = literal(window.low), literal(window.high), literal(required)
-    recorded, rest_admitted = truth(capture.recorded[index]), truth(rest.admitted)
-    if None in (b, c, low, high, need, recorded, rest_admitted) or literal(rest.bucket) is None:
-        return None
-    assert b is not None and c is not None and low is not None and high is not None and need is not None
-    if b < low:
-        return rest
-    if b > high:
-        return NO_SELECTION
-    if recorded and c >= need:
-        return Selection(z3.BoolVal(True), z3.IntVal(b))
-    return rest
 
 
 NO_SELECTION = Selection(z3.BoolVal(False), z3.IntVal(0))  # the scan of an empty list: run eagerly

@@ -1,4 +1,4 @@
-"""cpgraph.spec.selection and spec.decision on concrete inputs: the scan, the declarative relation, the hazards."""
+"""cpgraph.spec.selection on concrete inputs: the scan, the declarative relation, the hazards."""
 
 import z3
 from hypothesis import given

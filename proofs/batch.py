@@ -1,0 +1,150 @@
+"""The abstraction behind every end-to-end theorem: a batch of any size is its remainder-class counts.
+
+spec/batch.py describes a batch by Q (the sum of the quotients L div 2P) and counts c[m], s[m] of long
+and short requests per remainder m = L mod 2P, with loads Q*loads(2P) + sum_m (c[m]+s[m])*loads(m). This
+module proves, for one P and every strategy of the table, by induction over the requests of a batch:
+
+- base: the empty batch is the class state with every count 0 and Q = 0, which has zero loads, zero
+  tokens and satisfies the state invariant;
+- step: adding one request of any length L >= 0 to a state that satisfies the invariant gives a state
+  that satisfies it, whose loads are the old loads plus the spec's own per-request loads of L, and whose
+  tokens are the old tokens plus L.
+
+So every concrete batch maps to a ClassBatch with the same loads and tokens; a claim proved for every
+ClassBatch (proofs/end_to_end.py) holds for every batch of any number of requests. The invariant, the
+base and the step are all built from ``state_invariant`` / ``add_request`` (one builder, one chain).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import z3
+
+from cpgraph.proofs.obligation import Query
+from cpgraph.spec.batch import ClassBatch, class_loads
+from cpgraph.spec.strategies import STRATEGIES, rank_loads
+from cpgraph.spec.terms import BoolTerm, IntTerm, Loads, all_of, literal
+
+RequestLoads = Callable[[IntTerm, int, str, str], Loads]
+
+
+def _spec_request_loads(length: IntTerm, cp_size: int, name: str, kind: str) -> Loads:
+    return rank_loads((length,), cp_size, name, kind)
+
+
+def state(cp_size: int, name: str) -> ClassBatch:
+    """Any class state (counts and Q unconstrained; the invariant says which are reachable)."""
+    s = 2 * cp_size
+    return ClassBatch(
+        cp_size,
+        z3.Int(f"{name}.Q"),
+        tuple(z3.Int(f"{name}.c{m}") for m in range(s)),
+        tuple(z3.Int(f"{name}.s{m}") for m in range(s)),
+        z3.BoolVal(True),
+    )
+
+
+def empty_state(cp_size: int) -> ClassBatch:
+    """The class state of the empty batch."""
+    zeros = tuple(z3.IntVal(0) for _ in range(2 * cp_size))
+    return ClassBatch(cp_size, z3.IntVal(0), zeros, zeros, z3.BoolVal(True))
+
+
+def state_invariant(batch: ClassBatch) -> BoolTerm:
+    """What every reachable state satisfies (spec.batch.class_batch assumes exactly this, plus R >= 1)."""
+    longs = z3.Sum(list(batch.long_counts))
+    return all_of(
+        [
+            *[c >= 0 for c in batch.long_counts],
+            *[c >= 0 for c in batch.short_counts],
+            batch.quotients >= longs,
+            z3.Implies(longs == 0, batch.quotients == 0),
+        ]
+    )
+
+
+def add_request(batch: ClassBatch, length: IntTerm, name: str) -> tuple[ClassBatch, BoolTerm]:
+    """The state after one more request of ``length`` tokens: L = 2P*q + m (fresh ``{name}.q``/``.m``)."""
+    s = 2 * batch.cp_size
+    q, m = z3.Int(f"{name}.q"), z3.Int(f"{name}.m")
+    facts = z3.And(length == s * q + m, m >= 0, m < s, q >= 0)
+    one, zero = z3.IntVal(1), z3.IntVal(0)
+    longs = tuple(c + z3.If(z3.And(q >= 1, m == j), one, zero) for j, c in enumerate(batch.long_counts))
+    shorts = tuple(c + z3.If(z3.And(q == 0, m == j), one, zero) for j, c in enumerate(batch.short_counts))
+    return ClassBatch(batch.cp_size, batch.quotients + q, longs, shorts, z3.BoolVal(True)), facts
+
+
+def _ints(values: tuple[IntTerm, ...]) -> tuple[int, ...]:
+    out = [literal(v) for v in values]
+    if any(v is None for v in out):
+        raise ValueError("per-class loads must be numerals (a concrete length and cp_size)")
+    return tuple(v for v in out if v is not None)
+
+
+FULL_SCOPE_STRATEGIES = ("zigzag", "zigzag_pad")  # every P; the others up to OTHER_STRATEGIES_MAX_P
+OTHER_STRATEGIES_MAX_P = 8
+
+
+def _strategies_with_request_loads(cp_size: int) -> tuple[str, ...]:
+    return tuple(
+        sid
+        for sid, row in STRATEGIES.items()
+        if row.request_loads is not None and (sid in FULL_SCOPE_STRATEGIES or cp_size <= OTHER_STRATEGIES_MAX_P)
+    )
+
+
+def class_loads_track_request_loads(
+    cp_size: int, *, request_loads: RequestLoads = _spec_request_loads, add: Callable[[ClassBatch, IntTerm, str], tuple[ClassBatch, BoolTerm]] = add_request
+) -> tuple[Query, ...]:
+    """Every batch of any number of requests has the loads and tokens of its remainder-class state:
+    base (the empty batch) and step (one more request of any length moves the class formula exactly as
+    the spec's per-request loads move the batch's loads), for zigzag and zigzag_pad at every P and for
+    contiguous at P <= 8 (interleave's loads are a function of the total, so the tokens step covers it)."""
+    p = cp_size
+    out: list[Query] = []
+    empty = empty_state(p)
+    base_claim = z3.And(state_invariant(empty), empty.tokens == 0)
+    out.append(Query("base", base_claim, ()))
+    before = state(p, "state")
+    length = z3.Int("L")
+    after, facts = add(before, length, "next")
+    hypotheses = (state_invariant(before), length >= 0, facts)
+    out.append(Query("step invariant", state_invariant(after), hypotheses))
+    out.append(Query("step tokens", after.tokens == before.tokens + length, hypotheses))
+    for kind in _strategies_with_request_loads(p):
+        old = class_loads(before, kind, f"{kind}.before")
+        new = class_loads(after, kind, f"{kind}.after")
+        request = request_loads(length, p, f"{kind}.request", kind)
+        zero = class_loads(empty, kind, f"{kind}.empty")
+        out.append(Query(f"base loads {kind}", all_of(x == 0 for x in zero.loads), (zero.holds,)))
+        # Two steps of one chain, rank by rank: the request's loads split into a quotient part and a
+        # class part (summation by parts: d_r(j) = loads(j)[r] - loads(j-1)[r] counted for m >= j), then
+        # the class formula moves by exactly that split.
+        q, m = z3.Int("next.q"), z3.Int("next.m")
+        unit = rank_loads((2 * p,), p, f"{kind}.unit", kind).loads  # numerals: one request of 2P tokens
+        per_class = [_ints(rank_loads((j,), p, f"{kind}.cls{j}", kind).loads) for j in range(2 * p)]
+        splits = []
+        for r in range(p):
+            steps = [(j, per_class[j][r] - (per_class[j - 1][r] if j else 0)) for j in range(2 * p)]
+            splits.append(q * unit[r] + z3.Sum([d * z3.If(m >= j, z3.IntVal(1), z3.IntVal(0)) for j, d in steps if d] or [z3.IntVal(0)]))
+        split_claim = all_of(x == y for x, y in zip(request.loads, splits))
+        out.append(Query(f"request split {kind}", split_claim, (length >= 0, facts, request.holds), shown=(("L", length),)))
+        # The suffix counts move by one class: T'[j] = T[j] + [m >= j] (class_loads names them .T{j}).
+        # Proved from the last class down, each j from j + 1 (a chain of small queries).
+        moved = [
+            z3.Int(f"{kind}.after.T{j}") == z3.Int(f"{kind}.before.T{j}") + z3.If(m >= j, z3.IntVal(1), z3.IntVal(0))
+            for j in range(2 * p)
+        ]
+        for j in reversed(range(2 * p)):
+            out.append(Query(f"suffix step {kind} T{j}", moved[j], (facts, old.holds, new.holds, *moved[j + 1 : j + 2])))
+        suffix_claim = all_of(moved)
+        out.append(
+            Query(
+                f"step loads {kind}",
+                all_of(n == o + x for n, o, x in zip(new.loads, old.loads, splits)),
+                (facts, old.holds, new.holds, split_claim, suffix_claim),
+                shown=(("L", length),),
+            )
+        )
+    return tuple(out)

@@ -1,0 +1,62 @@
+"""Counterexamples of the end-to-end theorems, realised as a concrete batch and replayed through reference/.
+
+A model of a ClassBatch names request counts per remainder class, not lengths; ``spec.batch.realise``
+turns it into concrete lengths (every ClassBatch is realised by some batch), and the reference runner
+plans and replays that batch against the model's capture table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+
+from cpgraph import reference
+from cpgraph.proofs.check import Value
+from cpgraph.proofs.obligation import Replay
+from cpgraph.spec.batch import realise
+
+
+def _int(model: Mapping[str, Value], name: str, default: int = 0) -> int:
+    return int(model.get(name, default))
+
+
+def class_batch_replay(
+    *, theorem: str, cp_size: int, strategy: str, factor: Fraction, list_length: int, batch_name: str
+) -> Replay:
+    """Replay the model's batch (``{batch_name}.*`` counts), its ``n`` and its capture table (``cap.b{i}``,
+    ``cap.c{i}``, ``cap.rec{i}``) through the reference runner, and print a pytest function to paste."""
+
+    def replay(model: Mapping[str, Value]) -> str:
+        lengths = realise(model, cp_size, batch_name)
+        n = _int(model, "n", sum(lengths))
+        buckets = tuple(_int(model, f"cap.b{i}") for i in range(list_length))
+        table = {b: _int(model, f"cap.c{i}") for i, b in enumerate(buckets) if model.get(f"cap.rec{i}", True)}
+        f = factor.numerator if factor.denominator == 1 else factor
+        try:
+            runner = reference.ReferenceRunner(
+                cp_size=cp_size, capture_num_tokens=buckets, strategy=strategy, max_padding_factor=f,
+                capture_rule=reference.CaptureRule("table", table=table),
+            )
+            plan = runner.plan(lengths, n)
+            outcome = f"replay rows {runner.replay(plan).rows}" if plan.admitted else f"fallback {plan.fallback}"
+        except (TypeError, ValueError, reference.ReplayError) as exc:
+            return f"batch {lengths}, n={n}, buckets {buckets}, capacities {table}: the reference refuses ({exc})"
+        name = f"test_regression_{theorem}_p{cp_size}"
+        return "\n".join(
+            [
+                f"reference plan for {lengths} (n={n}) at P={cp_size} ({strategy}, F={factor}), buckets {buckets}, "
+                f"capacities {table}: bucket {plan.bucket}, required {plan.required_local_tokens}; {outcome}",
+                "",
+                "from fractions import Fraction",
+                "from cpgraph.reference import CaptureRule, ReferenceRunner",
+                "",
+                f"def {name}() -> None:",
+                f"    runner = ReferenceRunner(cp_size={cp_size}, capture_num_tokens={buckets}, strategy={strategy!r},",
+                f"                             max_padding_factor={f!r}, capture_rule=CaptureRule('table', table={table}))",
+                f"    plan = runner.plan({lengths}, {n})",
+                "    if plan.admitted:",
+                "        assert runner.replay(plan).rows == plan.bucket_local_tokens >= plan.required_local_tokens",
+            ]
+        )
+
+    return replay

@@ -1,0 +1,167 @@
+"""Wrong sides substituted into the end-to-end theorems: each must be refuted (the pre-fix behaviour first).
+
+Each variant replaces one side (admission, replay, replay's layout, or the inputs ranks share) with a
+wrong one built from the spec's own pieces, and names the verdict its theorem must give at a cp_size.
+tests/quality/test_proof_variants.py checks every variant; benchmarks/mutation.py mutates the spec's
+source itself.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from fractions import Fraction
+
+import z3
+
+from cpgraph.proofs import end_to_end as e2e
+from cpgraph.proofs.obligation import Query
+from cpgraph.spec.admission import Admission, RankSetup, cp_active
+from cpgraph.spec.arith import align_up
+from cpgraph.spec.batch import ClassBatch, class_loads, single_request_batch
+from cpgraph.spec.capacity import required_local_tokens
+from cpgraph.spec.replay import Replay, capacity_of, live_layout
+from cpgraph.spec.selection import NO_SELECTION, Selection, Window, padding_window, scan_select
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of
+
+Select = Callable[[RankSetup, Window, IntTerm], Selection]
+
+
+def _scan(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
+    return scan_select(setup.capture, window, rows)
+
+
+def smallest_at_or_above_n(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
+    """The pre-fix selector (sglang 0.5.17's load_batch): the first bucket >= n, none above F*n; no room check."""
+    del rows
+    chosen = NO_SELECTION
+    for b in reversed(setup.capture.buckets):
+        below, above = b < window.low, b > window.high
+        chosen = Selection(
+            z3.If(below, chosen.admitted, z3.Not(above)), z3.If(below, chosen.bucket, z3.If(above, z3.IntVal(0), b))
+        )
+    return chosen
+
+
+def first_bucket_only(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
+    """Only the first bucket >= n is tried: admitted if it is within F*n and has room, else fall back."""
+    first = smallest_at_or_above_n(setup, window, rows)
+    capture = setup.capture
+    room = z3.Or([z3.And(first.bucket == b, rec, c >= rows) for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded)])
+    return Selection(z3.And(first.admitted, room), first.bucket)
+
+
+def largest_fitting(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
+    """The greatest fitting bucket instead of the least."""
+    chosen = NO_SELECTION
+    capture = setup.capture
+    for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded):
+        ok = z3.And(window.low <= b, b <= window.high, rec, c >= rows)
+        chosen = Selection(z3.Or(ok, chosen.admitted), z3.If(ok, b, chosen.bucket))
+    return chosen
+
+
+def missing_capacity_fits(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
+    """A bucket with no recorded capacity counts as room."""
+    capture = setup.capture
+    chosen = NO_SELECTION
+    for b, c, rec in reversed(tuple(zip(capture.buckets, capture.capacities, capture.recorded))):
+        ok = z3.And(window.low <= b, b <= window.high, z3.Or(z3.Not(rec), c >= rows))
+        chosen = Selection(z3.If(b > window.high, z3.BoolVal(False), z3.Or(ok, chosen.admitted)), z3.If(ok, b, chosen.bucket))
+    return chosen
+
+
+def window_one_past(num_tokens: IntLike, factor: Fraction, name: str) -> Window:
+    """[n, F*n + 1]: one bucket too many."""
+    w = padding_window(num_tokens, factor, name)
+    return Window(w.low, w.high + 1, w.holds)
+
+
+def _decision(
+    loads: tuple[IntTerm, ...], holds: BoolTerm, setup: RankSetup, n: IntLike, name: str, *,
+    select: Select = _scan, window_of: Callable[[IntLike, Fraction, str], Window] = padding_window,
+    busiest: Callable[[tuple[IntTerm, ...], str], tuple[IntTerm, BoolTerm]] | None = None,
+) -> tuple[Selection, IntTerm, BoolTerm]:
+    if busiest is None:
+        from cpgraph.spec.terms import Loads
+
+        rows = required_local_tokens(Loads(loads, holds), setup.align_size, f"{name}.rows")
+        value, facts = rows.value, rows.holds
+    else:
+        top, top_facts = busiest(loads, name)
+        up = align_up(top, setup.align_size, f"{name}.rows")
+        value, facts = up.value, z3.And(top_facts, up.holds)
+    window = window_of(n, setup.max_padding_factor, f"{name}.window")
+    return select(setup, window, value), value, z3.And(holds, facts, window.holds)
+
+
+def make_admit(**how: object) -> Callable[[ClassBatch, IntTerm, RankSetup, int, str], Admission]:
+    """An admission built like spec.admission.admit but with one piece swapped (``select``, ``window_of``,
+    ``busiest``, or ``gated=False``)."""
+    gated = bool(how.pop("gated", True))
+
+    def admit(batch: ClassBatch, n: IntTerm, setup: RankSetup, rank: int, name: str) -> Admission:
+        loads = class_loads(batch, setup.strategy, f"{name}.live")
+        busiest = how.get("busiest")
+        if busiest == "local":
+            how_local = dict(how, busiest=lambda xs, nm: (xs[rank], z3.BoolVal(True)))
+            chosen, rows, facts = _decision(loads.loads, loads.holds, setup, n, name, **how_local)  # type: ignore[arg-type]
+        else:
+            chosen, rows, facts = _decision(loads.loads, loads.holds, setup, n, name, **how)  # type: ignore[arg-type]
+        active = cp_active(batch, n) if gated else z3.BoolVal(True)
+        return Admission(Selection(z3.And(active, chosen.admitted), chosen.bucket), rows, facts)
+
+    return admit
+
+
+def prefix_replay(batch: ClassBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, *, layout: object = None) -> Replay:
+    """sglang 0.5.17's replay: pad to the first bucket >= n (no capacity check), lay out the live lengths."""
+    del rank, layout
+    loads = class_loads(batch, setup.strategy, f"{name}.layout")
+    chosen, rows, facts = _decision(loads.loads, loads.holds, setup, n, name, select=smallest_at_or_above_n)
+    selection = Selection(z3.And(cp_active(batch, n), chosen.admitted), chosen.bucket)
+    fits = all_of(capacity_of(setup.capture, chosen.bucket, x) for x in loads.loads)
+    return Replay(selection, z3.And(selection.admitted, fits), loads.loads, rows, facts)
+
+
+def one_request_layout(batch: ClassBatch, n: IntLike, name: str) -> ClassBatch:
+    """The pre-fix capture model: replay lays the batch out as ONE request of n tokens."""
+    one = single_request_batch(n if isinstance(n, int) else n, batch.cp_size, name)
+    return one
+
+
+P = 4  # the cp_size of the seed example; tests also run a few at 2 and 64
+
+
+def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, ...]]], ...]:
+    """(name, theorem, description, cp_size, builder) for every end-to-end variant; all must be refuted."""
+    prefix_admit = make_admit(select=smallest_at_or_above_n)
+    rows = [
+        ("one_request_replay", "admitted_batches_replay_the_admitted_bucket", "replay lays the batch out as one request of n tokens",
+         functools.partial(e2e.admitted_batches_replay_the_admitted_bucket, layout=one_request_layout)),
+        ("prefix_replay", "admitted_batches_replay_the_admitted_bucket", "replay pads to the first bucket >= n (0.5.17)",
+         functools.partial(e2e.admitted_batches_replay_the_admitted_bucket, replay_fn=prefix_replay)),
+        ("prefix_admission", "admitted_batches_replay_the_admitted_bucket", "admission takes the first bucket >= n",
+         functools.partial(e2e.admitted_batches_replay_the_admitted_bucket, admit_fn=prefix_admit)),
+        ("ungated_admission", "admitted_batches_replay_the_admitted_bucket", "admission skips the CP-active gates",
+         functools.partial(e2e.admitted_batches_replay_the_admitted_bucket, admit_fn=make_admit(gated=False))),
+        ("prefix_replay", "admitted_batches_fit_every_rank", "replay pads to the first bucket >= n (0.5.17)",
+         functools.partial(e2e.admitted_batches_fit_every_rank, replay_fn=prefix_replay)),
+        ("prefix_admission", "admitted_batches_fit_every_rank", "admission takes the first bucket >= n, no room check",
+         functools.partial(e2e.admitted_batches_fit_every_rank, admit_fn=prefix_admit)),
+        ("local_load", "ranks_sharing_their_capture_state_agree", "each rank decides from its own load",
+         functools.partial(e2e.ranks_sharing_their_capture_state_agree, admit_fn=make_admit(busiest="local"))),
+        ("per_rank_capacities", "ranks_sharing_their_capture_state_agree", "ranks keep their own recorded capacities",
+         functools.partial(e2e.ranks_sharing_their_capture_state_agree, shared=("capture_num_tokens", "max_padding_factor", "align_size"))),
+        ("per_rank_factor", "ranks_sharing_their_capture_state_agree", "ranks keep their own padding factor",
+         functools.partial(e2e.ranks_sharing_their_capture_state_agree, shared=("capture_num_tokens", "bucket_local_tokens", "align_size"))),
+        ("missing_capacity_fits", "admitted_bucket_is_captured", "a missing capacity counts as room",
+         functools.partial(e2e.admitted_bucket_is_captured, admit_fn=make_admit(select=missing_capacity_fits))),
+        ("window_one_past", "admitted_bucket_is_within_padding_limit", "window [n, F*n + 1]",
+         functools.partial(e2e.admitted_bucket_is_within_padding_limit, admit_fn=make_admit(window_of=window_one_past))),
+        ("largest_fitting", "admitted_bucket_is_the_least_that_fits", "the greatest fitting bucket",
+         functools.partial(e2e.admitted_bucket_is_the_least_that_fits, admit_fn=make_admit(select=largest_fitting))),
+        ("first_bucket_only", "active_batches_that_fit_are_admitted", "admission tries only the first bucket >= n",
+         functools.partial(e2e.active_batches_that_fit_are_admitted, admit_fn=make_admit(select=first_bucket_only))),
+    ]
+    return tuple((name, theorem, description, P, build) for name, theorem, description, build in rows)

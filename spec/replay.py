@@ -1,0 +1,71 @@
+"""Replay: pad the batch to a bucket and lay it out in that bucket's static buffers (upstream's load_batch).
+
+Replay is its own function, built with its own variables: it lays out the batch it is given (the live
+lengths, never the padded count), calls the selector for that layout, and succeeds only when every
+rank's rows of its layout fit the chosen bucket's recorded capacity (the runner's tripwire). It shares
+no term with admission (spec/admission.py); proofs/end_to_end.py proves the two agree.
+
+    replay = (bucket, ok) where bucket = scan(capture, [n, F*n], align_up(max_r l'_r, A)),
+             l' = loads of replay_layout(batch), ok = every l'_r <= capacity(bucket)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import z3
+
+from cpgraph.spec.admission import RankSetup, cp_active, rank_decision
+from cpgraph.spec.batch import ClassBatch, class_loads
+from cpgraph.spec.selection import CaptureList, Selection
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, all_of, any_of
+
+ReplayLayout = Callable[[ClassBatch, IntLike, str], ClassBatch]
+
+
+def live_layout(batch: ClassBatch, num_tokens: IntLike, name: str) -> ClassBatch:
+    """The batch replay lays out: the live lengths themselves (padding to the bucket adds rows past every
+    rank's load, it is never folded into a request)."""
+    del num_tokens, name
+    return batch
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Replay of one batch on one rank: the bucket it pads to, whether it ran (``succeeded``: a bucket was
+    chosen and its layout fits), the rows its layout occupies on every rank, and the defining facts."""
+
+    selection: Selection
+    succeeded: BoolTerm
+    layout_loads: tuple[IntTerm, ...]
+    required: IntTerm  # the rows replay's own layout needs (what its selector call was given)
+    holds: BoolTerm
+
+
+def capacity_of(capture: CaptureList, bucket: IntTerm, rows: IntLike) -> BoolTerm:
+    """``bucket`` is listed with a recorded capacity >= ``rows``."""
+    return any_of(
+        z3.And(bucket == b, rec, c >= rows) for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded)
+    )
+
+
+def replay(
+    batch: ClassBatch,
+    num_tokens: IntLike,
+    setup: RankSetup,
+    rank: IntLike,
+    name: str,
+    *,
+    layout: ReplayLayout = live_layout,
+) -> Replay:
+    """Rank ``rank``'s replay of ``batch`` with ``num_tokens`` tokens (variables under ``name``)."""
+    laid_out = layout(batch, num_tokens, f"{name}.layout")
+    loads: Loads = class_loads(laid_out, setup.strategy, f"{name}.layout")
+    chosen, required, facts = rank_decision(loads, rank, setup, num_tokens, name)
+    active = cp_active(batch, num_tokens)
+    selection = Selection(z3.And(active, chosen.admitted), chosen.bucket)
+    fits = all_of(capacity_of(setup.capture, chosen.bucket, load) for load in loads.loads)
+    return Replay(
+        selection, z3.And(selection.admitted, fits), loads.loads, required, z3.And(laid_out.holds, loads.holds, facts)
+    )
