@@ -14,13 +14,12 @@ from collections.abc import Callable
 
 import z3
 
-from cpgraph.proofs.induction import symbolic_loads
+from cpgraph.proofs.induction import request_excess, symbolic_loads, within_headroom
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.replay import batch_replay
 from cpgraph.proofs.strategies import Split, ZigzagRankLoad
 from cpgraph.spec.arith import align_up, ceil_div, divmod_by
 from cpgraph.spec.capacity import capture_local_tokens, headroom_bound, headroom_local_tokens, required_local_tokens
-from cpgraph.spec.invariants import loads_fit
 from cpgraph.spec.strategies import STRATEGIES
 from cpgraph.spec.terms import BoolTerm, Defined, IntLike, indicator
 from cpgraph.spec.zigzag import zigzag_rank_load, zigzag_split
@@ -47,7 +46,7 @@ def headroom_bound_holds_for_any_number_of_requests(
     load = rank_load(parts, rank, p)
     request = Query(
         "request",
-        p * load <= length + (p - 1) * indicator(length >= 1),
+        request_excess(p, load, length),
         (length >= 0, parts.holds, rank >= 0, rank < p),
         size=length,
         shown=(("l_r", load),),
@@ -63,17 +62,14 @@ def headroom_bound_holds_for_any_number_of_requests(
     more, nonempty = z3.Int("l"), z3.Int("j")
 
     def so_far(a: IntLike, n: IntLike, k: IntLike) -> BoolTerm:
-        # The induction invariant for one rank: N >= 0 tokens in 0 <= k <= N non-empty requests, P*a <= N + k(P-1).
-        return z3.And(n >= 0, k >= 0, k <= n, p * a <= n + k * (p - 1))
+        return within_headroom(p, a, n, k)
 
+    # The step uses the request lemma through the same builder that states it (request_excess).
     base = Query("base", so_far(0, 0, 0), ())
     step = Query(
         "step",
         so_far(prior + more, tokens + length, requests + nonempty),
-        (
-            so_far(prior, tokens, requests),
-            length >= 0, nonempty == indicator(length >= 1), p * more <= length + nonempty * (p - 1),
-        ),
+        (so_far(prior, tokens, requests), length >= 0, nonempty == indicator(length >= 1), request_excess(p, more, length)),
     )
     limit = z3.Int("R")
     capped = bound(tokens, p, limit, "bound")

@@ -14,7 +14,7 @@ import functools
 
 import z3
 
-from cpgraph.spec.terms import IntTerm, Loads
+from cpgraph.spec.terms import IntLike, IntTerm, Loads
 
 
 @functools.lru_cache(maxsize=256)
@@ -33,3 +33,21 @@ def batch_so_far(cp_size: int) -> tuple[Loads, IntTerm, IntTerm]:
 def next_request(cp_size: int) -> tuple[Loads, IntTerm]:
     """(loads l_r, length L) of the next request, constrained only by the per-request lemma."""
     return symbolic_loads(cp_size, "l"), z3.Int("L")
+
+
+def request_excess(cp_size: IntLike, load: IntLike, length: IntLike) -> z3.BoolRef:
+    """The per-request lemma's conclusion, stated once: a request of L tokens puts l on a rank with
+    P*l <= L + (P-1)*[L >= 1] (an empty request puts nothing). Every use of the lemma calls this."""
+    p, n = _term(cp_size), _term(length)
+    return p * _term(load) <= n + (p - 1) * z3.If(n >= 1, z3.IntVal(1), z3.IntVal(0))
+
+
+def within_headroom(cp_size: IntLike, load: IntLike, tokens: IntLike, requests: IntLike) -> z3.BoolRef:
+    """The induction invariant of the headroom bound, stated once: N >= 0 tokens in 0 <= k <= N non-empty
+    requests, with P*a <= N + k(P-1) on the rank."""
+    p, a, n, k = _term(cp_size), _term(load), _term(tokens), _term(requests)
+    return z3.And(n >= 0, k >= 0, k <= n, p * a <= n + k * (p - 1))
+
+
+def _term(value: IntLike) -> z3.ArithRef:
+    return z3.IntVal(value) if isinstance(value, int) else value

@@ -27,7 +27,7 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     obligation(zigzag.zigzag_ownership_partitions_blocks_for_symbolic_cp_size, scope="every P >= 1 (symbolic)", over="once"),
     obligation(zigzag.busiest_rank_holds_ceil_share_for_symbolic_cp_size, scope=_SYMBOLIC + "; one request", over="once"),
     obligation(zigzag.per_request_headroom_bound_holds_for_symbolic_cp_size, scope=_SYMBOLIC + "; one request", over="once"),
-    obligation(zigzag.headroom_step_holds_for_symbolic_cp_size, scope="every P >= 1 (symbolic); the induction step over requests", over="once"),
+    obligation(zigzag.headroom_bound_holds_for_symbolic_cp_size, scope="every P >= 1 (symbolic); any number of requests (request lemma, base, step and bound in one chain)", over="once"),
     obligation(zigzag.headroom_bound_is_tight_for_symbolic_cp_size, scope="every P >= 2 (symbolic); every L with L mod 2P = P+1", over="once"),
     obligation(capacity.headroom_bound_holds_for_any_number_of_requests, scope=_ANY_BATCH + "; every R >= 1", over="cp_size"),
     obligation(capacity.headroom_bound_is_tight, scope="P = 1..{cp_max}; any number of requests, every length with L mod 2P = P+1", over="cp_size"),

@@ -9,7 +9,7 @@ why, e.g., "skip a bucket above F*n" is as good as "stop" on a sorted list).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import z3
@@ -27,7 +27,6 @@ from cpgraph.spec.selection import (
     Selection,
     Window,
     has_room,
-    scan_select,
     within_padding_limit,
 )
 from cpgraph.spec.batch import ClassBatch
@@ -199,7 +198,11 @@ def _add_without_quotient(state: ClassBatch, length: IntTerm, name: str) -> tupl
     return ClassBatch(after.cp_size, state.quotients, after.long_counts, after.short_counts, after.holds), facts
 
 
-def _forget_new_request(requests: z3.ArithRef) -> z3.ArithRef:
+def _count_two(requests: z3.ArithRef, length: z3.ArithRef) -> z3.ArithRef:
+    return requests + 2
+
+
+def _forget_new_request(requests: z3.ArithRef, length: z3.ArithRef) -> z3.ArithRef:
     return requests
 
 
@@ -229,8 +232,10 @@ VARIANTS: tuple[Variant, ...] = (
             functools.partial(zigzag.busiest_rank_holds_ceil_share_for_symbolic_cp_size, rank_load=paired_rank_load)),
     Variant("paired_blocks", "per_request_headroom_bound_holds_for_symbolic_cp_size", "rank r owns 2r and 2r+1", 0, REFUTED,
             functools.partial(zigzag.per_request_headroom_bound_holds_for_symbolic_cp_size, rank_load=paired_rank_load)),
-    Variant("forgets_new_request", "headroom_step_holds_for_symbolic_cp_size", "the step keeps k requests", 0, REFUTED,
-            functools.partial(zigzag.headroom_step_holds_for_symbolic_cp_size, count=_forget_new_request)),
+    Variant("forgets_new_request", "headroom_bound_holds_for_symbolic_cp_size", "the step keeps k requests", 0, REFUTED,
+            functools.partial(zigzag.headroom_bound_holds_for_symbolic_cp_size, count=_forget_new_request)),
+    Variant("counts_two", "headroom_bound_holds_for_symbolic_cp_size", "the step counts k + 2 requests", 0, REFUTED,
+            functools.partial(zigzag.headroom_bound_holds_for_symbolic_cp_size, count=_count_two)),
     Variant("paired_blocks", "headroom_bound_is_tight_for_symbolic_cp_size", "rank r owns 2r and 2r+1", 0, REFUTED,
             functools.partial(zigzag.headroom_bound_is_tight_for_symbolic_cp_size, rank_load=paired_rank_load)),
     Variant("paired_blocks", "headroom_bound_holds_for_any_number_of_requests", "rank r owns 2r and 2r+1", P, REFUTED,

@@ -20,7 +20,7 @@ from cpgraph.spec.admission import Admission, RankSetup, cp_active
 from cpgraph.spec.arith import align_up
 from cpgraph.spec.batch import ClassBatch, class_loads, single_request_batch
 from cpgraph.spec.capacity import required_local_tokens
-from cpgraph.spec.replay import Replay, capacity_of, live_layout
+from cpgraph.spec.replay import Replay, capacity_of
 from cpgraph.spec.selection import NO_SELECTION, Selection, Window, padding_window, scan_select
 from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of
 

@@ -11,9 +11,10 @@ from collections.abc import Callable
 
 import z3
 
+from cpgraph.proofs.induction import request_excess, within_headroom
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.strategies import Split, ZigzagRankLoad
-from cpgraph.spec.terms import IntLike, indicator
+from cpgraph.spec.terms import IntLike
 from cpgraph.spec.zigzag import zigzag_owned_blocks, zigzag_rank_load, zigzag_split
 
 
@@ -31,25 +32,37 @@ def per_request_headroom_bound_holds_for_symbolic_cp_size(
     (L + P - 1)/P tokens on a rank: P*l_r <= L + P - 1."""
     del parameter
     p, _, length, load, hypotheses, _ = _symbolic(split, rank_load)
-    return (Query("request", p * load <= length + (p - 1) * indicator(length >= 1), hypotheses, size=length),)
+    return (Query("request", request_excess(p, load, length), hypotheses, size=length),)
 
 
-def _one_more(requests: z3.ArithRef) -> z3.ArithRef:
-    return requests + 1
+def _one_more_if_nonempty(requests: z3.ArithRef, length: z3.ArithRef) -> z3.ArithRef:
+    return requests + z3.If(length >= 1, z3.IntVal(1), z3.IntVal(0))
 
 
-def headroom_step_holds_for_symbolic_cp_size(
-    parameter: int, *, count: Callable[[z3.ArithRef], z3.ArithRef] = _one_more
+def headroom_bound_holds_for_symbolic_cp_size(
+    parameter: int,
+    *,
+    split: Split = zigzag_split,
+    rank_load: ZigzagRankLoad = zigzag_rank_load,
+    count: Callable[[z3.ArithRef, z3.ArithRef], z3.ArithRef] = _one_more_if_nonempty,
 ) -> tuple[Query, ...]:
-    """For every P >= 1, adding one request keeps every rank within the headroom bound: if P*a <= N + k(P-1)
-    and P*l <= L + P - 1 then P*(a + l) <= (N + L) + (k + 1)(P - 1)."""
+    """For every P >= 1, in any zigzag batch of N tokens in at most R requests every rank holds at most
+    (N + min(R, N)(P-1))/P tokens: the request lemma, the base (the empty batch), the step (one more
+    request re-establishes the invariant with one more request counted) and the bound, as one chain."""
     del parameter
-    p, prior, tokens, requests, more, length = (z3.Int(x) for x in ("P", "a", "N", "k", "l", "L"))
+    p, _, length, load, hypotheses, _ = _symbolic(split, rank_load)
+    prior, tokens, requests, more, limit = (z3.Int(x) for x in ("a", "N", "k", "l", "R"))
+    lemma = request_excess(p, load, length)
+    step_facts = (p >= 1, length >= 0, within_headroom(p, prior, tokens, requests), request_excess(p, more, length))
+    capped = z3.If(limit <= tokens, limit, tokens)
     return (
+        Query("request", lemma, hypotheses, size=length),
+        Query("base", within_headroom(p, 0, 0, 0), (p >= 1,)),
+        Query("step", within_headroom(p, prior + more, tokens + length, count(requests, length)), step_facts),
         Query(
-            "step",
-            p * (prior + more) <= (tokens + length) + count(requests) * (p - 1),
-            (p >= 1, p * prior <= tokens + requests * (p - 1), p * more <= length + p - 1),
+            "bound",
+            p * prior <= tokens + capped * (p - 1),
+            (p >= 1, within_headroom(p, prior, tokens, requests), limit >= 1, requests <= limit),
         ),
     )
 

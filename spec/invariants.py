@@ -2,9 +2,11 @@
 
 Safety: rank_consensus, admission_replay, captured_bucket, padding_limit, capacity_fit.
 Efficiency: minimal_bucket, no_needless_fallback.
-Layout facts: conservation, per_request_balance (busiest rank holds ceil(L/P)), headroom (max load <=
-floor((N + R(P-1))/P)). The layout facts are stated division-free (P*l <= ..., exact for integers), so
-they stay linear for a concrete P and need no fresh variables.
+Layout facts: conservation, per_request_balance (busiest rank holds ceil(L/P)), stated division-free
+(exact for integers), so they stay linear for a concrete P and need no fresh variables.
+
+Each invariant's docstring opens with its sentence from the invariant table (reference/invariants.py);
+spec/ does not import the reference, so tests/unit/test_spec_invariants.py holds the two equal.
 """
 
 from __future__ import annotations
@@ -18,17 +20,18 @@ from cpgraph.spec.terms import BoolTerm, IntLike, Loads, all_of, any_of, int_ter
 
 
 def rank_consensus(selections: Sequence[Selection]) -> BoolTerm:
-    """Every rank decides the same admit verdict and the same bucket."""
+    """Every rank decides the same admit and bucket."""
     return all_of(same_selection(selections[0], other) for other in selections[1:])
 
 
 def admission_replay(admission: Selection, replay: Selection) -> BoolTerm:
-    """Admitted iff replay succeeds, and replay pads to the admitted bucket."""
+    """Admitted on a rank => replay on that rank succeeds, returns the admitted bucket and its rows fit (the
+    part of it this term states: the two decisions are the same)."""
     return same_selection(admission, replay)
 
 
 def captured_bucket(selection: Selection, capture: CaptureList) -> BoolTerm:
-    """An admitted bucket is in the capture list and has a recorded capacity."""
+    """The bucket is in the capture list and has a recorded capacity."""
     member = any_of(
         z3.And(selection.bucket == b, rec) for b, rec in zip(capture.buckets, capture.recorded)
     )
@@ -36,12 +39,12 @@ def captured_bucket(selection: Selection, capture: CaptureList) -> BoolTerm:
 
 
 def padding_limit(selection: Selection, window: Window) -> BoolTerm:
-    """An admitted bucket B satisfies n <= B <= F*n."""
+    """The bucket B is within the padding limit: n <= B <= F*n."""
     return z3.Implies(selection.admitted, within_padding_limit(selection.bucket, window))
 
 
 def capacity_fit(selection: Selection, capture: CaptureList, rows: IntLike) -> BoolTerm:
-    """The live layout's rows (the same on every rank) fit the admitted bucket's recorded capacity."""
+    """The live layout's rows on every rank fit the chosen bucket's recorded capacity."""
     room = any_of(
         z3.And(selection.bucket == b, rec, c >= rows)
         for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded)
@@ -50,7 +53,7 @@ def capacity_fit(selection: Selection, capture: CaptureList, rows: IntLike) -> B
 
 
 def minimal_bucket(selection: Selection, capture: CaptureList, window: Window, required: IntLike) -> BoolTerm:
-    """No smaller captured bucket would do: the admitted bucket is <= every fitting bucket."""
+    """No smaller captured bucket would fit."""
     return z3.Implies(
         selection.admitted,
         all_of(
@@ -70,11 +73,6 @@ def conservation(loads: Loads, tokens: IntLike) -> BoolTerm:
     return loads.total() == int_term(tokens)
 
 
-def loads_fit(loads: Loads, rows: IntLike) -> BoolTerm:
-    """Every rank's load fits ``rows`` physical rows."""
-    return all_of(load <= rows for load in loads.loads)
-
-
 def per_request_balance(loads: Loads, length: IntLike) -> BoolTerm:
     """The busiest rank holds exactly ceil(L/P): every l_r <= ceil(L/P) (P(l_r - 1) < L) and some
     l_r >= ceil(L/P) (P l_r >= L)."""
@@ -83,17 +81,3 @@ def per_request_balance(loads: Loads, length: IntLike) -> BoolTerm:
         all_of(p * (load - 1) < n for load in loads.loads),
         any_of(p * load >= n for load in loads.loads),
     )
-
-
-def within_headroom(loads: Loads, tokens: IntLike, requests: IntLike) -> BoolTerm:
-    """Every rank holds at most floor((N + R(P-1))/P) tokens, stated as P l_r <= N + R(P-1)."""
-    p = loads.cp_size
-    bound = int_term(tokens) + int_term(requests) * (p - 1)
-    return all_of(p * load <= bound for load in loads.loads)
-
-
-def reaches_headroom(loads: Loads, tokens: IntLike, requests: IntLike) -> BoolTerm:
-    """Some rank holds exactly (N + R(P-1))/P tokens (the headroom bound is attained)."""
-    p = loads.cp_size
-    bound = int_term(tokens) + int_term(requests) * (p - 1)
-    return any_of(p * load == bound for load in loads.loads)
