@@ -15,6 +15,11 @@ query over the counts covers every number of requests, and a model reads back as
 - zigzag_pad: S = 2P, c = 2, q_min = 1, e[m][r] = 2*[m > 0]   (rows 2*ceil(L/2P) on every rank)
 - interleave: loads depend on the total only (floor(n/P) + [r < n mod P]); a batch is (n, R), n >= 2P*R.
 
+Two designs read one batch (a diff) with classes modulo the lcm M of their moduli (a class m mod M is
+class m mod S of each, with quotient (M/S)*q + m div S), and, when their cp_size differ, the requests
+shorter than the larger 2P counted apart per length (constant loads): such a batch is CP-active for the
+smaller P only. A single request (the padded layout's last one) is a counts batch of exactly one request.
+
 proofs/design_lemmas.py proves, for every P in its scope, that the class table equals the spec's own
 per-request loads (spec/strategies.py) at every length, with wrong tables refuted. This module builds
 terms only (no solver); it reads the spec's strategy table, never reference/.
@@ -49,11 +54,6 @@ class ClassRow:
     per_quotient: int  # c: rows per unit of quotient, on every rank
     min_quotient: Callable[[int], int]  # least quotient of a length >= 2P
     excess: Excess | None
-
-    def classes(self, cp_size: int) -> int:
-        if self.modulus is None:
-            raise ValueError(f"strategy {self.strategy!r} has no remainder classes (loads depend on the total)")
-        return self.modulus(cp_size)
 
     def table(self, cp_size: int) -> tuple[tuple[int, ...], ...]:
         """e[m][r] for every class m and rank r."""
@@ -99,12 +99,6 @@ def _excess_table(row: ClassRow, cp_size: int) -> tuple[tuple[int, ...], ...]:
         raise ValueError(f"strategy {row.strategy!r} has no class table")
     excess = row.excess
     return tuple(tuple(excess(cp_size, m, r) for r in range(cp_size)) for m in range(row.modulus(cp_size)))
-
-
-def class_loads(strategy: str, cp_size: int, quotient: IntTerm, cls: int) -> tuple[IntTerm, ...]:
-    """The count encoding's loads of one request of class ``cls`` and quotient ``quotient``."""
-    row = class_row(strategy)
-    return tuple(row.per_quotient * quotient + e for e in row.table(cp_size)[cls])
 
 
 @dataclass(frozen=True)

@@ -153,6 +153,8 @@ def _choices(design: Design, buckets: tuple[int, ...], caps: dict[int, int]) -> 
         if not buckets:
             return ()
         return (_Choice(buckets[0], -1, 1 << 62, caps.get(buckets[0], 0)),)
+    if design.selector != "search":
+        raise ValueError(f"selector must be one of search, smallest; got {design.selector!r}")
     out = []
     best = -1  # the most rows any earlier bucket had room for, as a busiest-load bound
     for b in buckets:
