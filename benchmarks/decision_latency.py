@@ -60,7 +60,7 @@ QUICK: dict[str, tuple[int, ...]] = dict(requests=(1, 256, 4096), cp_sizes=(4, 6
 
 
 def plain_rows(lengths: Sequence[int], p: int, a: int) -> int:
-    """SEMANTICS.md's zigzag loads, a plain per-rank loop over every request, no validation."""
+    """docs/semantics.md's zigzag loads, a plain per-rank loop over every request, no validation."""
     s = 2 * p
     loads = [0] * p
     for length in lengths:

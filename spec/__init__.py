@@ -6,5 +6,5 @@
 - spec.strategies: the strategy table (zigzag, interleave, contiguous) and batch rank_loads.
 - spec.capacity: required_local_tokens, capture_local_tokens, headroom_bound, headroom_local_tokens.
 - spec.selection: the capture list, the padding window, the declarative least-fitting relation and the scan.
-- spec.invariants: the SEMANTICS.md invariants by id, plus conservation, balance and headroom.
+- spec.invariants: the docs/semantics.md invariants by id, plus conservation, balance and headroom.
 """

@@ -1,4 +1,4 @@
-"""The invariants by their SEMANTICS.md ids, as claims (BoolTerms) over spec terms; proofs/ asserts them.
+"""The invariants by their docs/semantics.md ids, as claims (BoolTerms) over spec terms; proofs/ asserts them.
 
 Safety: rank_consensus, admission_replay, captured_bucket, padding_limit, capacity_fit.
 Efficiency: minimal_bucket, no_needless_fallback.

@@ -1,4 +1,4 @@
-"""The batch record every rank is asked about, and the capacity tables it carries (SEMANTICS.md names)."""
+"""The batch record every rank is asked about, and the capacity tables it carries (docs/semantics.md names)."""
 
 from __future__ import annotations
 

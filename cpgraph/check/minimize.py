@@ -19,7 +19,7 @@ from cpgraph.check.options import CheckOptions
 from cpgraph.reference import default_align_size
 from cpgraph.reference.judge import window_top
 
-DEFAULT_FACTOR = 2  # SEMANTICS.md's F; a counterexample at another F is shown at F = 2 when it still fails
+DEFAULT_FACTOR = 2  # docs/semantics.md's F; a counterexample at another F is shown at F = 2 when it still fails
 _TABLE_RANK = {"captured": 0, "headroom": 1}
 
 

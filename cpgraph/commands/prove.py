@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 USAGE_ERROR = 2
 DEFAULT_CP_MAX = 64
-MAX_CP_MAX = 64  # the scope the proofs are stated for (SEMANTICS.md, issue 11); a larger P is one edit here
+MAX_CP_MAX = 64  # the scope the proofs are stated for (docs/semantics.md, issue 11); a larger P is one edit here
 MAX_JOBS = 256
 MAX_SEEDS = 1000
 

@@ -126,8 +126,12 @@ def lengths_of(batch: Batch, model: Mapping[str, Value]) -> tuple[int, ...]:
 def least_breaking(spec: DesignSpec, invariant: str) -> tuple[Found, tuple[int, ...] | None]:
     """The batch breaking ``invariant`` with the fewest requests, then the fewest tokens (None: no batch)."""
     batch, terms = _terms(spec)
+    # Implied bounds that prune the search (sound: a safety break needs an admitted bucket >= n, an
+    # efficiency break a fitting bucket >= n, so n <= the largest bucket, and every request has >= 2P tokens)
+    top = max(spec.buckets)
+    bounds = [batch.num_tokens <= top, 2 * spec.cp_size * batch.requests <= top]
     found = least(
-        [batch.holds, terms.holds, batch.active, z3.Not(terms.claims[invariant])],
+        [batch.holds, terms.holds, batch.active, z3.Not(terms.claims[invariant]), *bounds],
         [(batch.requests, 1), (batch.num_tokens, 2 * spec.cp_size)],
     )
     if found.status != "found":
@@ -166,7 +170,7 @@ def review_invariant(design: Design, spec: DesignSpec, invariant: str, lemmas_ok
 
 
 def review_invariants(design: Design, *, progress: bool = False) -> tuple[tuple[Lemma, ...], tuple[InvariantResult, ...]]:
-    """Lemmas, then every invariant in SEMANTICS.md order."""
+    """Lemmas, then every invariant in docs/semantics.md order."""
     spec = spec_of(design)
     lemmas = prove_lemmas(design)
     lemmas_ok = all(lemma.status == "proved" for lemma in lemmas)

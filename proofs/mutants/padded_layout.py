@@ -1,5 +1,5 @@
 """Selects correctly, but lays the replay out on the padded count: the pad (bucket - n) is folded into the
-last request, which changes the loads (SEMANTICS.md: 256 pad tokens give 584 rows > 576)."""
+last request, which changes the loads (docs/semantics.md: 256 pad tokens give 584 rows > 576)."""
 
 from __future__ import annotations
 

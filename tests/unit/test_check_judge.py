@@ -1,4 +1,4 @@
-"""The judge on hand-built batches (SEMANTICS.md's worked example first), the minimiser, the options'
+"""The judge on hand-built batches (docs/semantics.md's worked example first), the minimiser, the options'
 errors, the adapter's captured exceptions and the exported strategies."""
 
 from types import SimpleNamespace

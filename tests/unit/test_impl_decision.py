@@ -25,7 +25,7 @@ def test_worked_example_needs_520_rows_and_picks_2304() -> None:
 
 
 def test_padded_count_folded_into_last_request_needs_more_rows() -> None:
-    # The hazard from SEMANTICS.md: 256 pad tokens on the last request -> 584 rows, more than 576.
+    # The hazard from docs/semantics.md: 256 pad tokens on the last request -> 584 rows, more than 576.
     assert decision.required_local_tokens((1534, 161, 353 + 256), cp_size=4, align_size=8) == 584
 
 

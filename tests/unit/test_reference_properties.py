@@ -1,4 +1,4 @@
-"""Properties of the reference stated in SEMANTICS.md, drawn by Hypothesis."""
+"""Properties of the reference stated in docs/semantics.md, drawn by Hypothesis."""
 
 from hypothesis import given
 from hypothesis import strategies as st

@@ -1,4 +1,4 @@
-"""The reference against hand-computed vectors and the seed example from SEMANTICS.md."""
+"""The reference against hand-computed vectors and the seed example from docs/semantics.md."""
 
 import pytest
 
