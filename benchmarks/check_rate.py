@@ -68,7 +68,7 @@ def breakdown(target: str, seconds: float, seed: int = 0) -> dict[str, Any]:
     """Time the parts of the search loop for ``target`` (see the module docstring)."""
     from cpgraph.check.calls import bound, session
     from cpgraph.check.generate import cases
-    from cpgraph.check.invariants import judge
+    from cpgraph.check.judging import judge
     from cpgraph.check.options import make_options
     from cpgraph.check.protocol import ask, load_policy
     from cpgraph.check.run import with_policy_knobs

@@ -7,7 +7,7 @@ from typing import Any
 from cpgraph.check import CheckReport, check_policy
 from cpgraph.check.batch import Batch
 from cpgraph.check.calls import PolicyStop
-from cpgraph.check.invariants import judge
+from cpgraph.check.judging import judge
 from cpgraph.check.protocol import as_policy, ask, load_policy
 
 __all__ = ["assert_batch_sound", "assert_policy_sound"]
@@ -40,7 +40,7 @@ def assert_batch_sound(policy: object, batch: Batch, *, strategy: str = "zigzag"
     answers = ask(resolved, batch)
     wanted = None
     if safety_only:
-        from cpgraph.check.invariants import SAFETY
+        from cpgraph.check.judging import SAFETY
 
         wanted = frozenset(SAFETY)
     found = judge(batch, answers, strategy=strategy, invariants=wanted)

@@ -14,10 +14,7 @@ from torch import Tensor
 
 from cpgraph.impl.decision import Plan, Selector, plan_lengths
 from cpgraph.impl.graphs import BucketKey
-
-
-class ReplayError(RuntimeError):
-    """Replay was asked for a plan that was not admitted, or for a bucket that was never captured."""
+from cpgraph.reference.runner import ReplayError as ReplayError  # one error type for both runners (a shared record, like Plan)
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,7 +8,7 @@ The API (none of it depends on cpgraph.check):
   loads, rows required, the fitting set), computed with reference.required_local_tokens /
   fitting_buckets / is_cp_active; a batch is anything with the attributes of ``AskedBatch``
   (cpgraph.check.Batch is one);
-- ``JUDGES``: id -> rule, one per row of INVARIANT_TABLE (checked at import); a rule takes a ``Case``
+- ``JUDGES``: id -> rule, one per row of INVARIANT_TABLE (checked at import); a rule takes a ``JudgedBatch``
   and returns why the invariant is broken, or None;
 - ``judge_answers(batch, answers, ...)``: every broken invariant as ``Finding(invariant, why)``, in
   table order.
@@ -46,7 +46,7 @@ __all__ = [
     "NOT_ASKED",
     "REFUSED",
     "AskedBatch",
-    "Case",
+    "JudgedBatch",
     "Expectation",
     "Finding",
     "RankAnswer",
@@ -226,7 +226,7 @@ def expected(batch: AskedBatch, strategy: str = "zigzag") -> Expectation:
 
 
 @dataclass(frozen=True)
-class Case:
+class JudgedBatch:
     """One judged batch: the batch, every rank's answers, the reference's expectation, and whether
     replay was asked of every rank (``replay_always``) or only after admission (protocol v2)."""
 
@@ -240,14 +240,14 @@ class Case:
         return [(a, a.bucket) for a in self.answers if a.bucket is not None]
 
 
-Rule = Callable[[Case], "str | None"]
+Rule = Callable[[JudgedBatch], "str | None"]
 
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _rank_consensus(case: Case) -> str | None:
+def _rank_consensus(case: JudgedBatch) -> str | None:
     decisions = {a.decision for a in case.answers}
     if len(decisions) <= 1:
         return None
@@ -264,7 +264,7 @@ def _rank_consensus(case: Case) -> str | None:
     return f"ranks disagree: {by}{'; ...' if len(groups) > 6 else ''}"
 
 
-def _admission_replay(case: Case) -> str | None:
+def _admission_replay(case: JudgedBatch) -> str | None:
     for a in case.answers:
         if a.admit is None:
             return f"rank {a.rank}: admit raised {a.admit_error}; admit must answer True or False"
@@ -275,7 +275,7 @@ def _admission_replay(case: Case) -> str | None:
     return None
 
 
-def _captured_bucket(case: Case) -> str | None:
+def _captured_bucket(case: JudgedBatch) -> str | None:
     caps = case.batch.capacities
     for a, b in case.replayed():
         if not _is_int(b) or b not in case.batch.capture_num_tokens:
@@ -285,7 +285,7 @@ def _captured_bucket(case: Case) -> str | None:
     return None
 
 
-def _padding_limit(case: Case) -> str | None:
+def _padding_limit(case: JudgedBatch) -> str | None:
     n, f = case.batch.num_tokens, case.batch.max_padding_factor
     top = window_top(n, f)
     for a, b in case.replayed():
@@ -294,7 +294,7 @@ def _padding_limit(case: Case) -> str | None:
     return None
 
 
-def _capacity_fit(case: Case) -> str | None:
+def _capacity_fit(case: JudgedBatch) -> str | None:
     batch, spec = case.batch, case.expect
     caps = batch.capacities
     for a, b in case.replayed():
@@ -330,7 +330,7 @@ def _rows_fit(batch: AskedBatch, spec: Expectation, a: RankAnswer, bucket: int, 
     return None
 
 
-def _minimal_bucket(case: Case) -> str | None:
+def _minimal_bucket(case: JudgedBatch) -> str | None:
     spec = case.expect
     if not spec.active or spec.bucket is None:
         return None
@@ -340,7 +340,7 @@ def _minimal_bucket(case: Case) -> str | None:
     return None
 
 
-def _no_needless_fallback(case: Case) -> str | None:
+def _no_needless_fallback(case: JudgedBatch) -> str | None:
     spec = case.expect
     if not spec.active or not spec.fitting:
         return None
@@ -409,7 +409,7 @@ def judge_answers(
     spec = expect if expect is not None else expected(batch, strategy)
     if keeps_everything(batch, answers, spec):
         return []
-    case = Case(batch, tuple(answers), spec, replay_always)
+    case = JudgedBatch(batch, tuple(answers), spec, replay_always)
     found = []
     for inv in INVARIANTS:
         if invariants is not None and inv not in invariants:

@@ -87,7 +87,8 @@ class Plan:
 
 
 class ReplayError(RuntimeError):
-    """Replay was asked for a batch that admission did not admit, or for a plan this runner did not make."""
+    """Replay was asked for a batch that admission did not admit, for a plan this runner did not make, or
+    for a bucket that was never captured (impl/'s runner raises the same type)."""
 
 
 class ReferenceRunner:

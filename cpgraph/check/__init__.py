@@ -1,7 +1,7 @@
 """``cpgraph check``: invariant checking of any bucket-selection policy, with minimal counterexamples."""
 
 from cpgraph.check.batch import Batch, make_batch
-from cpgraph.check.invariants import EFFICIENCY, INVARIANTS, SAFETY, Finding, Spec, judge, spec_for
+from cpgraph.check.judging import EFFICIENCY, INVARIANTS, SAFETY, Finding, Spec, judge, spec_for
 from cpgraph.check.options import CheckOptions, make_options
 from cpgraph.check.protocol import Policy, RankAnswer, as_policy, ask, load_policy
 from cpgraph.check.report import CheckReport, Violation

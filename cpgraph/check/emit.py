@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 
-from cpgraph.check.invariants import CLAIMS
+from cpgraph.check.judging import CLAIMS
 from cpgraph.check.report import Violation
 
 

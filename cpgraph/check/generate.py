@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from cpgraph.check.batch import Batch, Factor, build, captured_rows, parse_table
 from cpgraph.check.boundary import Case, BoundaryFeed
-from cpgraph.check.invariants import live_loads
+from cpgraph.check.judging import live_loads
 from cpgraph.check.options import SEARCHED_FACTORS, CheckOptions
 from cpgraph.reference import default_align_size
 from cpgraph.reference.judge import window_top

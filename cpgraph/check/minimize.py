@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from cpgraph.check.batch import Batch, Factor, build
 from cpgraph.check.canon import canonical
-from cpgraph.check.invariants import spec_for
+from cpgraph.check.judging import spec_for
 from cpgraph.check.options import CheckOptions
 from cpgraph.reference import default_align_size
 from cpgraph.reference.judge import window_top

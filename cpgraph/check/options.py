@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import TypeVar
 
 from cpgraph.check.batch import Factor, parse_factor, parse_table
-from cpgraph.check.invariants import EFFICIENCY, INVARIANTS, SAFETY
+from cpgraph.check.judging import EFFICIENCY, INVARIANTS, SAFETY
 from cpgraph.check.protocol import ASK_REPLAY, align_text
 from cpgraph.reference import STRATEGIES, default_align_size
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from cpgraph.check.batch import Batch
 from cpgraph.check.calls import CallStop, last_traceback
-from cpgraph.check.invariants import CLAIMS, SAFETY, Spec
+from cpgraph.check.judging import CLAIMS, SAFETY, Spec
 from cpgraph.check.protocol import RankAnswer
 
 MAX_LINES = 15

@@ -22,7 +22,7 @@ from typing import Any
 from cpgraph.check.batch import Batch
 from cpgraph.check.calls import PolicyStop, bound, session
 from cpgraph.check.generate import cases
-from cpgraph.check.invariants import INVARIANTS, judge, spec_for
+from cpgraph.check.judging import INVARIANTS, judge, spec_for
 from cpgraph.check.minimize import Knobs, minimize, size
 from cpgraph.check.options import CheckOptions, make_options
 from cpgraph.check.protocol import Policy, RankAnswer, as_policy, ask, load_policy

@@ -139,7 +139,7 @@ def test_helper_reports_the_prefix_bug_on_drawn_captured_batches_when_it_overflo
 
 @given(batches(cp_size_choices=(1, 2, 3, 4, 8), max_requests=4, max_tokens=2048))
 def test_the_judges_fast_spec_equals_the_reference_computed_through_its_public_functions(batch: Batch) -> None:
-    from cpgraph.check.invariants import spec_by_reference, spec_for
+    from cpgraph.check.judging import spec_by_reference, spec_for
 
     assert spec_for(batch) == spec_by_reference(batch)
 
@@ -247,11 +247,11 @@ def test_a_policy_crashing_on_an_absent_capacity_breaks_admission_and_falls_back
 @given(batches(cp_size_choices=(1, 2, 4), max_requests=3, max_tokens=512))
 def test_the_judges_one_pass_shortcut_finds_what_the_rules_find(batch: Batch) -> None:
     from cpgraph.reference.invariants import INVARIANTS
-    from cpgraph.reference.judge import JUDGES, Case, expected, judge_answers
+    from cpgraph.reference.judge import JUDGES, JudgedBatch, expected, judge_answers
 
     for target in ("cpgraph.reference.policy", "cpgraph.proofs.mutants.ignore_capacity", "cpgraph.proofs.mutants.correct:with_rows",
                    "cpgraph.proofs.mutants.padded_layout", "cpgraph.proofs.mutants.largest_fitting"):
         answers = ask(load_policy(target), batch)
-        case = Case(batch, answers, expected(batch))
+        case = JudgedBatch(batch, answers, expected(batch))
         by_rules = [inv for inv in INVARIANTS if JUDGES[inv](case) is not None]
         assert [f.invariant for f in judge_answers(batch, answers)] == by_rules, target

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cpgraph.check.invariants import INVARIANTS
+from cpgraph.check.judging import INVARIANTS
 from cpgraph.cli import main
 from cpgraph.output import Case, highlight, junit, use_colour
 
