@@ -1013,6 +1013,13 @@ def _family_plan(paths: Sequence[DecisionPath], draw: _Draw, configs: int, per_c
                     replay.judge("reference", "build_layout loads", tuple(loads), layout.loads, inputs)
                     replay.judge("reference", "align_up(layout rows) = required", expected[0],
                                  mirror_align_up(layout.rows, config.align_size), inputs)
+                    # The layout's inverse: the first, last and one middle token of each request round-trip.
+                    for request, length in enumerate(lengths):
+                        for token in {0, length // 2, length - 1} if length else set():
+                            where = _attempt(layout.locate, request, token)
+                            back = layout.token_at(*where) if isinstance(where, tuple) else where
+                            replay.judge("reference", "token_at(locate(request, token))", (request, token), back,
+                                         inputs)
                 for name, replayer in replayers:
                     replay.judge(name, "replay rows = admitted capacity", expected[2], _attempt(replayer, lengths, n),
                                  inputs)
