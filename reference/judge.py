@@ -31,10 +31,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Final, Protocol
+from typing import Final
 
 from cpgraph.reference.capacity import align_up
 from cpgraph.reference.invariants import INVARIANT_TABLE, INVARIANTS
@@ -58,101 +57,7 @@ __all__ = [
     "window_top",
 ]
 
-REFUSED: Final = "refused"  # replay_bucket raised (or returned None): the rank runs eagerly
-NOT_ASKED: Final = "not asked"  # protocol v2: replay is not asked of a rank that did not admit
-
-Factor = int | Fraction
-
-
-class AskedBatch(Protocol):
-    """The batch the ranks were asked about (the protocol's keywords, less cp_rank)."""
-
-    @property
-    def cp_size(self) -> int: ...
-    @property
-    def align_size(self) -> int: ...
-    @property
-    def num_tokens(self) -> int: ...
-    @property
-    def extend_seq_lens(self) -> tuple[int, ...]: ...
-    @property
-    def capture_num_tokens(self) -> tuple[int, ...]: ...
-    @property
-    def capacities(self) -> Mapping[int, int]: ...
-    @property
-    def max_padding_factor(self) -> Factor: ...
-
-
-@dataclass(frozen=True)
-class RankAnswer:
-    """What one rank answered. ``admit`` is None when admit raised (``admit_error`` says what);
-    ``bucket`` is None when replay_bucket refused (raised or returned None) or was not asked
-    (``replay_asked`` False); ``rows`` is the local_rows answer for ``bucket`` (None when not asked or
-    when it raised, see ``rows_error``)."""
-
-    rank: int
-    admit: bool | None
-    admit_error: str | None
-    bucket: object
-    replay_error: str | None
-    rows: tuple[object, ...] | None
-    rows_error: str | None
-    replay_asked: bool = True
-
-    @property
-    def decision(self) -> tuple[object, object]:
-        """What ranks must agree on: (admit or 'raised', bucket or 'refused' / 'not asked')."""
-        if self.bucket is not None:
-            replay = self.bucket
-        else:
-            replay = REFUSED if self.replay_asked else NOT_ASKED
-        return ("raised" if self.admit is None else self.admit, replay)
-
-    def describe(self) -> str:
-        admit = f"raised {self.admit_error}" if self.admit is None else str(self.admit)
-        if not self.replay_asked:
-            replay = "not asked"
-        elif self.replay_error is not None:
-            replay = f"raised {self.replay_error}"
-        else:
-            replay = repr(self.bucket)
-        text = f"admit={admit} replay_bucket={replay}"
-        if self.rows is not None:
-            text += f" local_rows={list(self.rows)}"
-        elif self.rows_error is not None:
-            text += f" local_rows raised {self.rows_error}"
-        return text
-
-    def to_json(self) -> dict[str, object]:
-        """This rank's answers as JSON (errors as text; a bucket that is not an int as its repr)."""
-        bucket = self.bucket if self.bucket is None or type(self.bucket) is int else repr(self.bucket)
-        rows = None if self.rows is None else [r if type(r) is int else repr(r) for r in self.rows]
-        return {
-            "cp_rank": self.rank,
-            "admit": self.admit,
-            "admit_error": self.admit_error,
-            "replay_asked": self.replay_asked,
-            "replay_bucket": bucket,
-            "replay_error": self.replay_error,
-            "local_rows": rows,
-            "local_rows_error": self.rows_error,
-        }
-
-
-
-
-def rank_answer(
-    rank: int, admit: bool | None, admit_error: str | None, bucket: object, replay_error: str | None,
-    rows: tuple[object, ...] | None, rows_error: str | None, replay_asked: bool,
-) -> RankAnswer:
-    """``RankAnswer(...)`` without the frozen dataclass's per-field ``object.__setattr__`` (a checker
-    builds one per rank per batch; this is 2.5x cheaper). The record is the same frozen RankAnswer."""
-    answer = object.__new__(RankAnswer)
-    answer.__dict__.update(
-        rank=rank, admit=admit, admit_error=admit_error, bucket=bucket, replay_error=replay_error,
-        rows=rows, rows_error=rows_error, replay_asked=replay_asked,
-    )
-    return answer
+from cpgraph.reference.answers import NOT_ASKED, REFUSED, AskedBatch, Factor, Finding, RankAnswer, rank_answer
 
 
 @dataclass(frozen=True)
@@ -174,14 +79,6 @@ class Expectation:
         if not self.active:
             choice = "not CP-active (P > 1, n >= 2P, every length >= 2P): any admitted bucket must still be safe"
         return f"spec: loads {self.loads} -> required {self.required} rows; fitting buckets {self.fitting} -> {choice}"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One invariant broken on one batch: which, and why (one or two lines naming ranks and values)."""
-
-    invariant: str
-    why: str
 
 
 def window_top(num_tokens: int, max_padding_factor: Factor) -> int:
