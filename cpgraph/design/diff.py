@@ -188,8 +188,10 @@ def diff_designs(old: Design, new: Design, *, progress: bool = False) -> Diff:
     new_batch = design_batch(specs[1], counts, last, "d.new")
     old_terms = design_terms(specs[0], old_batch, "d.old", SAFETY)
     new_terms = design_terms(specs[1], new_batch, "d.new", SAFETY)
-    base = [facts, old_batch.holds, new_batch.holds, old_terms.holds, new_terms.holds]
     n, requests = old_batch.num_tokens, old_batch.requests
+    # every difference has a design admitting the batch, so a bucket >= n: n is at most the largest bucket
+    top = max(max(old.buckets), max(new.buckets))
+    base = [facts, old_batch.holds, new_batch.holds, old_terms.holds, new_terms.holds, n <= top]
     floor = min(2 * old.cp_size, 2 * new.cp_size)
     scanned = scan_changes(old, new) if scannable(old, new) else None
     classes = []
@@ -229,13 +231,18 @@ def diff_designs(old: Design, new: Design, *, progress: bool = False) -> Diff:
                 DiffClass(kind, "found", region, tuple(changes), len(scanned.firsts[kind]) > MAX_TRANSITIONS, note, ((0, spans),))
             )
             continue
-        high = least(base + [term], [(-n, -(1 << 40))])
-        if high.status != "found":
-            classes.append(DiffClass(kind, "unknown", None, (first,), False, f"greatest n: solver gave up: {high.reason}"))
+        low = least(base + [term], [(n, floor)])  # over every number of requests
+        high = least(base + [term], [(-n, -top)])
+        if low.status != "found" or high.status != "found":
+            reason = low.reason if low.status != "found" else high.reason
+            classes.append(DiffClass(kind, "unknown", None, (first,), False, f"token envelope: solver gave up: {reason}"))
             continue
-        top_n = value(high.model, "objective.0") * -1
-        note = f"envelope [least n, greatest n] of the class (token ranges need a shared cp_size, strategy and live layouts); {least_note}"
-        classes.append(DiffClass(kind, "found", (sum(lengths), top_n), (first,), False, note))
+        low_n, top_n = value(low.model, "objective.0"), -value(high.model, "objective.0")
+        note = (
+            "envelope [least n, greatest n] of the class over any number of requests (exact token ranges need a "
+            f"shared cp_size and strategy and live layouts); {least_note}"
+        )
+        classes.append(DiffClass(kind, "found", (low_n, top_n), (first,), False, note))
     return Diff(old, new, classes=tuple(classes))
 
 
