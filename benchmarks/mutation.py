@@ -375,7 +375,7 @@ TARGETS: dict[str, Target] = {
         "(reference/judge.py is the verdict logic of `cpgraph check`)",
     ),
     "impl": Target(
-        "impl", lambda root: ["impl/decision.py"],
+        "impl", lambda root: ["impl/formulas.py", "impl/decision.py"],
         (_pytest("tests", _BULK, "tests/unit/test_impl_decision.py",
                  "tests/differential/test_impl_decisions.py"),),
         "pytest -x over the bulk conformance harness (impl's decision path against the spec's mirror), impl's "
