@@ -7,11 +7,13 @@ Exit codes (cpgraph/output.py, the README's table): 0 all hold / proved; 1 a vio
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import importlib
 import os
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -66,9 +68,64 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _inside_finaliser(frame: Any) -> bool:
+    """Is the interrupted code a finaliser (``__del__``, run by garbage collection) or the unraisable
+    hook? An exception raised there is swallowed and printed as 'Exception ignored'."""
+    depth = 0
+    while frame is not None and depth < 16:
+        if frame.f_code.co_name == "__del__" or frame.f_code in _DEFER_IN:
+            return True
+        frame, depth = frame.f_back, depth + 1
+    return False
+
+
+def _defer() -> bool:
+    """Deliver the Ctrl-C again in 10 ms (a one-shot SIGALRM) when no check session owns that signal."""
+    if signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, _again):
+        return False
+    signal.signal(signal.SIGALRM, _again)
+    signal.setitimer(signal.ITIMER_REAL, 0.01)
+    return True
+
+
+def _again(signum: int, frame: Any) -> None:
+    if _inside_finaliser(frame):
+        signal.setitimer(signal.ITIMER_REAL, 0.01)
+        return
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    raise KeyboardInterrupt
+
+
 def _interrupted(signum: int, frame: Any) -> None:
     INTERRUPT.real = True  # a real Ctrl-C, not a policy raising KeyboardInterrupt (no import here: a
-    raise KeyboardInterrupt  # signal handler can run in the middle of an import)
+    # signal handler can run in the middle of an import). Raised inside a finaliser (z3's __del__ runs
+    # during garbage collection) it would be swallowed; deliver it again once out of it.
+    if _inside_finaliser(frame) and _defer():
+        return
+    raise KeyboardInterrupt
+
+
+_DONE = threading.Event()  # main() has its exit code: a late Ctrl-C is dropped, not re-delivered
+
+
+def _unraisable(previous: Any) -> Any:
+    """A Ctrl-C swallowed in a finaliser is printed as 'Exception ignored': deliver it again where it
+    stops the command; after a Ctrl-C, half-built objects complaining as they are collected are quiet."""
+
+    def hook(unraisable: Any) -> None:
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            if not _DONE.is_set():
+                _defer()
+            return
+        if INTERRUPT.real:
+            return
+        previous(unraisable)
+
+    _DEFER_IN.add(hook.__code__)
+    return hook
+
+
+_DEFER_IN: set[Any] = set()  # code objects a Ctrl-C must not be raised in (the unraisable hook)
 
 
 def _say(line: str) -> None:
@@ -89,7 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = next((a for a in argv if a in COMMANDS), "")
     prog = f"cpgraph {command}".strip()
     restore = None
+    _DONE.clear()
     INTERRUPT.real = False
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = _unraisable(previous_hook)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         try:
             restore = signal.signal(signal.SIGINT, _interrupted)
@@ -139,6 +199,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return INTERNAL
     finally:
+        _DONE.set()
+        if PROCESS.standalone:  # the process ends now: a late Ctrl-C must not print a traceback on the way out
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+            except ValueError:
+                pass
+            restore = None
+        else:
+            sys.unraisablehook = previous_hook
         if restore is not None:
             try:
                 signal.signal(signal.SIGINT, restore)
