@@ -12,7 +12,8 @@ module proves, for one P and every strategy of the table, by induction over the 
 
 So every concrete batch maps to a ClassBatch with the same loads and tokens; a claim proved for every
 ClassBatch (proofs/end_to_end.py) holds for every batch of any number of requests. The invariant, the
-base and the step are all built from ``state_invariant`` / ``add_request`` (one builder, one chain).
+base and the step are all built from ``spec.batch.is_reachable`` / ``add_request`` (one builder: the
+invariant class_batch assumes is the one proved here).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Callable
 import z3
 
 from cpgraph.proofs.obligation import Query
-from cpgraph.spec.batch import ClassBatch, class_loads
+from cpgraph.spec.batch import ClassBatch, class_loads, is_reachable
 from cpgraph.spec.strategies import STRATEGIES, rank_loads
 from cpgraph.spec.terms import BoolTerm, IntTerm, Loads, all_of, literal
 
@@ -49,19 +50,6 @@ def empty_state(cp_size: int) -> ClassBatch:
     """The class state of the empty batch."""
     zeros = tuple(z3.IntVal(0) for _ in range(2 * cp_size))
     return ClassBatch(cp_size, z3.IntVal(0), zeros, zeros, z3.BoolVal(True))
-
-
-def state_invariant(batch: ClassBatch) -> BoolTerm:
-    """What every reachable state satisfies (spec.batch.class_batch assumes exactly this, plus R >= 1)."""
-    longs = z3.Sum(list(batch.long_counts))
-    return all_of(
-        [
-            *[c >= 0 for c in batch.long_counts],
-            *[c >= 0 for c in batch.short_counts],
-            batch.quotients >= longs,
-            z3.Implies(longs == 0, batch.quotients == 0),
-        ]
-    )
 
 
 def add_request(batch: ClassBatch, length: IntTerm, name: str) -> tuple[ClassBatch, BoolTerm]:
@@ -104,13 +92,13 @@ def class_loads_track_request_loads(
     p = cp_size
     out: list[Query] = []
     empty = empty_state(p)
-    base_claim = z3.And(state_invariant(empty), empty.tokens == 0)
+    base_claim = z3.And(is_reachable(empty), empty.tokens == 0)
     out.append(Query("base", base_claim, ()))
     before = state(p, "state")
     length = z3.Int("L")
     after, facts = add(before, length, "next")
-    hypotheses = (state_invariant(before), length >= 0, facts)
-    out.append(Query("step invariant", state_invariant(after), hypotheses))
+    hypotheses = (is_reachable(before), length >= 0, facts)
+    out.append(Query("step invariant", is_reachable(after), hypotheses))
     out.append(Query("step tokens", after.tokens == before.tokens + length, hypotheses))
     for kind in _strategies_with_request_loads(p):
         old = class_loads(before, kind, f"{kind}.before")

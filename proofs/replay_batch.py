@@ -1,6 +1,6 @@
 """Counterexamples of the end-to-end theorems, realised as a concrete batch and replayed through reference/.
 
-A model of a ClassBatch names request counts per remainder class, not lengths; ``spec.batch.realise``
+A model of a ClassBatch names request counts per remainder class, not lengths; ``realise``
 turns it into concrete lengths (every ClassBatch is realised by some batch), and the reference runner
 plans and replays that batch against the model's capture table.
 """
@@ -13,7 +13,6 @@ from fractions import Fraction
 from cpgraph import reference
 from cpgraph.proofs.check import Value
 from cpgraph.proofs.obligation import Replay
-from cpgraph.spec.batch import realise
 
 
 def _int(model: Mapping[str, Value], name: str, default: int = 0) -> int:
@@ -60,3 +59,21 @@ def class_batch_replay(
         )
 
     return replay
+
+
+def realise(model: Mapping[str, Value], cp_size: int, name: str) -> tuple[int, ...]:
+    """Concrete lengths of the batch a model of ``class_batch(cp_size, name)`` describes: each long request
+    of class m is 2P + m (the first takes the spare quotients), each short one is m."""
+    s = 2 * cp_size
+
+    def value(key: str) -> int:
+        v = model.get(key, 0)
+        return int(v)
+
+    longs = [m for m in range(s) for _ in range(value(f"{name}.c{m}"))]
+    shorts = [m for m in range(s) for _ in range(value(f"{name}.s{m}"))]
+    spare = value(f"{name}.Q") - len(longs)
+    lengths = [s + m for m in longs]
+    if lengths:
+        lengths[0] += s * spare
+    return tuple(lengths + shorts)

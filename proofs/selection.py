@@ -21,7 +21,14 @@ import z3
 
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.replay import selection_replay
-from cpgraph.spec.invariants import capacity_fit, captured_bucket, minimal_bucket, no_needless_fallback, padding_limit
+from cpgraph.spec.invariants import (
+    admission_replay,
+    capacity_fit,
+    captured_bucket,
+    minimal_bucket,
+    no_needless_fallback,
+    padding_limit,
+)
 from cpgraph.spec.selection import (
     EMPTY_CAPTURE_SET,
     NO_SELECTION,
@@ -36,7 +43,6 @@ from cpgraph.spec.selection import (
     capture_list_is_well_formed,
     is_least_fitting,
     padding_window,
-    same_selection,
     scan_step,
     symbolic_capture_list,
 )
@@ -179,7 +185,7 @@ def least_fitting_bucket_is_unique(
     return (
         Query(
             "relation",
-            same_selection(first, second),
+            admission_replay(first, second),
             (*hypotheses, relation(first, capture, window, required), relation(second, capture, window, required)),
             size=size,
         ),

@@ -18,7 +18,7 @@ from cpgraph.proofs import end_to_end as e2e
 from cpgraph.proofs.obligation import Query
 from cpgraph.spec.admission import Admission, RankSetup, cp_active
 from cpgraph.spec.arith import align_up
-from cpgraph.spec.batch import ClassBatch, class_loads, single_request_batch
+from cpgraph.spec.batch import ClassBatch, class_loads
 from cpgraph.spec.capacity import required_local_tokens
 from cpgraph.spec.replay import Replay, capacity_of
 from cpgraph.spec.selection import NO_SELECTION, Selection, Window, padding_window, scan_select
@@ -122,6 +122,17 @@ def prefix_replay(batch: ClassBatch, n: IntLike, setup: RankSetup, rank: IntLike
     selection = Selection(z3.And(cp_active(batch, n), chosen.admitted), chosen.bucket)
     fits = all_of(capacity_of(setup.capture, chosen.bucket, x) for x in loads.loads)
     return Replay(selection, z3.And(selection.admitted, fits), loads.loads, rows, facts)
+
+
+def single_request_batch(length: IntTerm | int, cp_size: int, name: str) -> ClassBatch:
+    """The ClassBatch of one request of ``length`` tokens (L >= 0): its class and quotient as fresh
+    variables ``{name}.q`` / ``{name}.m`` with L = 2P*q + m."""
+    s = 2 * cp_size
+    q, m = z3.Int(f"{name}.q"), z3.Int(f"{name}.m")
+    long_counts = tuple(z3.If(z3.And(q >= 1, m == j), z3.IntVal(1), z3.IntVal(0)) for j in range(s))
+    short_counts = tuple(z3.If(z3.And(q == 0, m == j), z3.IntVal(1), z3.IntVal(0)) for j in range(s))
+    holds = z3.And(length == s * q + m, m >= 0, m < s, q >= 0)
+    return ClassBatch(cp_size, q, long_counts, short_counts, holds)
 
 
 def one_request_layout(batch: ClassBatch, n: IntLike, name: str) -> ClassBatch:

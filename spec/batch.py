@@ -13,12 +13,11 @@ therefore stands for every batch of every size at once: R = sum(c) + sum(s) is a
 proofs/batch.py proves the abstraction (one request's loads split that way; adding a request moves the
 class formula exactly as it moves the loads) and every concrete batch maps to one ClassBatch, so a claim
 proved over ClassBatch holds for every batch. Conversely every ClassBatch is realised by a concrete batch
-(``realise``), so a refutation here is a real counterexample.
+(``proofs.replay_batch.realise``), so a refutation here is a real counterexample.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import z3
@@ -65,28 +64,24 @@ def class_batch(cp_size: int, name: str) -> ClassBatch:
     q = z3.Int(f"{name}.Q")
     long_counts = tuple(z3.Int(f"{name}.c{m}") for m in range(s))
     short_counts = tuple(z3.Int(f"{name}.s{m}") for m in range(s))
-    longs = z3.Sum(list(long_counts))
-    holds = all_of(
+    state = ClassBatch(cp_size, q, long_counts, short_counts, z3.BoolVal(True))
+    holds = z3.And(is_reachable(state), state.requests >= 1)
+    return ClassBatch(cp_size, q, long_counts, short_counts, holds)
+
+
+def is_reachable(batch: ClassBatch) -> BoolTerm:
+    """What every class state reached by adding requests one by one satisfies: counts >= 0, each long
+    request has a quotient >= 1 (Q >= sum c) and with no long request Q = 0. proofs/batch.py proves the
+    empty batch has it and one more request keeps it (this one builder is both the lemma and its use)."""
+    longs = z3.Sum(list(batch.long_counts))
+    return all_of(
         [
-            *[c >= 0 for c in long_counts],
-            *[c >= 0 for c in short_counts],
-            q >= longs,
-            z3.Implies(longs == 0, q == 0),
-            z3.Sum([*long_counts, *short_counts]) >= 1,
+            *[c >= 0 for c in batch.long_counts],
+            *[c >= 0 for c in batch.short_counts],
+            batch.quotients >= longs,
+            z3.Implies(longs == 0, batch.quotients == 0),
         ]
     )
-    return ClassBatch(cp_size, q, long_counts, short_counts, holds)
-
-
-def single_request_batch(length: IntTerm | int, cp_size: int, name: str) -> ClassBatch:
-    """The ClassBatch of one request of ``length`` tokens (L >= 0): its class and quotient as fresh
-    variables ``{name}.q`` / ``{name}.m`` with L = 2P*q + m."""
-    s = 2 * cp_size
-    q, m = z3.Int(f"{name}.q"), z3.Int(f"{name}.m")
-    long_counts = tuple(z3.If(z3.And(q >= 1, m == j), z3.IntVal(1), z3.IntVal(0)) for j in range(s))
-    short_counts = tuple(z3.If(z3.And(q == 0, m == j), z3.IntVal(1), z3.IntVal(0)) for j in range(s))
-    holds = z3.And(length == s * q + m, m >= 0, m < s, q >= 0)
-    return ClassBatch(cp_size, q, long_counts, short_counts, holds)
 
 
 def class_loads(batch: ClassBatch, kind: str, name: str) -> Loads:
@@ -123,21 +118,3 @@ def _concrete(loads: Loads) -> tuple[int, ...]:
     if any(v is None for v in values):
         raise ValueError("a per-class load must fold to a numeral (concrete length and cp_size)")
     return tuple(v for v in values if v is not None)
-
-
-def realise(model: Mapping[str, int | bool], cp_size: int, name: str) -> tuple[int, ...]:
-    """Concrete lengths of the batch a model of ``class_batch(cp_size, name)`` describes: each long request
-    of class m is 2P + m (the first takes the spare quotients), each short one is m."""
-    s = 2 * cp_size
-
-    def value(key: str) -> int:
-        v = model.get(key, 0)
-        return int(v)
-
-    longs = [m for m in range(s) for _ in range(value(f"{name}.c{m}"))]
-    shorts = [m for m in range(s) for _ in range(value(f"{name}.s{m}"))]
-    spare = value(f"{name}.Q") - len(longs)
-    lengths = [s + m for m in longs]
-    if lengths:
-        lengths[0] += s * spare
-    return tuple(lengths + shorts)

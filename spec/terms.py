@@ -34,17 +34,6 @@ def literal(value: IntLike) -> int | None:
     return None
 
 
-def truth(value: BoolTerm | bool) -> bool | None:
-    """``value`` as a Python bool when it is one or a z3 true/false literal, else None (symbolic)."""
-    if isinstance(value, bool):
-        return value
-    if z3.is_true(value):
-        return True
-    if z3.is_false(value):
-        return False
-    return None
-
-
 def add(first: IntLike, second: IntLike) -> IntTerm:
     """first + second, folded to a numeral when both are literals."""
     a, b = literal(first), literal(second)

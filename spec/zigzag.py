@@ -14,11 +14,6 @@ import z3
 from cpgraph.spec.terms import IntLike, IntTerm, Loads, indicator, int_term, literal
 
 
-def block_count(cp_size: IntLike) -> IntTerm:
-    """S = 2P blocks per sequence."""
-    return 2 * int_term(cp_size)
-
-
 def zigzag_split(length: IntLike, cp_size: IntLike, name: str) -> DivMod:
     """L = 2P*q + m with 0 <= m < 2P: q tokens in every block, one more in each of the first m."""
     return divmod_by(length, 2 * cp_size, name)
