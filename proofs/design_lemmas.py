@@ -142,20 +142,22 @@ def design_lemmas(strategy: str, cp_size: int, modulus: int | None = None) -> tu
 
 
 @dataclass(frozen=True)
-class Variant:
+class WrongClassRow:
+    """A deliberately wrong class table row for one strategy: request_lemma must refute it (P >= 2)."""
+
     name: str
     strategy: str
     row: ClassRow
     description: str
 
 
-def _variant(strategy: str, name: str, excess: Callable[[int, int, int], int], description: str, per_quotient: int | None = None) -> Variant:
+def _variant(strategy: str, name: str, excess: Callable[[int, int, int], int], description: str, per_quotient: int | None = None) -> WrongClassRow:
     base = CLASS_TABLE[strategy]
     row = ClassRow(strategy, base.modulus, per_quotient or base.per_quotient, base.min_quotient, excess)
-    return Variant(name, strategy, row, description)
+    return WrongClassRow(name, strategy, row, description)
 
 
-VARIANTS: tuple[Variant, ...] = (
+VARIANTS: tuple[WrongClassRow, ...] = (
     _variant("zigzag", "early_block_only", lambda p, m, r: int(r < m), "forgets the mirrored late block 2P-1-r"),
     _variant("zigzag", "off_by_one", lambda p, m, r: int(r <= m) + int(2 * p - 1 - r <= m), "[r <= m] for [r < m]"),
     _variant("zigzag", "wrong_partner", lambda p, m, r: int(r < m) + int(p + r < m), "late block P+r for 2P-1-r"),
@@ -165,7 +167,7 @@ VARIANTS: tuple[Variant, ...] = (
 )
 
 
-def variant_verdict(variant: Variant, cp_size: int) -> Status:
+def variant_verdict(variant: WrongClassRow, cp_size: int) -> Status:
     """The verdict lemma 1 gets with the variant's class table (it must be refuted for P >= 2)."""
     query = request_lemma(variant.strategy, cp_size, row=variant.row)
     return check(query.claim, hypotheses=list(query.hypotheses), rlimit=LEMMA_RLIMIT).status

@@ -70,7 +70,7 @@ RowsAt = Callable[[IntTerm, str], Defined]
 
 
 @dataclass(frozen=True)
-class Batch:
+class DesignBatch:
     """A symbolic CP batch seen by one design: tokens, request count, live rows, and rows replay needs.
 
     ``counts`` is the count encoding the batch is built on (spec/design_counts.py); ``last`` is the one
@@ -116,7 +116,7 @@ def _one_request(design: DesignSpec, modulus: int, length: IntTerm, name: str) -
     return Loads(loads.loads, z3.And(loads.holds, single.holds))
 
 
-def design_batch(design: DesignSpec, counts: Counts, last: IntTerm | None, name: str) -> Batch:
+def design_batch(design: DesignSpec, counts: Counts, last: IntTerm | None, name: str) -> DesignBatch:
     """``design`` on a batch given as counts (plus an optional last request kept apart)."""
     p, a = design.cp_size, design.align_size
     row = strategy(design.strategy)
@@ -155,10 +155,10 @@ def design_batch(design: DesignSpec, counts: Counts, last: IntTerm | None, name:
     active = z3.And(z3.BoolVal(p > 1), counts.short_count_below(2 * p) == 0)
     if last is not None:
         active = z3.And(active, last >= 2 * p)
-    return Batch(n, r, counts, last, active, required.value, holds, replay_rows)
+    return DesignBatch(n, r, counts, last, active, required.value, holds, replay_rows)
 
 
-def any_batch(design: DesignSpec, name: str) -> Batch:
+def any_batch(design: DesignSpec, name: str) -> DesignBatch:
     """``design`` on any CP-active batch, of any number of requests (its own count encoding)."""
     counts, last, facts = shared_counts((design,), name)
     batch = design_batch(design, counts, last, name)
@@ -183,7 +183,7 @@ SELECTORS: dict[str, Callable[[CaptureList, Window, IntTerm], Selection]] = {
 }
 
 
-def design_select(design: DesignSpec, rank: int, batch: Batch, window: Window) -> Selection:
+def design_select(design: DesignSpec, rank: int, batch: DesignBatch, window: Window) -> Selection:
     """Rank ``rank``'s decision; a batch that is not CP-active is never admitted."""
     if design.selector not in SELECTORS:
         raise ValueError(f"selector must be one of {', '.join(SELECTORS)}; got {design.selector!r}")
@@ -211,7 +211,7 @@ class DesignTerms:
     holds: BoolTerm  # facts defining the batch and the replay layouts
 
 
-def design_terms(design: DesignSpec, batch: Batch, name: str, safety: Sequence[str]) -> DesignTerms:
+def design_terms(design: DesignSpec, batch: DesignBatch, name: str, safety: Sequence[str]) -> DesignTerms:
     """Every rank's selection and the invariants over them (claims true = invariant holds); ``safety``
     names the claims whose failure makes the batch unsafe (the caller's invariant table). Ranks with the
     same recorded capacities share one selection term (they decide alike)."""

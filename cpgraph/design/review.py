@@ -29,7 +29,7 @@ from cpgraph.proofs.design_lemmas import design_lemmas
 from cpgraph.proofs.check import Value
 from cpgraph.proofs.design_search import Found, least, value
 from cpgraph.reference.invariants import INVARIANT_TABLE
-from cpgraph.spec.design import Batch, DesignSpec, DesignTerms, any_batch, design_terms
+from cpgraph.spec.design import DesignBatch, DesignSpec, DesignTerms, any_batch, design_terms
 from cpgraph.spec.design_counts import Counts, realise, realise_total
 
 DESCRIPTIONS = {i: row.sentence for i, row in INVARIANT_TABLE.items()}  # from the one invariant table
@@ -97,7 +97,7 @@ def prove_lemmas(design: Design) -> tuple[Lemma, ...]:
 
 
 @functools.lru_cache(maxsize=8)
-def _terms(spec: DesignSpec) -> tuple[Batch, DesignTerms]:
+def _terms(spec: DesignSpec) -> tuple[DesignBatch, DesignTerms]:
     """The design on any batch (built once per design; z3 terms are immutable)."""
     batch = any_batch(spec, "x")
     return batch, design_terms(spec, batch, "x", SAFETY)
@@ -109,7 +109,7 @@ def read_counts(counts: Counts, model: Mapping[str, Value]) -> tuple[tuple[int, 
     return got, value(model, str(counts.quotient)), value(model, str(counts.requests)), value(model, str(counts.tokens))
 
 
-def lengths_of(batch: Batch, model: Mapping[str, Value]) -> tuple[int, ...]:
+def lengths_of(batch: DesignBatch, model: Mapping[str, Value]) -> tuple[int, ...]:
     """The concrete batch a model of the count encoding describes (the last request last)."""
     counts = batch.counts
     per_class, quotient, requests, tokens = read_counts(counts, model)

@@ -23,14 +23,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 BUDGET = 8192
-Batch = tuple[int, ...]
+Lengths = tuple[int, ...]  # one batch of a workload: its extend_seq_lens
 
 
 def _chat_length(rng: random.Random) -> int:
     return max(16, min(4096, int(rng.lognormvariate(math.log(200), 0.9))))
 
 
-def _pack(lengths: list[int], rng: random.Random, cut_share: float) -> Batch:
+def _pack(lengths: list[int], rng: random.Random, cut_share: float) -> Lengths:
     """Pack requests in order up to the budget; maybe cut the overflowing one to fill it exactly."""
     out: list[int] = []
     for length in lengths:
@@ -45,31 +45,31 @@ def _pack(lengths: list[int], rng: random.Random, cut_share: float) -> Batch:
     return tuple(out) if out else (min(lengths[0], BUDGET),)
 
 
-def _chat(rng: random.Random) -> Batch:
+def _chat(rng: random.Random) -> Lengths:
     return _pack([_chat_length(rng) for _ in range(rng.randint(1, 16))], rng, 0.2)
 
 
-def _docs(rng: random.Random) -> Batch:
+def _docs(rng: random.Random) -> Lengths:
     return _pack([rng.randint(1500, 12000) for _ in range(rng.randint(1, 3))], rng, 0.6)
 
 
-def _doc_plus_chat(rng: random.Random) -> Batch:
+def _doc_plus_chat(rng: random.Random) -> Lengths:
     return _pack([rng.randint(1500, 6000)] + [_chat_length(rng) for _ in range(rng.randint(1, 8))], rng, 0.2)
 
 
-def _mixed(rng: random.Random) -> Batch:
+def _mixed(rng: random.Random) -> Lengths:
     roll = rng.random()
     return _chat(rng) if roll < 0.65 else (_docs(rng) if roll < 0.90 else _doc_plus_chat(rng))
 
 
-BUILTIN: dict[str, tuple[int, int, Callable[[random.Random], Batch]]] = {
+BUILTIN: dict[str, tuple[int, int, Callable[[random.Random], Lengths]]] = {
     "chat": (2000, 1, _chat),
     "docs": (600, 2, _docs),
     "mixed": (3000, 3, _mixed),
 }
 
 
-def builtin(name: str) -> tuple[Batch, ...]:
+def builtin(name: str) -> tuple[Lengths, ...]:
     """A built-in workload by name (chat, docs, mixed)."""
     count, seed, draw = BUILTIN[name]
     rng = random.Random(seed)
@@ -80,7 +80,7 @@ class WorkloadError(ValueError):
     """A workload that cannot be read: names the file, the line and what is allowed."""
 
 
-def parse_lines(text: str, source: str) -> tuple[Batch, ...]:
+def parse_lines(text: str, source: str) -> tuple[Lengths, ...]:
     out = []
     for number, line in enumerate(text.splitlines(), start=1):
         line = line.strip()
@@ -107,7 +107,7 @@ def parse_lines(text: str, source: str) -> tuple[Batch, ...]:
     return tuple(out)
 
 
-def load_workload(ref: str) -> tuple[str, tuple[Batch, ...]]:
+def load_workload(ref: str) -> tuple[str, tuple[Lengths, ...]]:
     """(name, batches) for a built-in name or a JSON-lines file."""
     if ref in BUILTIN:
         return ref, builtin(ref)

@@ -3,7 +3,7 @@
 import pytest
 
 from cpgraph.proofs.check import Status
-from cpgraph.proofs.design_lemmas import VARIANTS, Variant, check_lemma, design_lemmas, request_lemma, variant_verdict
+from cpgraph.proofs.design_lemmas import VARIANTS, WrongClassRow, check_lemma, design_lemmas, request_lemma, variant_verdict
 from cpgraph.spec.design_counts import CLASS_TABLE, class_row
 
 SCOPE = tuple(range(1, 17)) + (32, 64)  # proofs/README.md states this scope
@@ -23,7 +23,7 @@ def test_the_request_lemma_holds_for_a_shared_modulus() -> None:
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"{v.strategy}-{v.name}")
-def test_wrong_class_tables_are_refuted(variant: Variant) -> None:
+def test_wrong_class_tables_are_refuted(variant: WrongClassRow) -> None:
     for p in (2, 3, 8):
         assert variant_verdict(variant, p) is Status.REFUTED, (variant.description, p)
 
