@@ -714,7 +714,10 @@ def _family_gates(paths: Sequence[DecisionPath], draw: _Draw, count: int) -> _Fa
         k = rng.randint(1, 4)
         lengths = tuple(max(0, s + rng.choice((-1, 0, 0, 1, rng.randint(-s, 4 * s)))) for _ in range(k))
         total = sum(lengths)
-        n = max(1, total + (rng.choice((0, 0, 1, s - total if s > total else 0)) if rng.random() < 0.3 else 0))
+        roll = rng.random()
+        # n is the batch's token count, padded (n > total) or, for the bare gate, any count (n < total too).
+        n = max(1, total + (rng.choice((0, 1, s - total if s > total else 0)) if roll < 0.3 else
+                            -rng.randint(0, total) if roll < 0.4 else 0))
         expected = mirror_active(lengths, n, p)
         fam.cases += 1
         for path in paths:
