@@ -22,6 +22,18 @@ from fractions import Fraction
 
 import z3
 
+from cpgraph.proofs.claims import (
+    ALIGN_FACTOR,
+    bucket_fits,
+    chosen_bucket_has_room,
+    layout_within_rows,
+    same_decision,
+    same_rows,
+    is_active,
+    is_listed_with_room,
+    rows_needed,
+    within_window,
+)
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.replay_batch import class_batch_replay
 from cpgraph.reference.invariants import INVARIANT_TABLE
@@ -29,7 +41,7 @@ from cpgraph.spec.admission import Admission, RankSetup, admit
 from cpgraph.spec.batch import ClassBatch, class_batch, class_loads
 from cpgraph.spec.capacity import capture_local_tokens
 from cpgraph.spec.replay import Replay, ReplayLayout, live_layout, replay
-from cpgraph.spec.selection import CaptureList, Selection, capture_list_is_sorted, symbolic_capture_list
+from cpgraph.spec.selection import capture_list_is_sorted, symbolic_capture_list
 from cpgraph.spec.strategies import STRATEGIES
 from cpgraph.spec.terms import BoolTerm, IntTerm, all_of, any_of
 
@@ -38,9 +50,6 @@ FACTORS = (Fraction(2), Fraction(3, 2))  # F for every theorem (F = 2 only above
 PADDING_FACTORS = (Fraction(1), Fraction(5, 4), Fraction(3, 2), Fraction(2), Fraction(4))
 STRATEGIES_FULL_SCOPE = ("zigzag", "zigzag_pad")  # every P; the other strategies up to OTHER_STRATEGIES_MAX_P
 OTHER_STRATEGIES_MAX_P = 8
-# The claim side's alignment, from docs/semantics.md (2P for zigzag and zigzag_pad, P for the others),
-# not from the spec's table: a spec whose default alignment drifts breaks the rows lemmas.
-ALIGN_FACTOR = {"zigzag": 2, "zigzag_pad": 2, "interleave": 1, "contiguous": 1}
 RLIMIT = 20_000_000  # z3 resource units per query (deterministic); the costliest here needs ~5M at P = 32
 
 Admit = Callable[[ClassBatch, IntTerm, RankSetup, int, str], Admission]
@@ -50,43 +59,6 @@ ReplayFn = Callable[..., Replay]
 def strategies_at(cp_size: int) -> tuple[str, ...]:
     """The strategies each end-to-end theorem covers at ``cp_size``."""
     return tuple(STRATEGIES) if cp_size <= OTHER_STRATEGIES_MAX_P else STRATEGIES_FULL_SCOPE
-
-
-# -- the claim side: each invariant restated from its definition --------------------------------------------
-
-
-def within_window(bucket: IntTerm, n: IntTerm, factor: Fraction) -> BoolTerm:
-    """n <= B <= F*n for F = a/b, as b*B <= a*n (no floor, no spec window)."""
-    return z3.And(n <= bucket, factor.denominator * bucket <= factor.numerator * n)
-
-
-def rows_needed(loads: Sequence[IntTerm], align_size: int, name: str) -> tuple[IntTerm, BoolTerm]:
-    """The rows every rank pads to, as a relation: the least multiple of A that is >= every load."""
-    k = z3.Int(f"{name}.k")
-    need = align_size * k
-    facts = z3.And(all_of(need >= x for x in loads), any_of(need - align_size < x for x in loads))
-    return need, facts
-
-
-def bucket_fits(capture: CaptureList, i: int, n: IntTerm, factor: Fraction, need: IntTerm) -> BoolTerm:
-    """Bucket i is in the fitting set: within the window, recorded, with capacity >= the rows needed."""
-    return z3.And(within_window(capture.buckets[i], n, factor), capture.recorded[i], capture.capacities[i] >= need)
-
-
-def is_listed_with_room(capture: CaptureList, bucket: IntTerm, loads: Sequence[IntTerm]) -> BoolTerm:
-    """``bucket`` is listed with a recorded capacity, and whichever listed bucket it is holds every rank's
-    rows (stated per bucket, so a refutation names one bucket and one rank)."""
-    listed = any_of(z3.And(bucket == b, rec) for b, rec in zip(capture.buckets, capture.recorded))
-    room = all_of(
-        z3.Implies(bucket == b, all_of(c >= x for x in loads)) for b, c in zip(capture.buckets, capture.capacities)
-    )
-    return z3.And(listed, room)
-
-
-def is_active(batch: ClassBatch, n: IntTerm) -> BoolTerm:
-    """CP-active, restated: P > 1, n >= 2P and every request at least 2P long."""
-    p = batch.cp_size
-    return z3.And(z3.BoolVal(p > 1), n >= 2 * p, all_of(s == 0 for s in batch.short_counts))
 
 
 # -- the setting shared by every theorem ---------------------------------------------------------------------
@@ -160,29 +132,6 @@ class Setting:
             )
             proved.append(claim)
         return tuple(out)
-
-
-# -- lemmas: one builder each, used as the steps of every chain that needs them --------------------------------
-
-
-def same_rows(first: IntTerm, second: IntTerm) -> tuple[str, BoolTerm]:
-    """Two independently built row counts of the same layout agree."""
-    return "rows agree", first == second
-
-
-def same_decision(first: Selection, second: Selection) -> tuple[str, BoolTerm]:
-    """Two decisions agree: the same admit verdict, and the same bucket when admitted."""
-    return "decisions agree", z3.And(first.admitted == second.admitted, z3.Implies(first.admitted, first.bucket == second.bucket))
-
-
-def chosen_bucket_has_room(capture: CaptureList, chosen: Selection, rows: IntTerm) -> tuple[str, BoolTerm]:
-    """An admitted bucket is listed with a recorded capacity >= the rows the decision required."""
-    return "chosen bucket has room", z3.Implies(chosen.admitted, is_listed_with_room(capture, chosen.bucket, (rows,)))
-
-
-def layout_within_rows(loads: Sequence[IntTerm], rows: IntTerm) -> tuple[str, BoolTerm]:
-    """Every rank's rows of a layout are within the rows computed for it."""
-    return "layout within rows", all_of(x <= rows for x in loads)
 
 
 def _settings(cp_size: int, factors: Sequence[Fraction] | None = None, *, captured: bool = False) -> list[Setting]:

@@ -1,0 +1,81 @@
+"""The claim side of the end-to-end theorems: each invariant restated from its definition, never from the
+spec's builders (proofs/end_to_end.py proves the spec's admission and replay against these).
+
+- a padding window n <= B <= F*n for F = a/b is ``b*B <= a*n`` (no floor, no spec window);
+- the rows a layout needs are "the least multiple of A at or above every load", as a relation;
+- a bucket fits when it is within the window, recorded, with capacity >= those rows;
+- "listed with room" names the bucket's own capacity and every rank's rows;
+- CP-active is P > 1, n >= 2P and no request shorter than 2P.
+The alignment A comes from the documented rule (``ALIGN_FACTOR``), not from the spec's strategy table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+
+import z3
+
+from cpgraph.spec.batch import ClassBatch
+from cpgraph.spec.selection import CaptureList, Selection
+from cpgraph.spec.terms import BoolTerm, IntTerm, all_of, any_of
+
+# docs/semantics.md: 2P for zigzag and zigzag_pad (two blocks a rank), P for the others.
+ALIGN_FACTOR = {"zigzag": 2, "zigzag_pad": 2, "interleave": 1, "contiguous": 1}
+
+
+def within_window(bucket: IntTerm, n: IntTerm, factor: Fraction) -> BoolTerm:
+    """n <= B <= F*n for F = a/b, as b*B <= a*n (no floor, no spec window)."""
+    return z3.And(n <= bucket, factor.denominator * bucket <= factor.numerator * n)
+
+
+def rows_needed(loads: Sequence[IntTerm], align_size: int, name: str) -> tuple[IntTerm, BoolTerm]:
+    """The rows every rank pads to, as a relation: the least multiple of A that is >= every load."""
+    k = z3.Int(f"{name}.k")
+    need = align_size * k
+    facts = z3.And(all_of(need >= x for x in loads), any_of(need - align_size < x for x in loads))
+    return need, facts
+
+
+def bucket_fits(capture: CaptureList, i: int, n: IntTerm, factor: Fraction, need: IntTerm) -> BoolTerm:
+    """Bucket i is in the fitting set: within the window, recorded, with capacity >= the rows needed."""
+    return z3.And(within_window(capture.buckets[i], n, factor), capture.recorded[i], capture.capacities[i] >= need)
+
+
+def is_listed_with_room(capture: CaptureList, bucket: IntTerm, loads: Sequence[IntTerm]) -> BoolTerm:
+    """``bucket`` is listed with a recorded capacity, and whichever listed bucket it is holds every rank's
+    rows (stated per bucket, so a refutation names one bucket and one rank)."""
+    listed = any_of(z3.And(bucket == b, rec) for b, rec in zip(capture.buckets, capture.recorded))
+    room = all_of(
+        z3.Implies(bucket == b, all_of(c >= x for x in loads)) for b, c in zip(capture.buckets, capture.capacities)
+    )
+    return z3.And(listed, room)
+
+
+def is_active(batch: ClassBatch, n: IntTerm) -> BoolTerm:
+    """CP-active, restated: P > 1, n >= 2P and every request at least 2P long."""
+    p = batch.cp_size
+    return z3.And(z3.BoolVal(p > 1), n >= 2 * p, all_of(s == 0 for s in batch.short_counts))
+
+
+# -- lemmas: one builder each, used as the steps of every chain that needs them --------------------------------
+
+
+def same_rows(first: IntTerm, second: IntTerm) -> tuple[str, BoolTerm]:
+    """Two independently built row counts of the same layout agree."""
+    return "rows agree", first == second
+
+
+def same_decision(first: Selection, second: Selection) -> tuple[str, BoolTerm]:
+    """Two decisions agree: the same admit verdict, and the same bucket when admitted."""
+    return "decisions agree", z3.And(first.admitted == second.admitted, z3.Implies(first.admitted, first.bucket == second.bucket))
+
+
+def chosen_bucket_has_room(capture: CaptureList, chosen: Selection, rows: IntTerm) -> tuple[str, BoolTerm]:
+    """An admitted bucket is listed with a recorded capacity >= the rows the decision required."""
+    return "chosen bucket has room", z3.Implies(chosen.admitted, is_listed_with_room(capture, chosen.bucket, (rows,)))
+
+
+def layout_within_rows(loads: Sequence[IntTerm], rows: IntTerm) -> tuple[str, BoolTerm]:
+    """Every rank's rows of a layout are within the rows computed for it."""
+    return "layout within rows", all_of(x <= rows for x in loads)
