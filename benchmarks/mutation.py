@@ -20,8 +20,8 @@ docstrings, annotations, f-strings, ``raise`` statements (error messages), lines
 mutate``.
 
 Kill commands (``TARGETS``):
-- spec, proofs: every theorem of the registry at cp_size 1..8 (``_prove`` below: the obligations
-  ``cpgraph prove --cp-max 8 --jobs 1`` runs, in the same order, through the same ``run_task``; it stops at
+- spec, proofs: every theorem of the registry at cp_size 1..8, then the teeth pass (``_prove`` below: the
+  obligations and variants ``cpgraph prove --cp-max 8 --jobs 1`` runs, through the same ``run_task``; it stops at
   the first theorem that is not proved, so a killed mutant costs less than a full run). Killed = a theorem
   refuted or unknown, or any error. The proofs target mutates the modules the registry imports (the theorem
   statements).
@@ -711,7 +711,15 @@ def prove_fail_fast(cp_max: int) -> int:
             print(f"{obligation.name} {result.failure.label}: {result.failure.verdict.status.value} "
                   f"{result.failure.verdict.reason}".rstrip())
             return 1
-    print(f"{len(OBLIGATIONS)} theorems ({len(instances)} instances) proved at cp_size 1..{cp_max}")
+    # `cpgraph prove` also runs the teeth pass: every wrong variant must still get its verdict, so a
+    # weakened theorem statement (which still proves) is killed here too.
+    from cpgraph.proofs.teeth import teeth, toothless
+
+    bites, _ = teeth(o.name for o in OBLIGATIONS)
+    for lost in toothless(bites):
+        print(f"{lost.theorem} lost its teeth: variant {lost.variant} got {lost.got.value}, expected {lost.expected.value}")
+        return 1
+    print(f"{len(OBLIGATIONS)} theorems ({len(instances)} instances) proved at cp_size 1..{cp_max}; {len(bites)} variants bite")
     return 0
 
 

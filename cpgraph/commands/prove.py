@@ -50,6 +50,10 @@ def add_parser(subparsers: Any) -> None:
         "--only", action="append", default=None, metavar="NAME",
         help="run only this theorem (repeatable); an unknown name lists the valid ones",
     )
+    parser.add_argument(
+        "--no-teeth", dest="teeth", action="store_false",
+        help="skip the teeth pass (after the proofs, every wrong variant of the checked theorems must still get its verdict)",
+    )
     parser.add_argument("--jobs", type=bounded_int("--jobs", 1, MAX_JOBS), default=None, metavar="N",
                         help="worker processes (default: CPUs)")
     add_output_flags(parser)
@@ -167,10 +171,18 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if progress.shield is not None:
             progress.shield.release()
+    bites: tuple[Any, ...] = ()
+    if args.teeth and all(r.status is Status.PROVED for r in results):
+        from cpgraph.proofs.teeth import teeth
+
+        if not args.quiet:
+            print("cpgraph prove: teeth: every wrong variant of these theorems must still be refuted ...", file=sys.stderr, flush=True)
+        bites, _ = teeth(r.name for r in results)
+    lost = [b for b in bites if not b.ok]
     wall = time.perf_counter() - start
     proved = all(r.status is Status.PROVED for r in results)
     refuted = any(r.status is Status.REFUTED for r in results)
-    code = 0 if proved and trusted_all(results) else 1 if refuted or proved else 3
+    code = 0 if proved and trusted_all(results) and not lost else 1 if refuted or proved else 3
     if args.format == "junit":
         sys.stdout.write(_junit(results, args.cp_max, wall))
         return code
@@ -189,6 +201,15 @@ def run(args: argparse.Namespace) -> int:
                     "queries": sum(r.queries for r in results),
                     "slowest_query": {"theorem": slowest.name, "query": slowest.slowest[0], "seconds": round(slowest.slowest[1], 4)},
                     **({"second_opinions": _opinions_json(opinions, results, trusted)} if opinions.active else {}),
+                    "teeth": {
+                        "checked": args.teeth,
+                        "variants": len(bites),
+                        "lost": [
+                            {"theorem": b.theorem, "variant": b.variant, "description": b.description,
+                             "expected": b.expected.value, "got": b.got.value}
+                            for b in lost
+                        ],
+                    },
                     "theorems": [
                         {
                             "name": r.name,
@@ -236,7 +257,12 @@ def run(args: argparse.Namespace) -> int:
                 print(failure.render())
     if opinions.active:
         print(_opinions_text(opinions, results))
-    verdict = "all proved" if proved else "NOT all proved"
+    if bites:
+        print(f"\nteeth: {len(bites) - len(lost)} of {len(bites)} wrong variants got their verdicts")
+        for b in lost:
+            print(f"  LOST {b.theorem}: variant {b.variant} ({b.description}) at {b.parameter}: "
+                  f"expected {b.expected.value}, got {b.got.value}: the theorem no longer tells this wrong spec apart")
+    verdict = "all proved" if proved and not lost else "NOT all proved" if not proved else "proved, but some theorems lost their teeth"
     print(highlight(
         f"\n{len(results)} theorems, {sum(r.queries for r in results)} queries, cp_size 1..{args.cp_max}: {verdict} "
         f"in {wall:.1f} s (slowest query: {slowest.name} {slowest.slowest[0]}, {slowest.slowest[1]:.3f} s)",

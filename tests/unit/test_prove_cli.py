@@ -100,3 +100,27 @@ def test_a_refuted_theorem_exits_1_with_a_minimal_replayed_counterexample(
     assert " refuted " in out and "NOT all proved" in out
     assert "minimal counterexample: L=" in out and "replayed through the reference" in out
     assert "def test_regression_" in out
+
+
+def test_a_theorem_whose_wrong_variant_now_proves_has_lost_its_teeth_and_prove_fails(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A weakened theorem statement still proves; what gives it away is that a wrong formula it used to refute
+    # now proves too. Simulate that: a variant that must be refuted but whose queries all hold.
+    import dataclasses
+
+    import z3
+
+    from cpgraph.proofs import teeth
+    from cpgraph.proofs.check import Status
+    from cpgraph.proofs.variants import VARIANTS
+
+    real = next(v for v in VARIANTS if v.theorem == "zigzag_loads_sum_to_tokens")
+    weak = dataclasses.replace(real, name="weakened", build=lambda p: (Query("claim", z3.BoolVal(True), ()),))
+    assert weak.expected is Status.REFUTED
+    monkeypatch.setattr(teeth, "VARIANTS", (weak,))
+    code = main(["prove", "--only", "zigzag_loads_sum_to_tokens", "--cp-max", "2", "--jobs", "1"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "LOST zigzag_loads_sum_to_tokens: variant weakened" in out and "lost their teeth" in out
+    assert main(["prove", "--only", "zigzag_loads_sum_to_tokens", "--cp-max", "2", "--jobs", "1", "--no-teeth"]) == 0
