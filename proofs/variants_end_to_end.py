@@ -77,6 +77,47 @@ def window_one_past(num_tokens: IntLike, factor: Fraction, name: str) -> Window:
     return Window(w.low, w.high + 1, w.holds)
 
 
+def window_one_below(num_tokens: IntLike, factor: Fraction, name: str) -> Window:
+    """[n - 1, F*n]: a bucket one below n admitted (truncation)."""
+    w = padding_window(num_tokens, factor, name)
+    return Window(w.low - 1, w.high, w.holds)
+
+
+def strict_capacity(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
+    """A bucket fits only with capacity > required (an exact fit is refused)."""
+    capture = setup.capture
+    chosen = NO_SELECTION
+    for b, c, rec in reversed(tuple(zip(capture.buckets, capture.capacities, capture.recorded))):
+        ok = z3.And(window.low <= b, b <= window.high, rec, c > rows)
+        chosen = Selection(z3.If(b > window.high, z3.BoolVal(False), z3.Or(ok, chosen.admitted)), z3.If(ok, b, chosen.bucket))
+    return chosen
+
+
+def off_list_bucket(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
+    """The right decision, but the bucket reported one above the chosen one (not a captured value)."""
+    chosen = _scan(setup, window, rows)
+    return Selection(chosen.admitted, chosen.bucket + 1)
+
+
+def rank_zero_rows(xs: tuple[IntTerm, ...], name: str) -> tuple[IntTerm, BoolTerm]:
+    """Rows from rank 0's load instead of the busiest rank's."""
+    return xs[0], z3.BoolVal(True)
+
+
+def strict_tripwire_replay(batch: ClassBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, *, layout: object = None) -> Replay:
+    """Replay whose tripwire refuses an exact fit (rows must be < capacity)."""
+    del rank, layout
+    loads = class_loads(batch, setup.strategy, f"{name}.layout")
+    chosen, rows, facts = _decision(loads.loads, loads.holds, setup, n, name)
+    selection = Selection(z3.And(cp_active(batch, n), chosen.admitted), chosen.bucket)
+    capture = setup.capture
+    fits = all_of(
+        z3.Or([z3.And(chosen.bucket == b, rec, c > x) for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded)])
+        for x in loads.loads
+    )
+    return Replay(selection, z3.And(selection.admitted, fits), loads.loads, rows, facts)
+
+
 def _decision(
     loads: tuple[IntTerm, ...], holds: BoolTerm, setup: RankSetup, n: IntLike, name: str, *,
     select: Select = _scan, window_of: Callable[[IntLike, Fraction, str], Window] = padding_window,
@@ -135,6 +176,19 @@ def single_request_batch(length: IntTerm | int, cp_size: int, name: str) -> Clas
     return ClassBatch(cp_size, q, long_counts, short_counts, holds)
 
 
+def prefix_replay_with(
+    batch: ClassBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, *, layout: object = None,
+    busiest: Callable[[tuple[IntTerm, ...], str], tuple[IntTerm, BoolTerm]] | None = None,
+) -> Replay:
+    """Replay built like spec.replay.replay (the scan, live layout, >= tripwire) with another busiest load."""
+    del rank, layout
+    loads = class_loads(batch, setup.strategy, f"{name}.layout")
+    chosen, rows, facts = _decision(loads.loads, loads.holds, setup, n, name, busiest=busiest)
+    selection = Selection(z3.And(cp_active(batch, n), chosen.admitted), chosen.bucket)
+    fits = all_of(capacity_of(setup.capture, chosen.bucket, x) for x in loads.loads)
+    return Replay(selection, z3.And(selection.admitted, fits), loads.loads, rows, facts)
+
+
 def one_request_layout(batch: ClassBatch, n: IntLike, name: str) -> ClassBatch:
     """The pre-fix capture model: replay lays the batch out as ONE request of n tokens."""
     one = single_request_batch(n if isinstance(n, int) else n, batch.cp_size, name)
@@ -172,6 +226,21 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          functools.partial(e2e.admitted_bucket_is_within_padding_limit, admit_fn=make_admit(window_of=window_one_past))),
         ("largest_fitting", "admitted_bucket_is_the_least_that_fits", "the greatest fitting bucket",
          functools.partial(e2e.admitted_bucket_is_the_least_that_fits, admit_fn=make_admit(select=largest_fitting))),
+        ("window_one_below", "admitted_bucket_is_within_padding_limit", "window [n - 1, F*n]",
+         functools.partial(e2e.admitted_bucket_is_within_padding_limit, admit_fn=make_admit(window_of=window_one_below))),
+        ("off_list_bucket", "admitted_bucket_is_captured", "the bucket reported is one above the chosen one",
+         functools.partial(e2e.admitted_bucket_is_captured, admit_fn=make_admit(select=off_list_bucket))),
+        ("rank_zero_rows", "admitted_batches_fit_every_rank", "rows from rank 0's load, not the busiest rank's",
+         functools.partial(e2e.admitted_batches_fit_every_rank, admit_fn=make_admit(busiest=rank_zero_rows),
+                           replay_fn=functools.partial(prefix_replay_with, busiest=rank_zero_rows))),
+        ("strict_tripwire", "admitted_batches_replay_the_admitted_bucket", "replay refuses an exact fit",
+         functools.partial(e2e.admitted_batches_replay_the_admitted_bucket, replay_fn=strict_tripwire_replay)),
+        ("per_rank_alignment", "ranks_sharing_their_capture_state_agree", "ranks keep their own alignment",
+         functools.partial(e2e.ranks_sharing_their_capture_state_agree, shared=("capture_num_tokens", "bucket_local_tokens", "max_padding_factor"))),
+        ("strict_capacity", "admitted_bucket_is_the_least_that_fits", "a bucket fits only with room to spare",
+         functools.partial(e2e.admitted_bucket_is_the_least_that_fits, admit_fn=make_admit(select=strict_capacity))),
+        ("strict_capacity", "active_batches_that_fit_are_admitted", "a bucket fits only with room to spare",
+         functools.partial(e2e.active_batches_that_fit_are_admitted, admit_fn=make_admit(select=strict_capacity))),
         ("first_bucket_only", "active_batches_that_fit_are_admitted", "admission tries only the first bucket >= n",
          functools.partial(e2e.active_batches_that_fit_are_admitted, admit_fn=make_admit(select=first_bucket_only))),
     ]
