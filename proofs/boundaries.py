@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import z3
 
+from cpgraph.proofs.check import least_model
+
 from cpgraph import reference
 from cpgraph.proofs.evaluate import spec_capture_local_tokens, spec_required_local_tokens
 from cpgraph.spec.arith import align_up, ceil_div, divmod_by
@@ -75,26 +77,21 @@ def _draw_lengths(
     lengths = tuple(z3.Int(f"L{i}") for i in range(k))
     n = z3.Sum(list(lengths))
     shortest = 2 * config.cp_size if active and config.cp_size > 1 else 1
-    solver = z3.Optimize()
     limit = _RLIMIT if rlimit is None else rlimit
-    solver.set("rlimit", limit)
-    solver.add(n <= config.max_tokens, *[x >= shortest for x in lengths])
-    # Non-increasing lengths: one representative per multiset.
-    solver.add(*[lengths[i] >= lengths[i + 1] for i in range(k - 1)])
-    solver.add(*facts(lengths, n))
-    solver.minimize(n)
-    for x in lengths:
-        solver.minimize(x)
-    result = solver.check()
-    if result == z3.unsat:
-        return None
-    if result != z3.sat:
+    facts_all = [
+        n <= config.max_tokens,
+        *[x >= shortest for x in lengths],
+        # Non-increasing lengths: one representative per multiset.
+        *[lengths[i] >= lengths[i + 1] for i in range(k - 1)],
+        *facts(lengths, n),
+    ]
+    least = least_model(facts_all, [n, *lengths], lengths, rlimit=limit)
+    if least.reason:
         raise BoundaryDrawError(
             f"z3 could not draw the edge {clause!r} (cp_size={config.cp_size}, strategy={config.strategy}, "
-            f"{k} request(s), max_tokens={config.max_tokens}): unknown, {solver.reason_unknown()} (rlimit={limit})"
+            f"{k} request(s), max_tokens={config.max_tokens}): unknown, {least.reason}"
         )
-    model = solver.model()
-    return tuple(model.eval(x, model_completion=True).as_long() for x in lengths)
+    return least.values
 
 
 def _residue_edges(cp_size: int) -> list[tuple[str, int]]:

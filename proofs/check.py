@@ -106,6 +106,39 @@ def check(
     return Verdict(Status.UNKNOWN, seconds, reason=f"{solver.reason_unknown()} (rlimit={rlimit})")
 
 
+# -- least models (z3's Optimize): the boundary cases' draw ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Least:
+    """The outcome of ``least_model``: ``values`` of the asked terms at the optimum (sat), None when the
+    facts are unsatisfiable; ``reason`` is set when the solver gave up (unknown, never read as unsat)."""
+
+    values: tuple[int, ...] | None
+    reason: str = ""
+
+
+def least_model(
+    facts: Sequence[BoolTerm], objectives: Sequence[z3.ArithRef], read: Sequence[z3.ArithRef], *, rlimit: int
+) -> Least:
+    """The model of ``facts`` minimising ``objectives`` lexicographically (z3's Optimize, deterministic
+    ``rlimit``), read back as the values of ``read``."""
+    if rlimit < 1:
+        raise ValueError(f"rlimit must be an int >= 1 (z3 resource units), got {rlimit}")
+    solver = z3.Optimize()
+    solver.set("rlimit", rlimit)
+    solver.add(*facts)
+    for objective in objectives:
+        solver.minimize(objective)
+    result = solver.check()
+    if result == z3.unsat:
+        return Least(None)
+    if result != z3.sat:
+        return Least(None, f"{solver.reason_unknown()} (rlimit={rlimit})")
+    model = solver.model()
+    return Least(tuple(model.eval(x, model_completion=True).as_long() for x in read))
+
+
 # -- the second solver: cvc5 ----------------------------------------------------------------------------------
 
 DEFAULT_CVC5_RLIMIT = 2_000_000  # cvc5 resource units per check; measured need: see proofs/README.md

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 
 import z3
 
+from cpgraph.proofs.check import Status, check
+
 from cpgraph.spec.capacity import capture_local_tokens, headroom_local_tokens, required_local_tokens
 from cpgraph.spec.selection import concrete_capture_list, padding_window, scan_select
 from cpgraph.spec.strategies import rank_loads
@@ -30,14 +32,17 @@ def value_of(term: IntTerm | BoolTerm, facts: BoolTerm) -> int | bool:
         return int(folded.as_long())
     if z3.is_true(folded) or z3.is_false(folded):
         return bool(z3.is_true(folded))
-    solver = z3.Solver()
-    solver.set("rlimit", _RLIMIT)
-    solver.add(facts)
-    if solver.check() != z3.sat:
-        raise SpecEvaluationError(f"spec facts are unsatisfiable for these inputs: {facts}")
-    value = solver.model().eval(term, model_completion=True)
-    solver.add(term != value)
-    if solver.check() != z3.unsat:
+    witness = check(False, hypotheses=(facts,), rlimit=_RLIMIT)
+    if witness.status is not Status.REFUTED:
+        raise SpecEvaluationError(f"spec facts are unsatisfiable (or undecided) for these inputs: {facts}")
+    pairs = [
+        (z3.Bool(k) if isinstance(v, bool) else z3.Int(k), z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v))
+        for k, v in witness.model.items()
+    ]
+    value = z3.simplify(z3.substitute(term, *pairs)) if pairs else folded
+    if not (z3.is_int_value(value) or z3.is_true(value) or z3.is_false(value)):
+        raise SpecEvaluationError(f"spec term {term} has no value in the model of its facts")
+    if not check(term == value, hypotheses=(facts,), rlimit=_RLIMIT).proved:
         raise SpecEvaluationError(f"spec term {term} is not determined by its facts (one value: {value})")
     if z3.is_int_value(value):
         return int(value.as_long())
