@@ -550,8 +550,11 @@ class _Draw:
     def lengths(self, p: int, *, huge: bool = False) -> tuple[int, ...]:
         rng = self.rng
         roll = rng.random()
-        # Mostly 1-4 requests; some 5-40; some 48-96 (impl takes its vectorised path from 48 requests).
-        k = rng.choice((1, 1, 2, 3, 4)) if roll < 0.93 else rng.randint(5, 40) if roll < 0.97 else rng.randint(48, 96)
+        # Mostly 1-4 requests; some 5-40; some 48-96 (impl takes its vectorised path from 48 requests, for
+        # lengths that fit int64: so a long batch is never huge).
+        if roll >= 0.94:
+            return tuple(self.length(p) for _ in range(rng.randint(48, 96)))
+        k = rng.choice((1, 1, 2, 3, 4)) if roll < 0.91 else rng.randint(5, 40)
         return tuple(self.length(p, huge=huge and rng.random() < 0.7) for _ in range(k))
 
     def value(self) -> int:
@@ -577,9 +580,14 @@ class _Draw:
             chosen.add(rng.randint(n, 3 * high + 2))
         buckets = tuple(sorted(chosen))
         table: dict[int, int] = {}
+        missing = rng.choice((0.0, 0.15, 0.15))  # a third of the lists record every capacity (impl's bisection)
+        monotone = rng.random() < 0.25  # and some record capacities that grow with the bucket
         for b in buckets:
             roll = rng.random()
-            if roll < 0.15:
+            if monotone:
+                table[b] = max(0, required + (b - n) // max(1, factor) - 1 + int(rng.random() * 3))
+                continue
+            if roll < missing:
                 continue
             offset = -1 if roll < 0.35 else 0 if roll < 0.6 else 1 if roll < 0.75 else int((rng.random() - 0.5) * 2 * required)
             table[b] = max(0, required + offset)
@@ -928,11 +936,12 @@ def _runner_config(draw: _Draw) -> RunnerConfig:
     top = rng.choice((4096, 65536, 10**6))
     buckets = sorted(set(rng.randint(1, top) for _ in range(size)) | {2 * p, 2 * p - 1 if p > 1 else 1})
     table: dict[int, int] = {}
+    missing = rng.choice((0.0, 0.0, 0.1))  # most runners record every capacity (impl's bisection when monotone)
     for b in buckets:
-        if rng.random() < 0.1:
+        if rng.random() < missing:
             continue
         captured = mirror_required((b,), p, a, kind)
-        table[b] = max(0, captured + rng.choice((0, 0, 0, -1, a, -a)))
+        table[b] = max(0, captured + (rng.choice((0, 0, 0, -1, a, -a)) if rng.random() < 0.5 else 0))
     return RunnerConfig(p, a, kind, factor, tuple(buckets), table)
 
 
