@@ -3,7 +3,7 @@ million cases (P up to 64, capture lists of 32-48 buckets, n up to 10^6 and valu
 gates, the runner's plan and fallback reasons, replay and layout rows, the fitting set), and proof that the
 harness catches planted bugs (small wrapped variants of the reference, never edits of reference/).
 
-CPGRAPH_BULK_SCALE (default 1) scales the million-case run (the mutation harness runs it at 0.05).
+CPGRAPH_BULK_SCALE (default 1) scales the million-case run (the mutation harness runs it at 0.1).
 """
 
 from __future__ import annotations
