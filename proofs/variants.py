@@ -133,6 +133,15 @@ def _step(below_stops: bool = False, above_skips: bool = False,
     return step
 
 
+def _prefers_later_bucket(capture: CaptureList, index: int, window: Window, required: IntLike, rest: Selection) -> Selection:
+    # Within the window, keep the later buckets' choice when there is one: a fitting bucket, not the least.
+    b = capture.buckets[index]
+    below, above, fits = b < window.low, b > window.high, has_room(capture, index, required)
+    admitted = z3.If(below, rest.admitted, z3.If(above, z3.BoolVal(False), z3.Or(fits, rest.admitted)))
+    bucket = z3.If(below, rest.bucket, z3.If(above, z3.IntVal(0), z3.If(rest.admitted, rest.bucket, b)))
+    return Selection(admitted, bucket)
+
+
 def _room_ignoring_record(capture: CaptureList, index: int, required: IntLike) -> BoolTerm:
     return capture.capacities[index] >= required
 
@@ -262,6 +271,9 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("stop_below_n", "scan_selects_least_fitting_bucket_for_any_list_length", "stop at a bucket below n", 0,
             REFUTED, functools.partial(selection.scan_selects_least_fitting_bucket_for_any_list_length,
                                        step=_step(below_stops=True))),
+    Variant("prefers_later_bucket", "scan_selects_least_fitting_bucket_for_any_list_length",
+            "a fitting bucket, not the least", 0, REFUTED,
+            functools.partial(selection.scan_selects_least_fitting_bucket_for_any_list_length, step=_prefers_later_bucket)),
     Variant("unsorted_list", "scan_selects_least_fitting_bucket_for_any_list_length", "the head need not be smallest",
             0, REFUTED, functools.partial(selection.scan_selects_least_fitting_bucket_for_any_list_length,
                                           sorted_head=_any_head)),

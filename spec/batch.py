@@ -104,12 +104,8 @@ def class_loads(batch: ClassBatch, kind: str, name: str) -> Loads:
     facts = [suffix[j] == counts[j] + (suffix[j + 1] if j + 1 < s else 0) for j in range(s)]
     loads = []
     for r in range(p):
-        terms = [batch.quotients * unit[r]] if unit[r] else []
-        for j in range(s):
-            step = per_class[j][r] - (per_class[j - 1][r] if j else 0)
-            if step:
-                terms.append(step * suffix[j])
-        loads.append(z3.Sum(terms) if len(terms) > 1 else (terms[0] if terms else z3.IntVal(0)))
+        steps = [(j, per_class[j][r] - (per_class[j - 1][r] if j else 0)) for j in range(s)]
+        loads.append(z3.Sum([batch.quotients * unit[r], *(d * suffix[j] for j, d in steps if d)]))
     return Loads(tuple(loads), all_of(facts))
 
 

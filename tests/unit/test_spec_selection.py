@@ -57,3 +57,14 @@ def test_spec_scan_equals_the_reference_selection(
         bucket_local_tokens=capacities, max_padding_factor=factor,
     )
     assert spec_select_replay_bucket(**kwargs) == reference.select_replay_bucket(**kwargs)
+
+
+def test_an_empty_symbolic_capture_list_is_allowed_and_a_negative_length_is_not() -> None:
+    from cpgraph.spec.selection import symbolic_capture_list
+
+    assert len(symbolic_capture_list(0, "cap")) == 0
+    assert len(symbolic_capture_list(3, "cap")) == 3
+    import pytest
+
+    with pytest.raises(ValueError, match="length must be an int >= 0, got -1"):
+        symbolic_capture_list(-1, "cap")
