@@ -42,3 +42,38 @@ def align_up_is_least_multiple_at_or_above(parameter: int, *, align: AlignUp = a
             (size >= 1, value >= 0, aligned.holds, times == aligned.value / size),
         ),
     )
+
+
+def folded_literals_equal_their_terms(cp_size: int, *, align: AlignUp = align_up) -> tuple[Query, ...]:
+    """Every builder that folds concrete inputs to numerals (divmod, floor, ceil, align_up, max, add, sub,
+    mul, and each strategy's per-request loads) gives the value its symbolic term takes on the same
+    inputs, so the spec evaluated on concrete inputs (the conformance harness, the class encoding's
+    per-class loads) is the spec that is proved. Checked at the edges of every clause: L in {0, 1, P-1, P,
+    P+1, 2P-1, 2P, 2P+1, 3P+1, 4P-1, 4P} and A in {P, 2P}."""
+    from cpgraph.spec.arith import ceil_div, floor_div, max_of
+    from cpgraph.spec.strategies import STRATEGIES, rank_loads
+    from cpgraph.spec.terms import add, mul, sub
+
+    p = cp_size
+    x, y = z3.Int("x"), z3.Int("y")
+    queries: list[Query] = []
+    for value in sorted({0, 1, p - 1, p, p + 1, 2 * p - 1, 2 * p, 2 * p + 1, 3 * p + 1, 4 * p - 1, 4 * p}):
+        same: list[z3.BoolRef] = []
+        facts: list[z3.BoolRef] = [x == value, y == value + 1]
+        for a in sorted({p, 2 * p}):
+            for build in (floor_div, ceil_div, align):
+                folded, term = build(value, a, "lit"), build(x, a, f"sym{a}{getattr(build, '__name__', 'align')}")
+                same.append(term.value == folded.value)
+                facts.append(term.holds)
+            split, term_split = divmod_by(value, a, "lit"), divmod_by(x, a, f"symdm{a}")
+            same += [term_split.quotient == split.quotient, term_split.remainder == split.remainder]
+            facts.append(term_split.holds)
+        top, term_top = max_of((z3.IntVal(value), z3.IntVal(value + 1)), "lit"), max_of((x, y), "symmax")
+        same += [term_top.value == top.value, add(value, p) == x + p, sub(value, p) == x - p, mul(value, p) == x * p]
+        facts.append(term_top.holds)
+        for sid in STRATEGIES:
+            folded_loads, term_loads = rank_loads((value,), p, "lit", sid), rank_loads((x,), p, f"sym{sid}", sid)
+            same += [t == f for t, f in zip(term_loads.loads, folded_loads.loads)]
+            facts.append(term_loads.holds)
+        queries.append(Query(f"L={value}", z3.And(same), tuple(facts)))
+    return tuple(queries)

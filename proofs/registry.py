@@ -17,6 +17,7 @@ _E2E = (
 
 OBLIGATIONS: tuple[Obligation, ...] = (
     obligation(arith.divmod_quotient_and_remainder_are_unique, scope="every divisor >= 1 (symbolic); every integer", over="once"),
+    obligation(arith.folded_literals_equal_their_terms, scope="P in {sampled}; L at every clause edge up to 4P, A in {{P, 2P}}, every strategy", over="cp_size_sampled"),
     obligation(arith.align_up_is_least_multiple_at_or_above, scope="every A >= 1 (symbolic); every value >= 0", over="once"),
     obligation(strategies.zigzag_loads_sum_to_tokens, scope=_ANY_BATCH, over="cp_size"),
     obligation(strategies.contiguous_loads_sum_to_tokens, scope=_ANY_BATCH, over="cp_size"),

@@ -142,6 +142,13 @@ def _prefers_later_bucket(capture: CaptureList, index: int, window: Window, requ
     return Selection(admitted, bucket)
 
 
+def _align_up_folding_down(value: IntLike, align_size: IntLike, name: str) -> Defined:
+    # A fold that rounds down on literal inputs while the symbolic term rounds up.
+    if isinstance(value, int) and isinstance(align_size, int):
+        return Defined(z3.IntVal(value // align_size * align_size), z3.BoolVal(True))
+    return align_up(value, align_size, name)
+
+
 def _room_ignoring_record(capture: CaptureList, index: int, required: IntLike) -> BoolTerm:
     return capture.capacities[index] >= required
 
@@ -221,6 +228,8 @@ REFUTED, PROVED = Status.REFUTED, Status.PROVED
 VARIANTS: tuple[Variant, ...] = (
     Variant("loose_remainder", "divmod_quotient_and_remainder_are_unique", "0 <= m <= S", 0, REFUTED,
             functools.partial(arith.divmod_quotient_and_remainder_are_unique, divide=loose_divmod)),
+    Variant("folds_down", "folded_literals_equal_their_terms", "align_up folds literals down, not up", P, REFUTED,
+            functools.partial(arith.folded_literals_equal_their_terms, align=_align_up_folding_down)),
     Variant("align_down", "align_up_is_least_multiple_at_or_above", "align down instead of up", 0, REFUTED,
             functools.partial(arith.align_up_is_least_multiple_at_or_above, align=align_down)),
     Variant("wrong_partner", "zigzag_loads_sum_to_tokens", "rank r owns blocks r and 2P-2-r", P, REFUTED,

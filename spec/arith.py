@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import z3
 
-from cpgraph.spec.terms import BoolTerm, Defined, IntLike, IntTerm, int_term, literal
+from cpgraph.spec.terms import BoolTerm, Defined, IntLike, IntTerm, int_term, literal, mul
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,7 @@ def ceil_div(value: IntLike, divisor: IntLike, name: str) -> Defined:
 def align_up(value: IntLike, align_size: IntLike, name: str) -> Defined:
     """The smallest multiple of ``align_size`` that is >= ``value``: align_size * ceil(value / align_size)."""
     up = ceil_div(value, align_size, name)
-    a, q = literal(align_size), literal(up.value)
-    if a is not None and q is not None:
-        return Defined(z3.IntVal(a * q), up.holds)
-    return Defined(int_term(align_size) * up.value, up.holds)
+    return Defined(mul(align_size, up.value), up.holds)
 
 
 def max_of(values: tuple[IntTerm, ...], name: str) -> Defined:

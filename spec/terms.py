@@ -50,6 +50,14 @@ def sub(first: IntLike, second: IntLike) -> IntTerm:
     return int_term(first) - int_term(second)
 
 
+def mul(first: IntLike, second: IntLike) -> IntTerm:
+    """first * second, folded to a numeral when both are literals."""
+    a, b = literal(first), literal(second)
+    if a is not None and b is not None:
+        return z3.IntVal(a * b)
+    return int_term(first) * int_term(second)
+
+
 def all_of(facts: Iterable[BoolTerm]) -> BoolTerm:
     """Conjunction of ``facts`` (true when there are none)."""
     items = list(facts)
