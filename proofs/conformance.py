@@ -15,9 +15,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 import itertools
+import math
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Protocol
 
 import hypothesis.strategies as st
@@ -306,7 +308,7 @@ class RunnerConfig:
     cp_size: int
     align_size: int
     strategy: str
-    max_padding_factor: int
+    max_padding_factor: int | Fraction
     capture_num_tokens: tuple[int, ...]
     bucket_local_tokens: Mapping[int, int]
 
@@ -473,13 +475,17 @@ def mirror_headroom(num_tokens: int, cp_size: int, align_size: int, max_requests
     return mirror_align_up((num_tokens + requests * (cp_size - 1)) // cp_size, align_size)
 
 
-def mirror_fitting(n: int, required: int, buckets: Sequence[int], table: Mapping[int, int], factor: int) -> tuple[int, ...]:
+def mirror_fitting(
+    n: int, required: int, buckets: Sequence[int], table: Mapping[int, int], factor: int | Fraction
+) -> tuple[int, ...]:
     """spec.selection.fits over the list: n <= B <= F*n, capacity recorded and >= required."""
     high = factor * n
     return tuple(b for b in buckets if n <= b <= high and b in table and table[b] >= required)
 
 
-def mirror_select(n: int, required: int, buckets: Sequence[int], table: Mapping[int, int], factor: int) -> int | None:
+def mirror_select(
+    n: int, required: int, buckets: Sequence[int], table: Mapping[int, int], factor: int | Fraction
+) -> int | None:
     """spec.selection.is_least_fitting: the least fitting bucket, or None (the scan is proved to compute it)."""
     fitting = mirror_fitting(n, required, buckets, table, factor)
     return min(fitting) if fitting else None
@@ -528,6 +534,10 @@ class _Draw:
 
         self.rng = random.Random(seed)
 
+    def factor(self) -> int | Fraction:
+        """The padding factor F: 1, 2 (upstream's), 3, or a rational one (5/4, 3/2, 7/3: B <= F*n is B <= floor(F*n))."""
+        return self.rng.choice((1, 2, 2, 3, Fraction(5, 4), Fraction(3, 2), Fraction(7, 3)))
+
     def cp_size(self) -> int:
         rng = self.rng
         return rng.choice((1, 2, 3, 4, 8, 16, 31, 32, 63, 64)) if rng.random() < 0.4 else rng.randint(1, 64)
@@ -566,12 +576,14 @@ class _Draw:
             return BIG + rng.randint(-64, 64) * rng.choice((1, 1, 3, 1 << 10))
         return rng.randint(BIG, 2**80)
 
-    def capture_list(self, n: int, factor: int, required: int, *, size: int) -> tuple[tuple[int, ...], dict[int, int]]:
+    def capture_list(
+        self, n: int, factor: int | Fraction, required: int, *, size: int
+    ) -> tuple[tuple[int, ...], dict[int, int]]:
         """``size`` sorted buckets around [n, F*n] (n, F*n and F*n+1 often among them; often 8 or more below n,
         so the answer sits past the 8th bucket), capacities around ``required`` (equal, one short, one over, or
         anywhere), about 15% missing."""
         rng = self.rng
-        high = factor * n
+        high = math.floor(factor * n)  # the largest bucket within the window
         chosen = {e for e in (n, high, high + 1, n - 1) if e >= 1 and rng.random() < 0.5}
         below = min(rng.randint(0, size // 2 + 8), max(0, n - 1 - n // 4))
         while len(chosen) < below:
@@ -813,7 +825,7 @@ def _family_selection(paths: Sequence[DecisionPath], draw: _Draw, count: int, pe
             fam.not_compared.append(f"{path.name}.fitting_buckets: not provided")
     while fam.cases < count:
         center = rng.randint(64, 10**6) if rng.random() < 0.7 else rng.randint(BIG - 10**6, 2**62)
-        factor = rng.choice((1, 2, 2, 3))
+        factor = draw.factor()
         buckets, table = draw.capture_list(center, factor, max(1, center // 8), size=rng.randint(32, 48))
         caps = list(table.values()) or [0]
         for _ in range(min(per_list, count - fam.cases)):
@@ -822,7 +834,7 @@ def _family_selection(paths: Sequence[DecisionPath], draw: _Draw, count: int, pe
             if roll < 0.35:
                 n = b + (roll < 0.1)
             elif roll < 0.7:
-                n = max(1, -(-b // factor) + (roll < 0.45) - (roll > 0.6))
+                n = max(1, math.ceil(b / Fraction(factor)) + (roll < 0.45) - (roll > 0.6))  # F*n at or next to b
             else:
                 n = max(1, center + int((rng.random() - 0.5) * center))
             cap = caps[int(rng.random() * len(caps))]
@@ -931,7 +943,7 @@ def _runner_config(draw: _Draw) -> RunnerConfig:
     p = draw.cp_size()
     kind = rng.choice(MIRROR_STRATEGIES)
     a = _align_for(draw, p, kind)
-    factor = rng.choice((1, 2, 2, 3))
+    factor = draw.factor()
     size = rng.randint(32, 48)
     top = rng.choice((4096, 65536, 10**6))
     buckets = sorted(set(rng.randint(1, top) for _ in range(size)) | {2 * p, 2 * p - 1 if p > 1 else 1})
@@ -1055,7 +1067,9 @@ class BulkPlan:
     mirror_checks: int = 600
 
     def scaled(self, factor: float) -> BulkPlan:
-        return BulkPlan(*(max(1, round(getattr(self, f.name) * factor)) for f in dataclasses.fields(self)))
+        """Every count times ``factor`` (at least 1); replays per runner stay as they are (they are per runner)."""
+        return BulkPlan(*(getattr(self, f.name) if f.name == "replays_per_config" else
+                          max(1, round(getattr(self, f.name) * factor)) for f in dataclasses.fields(self)))
 
 
 def run_bulk(paths: Sequence[DecisionPath], *, plan: BulkPlan = BulkPlan(), seed: int = 0,
@@ -1103,7 +1117,9 @@ def validate_mirror(count: int, *, seed: int = 0) -> int:
     the spec's scan (proofs.evaluate) on capture lists of 32+ buckets. Raises MirrorError; returns the checks made."""
     import z3
 
+    from cpgraph.proofs.evaluate import value_of
     from cpgraph.spec.arith import align_up as spec_align_up
+    from cpgraph.spec.selection import concrete_capture_list, padding_window, scan_select
     from cpgraph.spec.strategies import rank_loads as spec_loads
 
     def literal(term: object, what: str) -> int:
@@ -1139,13 +1155,13 @@ def validate_mirror(count: int, *, seed: int = 0) -> int:
         checks += 2
     for i in range(max(1, count // 50)):
         n = rng.randint(1, 10**6) if i % 2 else rng.randint(BIG, 2**62)
-        factor = rng.choice((1, 2, 3))
+        factor = draw.factor()
         required = rng.randint(0, max(1, n // 4))
         buckets, table = draw.capture_list(n, factor, required, size=rng.randint(32, 40))
-        spec_bucket = spec_select_replay_bucket(
-            num_tokens=n, required_local_tokens=required, capture_num_tokens=buckets, bucket_local_tokens=table,
-            max_padding_factor=factor,
-        )
+        # The spec's scan over the concrete list, with the window's facts (a rational F has a quotient).
+        window = padding_window(n, factor)
+        chosen = scan_select(concrete_capture_list(buckets, table), window, required)
+        spec_bucket = value_of(chosen.bucket, window.holds) if value_of(chosen.admitted, window.holds) else None
         if spec_bucket != mirror_select(n, required, buckets, table, factor):
             raise MirrorError(f"selection n={n}, required={required}, F={factor}, buckets={buckets}, table={table}: "
                               f"spec {spec_bucket}, mirror {mirror_select(n, required, buckets, table, factor)}")
