@@ -538,7 +538,7 @@ def summarise(target: Target, files: Sequence[str], stages: Sequence[Stage], out
     return {
         "target": target.name,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "revision": rev or _head() + " + working tree",
+        "revision": _head(rev) if rev else _head() + " + working tree",
         "kill_stages": [{"name": s.name, "command": s.text()} for s in stages],
         "killed_by_stage": {s.name: sum(o.status == "killed" and o.stage == s.name for o in outcomes) for s in stages},
         "first_stage_score": _first_stage_score(stages, outcomes),
@@ -603,8 +603,8 @@ def _argument_for(survivor: dict[str, object], arguments: Sequence[dict[str, str
     return None
 
 
-def _head() -> str:
-    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+def _head(rev: str = "HEAD") -> str:
+    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], capture_output=True, text=True)
     return done.stdout.strip() or "unknown"
 
 
@@ -649,10 +649,12 @@ def render_markdown(day: str, runs: Sequence[dict[str, object]]) -> str:
         "commands and why an own AST mutator). Each mutant is one exact text edit of one file, run on a private",
         "copy of the repository. Score = killed / (killed + survived); timed-out mutants are listed apart.",
         "",
-        "| target | mutants | killed | survived | timed out | score | first stage alone | killed by stage | sampled | wall |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| target | mutants | killed | survived | timed out | score | without argued equivalents | first stage alone | killed by stage | sampled | wall |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+    arguments = _arguments()
     for run in runs:
+        equivalent = sum((_argument_for(s, arguments) or ("", ""))[0] == "equivalent" for s in run["survivors"])  # type: ignore[attr-defined]
         sampled = f"{run['mutants']} of {run['mutants_in_files']} (seed {run['sample_seed']})" if run["sampled"] else "all"
         if run.get("stopped_at_deadline"):
             sampled = f"{run['mutants']} of {run['planned']} planned (stopped at the deadline; a seeded random order)"
@@ -660,7 +662,8 @@ def render_markdown(day: str, runs: Sequence[dict[str, object]]) -> str:
         first = run["kill_stages"][0]["name"]  # type: ignore[index]
         lines.append(
             f"| {run['target']} | {run['mutants']} | {run['killed']} | {run['survived']} | {run['timed_out']} | "
-            f"{_pct(run['score'])} | {_pct(run['first_stage_score'])} ({first}) | {by_stage} | {sampled} | "
+            f"{_pct(run['score'])} | {_pct(_score_without(run, equivalent))} ({equivalent} argued) | "
+            f"{_pct(run['first_stage_score'])} ({first}) | {by_stage} | {sampled} | "
             f"{run['wall_seconds']} s |"
         )
     for run in runs:
