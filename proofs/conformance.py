@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import itertools
 import math
 import zlib
@@ -469,10 +470,22 @@ def mirror_required(lengths: Sequence[int], cp_size: int, align_size: int, strat
     return mirror_align_up(max(mirror_rank_loads(lengths, cp_size, strategy)), align_size)
 
 
-def mirror_headroom(num_tokens: int, cp_size: int, align_size: int, max_requests: int) -> int:
-    """spec.capacity.headroom_local_tokens: align_up(floor((N + min(R, N)(P-1)) / P), A) (zigzag)."""
+@functools.lru_cache(maxsize=1024)
+def mirror_request_excess(cp_size: int, strategy: str) -> int:
+    """The most one request puts on a rank beyond its mean, max over L of P*max_r l_r(L) - L, read off the
+    mirror's own loads (they depend on L mod 2P only: the residues 0..2P-1 cover every length)."""
+    return max(cp_size * max(mirror_rank_loads((m,), cp_size, strategy)) - m for m in range(2 * cp_size))
+
+
+def mirror_headroom(num_tokens: int, cp_size: int, align_size: int, max_requests: int, strategy: str = "zigzag") -> int:
+    """spec.capacity.headroom_local_tokens for zigzag: align_up(floor((N + min(R, N)(P-1)) / P), A); for the other
+    strategies the same with their own per-request excess, and ceil(N/P) for interleave (its loads depend on N
+    only)."""
+    if strategy == "interleave":
+        return mirror_align_up(-(-num_tokens // cp_size), align_size)
     requests = min(max_requests, num_tokens)
-    return mirror_align_up((num_tokens + requests * (cp_size - 1)) // cp_size, align_size)
+    excess = mirror_request_excess(cp_size, strategy)
+    return mirror_align_up((num_tokens + requests * excess) // cp_size, align_size)
 
 
 def mirror_fitting(
@@ -585,6 +598,8 @@ class _Draw:
         rng = self.rng
         high = math.floor(factor * n)  # the largest bucket within the window
         chosen = {e for e in (n, high, high + 1, n - 1) if e >= 1 and rng.random() < 0.5}
+        if rng.random() < 0.05:
+            chosen.add(1)  # the least bucket a list may hold
         below = min(rng.randint(0, size // 2 + 8), max(0, n - 1 - n // 4))
         while len(chosen) < below:
             chosen.add(rng.randint(max(1, n // 4), n - 1))
@@ -801,16 +816,20 @@ def _family_headroom(paths: Sequence[DecisionPath], draw: _Draw, count: int) -> 
             fam.not_compared.append(f"{path.name}.headroom_local_tokens: not provided")
     for _ in range(count):
         p = draw.cp_size()
-        a = _align_for(draw, p, "zigzag")
+        kind = "zigzag" if rng.random() < 0.5 else rng.choice(MIRROR_STRATEGIES)
+        a = _align_for(draw, p, kind)
         n = max(1, draw.length(p, huge=rng.random() < 0.3))
         r = rng.choice((1, 2, 3, 4, 8, 64)) if rng.random() < 0.8 else rng.randint(1, 2 * n + 2)
-        expected = mirror_headroom(n, p, a, r)
+        expected = mirror_headroom(n, p, a, r, kind)
         fam.cases += 1
         for path in paths:
-            if path.headroom_local_tokens is not None:
+            if path.headroom_local_tokens is not None and _accepts(path, kind):
+                # zigzag through the default argument (the reference's original signature), others by name
+                call = {} if kind == "zigzag" else {"strategy": kind}
                 fam.judge(path.name, "headroom_local_tokens", expected,
-                          _attempt(path.headroom_local_tokens, n, cp_size=p, align_size=a, max_requests=r),
-                          lambda: f"headroom_local_tokens({n}, cp_size={p}, align_size={a}, max_requests={r})")
+                          _attempt(path.headroom_local_tokens, n, cp_size=p, align_size=a, max_requests=r, **call),
+                          lambda: f"headroom_local_tokens({n}, cp_size={p}, align_size={a}, max_requests={r}, "
+                                  f"strategy={kind!r})")
     return fam
 
 
@@ -1006,6 +1025,14 @@ def _family_plan(paths: Sequence[DecisionPath], draw: _Draw, configs: int, per_c
                      if path.replayer is not None and _accepts(path, config.strategy)]
         done = 0
         good = (2 * config.cp_size + 1, 2 * config.cp_size)
+        busiest = max(mirror_rank_loads(good, config.cp_size, config.strategy))
+        for bad in ({"cp_size": 0}, {"rows": -1}, {"rows": busiest - 1}):  # a layout is refused, never truncated
+            replay.cases += 1
+            call = {"cp_size": config.cp_size, "strategy": config.strategy} | bad
+            actual = _attempt(reference.build_layout, good, **call)
+            got = type(actual).__name__ if isinstance(actual, Exception) else f"returned {actual!r}"
+            replay.judge("reference", "build_layout (invalid input)", "ValueError", got,
+                         lambda call=call: f"build_layout({good}, **{call})")  # type: ignore[misc]
         invalid: tuple[tuple[tuple[int, ...], int], ...] = (
             (good, sum(good) - 1), ((2 * config.cp_size, -1), 4 * config.cp_size), ((), 8), ((0,), 0),
         )

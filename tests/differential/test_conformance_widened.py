@@ -192,7 +192,10 @@ def test_a_path_that_accepts_a_bad_argument_is_caught() -> None:
 
 
 def test_a_headroom_capacity_that_does_not_cap_requests_at_tokens_is_caught() -> None:
-    def uncapped(num_tokens: int, *, cp_size: int, align_size: int, max_requests: int) -> int:
+    def uncapped(num_tokens: int, *, cp_size: int, align_size: int, max_requests: int, strategy: str = "zigzag") -> int:
+        if strategy != "zigzag":
+            return reference.headroom_local_tokens(num_tokens, cp_size=cp_size, align_size=align_size,
+                                                   max_requests=max_requests, strategy=strategy)
         return reference.align_up((num_tokens + max_requests * (cp_size - 1)) // cp_size, align_size)
 
     _expect_caught(_planted(headroom_local_tokens=uncapped), "headroom_local_tokens", "headroom_local_tokens")
