@@ -472,6 +472,7 @@ def run_target(target: Target, *, limit: int | None, jobs: int, rev: str | None,
         if unknown:
             raise SystemExit(f"mutation: no stage {sorted(unknown)} in target {target.name}")
         target = dataclasses.replace(target, stages=tuple(s for s in target.stages if s.name in stages_named))
+    revision = _head(rev) if rev else f"{_head()} + working tree (copied {time.strftime('%H:%M', time.gmtime())} UTC)"
     copies = [make_copy(rev) for _ in range(jobs)]
     try:
         root = copies[0]
@@ -522,14 +523,14 @@ def run_target(target: Target, *, limit: int | None, jobs: int, rev: str | None,
         for copy in copies:
             shutil.rmtree(copy, ignore_errors=True)
     outcomes.sort(key=lambda o: (o.mutant.path, o.mutant.start, o.mutant.operator, o.mutant.description))
-    result = summarise(target, chosen, stages, outcomes, len(everything), baseline, wall, rev, limit, sample_seed, jobs)
+    result = summarise(target, chosen, stages, outcomes, len(everything), baseline, wall, revision, limit, sample_seed, jobs)
     result["planned"] = len(picked)
     result["stopped_at_deadline"] = len(outcomes) < len(picked)
     return result
 
 
 def summarise(target: Target, files: Sequence[str], stages: Sequence[Stage], outcomes: Sequence[Outcome], total: int,
-              baseline: float, wall: float, rev: str | None, limit: int | None, sample_seed: int,
+              baseline: float, wall: float, rev: str, limit: int | None, sample_seed: int,
               jobs: int) -> dict[str, object]:
     per_file = []
     for path in files:
@@ -538,7 +539,7 @@ def summarise(target: Target, files: Sequence[str], stages: Sequence[Stage], out
     return {
         "target": target.name,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "revision": _head(rev) if rev else _head() + " + working tree",
+        "revision": rev,
         "kill_stages": [{"name": s.name, "command": s.text()} for s in stages],
         "killed_by_stage": {s.name: sum(o.status == "killed" and o.stage == s.name for o in outcomes) for s in stages},
         "first_stage_score": _first_stage_score(stages, outcomes),
