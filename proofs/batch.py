@@ -23,7 +23,7 @@ from collections.abc import Callable
 import z3
 
 from cpgraph.proofs.obligation import Query
-from cpgraph.spec.batch import ClassBatch, class_loads, is_reachable
+from cpgraph.spec.batch import ClassBatch, class_loads, is_a_batch, is_reachable
 from cpgraph.spec.strategies import STRATEGIES, rank_loads
 from cpgraph.spec.terms import BoolTerm, IntTerm, Loads, all_of, literal
 
@@ -99,6 +99,8 @@ def class_loads_track_request_loads(
     after, facts = add(before, length, "next")
     hypotheses = (is_reachable(before), length >= 0, facts)
     out.append(Query("step invariant", is_reachable(after), hypotheses))
+    # Coverage: the state of every non-empty batch is one class_batch admits (its own facts, one builder).
+    out.append(Query("step covers", is_a_batch(after), hypotheses))
     out.append(Query("step tokens", after.tokens == before.tokens + length, hypotheses))
     for kind in _strategies_with_request_loads(p):
         old = class_loads(before, kind, f"{kind}.before")

@@ -24,6 +24,7 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     obligation(strategies.interleave_loads_sum_to_tokens, scope="P = 1..{cp_max}; every batch (loads depend on N only)", over="cp_size"),
     obligation(strategies.zigzag_busiest_rank_holds_ceil_share, scope=_ANY_LENGTH + "; one request", over="cp_size"),
     obligation(strategies.contiguous_busiest_rank_holds_ceil_share, scope=_ANY_LENGTH + "; one request", over="cp_size"),
+    obligation(strategies.zigzag_pad_holds_the_padded_zigzag_share, scope=_ANY_LENGTH + "; one request", over="cp_size"),
     obligation(strategies.interleave_busiest_rank_holds_ceil_share, scope="P = 1..{cp_max}; every batch of N >= 0 tokens", over="cp_size"),
     obligation(zigzag.zigzag_ownership_partitions_blocks_for_symbolic_cp_size, scope="every P >= 1 (symbolic)", over="once"),
     obligation(zigzag.busiest_rank_holds_ceil_share_for_symbolic_cp_size, scope=_SYMBOLIC + "; one request", over="once"),

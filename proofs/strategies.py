@@ -20,7 +20,7 @@ from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.replay import batch_replay
 from cpgraph.spec.arith import DivMod, divmod_by
 from cpgraph.spec.invariants import conservation, per_request_balance
-from cpgraph.spec.strategies import RequestLoads, contiguous_request_loads, interleave_loads, interleave_rank_load
+from cpgraph.spec.strategies import zigzag_pad_request_loads, RequestLoads, contiguous_request_loads, interleave_loads, interleave_rank_load
 from cpgraph.spec.terms import IntLike, IntTerm, Loads
 from cpgraph.spec.zigzag import zigzag_rank_load, zigzag_request_loads, zigzag_split
 
@@ -137,6 +137,27 @@ def contiguous_busiest_rank_holds_ceil_share(
             size=length,
             shown=_shown(loads),
             replay=_ceil_share_replay("contiguous_busiest_rank_holds_ceil_share", cp_size, "contiguous"),
+        ),
+    )
+
+
+def zigzag_pad_holds_the_padded_zigzag_share(
+    cp_size: int, *, request_loads: RequestLoads = zigzag_pad_request_loads
+) -> tuple[Query, ...]:
+    """Under zigzag_pad (vLLM's layout), one request of any length L occupies on every rank exactly its
+    share of the request padded up to a multiple of 2P: 2k rows, with k the least integer such that
+    2P*k >= L (stated from that definition, not from the spec's ceil)."""
+    p = cp_size
+    length, loads = request_terms(request_loads, cp_size)
+    k = z3.Int("k")
+    least = z3.And(2 * p * k >= length, 2 * p * (k - 1) < length)
+    return (
+        Query(
+            "request",
+            z3.And([load == 2 * k for load in loads.loads]),
+            (length >= 0, loads.holds, least),
+            size=length,
+            shown=_shown(loads),
         ),
     )
 

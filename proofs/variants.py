@@ -149,6 +149,12 @@ def _align_up_folding_down(value: IntLike, align_size: IntLike, name: str) -> De
     return align_up(value, align_size, name)
 
 
+def _zigzag_pad_floor(length: IntLike, cp_size: int, name: str) -> Loads:
+    # The partial block dropped: 2*floor(L/2P) rows, not 2*ceil(L/2P).
+    block = floor_div(length, 2 * cp_size, f"{name}.block")
+    return Loads((2 * block.value,) * cp_size, block.holds)
+
+
 def _room_ignoring_record(capture: CaptureList, index: int, required: IntLike) -> BoolTerm:
     return capture.capacities[index] >= required
 
@@ -242,6 +248,8 @@ VARIANTS: tuple[Variant, ...] = (
             functools.partial(strategies.zigzag_busiest_rank_holds_ceil_share, rank_load=paired_rank_load)),
     Variant("last_takes_rest", "contiguous_busiest_rank_holds_ceil_share", "the last rank takes the remainder", P, REFUTED,
             functools.partial(strategies.contiguous_busiest_rank_holds_ceil_share, request_loads=contiguous_last_takes_rest)),
+    Variant("floor_blocks", "zigzag_pad_holds_the_padded_zigzag_share", "2*floor(L/2P) rows: the partial block dropped",
+            P, REFUTED, functools.partial(strategies.zigzag_pad_holds_the_padded_zigzag_share, request_loads=_zigzag_pad_floor)),
     Variant("remainder_to_rank_zero", "interleave_busiest_rank_holds_ceil_share", "rank 0 takes the remainder", P, REFUTED,
             functools.partial(strategies.interleave_busiest_rank_holds_ceil_share, rank_load=interleave_remainder_to_rank_zero)),
     Variant("wrong_partner", "zigzag_ownership_partitions_blocks_for_symbolic_cp_size", "rank r owns r and 2P-2-r", 0, REFUTED,

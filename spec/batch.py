@@ -65,8 +65,13 @@ def class_batch(cp_size: int, name: str) -> ClassBatch:
     long_counts = tuple(z3.Int(f"{name}.c{m}") for m in range(s))
     short_counts = tuple(z3.Int(f"{name}.s{m}") for m in range(s))
     state = ClassBatch(cp_size, q, long_counts, short_counts, z3.BoolVal(True))
-    holds = z3.And(is_reachable(state), state.requests >= 1)
-    return ClassBatch(cp_size, q, long_counts, short_counts, holds)
+    return ClassBatch(cp_size, q, long_counts, short_counts, is_a_batch(state))
+
+
+def is_a_batch(state: ClassBatch) -> BoolTerm:
+    """What ``class_batch`` assumes of its variables: a reachable state with at least one request
+    (proofs/batch.py proves every non-empty batch's state satisfies exactly this)."""
+    return z3.And(is_reachable(state), state.requests >= 1)
 
 
 def is_reachable(batch: ClassBatch) -> BoolTerm:

@@ -60,3 +60,13 @@ def test_loads_plus_rejects_a_different_rank_count() -> None:
     a = Loads((z3.IntVal(1), z3.IntVal(2)), z3.BoolVal(True))
     with pytest.raises(ValueError, match="cp_size=2"):
         a.plus(Loads((z3.IntVal(1),), z3.BoolVal(True)))
+
+
+def test_divmod_by_refuses_a_divisor_below_one_even_for_a_symbolic_dividend() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="divisor must be a positive int or a z3 term, got 0"):
+        divmod_by(z3.Int("L"), 0, "x")
+    with pytest.raises(ValueError, match="got -2"):
+        divmod_by(z3.Int("L"), -2, "x")
+    assert literal(divmod_by(7, 1, "x").quotient) == 7
