@@ -9,7 +9,6 @@ the reference's table; tests/differential checks that every reference id is here
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Final
 
 from cpgraph.impl.lengths import accept_lengths, lengths_tuple
@@ -18,6 +17,7 @@ from cpgraph.reference.validate import (
     check_capture_list,
     check_int,
     check_num_tokens,
+    check_padding_factor,
     is_int,
 )
 
@@ -37,25 +37,6 @@ def check_strategy(strategy: object) -> str:
     if not isinstance(strategy, str) or strategy not in STRATEGY_IDS:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGY_IDS)}; got {strategy!r}")
     return strategy
-
-
-def check_padding_factor(name: str, value: object) -> int | Fraction:
-    """A padding factor F >= 1: an int, or an exact rational (``fractions.Fraction``); floats are refused (1.1 is
-    not exactly 11/10 in binary). A Fraction with denominator 1 comes back as an int."""
-    if type(value) is int and value >= 1:
-        return value
-    if isinstance(value, Fraction):
-        if value < 1:
-            raise ValueError(f"{name} must be an int >= 1 or a fractions.Fraction >= 1, got {value}")
-        return value.numerator if value.denominator == 1 else value
-    if not is_int(value):
-        raise TypeError(
-            f"{name} must be an int >= 1 or a fractions.Fraction >= 1, got {value!r} ({type(value).__name__})"
-        )
-    assert isinstance(value, int)
-    if value < 1:
-        raise ValueError(f"{name} must be an int >= 1 or a fractions.Fraction >= 1, got {value}")
-    return value
 
 
 __all__ = [

@@ -110,10 +110,13 @@ def check_num_tokens(num_tokens: object, lengths: tuple[int, ...]) -> int:
 
 def check_padding_factor(name: str, value: object) -> int | Fraction:
     """A padding factor F >= 1: an int, or an exact rational (a Fraction, e.g. Fraction(3, 2)); a float is
-    refused (1.1 is not exactly 11/10 in binary), write Fraction("1.1") instead."""
+    refused (1.1 is not exactly 11/10 in binary), write Fraction("1.1") instead. A Fraction with denominator
+    1 comes back as an int."""
+    if type(value) is int and value >= 1:  # the common case, one check
+        return value
     if isinstance(value, Fraction):
         if value < 1:
-            raise ValueError(f"{name} must be >= 1 (an int or a Fraction), got {value}")
+            raise ValueError(f"{name} must be an int >= 1 or a fractions.Fraction >= 1, got {value}")
         return value.numerator if value.denominator == 1 else value
     if not is_int(value):
         raise TypeError(

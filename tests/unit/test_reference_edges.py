@@ -47,7 +47,7 @@ def test_zigzag_block_starts_are_running_sums_of_the_block_lengths() -> None:
         (lambda: reference.build_layout([4], cp_size=2, rows=-1), "rows must be an int >= 0, got -1"),
         (lambda: reference.ReferenceRunner(cp_size=0, capture_num_tokens=[8]), "cp_size must be an int >= 1, got 0"),
         (lambda: check_padding_factor("max_padding_factor", 0), "max_padding_factor must be an int >= 1"),
-        (lambda: check_padding_factor("max_padding_factor", Fraction(1, 2)), "must be >= 1"),
+        (lambda: check_padding_factor("max_padding_factor", Fraction(1, 2)), "must be an int >= 1 or a fractions.Fraction >= 1, got 1/2"),
     ],
 )
 def test_argument_minimums_are_exact(call: object, match: str) -> None:
