@@ -61,14 +61,24 @@ def largest_fitting(setup: RankSetup, window: Window, rows: IntTerm) -> Selectio
     return chosen
 
 
-def missing_capacity_fits(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
-    """A bucket with no recorded capacity counts as room."""
-    capture = setup.capture
-    chosen = NO_SELECTION
-    for b, c, rec in reversed(tuple(zip(capture.buckets, capture.capacities, capture.recorded))):
-        ok = z3.And(window.low <= b, b <= window.high, z3.Or(z3.Not(rec), c >= rows))
-        chosen = Selection(z3.If(b > window.high, z3.BoolVal(False), z3.Or(ok, chosen.admitted)), z3.If(ok, b, chosen.bucket))
-    return chosen
+def _scan_with_room(room: Callable[[BoolTerm, IntTerm, IntTerm], BoolTerm]) -> Select:
+    """Upstream's scan (skip below n, stop above F*n, take the first with room) with another room test."""
+
+    def select(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
+        capture = setup.capture
+        chosen = NO_SELECTION
+        for b, c, rec in reversed(tuple(zip(capture.buckets, capture.capacities, capture.recorded))):
+            ok = z3.And(window.low <= b, b <= window.high, room(rec, c, rows))
+            chosen = Selection(z3.If(b > window.high, z3.BoolVal(False), z3.Or(ok, chosen.admitted)), z3.If(ok, b, chosen.bucket))
+        return chosen
+
+    return select
+
+
+# A bucket with no recorded capacity counts as room.
+missing_capacity_fits = _scan_with_room(lambda rec, c, rows: z3.Or(z3.Not(rec), c >= rows))
+# A bucket fits only with capacity > required (an exact fit is refused).
+strict_capacity = _scan_with_room(lambda rec, c, rows: z3.And(rec, c > rows))
 
 
 def window_one_past(num_tokens: IntLike, factor: Fraction, name: str) -> Window:
@@ -83,16 +93,6 @@ def window_one_below(num_tokens: IntLike, factor: Fraction, name: str) -> Window
     return Window(w.low - 1, w.high, w.holds)
 
 
-def strict_capacity(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
-    """A bucket fits only with capacity > required (an exact fit is refused)."""
-    capture = setup.capture
-    chosen = NO_SELECTION
-    for b, c, rec in reversed(tuple(zip(capture.buckets, capture.capacities, capture.recorded))):
-        ok = z3.And(window.low <= b, b <= window.high, rec, c > rows)
-        chosen = Selection(z3.If(b > window.high, z3.BoolVal(False), z3.Or(ok, chosen.admitted)), z3.If(ok, b, chosen.bucket))
-    return chosen
-
-
 def off_list_bucket(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
     """The right decision, but the bucket reported one above the chosen one (not a captured value)."""
     chosen = _scan(setup, window, rows)
@@ -102,20 +102,6 @@ def off_list_bucket(setup: RankSetup, window: Window, rows: IntTerm) -> Selectio
 def rank_zero_rows(xs: tuple[IntTerm, ...], name: str) -> tuple[IntTerm, BoolTerm]:
     """Rows from rank 0's load instead of the busiest rank's."""
     return xs[0], z3.BoolVal(True)
-
-
-def strict_tripwire_replay(batch: ClassBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, *, layout: object = None) -> Replay:
-    """Replay whose tripwire refuses an exact fit (rows must be < capacity)."""
-    del rank, layout
-    loads = class_loads(batch, setup.strategy, f"{name}.layout")
-    chosen, rows, facts = _decision(loads.loads, loads.holds, setup, n, name)
-    selection = Selection(z3.And(cp_active(batch, n), chosen.admitted), chosen.bucket)
-    capture = setup.capture
-    fits = all_of(
-        z3.Or([z3.And(chosen.bucket == b, rec, c > x) for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded)])
-        for x in loads.loads
-    )
-    return Replay(selection, z3.And(selection.admitted, fits), loads.loads, rows, facts)
 
 
 def _decision(
@@ -155,14 +141,33 @@ def make_admit(**how: object) -> Callable[[ClassBatch, IntTerm, RankSetup, int, 
     return admit
 
 
-def prefix_replay(batch: ClassBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, *, layout: object = None) -> Replay:
-    """sglang 0.5.17's replay: pad to the first bucket >= n (no capacity check), lay out the live lengths."""
-    del rank, layout
-    loads = class_loads(batch, setup.strategy, f"{name}.layout")
-    chosen, rows, facts = _decision(loads.loads, loads.holds, setup, n, name, select=smallest_at_or_above_n)
-    selection = Selection(z3.And(cp_active(batch, n), chosen.admitted), chosen.bucket)
-    fits = all_of(capacity_of(setup.capture, chosen.bucket, x) for x in loads.loads)
-    return Replay(selection, z3.And(selection.admitted, fits), loads.loads, rows, facts)
+def make_replay(
+    *, select: Select = _scan, busiest: Callable[[tuple[IntTerm, ...], str], tuple[IntTerm, BoolTerm]] | None = None,
+    strict_tripwire: bool = False,
+) -> Callable[..., Replay]:
+    """A replay built like spec.replay.replay (live layout, its own selector call, the capacity tripwire)
+    with one piece swapped: the selector, the busiest load, or a tripwire that refuses an exact fit."""
+
+    def replay(batch: ClassBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, *, layout: object = None) -> Replay:
+        del rank, layout
+        loads = class_loads(batch, setup.strategy, f"{name}.layout")
+        chosen, rows, facts = _decision(loads.loads, loads.holds, setup, n, name, select=select, busiest=busiest)
+        selection = Selection(z3.And(cp_active(batch, n), chosen.admitted), chosen.bucket)
+        if strict_tripwire:
+            capture = setup.capture
+            fits = all_of(
+                z3.Or([z3.And(chosen.bucket == b, rec, c > x) for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded)])
+                for x in loads.loads
+            )
+        else:
+            fits = all_of(capacity_of(setup.capture, chosen.bucket, x) for x in loads.loads)
+        return Replay(selection, z3.And(selection.admitted, fits), loads.loads, rows, facts)
+
+    return replay
+
+
+# sglang 0.5.17's replay: pad to the first bucket >= n (no capacity check), lay out the live lengths.
+prefix_replay = make_replay(select=smallest_at_or_above_n)
 
 
 def single_request_batch(length: IntTerm | int, cp_size: int, name: str) -> ClassBatch:
@@ -176,23 +181,9 @@ def single_request_batch(length: IntTerm | int, cp_size: int, name: str) -> Clas
     return ClassBatch(cp_size, q, long_counts, short_counts, holds)
 
 
-def prefix_replay_with(
-    batch: ClassBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, *, layout: object = None,
-    busiest: Callable[[tuple[IntTerm, ...], str], tuple[IntTerm, BoolTerm]] | None = None,
-) -> Replay:
-    """Replay built like spec.replay.replay (the scan, live layout, >= tripwire) with another busiest load."""
-    del rank, layout
-    loads = class_loads(batch, setup.strategy, f"{name}.layout")
-    chosen, rows, facts = _decision(loads.loads, loads.holds, setup, n, name, busiest=busiest)
-    selection = Selection(z3.And(cp_active(batch, n), chosen.admitted), chosen.bucket)
-    fits = all_of(capacity_of(setup.capture, chosen.bucket, x) for x in loads.loads)
-    return Replay(selection, z3.And(selection.admitted, fits), loads.loads, rows, facts)
-
-
 def one_request_layout(batch: ClassBatch, n: IntLike, name: str) -> ClassBatch:
     """The pre-fix capture model: replay lays the batch out as ONE request of n tokens."""
-    one = single_request_batch(n if isinstance(n, int) else n, batch.cp_size, name)
-    return one
+    return single_request_batch(n, batch.cp_size, name)
 
 
 P = 4  # the cp_size of the seed example; tests also run a few at 2 and 64
@@ -232,9 +223,9 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          functools.partial(e2e.admitted_bucket_is_captured, admit_fn=make_admit(select=off_list_bucket))),
         ("rank_zero_rows", "admitted_batches_fit_every_rank", "rows from rank 0's load, not the busiest rank's",
          functools.partial(e2e.admitted_batches_fit_every_rank, admit_fn=make_admit(busiest=rank_zero_rows),
-                           replay_fn=functools.partial(prefix_replay_with, busiest=rank_zero_rows))),
+                           replay_fn=make_replay(busiest=rank_zero_rows))),
         ("strict_tripwire", "admitted_batches_replay_the_admitted_bucket", "replay refuses an exact fit",
-         functools.partial(e2e.admitted_batches_replay_the_admitted_bucket, replay_fn=strict_tripwire_replay)),
+         functools.partial(e2e.admitted_batches_replay_the_admitted_bucket, replay_fn=make_replay(strict_tripwire=True))),
         ("per_rank_alignment", "ranks_sharing_their_capture_state_agree", "ranks keep their own alignment",
          functools.partial(e2e.ranks_sharing_their_capture_state_agree, shared=("capture_num_tokens", "bucket_local_tokens", "max_padding_factor"))),
         ("strict_capacity", "admitted_bucket_is_the_least_that_fits", "a bucket fits only with room to spare",
