@@ -39,6 +39,26 @@ def fits(design: Design, n: int, required: int, caps: dict[int, int], b: int) ->
     return n <= b <= design.max_padding_factor * n and b in caps and caps[b] >= required
 
 
+def rank_violations(design: Design, n: int, required: int, need: int, caps: dict[int, int], bucket: int | None) -> set[str]:
+    """The invariants one rank's decision breaks on a CP-active batch of n tokens: ``required`` is the live
+    rows (what fitting means), ``need`` the rows the replay layout needs at the chosen bucket."""
+    broken: set[str] = set()
+    fitting = [c for c in design.buckets if fits(design, n, required, caps, c)]
+    if bucket is None:
+        if fitting:
+            broken.add("no_needless_fallback")
+        return broken
+    if bucket not in caps:
+        broken.update(("captured_bucket", "admission_replay"))
+    elif need > caps[bucket]:
+        broken.update(("capacity_fit", "admission_replay"))
+    if not n <= bucket <= design.max_padding_factor * n:
+        broken.add("padding_limit")
+    if any(c < bucket for c in fitting):
+        broken.add("minimal_bucket")
+    return broken
+
+
 def violations_at(design: Design, n: int, required: int) -> frozenset[str]:
     """Invariants a CP-active batch of n tokens needing ``required`` rows breaks, for a live-layout design
     (there every decision and every check reads only n and the live rows)."""
@@ -51,19 +71,7 @@ def violations_at(design: Design, n: int, required: int) -> frozenset[str]:
     if len(set(chosen)) > 1:
         broken.add("rank_consensus")
     for r, b in zip(ranks, chosen):
-        fitting = [c for c in design.buckets if fits(design, n, required, caps[r], c)]
-        if b is None:
-            if fitting:
-                broken.add("no_needless_fallback")
-            continue
-        if b not in caps[r]:
-            broken.update(("captured_bucket", "admission_replay"))
-        elif required > caps[r][b]:
-            broken.update(("capacity_fit", "admission_replay"))
-        if not n <= b <= design.max_padding_factor * n:
-            broken.add("padding_limit")
-        if any(c < b for c in fitting):
-            broken.add("minimal_bucket")
+        broken |= rank_violations(design, n, required, required, caps[r], b)
     return frozenset(broken)
 
 
@@ -120,26 +128,17 @@ def evaluate(design: Design, extend_seq_lens: Sequence[int]) -> Outcome:
     if len(set(chosen)) > 1:
         broken.add("rank_consensus")
     for r, b in zip(ranks, chosen):
-        have_fit = [c for c in design.buckets if fits(design, n, required, caps[r], c)]
         if b is None:
             rows.append(None)
             held.append(None)
-            if have_fit:
-                broken.add("no_needless_fallback")
+            broken |= rank_violations(design, n, required, required, caps[r], None)
             continue
         need = required_local_tokens(
             replay_lengths(design, lengths, b), cp_size=p, align_size=design.align_size, strategy=design.strategy
         )
         rows.append(need)
         held.append(caps[r].get(b))
-        if b not in caps[r]:
-            broken.update(("captured_bucket", "admission_replay"))
-        elif need > caps[r][b]:
-            broken.update(("capacity_fit", "admission_replay"))
-        if not n <= b <= design.max_padding_factor * n:
-            broken.add("padding_limit")
-        if any(c < b for c in have_fit):
-            broken.add("minimal_bucket")
+        broken |= rank_violations(design, n, required, need, caps[r], b)
     if len(chosen) < p:
         chosen, rows, held = chosen * p, rows * p, held * p
     violated = tuple(i for i in INVARIANTS if i in broken)
