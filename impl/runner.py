@@ -156,8 +156,11 @@ class PrefillGraphRunner:
     ) -> RunResult:
         """Prefill one packed batch hidden [n, H]: replay the planned bucket, or run eagerly and say why."""
         if plan is None:
-            plan = self.plan(extend_seq_lens, num_tokens)
-        lengths = self.validate_batch(hidden, extend_seq_lens, plan)
+            plan = self.plan(extend_seq_lens, num_tokens)  # validates the lengths once, at the boundary
+            lengths = plan.extend_seq_lens
+            self._check_hidden(hidden, lengths)
+        else:
+            lengths = self.validate_batch(hidden, extend_seq_lens, plan)
         if not plan.admitted:
             return RunResult(self._eager(hidden, lengths), plan, "eager")
         key = self.dispatcher.key(plan)
