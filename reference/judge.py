@@ -23,7 +23,9 @@ Rules worth knowing: efficiency ids apply to CP-active batches only; a batch tha
 run eagerly or replay, but a replayed bucket must still be safe. ``admission_replay`` covers the call
 contract (admit answers; an admitted rank's replay succeeds; with a total replay, a refused batch is
 not replayed); whether the replayed bucket is captured, within the window and holds the rows is judged
-under the more specific ids (captured_bucket, padding_limit, capacity_fit), so one bug gets one id.
+under the more specific ids (captured_bucket, padding_limit, capacity_fit), so one bug gets one id there.
+minimal_bucket reads as its sentence and spec.invariants.minimal_bucket do: a replayed bucket above the
+least fitting one breaks it, whether or not that bucket itself fits.
 """
 
 from __future__ import annotations
@@ -231,8 +233,8 @@ def _minimal_bucket(case: JudgedBatch) -> str | None:
     spec = case.expect
     if not spec.active or spec.bucket is None:
         return None
-    for a, b in case.replayed():
-        if b in spec.fitting and b != spec.bucket:
+    for a, b in case.replayed():  # as spec.invariants.minimal_bucket: any replayed bucket above the least fitting
+        if isinstance(b, int) and not isinstance(b, bool) and b > spec.bucket:
             return f"rank {a.rank} replays bucket {b} but the smaller bucket {spec.bucket} fits"
     return None
 

@@ -28,7 +28,7 @@ import z3
 
 from cpgraph.design.busiest import BusiestRange, batch_with_busiest, busiest_range
 from cpgraph.design.efficiency import runs, segment_points
-from cpgraph.design.evaluate import SAFETY, Outcome, evaluate, select
+from cpgraph.design.evaluate import CRASHES, SAFETY, Outcome, decide_at, evaluate
 from cpgraph.design.review import lengths_of, spec_of
 from cpgraph.design.schema import Design
 from cpgraph.proofs.design_search import least, value
@@ -80,7 +80,7 @@ def describe(outcome: Outcome) -> str:
     """'eager', 'graph 2304', or 'CRASH 2048 (capacity_fit)'."""
     if not outcome.admitted:
         return "eager"
-    crash = [v for v in outcome.violated if v in ("capacity_fit", "captured_bucket", "admission_replay", "rank_consensus")]
+    crash = [v for v in outcome.violated if v in CRASHES]
     if crash:
         return f"CRASH {outcome.bucket} ({', '.join(crash)})"
     return f"graph {outcome.bucket}"
@@ -124,13 +124,7 @@ Decision = tuple[int | None, bool]  # (rank 0's bucket or None for eager, replay
 
 def _decide(design: Design, n: int, required: int) -> Decision:
     """(rank 0's bucket, crashes) from n and the live rows alone (live layout only)."""
-    caps = design.capacities()
-    ranks = range(design.cp_size) if design.per_rank_table else range(1)
-    chosen = [select(design, n, required, caps[r]) for r in ranks]
-    crash = len(set(chosen)) > 1 or any(
-        b is not None and (b not in caps[r] or required > caps[r][b]) for r, b in zip(ranks, chosen)
-    )
-    return chosen[0], crash
+    return decide_at(design, n, required)
 
 
 @dataclass(frozen=True)

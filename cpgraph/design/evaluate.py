@@ -1,24 +1,45 @@
-"""One design on one concrete batch: every rank's decision, the rows replay needs, the invariants it breaks.
+"""One design on one concrete batch: every rank's answers, judged by the reference's judge.
+
+A design is a runner under review: on each rank its selector (``select``: the scan in the order the
+capture list is written, ``search`` or the pre-fix ``smallest``) chooses a bucket, and its replay lays
+the batch out (live lengths, or with the pad folded into the last request) in that bucket's static
+buffer. The ranks' answers become ``RankAnswer`` records and every invariant is judged by
+``reference.judge`` (the rules ``cpgraph check`` uses, registered against reference/invariants.py), on
+the reference's loads and fitting set. Ranks that recorded the same capacities are judged together
+(the judge reads one capacity table per batch); consensus is judged over all ranks.
+
+One consequence is the design's own, because a design replays the graph: an admitted rank whose
+bucket breaks captured_bucket or capacity_fit cannot replay it, so admission_replay ("admitted =>
+replay succeeds ... and its rows fit") is broken too (``REPLAY_FAILS``). ``cpgraph check`` reports such
+a bug once, under the specific id, since a policy only names the bucket.
 
 This is the concrete semantics the solver encoding (spec/design.py) must agree with; every
-counterexample the review shows is replayed through it, and it is built on the reference's
-rank_loads / required_local_tokens / build_layout so a replay is the oracle's verdict.
+counterexample the review shows is replayed through it.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
+from typing import Final
 
 from cpgraph.design.schema import Design
-from cpgraph.reference import build_layout, is_cp_active, required_local_tokens
+from cpgraph.reference import align_up, build_layout, is_cp_active, rank_loads
 from cpgraph.reference.invariants import INVARIANTS as INVARIANTS, SAFETY as SAFETY
+from cpgraph.reference.judge import Expectation, RankAnswer, fitting_set, judge_answers, rank_answer
+
+REPLAY_FAILS: Final = ("captured_bucket", "capacity_fit")  # on an admitted bucket: replay raises
+CRASHES: Final = ("rank_consensus", "admission_replay", "captured_bucket", "capacity_fit")
+_PER_GROUP: Final = frozenset(INVARIANTS) - {"rank_consensus"}
+_CONSENSUS: Final = frozenset({"rank_consensus"})
 
 
-
-def select(design: Design, n: int, required: int, caps: dict[int, int]) -> int | None:
-    """The design's selector on one rank: scan the buckets in the order written."""
+def select(design: Design, n: int, required: int, caps: Mapping[int, int]) -> int | None:
+    """The design's selector on one rank (the runner under review, not the reference's scan): the
+    buckets in the order written, those below n skipped, stopping at the first above F*n; ``search``
+    takes the first whose recorded capacity holds ``required`` rows, ``smallest`` the first at all."""
     buckets = design.buckets
     if design.is_sorted:  # the skipped prefix (buckets below n) can be jumped over
         buckets = buckets[bisect.bisect_left(buckets, n) :]
@@ -34,45 +55,86 @@ def select(design: Design, n: int, required: int, caps: dict[int, int]) -> int |
     return None
 
 
-def fits(design: Design, n: int, required: int, caps: dict[int, int], b: int) -> bool:
-    """b is captured, within [n, F*n], and its recorded capacity holds the live rows."""
-    return n <= b <= design.max_padding_factor * n and b in caps and caps[b] >= required
+@dataclass(frozen=True)
+class GroupBatch:
+    """The batch as the ranks sharing one capacity table were asked it (reference.judge's AskedBatch)."""
+
+    cp_size: int
+    align_size: int
+    num_tokens: int
+    extend_seq_lens: tuple[int, ...]
+    capture_num_tokens: tuple[int, ...]
+    capacities: Mapping[int, int]
+    max_padding_factor: Fraction
 
 
-def rank_violations(design: Design, n: int, required: int, need: int, caps: dict[int, int], bucket: int | None) -> set[str]:
-    """The invariants one rank's decision breaks on a CP-active batch of n tokens: ``required`` is the live
-    rows (what fitting means), ``need`` the rows the replay layout needs at the chosen bucket."""
+def rank_groups(design: Design) -> tuple[tuple[int, ...], ...]:
+    """Ranks grouped by the capacities they recorded (one group unless a table differs per rank)."""
+    caps = design.capacities()
+    if not design.per_rank_table:
+        return (tuple(range(design.cp_size)),)
+    groups: dict[tuple[tuple[int, int], ...], list[int]] = {}
+    for r in range(design.cp_size):
+        groups.setdefault(tuple(sorted(caps[r].items())), []).append(r)
+    return tuple(tuple(g) for g in groups.values())
+
+
+def _answers(ranks: Sequence[int], bucket: int | None, rows: tuple[int, ...] | None) -> list[RankAnswer]:
+    """What each rank of a group answers: admit, the bucket it replays (asked only after admitting, as
+    protocol v2 asks) and the rows its replay layout puts on every rank."""
+    admitted = bucket is not None
+    return [rank_answer(r, admitted, None, bucket, None, rows if admitted else None, None, admitted) for r in ranks]
+
+
+def _judge(design: Design, n: int, lengths: tuple[int, ...], decisions: Sequence[tuple[int | None, Expectation, tuple[int, ...] | None]]) -> set[str]:
+    """Every invariant the groups' decisions break: the judge per group, consensus over all ranks, then
+    admission_replay where an admitted bucket cannot be replayed (REPLAY_FAILS)."""
+    caps = design.capacities()
+    listed = tuple(sorted(set(design.buckets)))
     broken: set[str] = set()
-    fitting = [c for c in design.buckets if fits(design, n, required, caps, c)]
-    if bucket is None:
-        if fitting:
-            broken.add("no_needless_fallback")
-        return broken
-    if bucket not in caps:
-        broken.update(("captured_bucket", "admission_replay"))
-    elif need > caps[bucket]:
-        broken.update(("capacity_fit", "admission_replay"))
-    if not n <= bucket <= design.max_padding_factor * n:
-        broken.add("padding_limit")
-    if any(c < bucket for c in fitting):
-        broken.add("minimal_bucket")
+    everyone: list[RankAnswer] = []
+    for group, (bucket, expect, rows) in zip(rank_groups(design), decisions):
+        batch = GroupBatch(design.cp_size, design.align_size, n, lengths, listed, caps[group[0]], design.max_padding_factor)
+        answers = _answers(group, bucket, rows)
+        everyone += answers
+        found = {f.invariant for f in judge_answers(batch, answers, invariants=_PER_GROUP, expect=expect)}
+        if found & set(REPLAY_FAILS):
+            found.add("admission_replay")
+        broken |= found
+    if len(decisions) > 1:
+        first = decisions[0][1]
+        batch = GroupBatch(design.cp_size, design.align_size, n, lengths, listed, caps[0], design.max_padding_factor)
+        broken |= {f.invariant for f in judge_answers(batch, everyone, invariants=_CONSENSUS, expect=first)}
     return broken
+
+
+def _fitting(design: Design, n: int, required: int, caps: Mapping[int, int]) -> tuple[int, ...]:
+    return fitting_set(
+        num_tokens=n, required=required, capture_num_tokens=tuple(sorted(set(design.buckets))), capacities=caps,
+        factor=design.max_padding_factor,
+    )
 
 
 def violations_at(design: Design, n: int, required: int) -> frozenset[str]:
     """Invariants a CP-active batch of n tokens needing ``required`` rows breaks, for a live-layout design
-    (there every decision and every check reads only n and the live rows)."""
+    (there every decision and every rule reads only n and the live rows: the busiest rank stands for all)."""
     if design.layout_basis != "live":
         raise ValueError(f"violations_at needs layout_basis = 'live', got {design.layout_basis!r}")
     caps = design.capacities()
-    ranks = range(design.cp_size) if design.per_rank_table else range(1)
-    chosen = [select(design, n, required, caps[r]) for r in ranks]
-    broken = set()
-    if len(set(chosen)) > 1:
-        broken.add("rank_consensus")
-    for r, b in zip(ranks, chosen):
-        broken |= rank_violations(design, n, required, required, caps[r], b)
-    return frozenset(broken)
+    rows = (required,) * design.cp_size
+    decisions = []
+    for group in rank_groups(design):
+        c = caps[group[0]]
+        expect = Expectation(True, rows, required, _fitting(design, n, required, c))
+        decisions.append((select(design, n, required, c), expect, rows))
+    return frozenset(i for i in INVARIANTS if i in _judge(design, n, rows, decisions))
+
+
+def decide_at(design: Design, n: int, required: int) -> tuple[int | None, bool]:
+    """(rank 0's bucket or None for eager, replay crashes) from n and the live rows (live layout only)."""
+    group = next(g for g in rank_groups(design) if 0 in g)
+    bucket = select(design, n, required, design.capacities()[group[0]])
+    return bucket, bool(violations_at(design, n, required) & set(CRASHES))
 
 
 def replay_lengths(design: Design, lengths: tuple[int, ...], bucket: int) -> tuple[int, ...]:
@@ -106,43 +168,39 @@ class Outcome:
     @property
     def crashes(self) -> bool:
         """Replay would raise: overflow, a bucket with no static buffer, or ranks out of step."""
-        return any(v in self.violated for v in ("capacity_fit", "captured_bucket", "admission_replay", "rank_consensus"))
+        return any(v in self.violated for v in CRASHES)
 
 
 def evaluate(design: Design, extend_seq_lens: Sequence[int]) -> Outcome:
-    """Run the design's decision on every rank and check each invariant on this batch."""
+    """Run the design's decision on every rank and judge every invariant on this batch."""
     lengths = tuple(extend_seq_lens)
     n = sum(lengths)
-    p = design.cp_size
-    required = required_local_tokens(lengths, cp_size=p, align_size=design.align_size, strategy=design.strategy)
-    caps = design.capacities()
+    p, a = design.cp_size, design.align_size
+    live = rank_loads(lengths, cp_size=p, strategy=design.strategy)
+    required = align_up(max(live), a)
     if not is_cp_active(lengths, num_tokens=n, cp_size=p):
         none: tuple[int | None, ...] = (None,) * p
         return Outcome(lengths, n, False, required, none, none, none, ())
-    # Ranks with the same recorded capacities decide alike: check one, copy its verdict.
-    ranks = range(p) if design.per_rank_table else range(1)
-    chosen = tuple(select(design, n, required, caps[r]) for r in ranks)
-    rows: list[int | None] = []
-    held: list[int | None] = []
-    broken: set[str] = set()
-    if len(set(chosen)) > 1:
-        broken.add("rank_consensus")
-    for r, b in zip(ranks, chosen):
-        if b is None:
-            rows.append(None)
-            held.append(None)
-            broken |= rank_violations(design, n, required, required, caps[r], None)
-            continue
-        need = required_local_tokens(
-            replay_lengths(design, lengths, b), cp_size=p, align_size=design.align_size, strategy=design.strategy
-        )
-        rows.append(need)
-        held.append(caps[r].get(b))
-        broken |= rank_violations(design, n, required, need, caps[r], b)
-    if len(chosen) < p:
-        chosen, rows, held = chosen * p, rows * p, held * p
+    caps = design.capacities()
+    groups = rank_groups(design)
+    decisions = []
+    chosen: list[int | None] = [None] * p
+    rows: list[int | None] = [None] * p
+    held: list[int | None] = [None] * p
+    for group in groups:
+        c = caps[group[0]]
+        bucket = select(design, n, required, c)
+        loads = live if bucket is None else rank_loads(replay_lengths(design, lengths, bucket), cp_size=p, strategy=design.strategy)
+        need = align_up(max(loads), a)
+        expect = Expectation(True, loads, need, _fitting(design, n, required, c))
+        decisions.append((bucket, expect, tuple(align_up(x, a) for x in loads)))
+        for r in group:
+            chosen[r] = bucket
+            rows[r] = None if bucket is None else need
+            held[r] = None if bucket is None else c.get(bucket)
+    broken = _judge(design, n, lengths, decisions)
     violated = tuple(i for i in INVARIANTS if i in broken)
-    return Outcome(lengths, n, True, required, chosen, tuple(rows), tuple(held), violated)
+    return Outcome(lengths, n, True, required, tuple(chosen), tuple(rows), tuple(held), violated)
 
 
 def replay_message(design: Design, outcome: Outcome) -> str:
