@@ -5,178 +5,30 @@ With ``Opinions`` (``cpgraph prove --cross-check cvc5 --seeds N``) every proved 
 (`cross_check`) and every checked query is re-run under z3 seeds 1..N; each finding is a `Note`:
 a disagreement (cvc5 refutes what z3 proved), a query cvc5 could not decide ("not cross-checked", with its
 reason), or an unstable query (a seed changes z3's verdict).
+
+The records are in proofs/results.py and proofs/opinions.py, minimisation and replay in
+proofs/counterexample.py; every name the prove command uses is importable from here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 import multiprocessing
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 
-import z3
-
-from cpgraph.proofs.check import DEFAULT_CVC5_RLIMIT, Status, Value, Verdict, check, cross_check
+from cpgraph.proofs.check import Status, Verdict, check, cross_check
+from cpgraph.proofs.counterexample import failure_of, minimise
 from cpgraph.proofs.obligation import Obligation, Query
+from cpgraph.proofs.opinions import CROSS_CHECKERS, NO_OPINIONS, Note, NoteKind, Opinions
 from cpgraph.proofs.registry import BY_NAME
+from cpgraph.proofs.results import Failure, ObligationResult, TaskResult, summarise
 
-
-@dataclass(frozen=True)
-class Failure:
-    """A query that was not proved: its label, verdict, minimised model, shown terms and replay text."""
-
-    label: str
-    verdict: Verdict
-    model: Mapping[str, Value] = field(default_factory=dict)
-    shown: Mapping[str, str] = field(default_factory=dict)
-    replay: str = ""
-
-    def render(self) -> str:
-        lines = [f"  {self.label}: {self.verdict.status.value}"]
-        if self.verdict.reason:
-            lines.append(f"    reason: {self.verdict.reason}")
-        if self.model:
-            lines.append("    minimal counterexample: " + ", ".join(f"{k}={v}" for k, v in self.model.items()))
-        for name, value in self.shown.items():
-            lines.append(f"    {name} = {value}")
-        if self.replay:
-            lines.append("    replayed through the reference:")
-            lines.extend("      " + line for line in self.replay.splitlines())
-        return "\n".join(lines)
-
-
-CROSS_CHECKERS = ("cvc5",)
-
-
-@dataclass(frozen=True)
-class Opinions:
-    """Second opinions on every query: a second solver (``cross_check``: None or "cvc5", with its rlimit)
-    and ``seeds`` extra z3 runs under random seeds 1..seeds (0 = off)."""
-
-    cross_check: str | None = None
-    seeds: int = 0
-    cvc5_rlimit: int = DEFAULT_CVC5_RLIMIT
-
-    def __post_init__(self) -> None:
-        if self.cross_check is not None and self.cross_check not in CROSS_CHECKERS:
-            raise ValueError(f"cross_check must be None or one of {', '.join(CROSS_CHECKERS)}; got {self.cross_check!r}")
-        if not isinstance(self.seeds, int) or isinstance(self.seeds, bool) or self.seeds < 0:
-            raise ValueError(f"seeds must be an int >= 0, got {self.seeds!r}")
-        if not isinstance(self.cvc5_rlimit, int) or isinstance(self.cvc5_rlimit, bool) or self.cvc5_rlimit < 1:
-            raise ValueError(f"cvc5_rlimit must be an int >= 1, got {self.cvc5_rlimit!r}")
-
-    @property
-    def active(self) -> bool:
-        return self.cross_check is not None or self.seeds > 0
-
-
-NO_OPINIONS = Opinions()
-
-
-class NoteKind(str, enum.Enum):
-    DISAGREEMENT = "disagreement"  # the second solver refutes a query z3 proved: a failure
-    NOT_CROSS_CHECKED = "not_cross_checked"  # the second solver gave up (its reason): reported, not a failure
-    UNSTABLE = "unstable"  # some z3 seed gives another verdict than seed 0: a failure
-
-
-@dataclass(frozen=True)
-class Note:
-    """One second-opinion finding about one query (``label`` as in a Failure)."""
-
-    label: str
-    kind: NoteKind
-    detail: str
-
-    @property
-    def fails(self) -> bool:
-        return self.kind is not NoteKind.NOT_CROSS_CHECKED
-
-
-@dataclass(frozen=True)
-class TaskResult:
-    """All queries of one obligation at one parameter value."""
-
-    name: str
-    parameter: int
-    queries: int
-    seconds: float  # build + solve, wall
-    slowest: tuple[str, float]  # (label, solver seconds)
-    failure: Failure | None
-    notes: tuple[Note, ...] = ()
-    cross_checked: int = 0  # queries cvc5 proved too
-    seed_runs: int = 0  # extra z3 runs under other seeds
-    opinion_seconds: float = 0.0  # solver time of the second opinions
-
-
-@dataclass(frozen=True)
-class ObligationResult:
-    name: str
-    scope: str
-    status: Status
-    queries: int
-    seconds: float
-    slowest: tuple[str, float]
-    failures: tuple[Failure, ...]
-    notes: tuple[Note, ...] = ()
-    cross_checked: int = 0
-    seed_runs: int = 0
-    opinion_seconds: float = 0.0
-
-    def noted(self, kind: NoteKind) -> tuple[Note, ...]:
-        return tuple(n for n in self.notes if n.kind is kind)
-
-    @property
-    def trusted(self) -> bool:
-        """Proved, no second solver disagrees and no seed changes a verdict (cvc5 giving up is allowed)."""
-        return self.status is Status.PROVED and not any(n.fails for n in self.notes)
-
-
-def _substitute(term: z3.ExprRef, model: Mapping[str, Value]) -> z3.ExprRef:
-    pairs = [
-        (z3.Bool(k) if isinstance(v, bool) else z3.Int(k), z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v))
-        for k, v in model.items()
-    ]
-    return z3.simplify(z3.substitute(term, *pairs)) if pairs else z3.simplify(term)
-
-
-def minimise(query: Query, verdict: Verdict, *, rounds: int = 40) -> Mapping[str, Value]:
-    """The refuting model with the least ``query.size`` (binary search on an upper bound, each probe one
-    `check`); the original model when the query has no size or a probe is unknown."""
-    model = verdict.model
-    if query.size is None or not model:
-        return model
-    current = _substitute(query.size, model)
-    if not z3.is_int_value(current):
-        return model
-    low, high = -1, current.as_long()  # size <= low has no counterexample (or is unexplored below 0)
-    probe_low = check(query.claim, hypotheses=(*query.hypotheses, query.size <= 0), rlimit=query.rlimit)
-    if probe_low.status is Status.REFUTED:
-        return probe_low.model
-    low = 0
-    for _ in range(rounds):
-        if high - low <= 1:
-            break
-        mid = (low + high) // 2
-        probe = check(query.claim, hypotheses=(*query.hypotheses, query.size <= mid), rlimit=query.rlimit)
-        if probe.status is Status.REFUTED:
-            high, model = mid, probe.model
-        elif probe.status is Status.PROVED:
-            low = mid
-        else:
-            break
-    return model
-
-
-def _failure(label: str, query: Query, verdict: Verdict, *, shrink: bool) -> Failure:
-    if verdict.status is not Status.REFUTED:
-        return Failure(label, verdict)
-    model = minimise(query, verdict) if shrink else verdict.model
-    shown = {name: str(_substitute(term, model)) for name, term in query.shown}
-    replay = query.replay(model) if query.replay is not None else ""
-    return Failure(label, verdict, model, shown, replay)
+__all__ = [
+    "CROSS_CHECKERS", "NO_OPINIONS", "Failure", "Note", "NoteKind", "ObligationResult", "Opinions", "TaskResult",
+    "default_jobs", "minimise", "run_obligations", "run_queries", "run_task", "second_opinions", "summarise",
+]
 
 
 class _Second:
@@ -243,7 +95,7 @@ def run_queries(
         if opinions.active:
             second_opinions(where, query, verdict, opinions, second)
         if not verdict.proved:
-            return result(_failure(where, query, verdict, shrink=shrink))
+            return result(failure_of(where, query, verdict, shrink=shrink))
     return result(None)
 
 
@@ -263,33 +115,6 @@ def _worker(task: tuple[tuple[str, ...], int, Opinions]) -> list[TaskResult]:
     # One task = every obligation at one parameter value, so terms cached per parameter are shared.
     names, parameter, opinions = task
     return [run_task(BY_NAME[name], parameter, opinions=opinions) for name in names]
-
-
-def summarise(obligation: Obligation, cp_max: int, results: Iterable[TaskResult]) -> ObligationResult:
-    """One row per obligation: proved only if every query at every parameter was."""
-    done = sorted(results, key=lambda r: r.parameter)
-    failures = tuple(r.failure for r in done if r.failure is not None)
-    if not failures:
-        status = Status.PROVED
-    elif any(f.verdict.status is Status.REFUTED for f in failures):
-        status = Status.REFUTED
-    else:
-        status = Status.UNKNOWN
-    slowest = max((r.slowest for r in done), key=lambda s: s[1], default=("", 0.0))
-    return ObligationResult(
-        obligation.name,
-        obligation.scope_for(cp_max),
-        status,
-        sum(r.queries for r in done),
-        sum(r.seconds for r in done),
-        slowest,
-        failures,
-        tuple(note for r in done for note in r.notes),
-        sum(r.cross_checked for r in done),
-        sum(r.seed_runs for r in done),
-        sum(r.opinion_seconds for r in done),
-    )
-
 
 def default_jobs() -> int:
     """Worker processes: the CPUs this process may use (at least 1)."""
