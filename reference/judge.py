@@ -24,8 +24,10 @@ run eagerly or replay, but a replayed bucket must still be safe. ``admission_rep
 contract (admit answers; an admitted rank's replay succeeds; with a total replay, a refused batch is
 not replayed); whether the replayed bucket is captured, within the window and holds the rows is judged
 under the more specific ids (captured_bucket, padding_limit, capacity_fit), so one bug gets one id there.
-minimal_bucket reads as its sentence and spec.invariants.minimal_bucket do: a replayed bucket above the
-least fitting one breaks it, whether or not that bucket itself fits.
+padding_limit and minimal_bucket read as their sentences and spec/invariants.py do: any replayed int bucket
+outside [n, F*n] breaks the first, any above the least fitting one the second, captured or not (checked
+against the spec's terms by tests/differential/test_judge_vs_spec.py). capacity_fit leaves a bucket with no
+recorded capacity to captured_bucket, as the review's terms (spec/design.py) do.
 """
 
 from __future__ import annotations
@@ -188,7 +190,7 @@ def _padding_limit(case: JudgedBatch) -> str | None:
     n, f = case.batch.num_tokens, case.batch.max_padding_factor
     top = window_top(n, f)
     for a, b in case.replayed():
-        if _is_int(b) and b in case.batch.capture_num_tokens and not n <= b <= top:
+        if isinstance(b, int) and not isinstance(b, bool) and not n <= b <= top:
             return f"rank {a.rank} replays bucket {b} outside [n, F*n] = [{n}, {f}*{n}] (largest allowed {top})"
     return None
 
