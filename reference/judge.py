@@ -54,6 +54,7 @@ __all__ = [
     "Finding",
     "RankAnswer",
     "expected",
+    "expected_bucket",
     "fitting_set",
     "judge_answers",
     "keeps_everything",
@@ -124,6 +125,32 @@ def expected(batch: AskedBatch, strategy: str = "zigzag") -> Expectation:
     )
     active = is_cp_active(lengths, num_tokens=batch.num_tokens, cp_size=p)
     return Expectation(active, loads, required, fitting)
+
+
+def expected_bucket(batch: AskedBatch, strategy: str = "zigzag") -> tuple[int | None, tuple[int, ...], int]:
+    """``expected(batch, strategy)``'s ``bucket``, its ``loads`` and that bucket's capacity (0 when the
+    bucket is None), without building the fitting set or the record: the first bucket of the sorted
+    capture list inside [n, F*n] whose capacity holds the rows, of a CP-active batch. The arguments
+    are not validated: for a batch whose fields are valid (what reference.fitting_buckets and
+    is_cp_active accept, as every batch the checker generates is) it equals ``expected``'s; tests hold
+    the two equal."""
+    lengths, p, n = batch.extend_seq_lens, batch.cp_size, batch.num_tokens
+    key = lengths if type(lengths) is tuple else tuple(lengths)
+    loads = _loads(key, p, strategy)
+    if p < 2 or n < 2 * p or min(lengths) < 2 * p:  # not CP-active
+        return None, loads, 0
+    required = _required(key, p, batch.align_size, strategy)
+    top = batch.max_padding_factor * n
+    caps = batch.capacities
+    for b in batch.capture_num_tokens:
+        if b < n:
+            continue
+        if b > top:  # sorted: no later bucket is inside the window
+            break
+        rows = caps.get(b)
+        if rows is not None and rows >= required:
+            return b, loads, rows
+    return None, loads, 0
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ from typing import Final
 from cpgraph.check.batch import Batch
 from cpgraph.reference.invariants import EFFICIENCY as EFFICIENCY, INVARIANTS as INVARIANTS, SAFETY as SAFETY
 from cpgraph.reference.invariants import INVARIANT_TABLE
-from cpgraph.reference.judge import Expectation, Finding as Finding, RankAnswer, expected, judge_answers
+from cpgraph.check.protocol import ASK_REPLAY, Policy, ask
+from cpgraph.reference.judge import Expectation, Finding as Finding, RankAnswer, expected, expected_bucket, judge_answers
 from cpgraph.reference.capacity import required_local_tokens
 from cpgraph.reference.layout import rank_loads
 from cpgraph.reference.selection import fitting_buckets, is_cp_active
@@ -59,3 +60,29 @@ def judge(
     return judge_answers(
         batch, answers, strategy=strategy, invariants=invariants, expect=expected(batch, strategy), replay_always=replay_always
     )
+
+
+def ask_judge(
+    policy: Policy,
+    batch: Batch,
+    *,
+    strategy: str = "zigzag",
+    invariants: frozenset[str] | None = None,
+    ask_replay: str = "admitted",
+) -> tuple[tuple[RankAnswer, ...] | None, list[Finding]]:
+    """``ask`` then ``judge``, the search loop's step: every rank asked, every invariant in ``invariants``
+    judged, the same findings. For a bound policy (calls.bound) with the reference's decision in hand
+    (reference.judge.expected_bucket), a batch on which every rank gave that decision is answered
+    (None, []) without building the answer records or the expectation (reference.judge.keeps_everything
+    says no rule can fire then); otherwise the answers and ``judge``'s findings. ``batch`` must be a
+    valid batch (a generated one): expected_bucket does not validate."""
+    always = ask_replay == "always"
+    asker = policy.asker
+    if asker is not None and ask_replay in ASK_REPLAY and asker.serves(policy):
+        want, loads, capacity = expected_bucket(batch, strategy)
+        answers: tuple[RankAnswer, ...] | None = asker(batch, None, always, want, loads, capacity)
+        if answers is None:
+            return None, []
+    else:
+        answers = ask(policy, batch, ask_replay=ask_replay)
+    return answers, judge(batch, answers, strategy=strategy, invariants=invariants, replay_always=always)

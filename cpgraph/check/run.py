@@ -22,7 +22,7 @@ from typing import Any
 from cpgraph.check.batch import Batch
 from cpgraph.check.calls import PolicyStop, bound, session
 from cpgraph.check.generate import cases
-from cpgraph.check.judging import INVARIANTS, judge, spec_for
+from cpgraph.check.judging import INVARIANTS, ask_judge, judge, spec_for
 from cpgraph.check.minimize import Knobs, minimize, size
 from cpgraph.check.options import CheckOptions, make_options
 from cpgraph.check.protocol import Policy, RankAnswer, as_policy, ask, load_policy
@@ -92,7 +92,7 @@ def _search(
 ) -> _Partial:
     out = _Partial()
     checked = opts.checked
-    always = opts.ask_replay == "always"
+    kinds: dict[str, str] = {}  # phase -> its kind ('boundary:...' -> 'boundary'), split once
     open_ = frozenset(checked)
     next_note = start + PROGRESS_EVERY_S
     stream = cases(opts, shard=shard, shards=shards)
@@ -112,11 +112,14 @@ def _search(
                 f"cpgraph check {policy.name}: {out.count * shards:,} batches in {now - start:.0f} s "
                 f"({phase.split(':')[0]}); violated so far: {', '.join(out.found) or 'none'}"
             )
-        answers = ask(policy, batch, ask_replay=opts.ask_replay)
+        answers, findings = ask_judge(policy, batch, strategy=opts.strategy, invariants=open_, ask_replay=opts.ask_replay)
         out.count += 1
-        out.phases[phase.split(":")[0]] += 1
-        findings = judge(batch, answers, strategy=opts.strategy, invariants=open_, replay_always=always)
+        kind = kinds.get(phase)
+        if kind is None:
+            kind = kinds[phase] = phase.split(":")[0]
+        out.phases[kind] += 1
         for finding in findings:
+            assert answers is not None  # a finding comes with the answers it was judged on
             inv = finding.invariant
             shared[1 + INVARIANTS.index(inv)] = 1.0
             out.found[inv] = _violation(policy, batch, answers, finding.why, inv, opts, phase, out.count)

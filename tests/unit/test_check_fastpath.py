@@ -1,0 +1,153 @@
+"""The search loop's fast path gives exactly the slow path's answers and findings.
+
+calls.RankAsker asks every rank of a bound policy in one frame and, given the reference's decision
+(reference.judge.expected_bucket), skips the answer records when every rank gave it
+(reference.judge.keeps_everything); run.py's loop reaches it through judging.ask_judge. Held here
+against ``judge(batch, ask(unbound policy))`` over random batches and random answer sets (right and
+wrong decisions, raising calls, integer-likes, rows that fit or not), and expected_bucket against
+``expected`` over the generator's own batches.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from fractions import Fraction
+from typing import Any
+
+import pytest
+from hypothesis import event, given, strategies as st
+
+from cpgraph.check import Batch, Policy, ask, judge, make_options
+from cpgraph.check.calls import PolicyStop, bound, session
+from cpgraph.check.generate import exhaustive, random_cases
+from cpgraph.check.judging import ask_judge, spec_for
+from cpgraph.reference.judge import expected, expected_bucket, keeps_everything
+from cpgraph.strategies import batches
+
+
+class _IntLike:
+    """An integer-like answer (numpy ints are read through __index__)."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+
+ADMITS = ("right", "right", "right", True, False, "raise")
+BUCKETS = ("right", "right", "right", "none", "raise", "first", "last", "intlike", "n")
+ROWS = ("loads", "loads", "aligned", "over", "short", "wrong_len", "raise", "float")
+
+
+def _scripted(batch: Batch, script: list[tuple[object, str, str]]) -> Policy:
+    """A policy answering rank r by ``script[r]`` (admit, bucket, rows behaviours), deterministic."""
+    spec = expected(batch)
+
+    def admit(**kw: Any) -> bool:
+        how = script[kw["cp_rank"]][0]
+        if how == "raise":
+            raise RuntimeError("admit broke")
+        return spec.bucket is not None if how == "right" else bool(how)
+
+    def replay_bucket(**kw: Any) -> object:
+        how = script[kw["cp_rank"]][1]
+        buckets = kw["capture_num_tokens"]
+        if how == "raise":
+            raise LookupError("no bucket")
+        return {
+            "right": spec.bucket, "none": None, "first": buckets[0], "last": buckets[-1],
+            "intlike": None if spec.bucket is None else _IntLike(spec.bucket), "n": kw["num_tokens"],
+        }[how]
+
+    def local_rows(*, bucket: int, **kw: Any) -> object:
+        how = script[kw["cp_rank"]][2]
+        loads = list(spec.loads)
+        cap = kw["bucket_local_tokens"].get(bucket, 0)
+        if how == "raise":
+            raise ValueError("rows broke")
+        return {
+            "loads": loads, "aligned": [spec.required] * len(loads), "over": [cap + 1] * len(loads),
+            "short": [max(0, x - 1) for x in loads], "wrong_len": loads + [0], "float": [float(x) for x in loads],
+        }[how]
+
+    return Policy("scripted", admit, replay_bucket, local_rows)
+
+
+def _outcome(fn: Any) -> Any:
+    try:
+        return fn()
+    except PolicyStop as stop:  # a float row count is a protocol error: both paths must stop alike
+        return ("stop", stop.stop.line())
+
+
+@given(
+    batch=batches(cp_size_choices=(1, 2, 4, 8)),
+    script=st.lists(st.tuples(st.sampled_from(ADMITS), st.sampled_from(BUCKETS), st.sampled_from(ROWS)), min_size=8, max_size=8),
+    same=st.booleans(),
+    always=st.booleans(),
+    with_rows=st.booleans(),
+)
+def test_ask_judge_gives_the_slow_paths_answers_and_findings(
+    batch: Batch, script: list[tuple[object, str, str]], same: bool, always: bool, with_rows: bool
+) -> None:
+    if same:  # every rank alike: the kept path is met often
+        script = [script[0]] * 8
+    raw = _scripted(batch, script)
+    if not with_rows:
+        raw = replace(raw, local_rows=None)
+    mode = "always" if always else "admitted"
+    wrapped = replace(bound(raw), asker=None)  # the per-call wrappers, asked one by one (the slow path)
+    fast = bound(raw)
+    with session(5.0):
+        slow = _outcome(lambda: (lambda a: (a, judge(batch, a, replay_always=always)))(ask(wrapped, batch, ask_replay=mode)))
+        quick = _outcome(lambda: ask_judge(fast, batch, ask_replay=mode))
+        records = _outcome(lambda: ask(fast, batch, ask_replay=mode))
+    event("protocol stop" if slow[0] == "stop" else "kept" if quick[0] is None else "judged by the rules")
+    if slow[0] == "stop":
+        assert quick == records == slow
+        return
+    answers, found = slow
+    assert records == answers == ask(raw, batch, ask_replay=mode)  # the asker's records are the unbound ask's
+    assert quick[1] == found
+    kept = keeps_everything(batch, answers, expected(batch))
+    assert (quick[0] is None) == kept
+    if quick[0] is not None:
+        assert quick[0] == answers
+
+
+def _generated(strategy: str, **options: Any) -> list[Batch]:
+    opts = make_options(boundary=False, seed=3, strategy=strategy, **options)
+    ex = [b for _, b in itertools.islice(exhaustive(opts), 1500)]
+    return ex + [b for _, b in itertools.islice(random_cases(opts), 1500)]
+
+
+@pytest.mark.parametrize("strategy", ["zigzag", "interleave", "contiguous", "zigzag_pad"])
+def test_expected_bucket_is_expecteds_bucket_on_generated_batches(strategy: str) -> None:
+    for batch in _generated(strategy, padding_factors=(1, Fraction(3, 2), 2, 4)) + _generated(strategy):
+        spec = expected(batch, strategy)
+        assert spec == spec_for(batch, strategy)
+        want, loads, capacity = expected_bucket(batch, strategy)
+        assert (want, loads) == (spec.bucket, spec.loads), batch
+        assert capacity == (0 if want is None else batch.capacities[want])
+
+
+@given(batch=batches(cp_size_choices=(1, 2, 3, 4, 8), max_padding_factor=1) | batches(cp_size_choices=(2, 4)))
+def test_expected_bucket_is_expecteds_bucket_on_random_batches(batch: Batch) -> None:
+    spec = expected(batch)
+    assert expected_bucket(batch)[:2] == (spec.bucket, spec.loads)
+
+
+def test_an_asker_is_not_used_once_the_policys_functions_are_replaced() -> None:
+    def admit(**_: Any) -> bool:
+        return False
+
+    def replay(**_: Any) -> None:
+        return None
+
+    policy = bound(Policy("p", admit, replay, None))
+    swapped = replace(policy, admit=lambda **_: True)
+    assert policy.asker.serves(policy) and not policy.asker.serves(swapped)
+    batch = next(iter(random_cases(make_options(boundary=False))))[1]
+    assert all(a.admit is True for a in ask(swapped, batch))
