@@ -12,7 +12,9 @@ for ``local_rows``. Capacities are handed to the release's own CP-BCG input reco
 (``bucket_local_tokens``) as the checker recorded them. sglang's modules are loaded from their files
 in a sandbox (cpgraph/adapters/shim.py): the selector's modules for real, everything else it imports
 (torch, triton, the rest of sglang) as stubs; ``runtime_context`` and ``environ`` are replaced by the
-configuration of the batch (cp_size, rank, strategy, CP-v2 on).
+configuration of the batch (cp_size, rank, strategy, CP-v2 on). What is read from the release is in
+cpgraph/adapters/sglang_release.py; the runtime objects the selector is handed are in
+cpgraph/adapters/sglang_stand_ins.py.
 
 Knobs the release fixes are declared on the policy, so the check honours them: ``max_padding_factor``
 is the release's ``_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR`` and ``align_size`` its CP alignment (2P
@@ -26,128 +28,28 @@ the release's own bucket scan, for tests.
 
 from __future__ import annotations
 
-import ast
-import importlib.util
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from types import FunctionType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
 
 from cpgraph.adapters.shim import Sandbox, Stub
-
-PACKAGE = "sglang"
-RUNNER = "sglang.srt.model_executor.runner.prefill_cuda_graph_runner"
-MODEL_RUNNER_FILE = ("sglang", "srt", "model_executor", "model_runner.py")
-REAL_MODULES = (
-    "sglang.srt.layers.cp.base",
-    "sglang.srt.layers.cp.padding",
-    "sglang.srt.layers.cp.utils",
-    "sglang.srt.layers.cp.zigzag",
-    "sglang.srt.layers.cp.interleave",
-    "sglang.srt.layers.cp.bcg",
-    "sglang.srt.layers.cp.bcg.bcg",
-    "sglang.srt.layers.cp.bcg.zigzag_bcg",
-    "sglang.srt.layers.cp.bcg.interleave_bcg",
-    "sglang.srt.layers.utils.cp_utils",
-    "sglang.srt.model_executor.runner.base_cuda_graph_runner",
+from cpgraph.adapters.sglang_release import (
+    MODEL_RUNNER_FILE,
+    PACKAGE,
+    REAL_MODULES,
     RUNNER,
+    STRATEGIES,
+    SglangAdapterError,
+    installed_root,
+    model_runner_admission,
+    plant_prefix,
 )
-STRATEGIES = {"zigzag": ("ZigzagCPBCGInput", "2P"), "interleave": ("InterleaveCPBCGInput", "P")}
+from cpgraph.adapters.sglang_stand_ins import BufferRegistry, ForwardBatch, Parallel, Recorded
 
-
-class SglangAdapterError(RuntimeError):
-    """The sglang at hand has no prefill-CP CUDA-graph selector this adapter can drive (what is missing
-    is named)."""
-
-
-def installed_root() -> str:
-    """The folder holding the installed ``sglang`` package (found without importing it)."""
-    spec = importlib.util.find_spec(PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise SglangAdapterError("sglang is not installed in this environment (pip install sglang), so there is no selector to check")
-    return os.path.dirname(list(spec.submodule_search_locations)[0])
-
-
-class _Parallel(SimpleNamespace):
-    """``get_parallel()`` / ``get_server_args()``: the batch's CP configuration."""
-
-
-@dataclass
-class _Recorded(Exception):
-    """Raised by the stand-in buffer registry: ``load_batch`` reached its static buffers with this bucket."""
-
-    bucket: object
-
-
-class _Registry:
-    """load_batch's buffer registry: the first write names the padded bucket, and the replay stops there."""
-
-    def fill_from(self, *args: object, padded_num_tokens: object = None, **kwargs: object) -> None:
-        raise _Recorded(padded_num_tokens)
-
-
-class _Mode:
-    """An EXTEND forward mode (the prefill CP graphs serve extend batches)."""
-
-    def is_context_parallel_extend(self, *args: object, **kwargs: object) -> bool:
-        return True
-
-    def is_extend(self, *args: object, **kwargs: object) -> bool:
-        return True
-
-    def is_target_verify(self) -> bool:
-        return False
-
-    def is_split_prefill(self) -> bool:
-        return False
-
-
-class _ForwardBatch:
-    """The ForwardBatch fields the selector reads, made from the protocol's keywords: ``input_ids`` of
-    length num_tokens (possibly padded), ``extend_seq_lens_cpu`` the live lengths, no prefix, no
-    multimodal input, no DP; any other field is None."""
-
-    def __init__(self, lengths: Sequence[int], num_tokens: int) -> None:
-        self.input_ids = range(num_tokens)
-        self.extend_seq_lens_cpu = list(lengths)
-        self.seq_lens_cpu = list(lengths)
-        self.extend_prefix_lens_cpu = [0] * len(lengths)
-        self.extend_num_tokens = sum(lengths)
-        self.batch_size = len(lengths)
-        self.forward_mode = _Mode()
-        self.return_logprob = False
-        self.attn_cp_metadata = None
-
-    def contains_mm_inputs(self) -> bool:
-        return False
-
-    def __getattr__(self, name: str) -> Any:
-        return None
-
-
-def _model_runner_admission(root: str, namespace: dict[str, Any]) -> Callable[..., bool] | None:
-    """``_prefill_cuda_graph_allows_context_parallel`` compiled from the release's model_runner.py (the
-    module itself needs the whole server, so only this function's own source is compiled, with its
-    file name and line numbers), or None when the release has no such function."""
-    path = os.path.join(root, *MODEL_RUNNER_FILE)
-    if not os.path.isfile(path):
-        return None
-    with open(path, encoding="utf-8") as handle:
-        tree = ast.parse(handle.read(), filename=path)
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == "_prefill_cuda_graph_allows_context_parallel":
-            node.returns = None
-            for arg in node.args.args:
-                arg.annotation = None
-            module = ast.Module(body=[node], type_ignores=[])
-            code = compile(module, path, "exec")
-            scope = dict(namespace)
-            exec(code, scope)
-            fn = scope[node.name]
-            assert isinstance(fn, FunctionType)
-            return fn
-    return None
+__all__ = [
+    "MODEL_RUNNER_FILE", "PACKAGE", "REAL_MODULES", "RUNNER", "STRATEGIES", "SglangAdapterError", "SglangPolicy",
+    "installed_root", "policy_from",
+]
 
 
 class SglangPolicy:
@@ -159,7 +61,7 @@ class SglangPolicy:
         self.root = os.path.abspath(root)
         self.strategy = strategy
         self.align_size = STRATEGIES[strategy][1]
-        self.config = _Parallel()
+        self.config = Parallel()
         self._set_config(2, 0)
         overrides: dict[str, dict[str, object]] = {
             "sglang.srt.runtime_context": {
@@ -183,7 +85,7 @@ class SglangPolicy:
         self.input_type = self.released_input_type = self._input_type()
         self.planted_prefix = planted_prefix
         if planted_prefix:
-            self.input_type = _plant_prefix(self.input_type)
+            self.input_type = plant_prefix(self.input_type)
         factor = getattr(self.runner_module, "_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR", None)
         if not isinstance(factor, int):
             raise SglangAdapterError(f"{RUNNER} has no int _MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR (got {factor!r})")
@@ -194,7 +96,7 @@ class SglangPolicy:
         active = getattr(self.utils, "is_cp_active", None) or getattr(self.utils, "is_cp_v2_active")
         self.prepare_cp_forward = self.utils.prepare_cp_forward
         self.is_cp_active = active
-        self.model_admission = _model_runner_admission(
+        self.model_admission = model_runner_admission(
             self.root, {"get_cp_strategy": self.base.get_cp_strategy, "is_cp_active": active, "is_cp_v2_active": active, "bool": bool, "getattr": getattr}
         )
         self.__name__ = f"sglang:{strategy}@{self.root}"
@@ -258,7 +160,7 @@ class SglangPolicy:
             max_num_tokens=max(buckets),
             enable_cp_v2_bcg_capture=True,
             enable_cp_bcg_capture=True,
-            buffer_registry=_Registry(),
+            buffer_registry=BufferRegistry(),
             device="cpu",
         )
         cp_input: Any = object.__new__(self.input_type)
@@ -275,7 +177,7 @@ class SglangPolicy:
             return False  # cp_size 1: no CP graph is captured
         with self.sandbox:
             runner = self._runner(batch)
-            fb = _ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
+            fb = ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
             if not runner.can_run_graph(fb):
                 return False
             return self.model_admission is None or bool(self.model_admission(runner, fb))
@@ -283,17 +185,17 @@ class SglangPolicy:
     def replay_bucket(self, **batch: Any) -> object:
         with self.sandbox:
             runner = self._runner(batch)
-            fb = _ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
+            fb = ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
             try:
                 runner.load_batch(fb)
-            except _Recorded as done:
+            except Recorded as done:
                 return done.bucket
         raise RuntimeError("load_batch returned without filling its static buffers")
 
     def local_rows(self, *, bucket: int, **batch: Any) -> list[int]:
         with self.sandbox:
             self._runner(batch)
-            fb = _ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
+            fb = ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
             self.prepare_cp_forward(fb)
             metadata: Any = fb.attn_cp_metadata
             rows = metadata.per_rank_actual_token
@@ -306,24 +208,13 @@ class SglangPolicy:
         bucket = batch.pop("bucket")
         with self.sandbox:
             runner = self._runner(batch)
-            fb = _ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
+            fb = ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
             try:
                 runner.prefill_cp_bcg_input.prepare(runner, fb, static_num_tokens=bucket, capture=False)
             except RuntimeError:
                 raise
             except Exception:
                 pass  # past the guard: the stubbed tensor work that follows is not the selector's
-
-
-def _plant_prefix(released: type) -> type:
-    """The release's input record with the pre-fix bug planted: its own bucket scan, called with zero
-    rows required (the capacity is never read), so the first bucket in [n, F*n] is taken."""
-    scan: Callable[..., Any] = getattr(released, "select_replay_bucket")
-
-    def select_replay_bucket(self: Any, *, required_local_tokens: int, **kw: Any) -> Any:
-        return scan(self, required_local_tokens=0, **kw)
-
-    return type(f"PreFix{released.__name__}", (released,), {"select_replay_bucket": select_replay_bucket})
 
 
 def policy_from(root: str, strategy: str = "zigzag", *, planted_prefix: bool = False) -> SglangPolicy:
@@ -341,4 +232,3 @@ def __getattr__(name: str) -> SglangPolicy:
     if name not in _BUILT:
         _BUILT[name] = SglangPolicy(installed_root(), name)
     return _BUILT[name]
-
