@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import z3
 
 from cpgraph.design.busiest import BusiestRange, batch_with_busiest, busiest_range
-from cpgraph.design.efficiency import runs, segment_points
+from cpgraph.design.segments import runs, segment_points
 from cpgraph.design.evaluate import CRASHES, SAFETY, Outcome, decide_at, evaluate
 from cpgraph.design.review import lengths_of, spec_of
 from cpgraph.design.schema import Design

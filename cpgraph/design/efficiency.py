@@ -19,7 +19,6 @@ every batch runs eagerly). How each figure is computed:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +26,7 @@ import numpy as np
 from cpgraph.design.busiest import BusiestRange, batch_with_busiest, busiest_range
 from cpgraph.design.evaluate import SAFETY, violations_at
 from cpgraph.design.schema import Design
+from cpgraph.design.segments import Choice, breakpoints, choice_at, choices, considered, runs, segment_points
 from cpgraph.reference import capture_local_tokens
 
 
@@ -82,17 +82,6 @@ class Efficiency:
         return sum(b.bytes or 0 for b in self.buckets)
 
 
-def runs(points: list[int]) -> tuple[tuple[int, int], ...]:
-    """Sorted points as maximal runs of consecutive integers: [3, 4, 5, 9] -> ((3, 5), (9, 9))."""
-    out: list[tuple[int, int]] = []
-    for n in points:
-        if out and out[-1][1] == n - 1:
-            out[-1] = (out[-1][0], n)
-        else:
-            out.append((n, n))
-    return tuple(out)
-
-
 def bucket_costs(design: Design) -> tuple[BucketCost, ...]:
     caps = design.rank_capacities(0)
     out = []
@@ -108,99 +97,6 @@ def bucket_costs(design: Design) -> tuple[BucketCost, ...]:
             )
         )
     return tuple(out)
-
-
-def considered(design: Design, n: int) -> tuple[int, ...]:
-    """The buckets the scan looks at for n tokens, in scan order: those >= n, up to the first above F*n."""
-    out = []
-    factor = design.max_padding_factor
-    for b in design.buckets:
-        if b < n:
-            continue
-        if b > factor * n:
-            break
-        out.append(b)
-    return tuple(out)
-
-
-def breakpoints(design: Design, first: int, last: int) -> list[int]:
-    """The n in [first, last] where the considered list can change (b < n flips at b + 1, b > F*n at
-    ceil(b/F)), with ``first``: consecutive ones bound intervals of n with one considered list."""
-    f = design.max_padding_factor
-    points = {first}
-    for b in design.buckets:
-        for x in (b + 1, -(-b * f.denominator // f.numerator)):
-            if first < x <= last:
-                points.add(x)
-    return sorted(points)
-
-
-@dataclass(frozen=True)
-class _Choice:
-    """A bucket the search selector takes for busiest loads M with low < M <= high."""
-
-    bucket: int
-    low: int
-    high: int
-    capacity: int
-
-
-def _choices(design: Design, buckets: tuple[int, ...], caps: dict[int, int]) -> tuple[_Choice, ...]:
-    """Per bucket the selector can take from ``buckets``: the busiest loads that make it the first with room
-    (required = align_up(M, A) <= capacity iff M <= floor(capacity/A)*A)."""
-    a = design.align_size
-    if design.selector == "smallest":
-        if not buckets:
-            return ()
-        return (_Choice(buckets[0], -1, 1 << 62, caps.get(buckets[0], 0)),)
-    if design.selector != "search":
-        raise ValueError(f"selector must be one of search, smallest; got {design.selector!r}")
-    out = []
-    best = -1  # the most rows any earlier bucket had room for, as a busiest-load bound
-    for b in buckets:
-        if b not in caps:
-            continue
-        high = (caps[b] // a) * a
-        if high > best:
-            out.append(_Choice(b, best, high, caps[b]))
-            best = high
-    return tuple(out)
-
-
-def thresholds(design: Design, n: int) -> set[int]:
-    """Busiest loads M at which the design's decision can change for n tokens (M <= t vs M > t): every
-    considered bucket's capacity (any rank) rounded down to a multiple of A."""
-    a = design.align_size
-    out = set()
-    for caps in design.capacities() if design.per_rank_table else design.capacities()[:1]:
-        for b in considered(design, n):
-            if b in caps:
-                out.add((caps[b] // a) * a)
-    return out
-
-
-def segment_points(rng: BusiestRange, designs: Sequence[Design], top: int) -> Iterator[tuple[int, int, int]]:
-    """(interval id, n, M) for every n in [2P, top] and one achievable busiest load M in each segment of
-    lo(n)..hi(n) where no design's decision changes (cut at every design's thresholds)."""
-    p = rng.cp_size
-    cuts = sorted({c for d in designs for c in breakpoints(d, 2 * p, top)}) + [top + 1]
-    for interval, (x, y) in enumerate(zip(cuts, cuts[1:])):
-        marks = sorted(set().union(*(thresholds(d, x) for d in designs)))
-        for n in range(x, y):
-            lo, hi = rng.lo[n], rng.hi[n]
-            if lo < 0:
-                continue
-            segment_low = lo
-            for mark in marks + [hi]:
-                if mark < segment_low:
-                    continue
-                upper = min(mark, hi)
-                m = lo + -(-(segment_low - lo) // rng.step) * rng.step  # first achievable load >= segment_low
-                if m <= upper:
-                    yield interval, n, m
-                segment_low = upper + 1
-                if segment_low > hi:
-                    break
 
 
 def crash_region(design: Design) -> tuple[tuple[int, int], ...]:
@@ -223,81 +119,100 @@ def crash_region(design: Design) -> tuple[tuple[int, int], ...]:
     return runs(hits)
 
 
+Worst = tuple[float, int, Choice]  # (ratio, n, the choice that attains it)
+
+
+@dataclass(frozen=True)
+class _Sweep:
+    """Per n in [2P, top]: does some / every batch fall back, the largest / smallest bucket some takes (-1: none)."""
+
+    ns: np.ndarray
+    eager_some: np.ndarray
+    eager_all: np.ndarray
+    big: np.ndarray
+    small: np.ndarray
+
+
+def _sweep(design: Design, rng: BusiestRange, caps: dict[int, int], top: int) -> _Sweep:
+    """Every n at once, one breakpoint interval at a time: each choice's busiest-load interval against the
+    achievable loads lo(n), lo(n)+step, ..., hi(n)."""
+    p = design.cp_size
+    lo = np.array(rng.lo[2 * p :], dtype=np.int64)
+    hi = np.array(rng.hi[2 * p :], dtype=np.int64)
+    size = top + 1 - 2 * p
+    sweep = _Sweep(
+        np.arange(2 * p, top + 1), np.zeros(size, dtype=bool), np.zeros(size, dtype=bool),
+        np.full(size, -1, dtype=np.int64), np.full(size, -1, dtype=np.int64),
+    )
+    cuts = breakpoints(design, 2 * p, top) + [top + 1]
+    for x, y in zip(cuts, cuts[1:]):
+        i, j = x - 2 * p, y - 2 * p  # n in [x, y)
+        options = choices(design, considered(design, x), caps)
+        lo_i, hi_i = lo[i:j], hi[i:j]
+        top_room = max((c.high for c in options), default=-1)
+        sweep.eager_some[i:j] = hi_i > top_room
+        sweep.eager_all[i:j] = lo_i > top_room
+        big, small = sweep.big[i:j], sweep.small[i:j]
+        for c in options:
+            start = np.maximum(lo_i, c.low + 1)
+            first = lo_i + -(-(start - lo_i) // rng.step) * rng.step
+            ok = first <= np.minimum(hi_i, c.high)
+            big[:] = np.where(ok & (c.bucket > big), c.bucket, big)
+            small[:] = np.where(ok & ((small < 0) | (c.bucket < small)), c.bucket, small)
+    return sweep
+
+
+def _worst(design: Design, sweep: _Sweep, caps: dict[int, int]) -> tuple[Worst | None, Worst | None]:
+    """The n with the largest global (B/n) and CP-local (P*capacity(B)/n) padding, and the choice there."""
+    ns, big, admitted = sweep.ns, sweep.big, sweep.big >= 0
+    if not admitted.any():
+        return None, None
+    ratios = np.where(admitted, big / ns, -1.0)
+    k = int(np.argmax(ratios))
+    worst_global = (float(ratios[k]), int(ns[k]), choice_at(design, int(ns[k]), int(big[k]), caps))
+    p = design.cp_size
+    local = np.where(admitted, [p * caps.get(int(b), 0) / int(n) if b >= 0 else -1.0 for n, b in zip(ns, big)], -1.0)
+    k = int(np.argmax(local))
+    worst_local = (float(local[k]), int(ns[k]), choice_at(design, int(ns[k]), int(big[k]), caps))
+    return worst_global, worst_local
+
+
+def _extreme(rng: BusiestRange, worst: Worst | None) -> Extreme | None:
+    """A concrete batch attaining ``worst``: one request of n tokens when it can, else the fewest requests."""
+    if worst is None:
+        return None
+    ratio, n, choice = worst
+    low, high = max(choice.low + 1, rng.lo[n]), min(choice.high, rng.hi[n])
+    single = low <= rng.lo[n] <= high
+    lengths = (n,) if single else batch_with_busiest(rng, n, low, high) or ()
+    return Extreme(ratio, n, len(lengths), choice.bucket, lengths)
+
+
 def efficiency(design: Design) -> Efficiency:
     """Exact efficiency figures over every CP-active batch, of any number of requests (module docstring)."""
     p = design.cp_size
     caps = design.capacities()[0]
     top = max(design.buckets)
-    some: list[int] = []
-    every: list[int] = []
-    curve: list[tuple[int, float, float]] = []
-    worst_global: tuple[float, int, _Choice] | None = None
-    worst_local: tuple[float, int, _Choice] | None = None
-    points = 0
-    if p > 1 and top >= 2 * p:
-        rng = busiest_range(design.strategy, p, top)
-        lo = np.array(rng.lo[2 * p :], dtype=np.int64)
-        hi = np.array(rng.hi[2 * p :], dtype=np.int64)
-        cuts = breakpoints(design, 2 * p, top) + [top + 1]
-        eager_some = np.zeros(top + 1 - 2 * p, dtype=bool)
-        eager_all = np.zeros(top + 1 - 2 * p, dtype=bool)
-        big = np.full(top + 1 - 2 * p, -1, dtype=np.int64)
-        small = np.full(top + 1 - 2 * p, -1, dtype=np.int64)
-        for x, y in zip(cuts, cuts[1:]):
-            i, j = x - 2 * p, y - 2 * p  # n in [x, y)
-            choices = _choices(design, considered(design, x), caps)
-            lo_i, hi_i = lo[i:j], hi[i:j]
-            top_room = max((c.high for c in choices), default=-1)
-            eager_some[i:j] = hi_i > top_room
-            eager_all[i:j] = lo_i > top_room
-            for c in choices:
-                start = np.maximum(lo_i, c.low + 1)
-                first = lo_i + -(-(start - lo_i) // rng.step) * rng.step
-                ok = first <= np.minimum(hi_i, c.high)
-                big[i:j] = np.where(ok & (c.bucket > big[i:j]), c.bucket, big[i:j])
-                small[i:j] = np.where(ok & ((small[i:j] < 0) | (c.bucket < small[i:j])), c.bucket, small[i:j])
-        ns = np.arange(2 * p, top + 1)
-        points = len(ns)
-        some = [int(n) for n in ns[eager_some]]
-        every = [int(n) for n in ns[eager_all]]
-        admitted = big >= 0
-        for n, b_small, b_big in zip(ns[admitted], small[admitted], big[admitted]):
-            curve.append((int(n), int(b_small) / int(n), int(b_big) / int(n)))
-        if admitted.any():
-            ratios = np.where(admitted, big / ns, -1.0)
-            k = int(np.argmax(ratios))
-            worst_global = (float(ratios[k]), int(ns[k]), _choice_at(design, int(ns[k]), int(big[k]), caps))
-            local = np.where(admitted, [p * caps.get(int(b), 0) / int(n) if b >= 0 else -1.0 for n, b in zip(ns, big)], -1.0)
-            k = int(np.argmax(local))
-            worst_local = (float(local[k]), int(ns[k]), _choice_at(design, int(ns[k]), int(big[k]), caps))
-
-    def concrete(worst: tuple[float, int, _Choice] | None) -> Extreme | None:
-        if worst is None:
-            return None
-        ratio, n, choice = worst
-        low, high = max(choice.low + 1, rng.lo[n]), min(choice.high, rng.hi[n])
-        single = low <= rng.lo[n] <= high  # one request of n tokens: the fewest requests
-        lengths = (n,) if single else batch_with_busiest(rng, n, low, high) or ()
-        return Extreme(ratio, n, len(lengths), choice.bucket, lengths)
-
-    some_runs, every_runs = runs(some), runs(every)
+    if p < 2 or top < 2 * p:
+        region = Region(0, (), (), 0, 0)
+        return Efficiency(0, None, None, (region,), bucket_costs(design), top, (), "")
+    rng = busiest_range(design.strategy, p, top)
+    sweep = _sweep(design, rng, caps, top)
+    some = [int(n) for n in sweep.ns[sweep.eager_some]]
+    every = [int(n) for n in sweep.ns[sweep.eager_all]]
+    admitted = sweep.big >= 0
+    curve = tuple(
+        (int(n), int(b_small) / int(n), int(b_big) / int(n))
+        for n, b_small, b_big in zip(sweep.ns[admitted], sweep.small[admitted], sweep.big[admitted])
+    )
+    worst_global, worst_local = _worst(design, sweep, caps)
     note = ""
-    if p > 1 and top >= 2 * p and not busiest_range(design.strategy, p, top).exact_between:
+    if not rng.exact_between:
         note = (
             f"{design.strategy} at cp_size {p}: the eager regions are exact (they read lo(n) and hi(n) only); "
             "the padding figures take every busiest load between lo(n) and hi(n) as possible (an upper bound)"
         )
+    region = Region(0, runs(some), runs(every), len(some), len(sweep.ns))
     return Efficiency(
-        0,
-        concrete(worst_global),
-        concrete(worst_local),
-        (Region(0, some_runs, every_runs, len(some), points),),
-        bucket_costs(design),
-        top,
-        tuple(curve),
-        note,
+        0, _extreme(rng, worst_global), _extreme(rng, worst_local), (region,), bucket_costs(design), top, curve, note
     )
-
-
-def _choice_at(design: Design, n: int, bucket: int, caps: dict[int, int]) -> _Choice:
-    return next(c for c in _choices(design, considered(design, n), caps) if c.bucket == bucket)

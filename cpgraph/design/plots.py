@@ -16,7 +16,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from cpgraph.design.efficiency import Efficiency, runs  # noqa: E402
+from cpgraph.design.efficiency import Efficiency  # noqa: E402
+from cpgraph.design.segments import runs  # noqa: E402
 from cpgraph.design.report import Review  # noqa: E402
 from cpgraph.design.review import InvariantResult  # noqa: E402
 from cpgraph.design.schema import Design  # noqa: E402
