@@ -44,7 +44,7 @@ class Panel:
     witnesses: tuple[tuple[int, int, str], ...]  # (n, requests, invariant)
 
 
-def crash_region(design: Design, request_bound: int, top: int) -> tuple[tuple[int, tuple[tuple[int, int], ...]], ...]:
+def crash_rows(design: Design, request_bound: int, top: int) -> tuple[tuple[int, tuple[tuple[int, int], ...]], ...]:
     """Token ranges where some CP-active batch breaks a safety invariant (it would crash a server), exact
     for any number of requests (cpgraph.design.efficiency.crash_region; row 0 = any R) for live-layout
     designs; () for others (their replay reads the padded count, so only the review's witness is drawn)."""
@@ -73,7 +73,7 @@ def panels_of(review: Review) -> list[Panel]:
     for design, eff, results in pairs:
         witnesses = _witnesses(results)
         bound = min(eff.request_bound, CRASH_REQUEST_BOUND)
-        crash = crash_region(design, bound, eff.largest_bucket) if witnesses else ()
+        crash = crash_rows(design, bound, eff.largest_bucket) if witnesses else ()
         out.append(Panel(design.name, eff, crash, witnesses))
     return out
 
