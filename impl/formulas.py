@@ -52,6 +52,8 @@ def _zigzag_from_hist(hist: list[int], total: int, count: int, p: int) -> int:
 
 
 def _zigzag_scalar(values: Sequence[int], total: int, p: int) -> int:
+    if p == 1:  # one rank holds every token
+        return total
     s = 2 * p
     hist = [0] * s
     for m in map(s.__rmod__, values):
@@ -66,14 +68,16 @@ def _mod(np: ModuleType, vec: Int64Array, s: int) -> Int64Array:
 
 
 def _zigzag_vector(np: ModuleType, vec: Int64Array, total: int, p: int) -> int:
+    if p == 1:  # one rank holds every token: no histogram
+        return total
     s = 2 * p
     count: int = vec.shape[0]
     hist = np.bincount(np.bitwise_and(vec, s - 1) if s & (s - 1) == 0 else np.remainder(vec, s), minlength=s)
     if s <= 32:  # a short histogram is finished faster on Python ints than by more numpy calls
         return _zigzag_from_hist(hist.tolist(), total, count, p)
-    c = hist.cumsum()  # c[k] = #{m <= k}
-    g: list[int] = (c[:p] + c[: p - 1 : -1]).tolist()  # c[r] + c[2P-1-r], r < P; they sum to sum(c)
-    return (total - s * count + sum(g)) // p + 2 * count - min(g)  # 2*sum(q) = (N - sum(m)) / P
+    c = np.add.accumulate(hist)  # c[k] = #{m <= k}
+    g: list[int] = np.add(c[:p], c[: p - 1 : -1]).tolist()  # c[r] + c[2P-1-r], r < P; they sum to sum(c)
+    return (total - s * count + sum(g)) // p + 2 * count - min(g)
 
 
 @lru_cache(maxsize=64)

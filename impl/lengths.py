@@ -38,7 +38,7 @@ Lengths = tuple[Sequence[int] | None, Int64Array | None, int, int, int]
 VECTOR_MIN_REQUESTS = 48
 ALLOWED_ARRAYS = "a 1-d integer numpy array or CPU torch tensor (int64, int32, int16, int8, uint32, uint16, uint8)"
 _NUMPY: list[ModuleType | None] = []
-_DTYPES: list[Any] = []  # numpy's int64 dtype, once numpy is imported
+_DTYPES: list[Any] = []  # numpy's int64 and float64 dtypes, once numpy is imported
 # One compiled ``struct`` per batch size: packing a list of Python ints into int64 bytes is the fastest C-speed
 # conversion the standard library offers (about 3x ``array('q', ...)``); numpy then reads the bytes in place.
 _PACKERS: dict[int, struct.Struct] = {}
@@ -65,8 +65,14 @@ def numpy_module() -> ModuleType | None:
             _NUMPY.append(None)
         else:
             _NUMPY.append(numpy)
-            _DTYPES.append(numpy.dtype(numpy.int64))
+            _DTYPES.extend((numpy.dtype(numpy.int64), numpy.dtype(numpy.float64)))
+            _UFUNCS.extend((numpy.frombuffer, numpy.minimum.reduce, numpy.add.reduce))
     return _NUMPY[0]
+
+
+# numpy's frombuffer, minimum.reduce and add.reduce, bound once numpy is imported: the hot path makes one call
+# of each per batch, and a module attribute lookup costs a few percent of an R = 256 decision.
+_UFUNCS: list[Any] = []
 
 
 _TORCH_INT_DTYPES: list[frozenset[Any]] = []
@@ -101,35 +107,40 @@ def _exact(name: str, value: object) -> Lengths:
 
 def _from_array(name: str, vec: Any, given: object) -> Lengths:
     """A numpy array: validated with reductions (min; the sum in float64, exact below 2**53), never a loop."""
-    np = numpy_module()
-    assert np is not None
-    if vec.ndim != 1:
-        raise ValueError(f"{name} must be {ALLOWED_ARRAYS}; got shape {tuple(vec.shape)}")
-    if vec.dtype is not _DTYPES[0]:  # numpy's int64 dtype object: an identity test is the cheapest check
-        if not (vec.dtype.kind == "i" or (vec.dtype.kind == "u" and vec.dtype.itemsize <= 4)):
-            raise TypeError(f"{name} must be {ALLOWED_ARRAYS}; got dtype {vec.dtype}")
-        vec = vec.astype(np.int64)
-    count = vec.shape[0]
-    if count == 0:
-        raise ValueError(f"{name} must be a non-empty sequence of ints >= 0, got an empty batch {given!r}")
+    if vec.dtype is not _DTYPES[0] or vec.ndim != 1:  # int64 (numpy's dtype object: identity is the cheapest test)
+        vec = _int64_vector(name, vec, sys.modules["numpy"])
+    count: int = vec.shape[0]
     if count < VECTOR_MIN_REQUESTS:  # a short array is cheaper as Python ints (exact ints, so no type checks)
+        if not count:
+            raise ValueError(f"{name} must be a non-empty sequence of ints >= 0, got an empty batch {given!r}")
         items = vec.tolist()
         lo = min(items)
         if lo < 0:
             i = items.index(lo)
             raise ValueError(f"{name}[{i}] must be an int >= 0, got {lo} in {name}={given!r}")
-        return (items, None, int(count), sum(items), lo)
-    lo = int(np.minimum.reduce(vec))
+        return (items, None, count, sum(items), lo)
+    lo = int(_UFUNCS[1](vec))
     if lo < 0:
-        i = int(np.argmax(vec < 0))
+        i = int(sys.modules["numpy"].argmax(vec < 0))
         raise ValueError(f"{name}[{i}] must be an int >= 0, got {int(vec[i])} in {name}={given!r}")
     # Non-negative ints summed in float64 are exact while the total is below 2**53 (every partial sum is an
     # integer below it); an int64 sum could instead wrap silently. Past that, sum on Python ints.
-    total = np.add.reduce(vec, dtype=np.float64)
-    if total < 2.0**53:
-        return (None, vec, int(count), int(total), lo)
+    total = _UFUNCS[2](vec, dtype=_DTYPES[1])
+    if total < 9007199254740992.0:  # 2**53
+        return (None, vec, count, int(total), lo)
     items = tuple(vec.tolist())
-    return (items, None, int(count), sum(items), lo)
+    return (items, None, count, sum(items), lo)
+
+
+def _int64_vector(name: str, vec: Any, np: Any) -> Any:
+    """A 1-d integer array as int64 (a copy unless it is one); TypeError/ValueError naming what is allowed."""
+    if vec.ndim != 1:
+        raise ValueError(f"{name} must be {ALLOWED_ARRAYS}; got shape {tuple(vec.shape)}")
+    if vec.dtype is _DTYPES[0]:
+        return vec
+    if not (vec.dtype.kind == "i" or (vec.dtype.kind == "u" and vec.dtype.itemsize <= 4)):
+        raise TypeError(f"{name} must be {ALLOWED_ARRAYS}; got dtype {vec.dtype}")
+    return vec.astype(np.int64)
 
 
 def _from_sequence(name: str, value: Any, count: int) -> Lengths:
@@ -143,14 +154,13 @@ def _from_sequence(name: str, value: Any, count: int) -> Lengths:
     if type(total) is not int:
         return _exact(name, value)
     if count >= VECTOR_MIN_REQUESTS:
-        np = _NUMPY[0] if _NUMPY else numpy_module()
-        if np is not None:
+        if (_NUMPY[0] if _NUMPY else numpy_module()) is not None:
             packer = _PACKERS.get(count) or _packer(count)
             try:
-                vec = np.frombuffer(packer.pack(*value), _DTYPES[0])
+                vec = _UFUNCS[0](packer.pack(*value), _DTYPES[0])
             except struct.error:  # a non-integer item, or a length past int64: the exact/scalar path
                 return _exact(name, value)
-            lo = int(np.minimum.reduce(vec))
+            lo = int(_UFUNCS[1](vec))
             if lo < 2:  # a bool, a negative, or a legal 0/1 length: the exact check decides (and says why)
                 _exact(name, value)
             return (value, vec, count, total, lo)
@@ -176,6 +186,8 @@ def accept_lengths(value: object, name: str = "extend_seq_lens") -> Lengths:
         return _exact(name, value)
     np_mod = sys.modules.get("numpy")
     if np_mod is not None and isinstance(value, np_mod.ndarray):
+        if not _UFUNCS:
+            numpy_module()
         return _from_array(name, value, value)
     torch_mod = sys.modules.get("torch")
     if torch_mod is not None and isinstance(value, torch_mod.Tensor):
