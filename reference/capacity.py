@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from cpgraph.reference.layout import rank_loads
 from cpgraph.reference.strategies import capture_lengths, strategy_row
-from cpgraph.reference.validate import check_int, check_lengths, check_strategy
+from cpgraph.reference.validate import check_cp_size, check_int, check_lengths, check_strategy
 
 
 def align_up(value: int, align_size: int) -> int:
@@ -18,7 +18,7 @@ def align_up(value: int, align_size: int) -> int:
 
 def default_align_size(*, cp_size: int, strategy: str = "zigzag") -> int:
     """Upstream's alignment: the strategy row's factor times P (2P for zigzag and zigzag_pad, P else)."""
-    check_int("cp_size", cp_size, minimum=1)
+    check_cp_size("cp_size", cp_size)
     return strategy_row(strategy).align_size(cp_size)
 
 
@@ -31,7 +31,7 @@ def required_local_tokens(
     request and changes the loads).
     """
     lengths = check_lengths("extend_seq_lens", extend_seq_lens)
-    p = check_int("cp_size", cp_size, minimum=1)
+    p = check_cp_size("cp_size", cp_size)
     a = check_int("align_size", align_size, minimum=1)
     return align_up(max(rank_loads(lengths, cp_size=p, strategy=check_strategy(strategy))), a)
 
@@ -61,7 +61,7 @@ def headroom_bound(num_tokens: int, *, cp_size: int, max_requests: int, strategy
     R is capped at N: a batch of N tokens has at most N non-empty requests.
     """
     n = check_int("num_tokens", num_tokens, minimum=0)
-    p = check_int("cp_size", cp_size, minimum=1)
+    p = check_cp_size("cp_size", cp_size)
     r = min(check_int("max_requests", max_requests, minimum=1), n)
     excess = strategy_row(strategy).request_excess
     if excess is None:
@@ -74,7 +74,7 @@ def headroom_local_tokens(
 ) -> int:
     """Capacity that fits every batch of at most ``max_requests`` requests and ``num_tokens`` tokens."""
     n = check_int("num_tokens", num_tokens, minimum=1)
-    p = check_int("cp_size", cp_size, minimum=1)
+    p = check_cp_size("cp_size", cp_size)
     a = check_int("align_size", align_size, minimum=1)
     r = check_int("max_requests", max_requests, minimum=1)
     return align_up(headroom_bound(n, cp_size=p, max_requests=r, strategy=check_strategy(strategy)), a)

@@ -16,7 +16,7 @@ from cpgraph.reference.strategies import (
     zigzag_owned_blocks,
     zigzag_request_loads,
 )
-from cpgraph.reference.validate import check_int, check_lengths
+from cpgraph.reference.validate import check_cp_size, check_int, check_lengths
 
 __all__ = [
     "Layout",
@@ -43,7 +43,7 @@ def rank_loads(extend_seq_lens: object, *, cp_size: object, strategy: object = "
     """Rows each of the P ranks occupies for this batch (real tokens, plus a strategy's in-layout padding:
     zigzag_pad pads every request to a multiple of 2P); for the other strategies they sum to the tokens."""
     lengths = check_lengths("extend_seq_lens", extend_seq_lens)
-    p = check_int("cp_size", cp_size, minimum=1)
+    p = check_cp_size("cp_size", cp_size)
     return strategy_row(strategy).batch_loads(lengths, p)
 
 
@@ -102,7 +102,7 @@ def build_layout(
     Raises ValueError when ``rows`` is below the busiest rank's load: a layout is refused, never truncated.
     """
     lengths = check_lengths("extend_seq_lens", extend_seq_lens)
-    p = check_int("cp_size", cp_size, minimum=1)
+    p = check_cp_size("cp_size", cp_size)
     row = strategy_row(strategy)
     ranks = row.rank_rows(lengths, p)
     busiest = max(len(tokens) for tokens in ranks)

@@ -16,6 +16,7 @@ from cpgraph.reference.capacity import (
 from cpgraph.reference.layout import Layout, build_layout
 from cpgraph.reference.selection import select_replay_bucket
 from cpgraph.reference.validate import (
+    check_cp_size,
     check_capacities,
     check_capture_list,
     check_int,
@@ -104,7 +105,7 @@ class ReferenceRunner:
         max_padding_factor: int | Fraction = 2,
         capture_rule: CaptureRule | None = None,
     ) -> None:
-        self.cp_size = check_int("cp_size", cp_size, minimum=1)
+        self.cp_size = check_cp_size("cp_size", cp_size)
         self.strategy = check_strategy(strategy)
         self.align_size = (
             default_align_size(cp_size=self.cp_size, strategy=self.strategy)

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
-from cpgraph.reference.validate import check_capacities, check_capture_list, check_int, check_lengths, check_padding_factor
+from cpgraph.reference.validate import check_capacities, check_capture_list, check_cp_size, check_int, check_lengths, check_padding_factor
 
 
 def is_cp_active(extend_seq_lens: object, *, num_tokens: object, cp_size: object) -> bool:
     """A batch takes the CP graph path only when P > 1, n >= 2P and every length >= 2P."""
     lengths = check_lengths("extend_seq_lens", extend_seq_lens)
     n = check_int("num_tokens", num_tokens, minimum=1)
-    p = check_int("cp_size", cp_size, minimum=1)
+    p = check_cp_size("cp_size", cp_size)
     return p > 1 and n >= 2 * p and all(length >= 2 * p for length in lengths)
 
 

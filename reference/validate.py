@@ -26,6 +26,18 @@ def check_int(name: str, value: object, *, minimum: int) -> int:
     return value
 
 
+MAX_CP_SIZE: Final = 1 << 16  # 65536 ranks: every layout is a P-tuple, far above any deployment
+
+
+def check_cp_size(name: str, value: object) -> int:
+    """An int P with 1 <= P <= MAX_CP_SIZE (a layout holds one entry per rank; a P of 10**9 would be built,
+    not refused, without the bound)."""
+    p = check_int(name, value, minimum=1)
+    if p > MAX_CP_SIZE:
+        raise ValueError(f"{name} must be an int in 1..{MAX_CP_SIZE} (one layout entry per rank), got {p}")
+    return p
+
+
 def check_lengths(name: str, value: object) -> tuple[int, ...]:
     """A non-empty sequence of non-negative ints (request lengths), returned as a tuple."""
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):

@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from cpgraph.reference.validate import MAX_CP_SIZE
 from cpgraph.reference import (
     CaptureRule,
     ReferenceRunner,
@@ -114,3 +115,28 @@ def test_policy_functions_take_exactly_the_batch_keywords() -> None:
         policy.admit(**without_rank)
     with pytest.raises(TypeError, match=r"unexpected \['strategy'\]"):
         policy.replay_bucket(**batch, strategy="zigzag")
+
+
+@pytest.mark.parametrize("cp_size", [MAX_CP_SIZE + 1, 10**9, 2**64])
+def test_a_cp_size_beyond_the_bound_is_refused_not_built(cp_size: int) -> None:
+    """A layout holds one entry per rank: a huge P must be a ValueError naming cp_size, never an
+    OverflowError or a P-tuple of a billion entries."""
+    from cpgraph import reference as ref
+
+    calls = [
+        lambda: ref.rank_loads((4,), cp_size=cp_size),
+        lambda: ref.required_local_tokens((4,), cp_size=cp_size, align_size=1),
+        lambda: ref.capture_local_tokens(4, cp_size=cp_size, align_size=1),
+        lambda: ref.build_layout((4,), cp_size=cp_size, rows=4),
+        lambda: ref.is_cp_active((4,), num_tokens=4, cp_size=cp_size),
+        lambda: ReferenceRunner(cp_size=cp_size, capture_num_tokens=(64,)),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=rf"cp_size must be an int in 1\.\.{MAX_CP_SIZE}.*got {cp_size}"):
+            call()
+
+
+def test_the_largest_cp_size_is_accepted() -> None:
+    from cpgraph import reference as ref
+
+    assert len(ref.rank_loads((4,), cp_size=MAX_CP_SIZE)) == MAX_CP_SIZE
