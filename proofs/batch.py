@@ -88,7 +88,8 @@ def class_loads_track_request_loads(
     """Every batch of any number of requests has the loads and tokens of its remainder-class state:
     base (the empty batch) and step (one more request of any length moves the class formula exactly as
     the spec's per-request loads move the batch's loads), for zigzag and zigzag_pad at every P and for
-    contiguous at P <= 8 (interleave's loads are a function of the total, so the tokens step covers it)."""
+    contiguous at P <= 8 (interleave's loads are a function of the total, so the tokens step covers it);
+    and conversely every state a ClassBatch admits is realised by a non-empty batch."""
     p = cp_size
     out: list[Query] = []
     empty = empty_state(p)
@@ -102,6 +103,18 @@ def class_loads_track_request_loads(
     # Coverage: the state of every non-empty batch is one class_batch admits (its own facts, one builder).
     out.append(Query("step covers", is_a_batch(after), hypotheses))
     out.append(Query("step tokens", after.tokens == before.tokens + length, hypotheses))
+    # Exactness, the converse: every state class_batch admits is one a non-empty batch has, so a model is a
+    # real batch. Stated from what realising it needs (one long request per c[m] with quotient >= 1, the
+    # surplus quotient on any one of them, s[m] requests of m tokens), not from spec.batch's builders.
+    any_state = state(p, "any")
+    longs = z3.Sum(list(any_state.long_counts))
+    realisable = all_of([
+        any_state.requests >= 1,
+        *[c >= 0 for c in (*any_state.long_counts, *any_state.short_counts)],
+        any_state.quotients >= longs,
+        z3.Or(longs >= 1, any_state.quotients == 0),
+    ])
+    out.append(Query("exact", realisable, (is_a_batch(any_state),)))
     for kind in _strategies_with_request_loads(p):
         old = class_loads(before, kind, f"{kind}.before")
         new = class_loads(after, kind, f"{kind}.after")

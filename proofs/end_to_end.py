@@ -41,9 +41,9 @@ from cpgraph.spec.admission import Admission, RankSetup, admit
 from cpgraph.spec.batch import ClassBatch, class_batch, class_loads
 from cpgraph.spec.capacity import capture_local_tokens
 from cpgraph.spec.replay import Replay, ReplayLayout, live_layout, replay
-from cpgraph.spec.selection import capture_list_is_sorted, symbolic_capture_list
+from cpgraph.spec.selection import Selection, capture_list_is_sorted, symbolic_capture_list
 from cpgraph.spec.strategies import STRATEGIES
-from cpgraph.spec.terms import BoolTerm, IntTerm, all_of, any_of
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, all_of, any_of
 
 LIST_LENGTH = 3  # buckets per capture list here; the scan itself is proved for every list length
 FACTORS = (Fraction(2), Fraction(3, 2))  # F for every theorem (F = 2 only above P = 8); padding_limit: PADDING_FACTORS
@@ -243,15 +243,42 @@ def admitted_bucket_is_the_least_that_fits(cp_size: int, *, admit_fn: Admit = ad
 
 
 def active_batches_that_fit_are_admitted(cp_size: int, *, admit_fn: Admit = admit) -> tuple[Query, ...]:
-    """no_needless_fallback: a CP-active batch for which some captured bucket fits is admitted."""
+    """no_needless_fallback: a CP-active batch for which some captured bucket fits is admitted, and only
+    such a batch is (the CP-active gates P > 1, n >= 2P and no request under 2P, restated, are exact)."""
     out: list[Query] = []
     for s in _settings(cp_size):
         a = admit_fn(s.batch, s.n, s.setup, 0, "admit")
         need, facts = s.rows_needed("truth")
         some = any_of(bucket_fits(s.capture, i, s.n, s.factor, need) for i in range(LIST_LENGTH))
-        claim = z3.Implies(z3.And(is_active(s.batch, s.n), some), a.selection.admitted)
+        # Both directions: a batch the gates let through that some bucket fits is admitted, and nothing
+        # else is (an inactive batch, or one no bucket fits, never replays a graph).
+        claim = a.selection.admitted == z3.And(is_active(s.batch, s.n), some)
         out += s.chain("active_batches_that_fit_are_admitted", (same_rows(need, a.required), ("no_needless_fallback", claim)),
                        (a.holds, facts), (("rows needed", need),))
+    return tuple(out)
+
+
+def _any_decision(loads: Loads, rank: IntLike, setup: RankSetup, num_tokens: IntLike, name: str) -> tuple[Selection, IntTerm, BoolTerm]:
+    """A selector that may choose anything: any admit verdict, any bucket (listed or not), any rows."""
+    del loads, rank, setup, num_tokens
+    return Selection(z3.Bool(f"{name}.any.admitted"), z3.Int(f"{name}.any.bucket")), z3.Int(f"{name}.any.rows"), z3.BoolVal(True)
+
+
+def replay_runs_only_into_a_listed_bucket_with_room(
+    cp_size: int, *, replay_fn: ReplayFn = replay, layout: ReplayLayout = live_layout
+) -> tuple[Query, ...]:
+    """replay's tripwire: whatever bucket replay's selector call chose (any verdict, any bucket, listed or
+    not), replay succeeds only for a CP-active batch, into a listed bucket with a recorded capacity that
+    holds every rank's rows of the layout it built."""
+    out: list[Query] = []
+    for s in _settings(cp_size, FACTORS[:1]):
+        r = replay_fn(s.batch, s.n, s.setup, 0, "replay", layout=layout, decide=_any_decision)
+        claim = z3.Implies(
+            r.succeeded,
+            z3.And(r.selection.admitted, is_active(s.batch, s.n), is_listed_with_room(s.capture, r.selection.bucket, r.layout_loads)),
+        )
+        out += s.chain("replay_runs_only_into_a_listed_bucket_with_room", (("tripwire", claim),), (r.holds,),
+                       (("replayed", r.selection.bucket),))
     return tuple(out)
 
 

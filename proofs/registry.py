@@ -22,6 +22,7 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     obligation(strategies.zigzag_loads_sum_to_tokens, scope=_ANY_BATCH, over="cp_size"),
     obligation(strategies.contiguous_loads_sum_to_tokens, scope=_ANY_BATCH, over="cp_size"),
     obligation(strategies.interleave_loads_sum_to_tokens, scope="P = 1..{cp_max}; every batch (loads depend on N only)", over="cp_size"),
+    obligation(strategies.table_batch_loads_sum_to_tokens, scope="P in {sampled}; every strategy (zigzag_pad: the padded tokens); a batch of two requests of any lengths, through the table's batch_loads", over="cp_size_sampled"),
     obligation(strategies.zigzag_busiest_rank_holds_ceil_share, scope=_ANY_LENGTH + "; one request", over="cp_size"),
     obligation(strategies.contiguous_busiest_rank_holds_ceil_share, scope=_ANY_LENGTH + "; one request", over="cp_size"),
     obligation(strategies.zigzag_pad_holds_the_padded_zigzag_share, scope=_ANY_LENGTH + "; one request", over="cp_size"),
@@ -51,6 +52,7 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     obligation(end_to_end.admitted_bucket_is_captured, scope=_E2E, over="cp_size_sampled"),
     obligation(end_to_end.admitted_bucket_is_within_padding_limit, scope=_E2E.replace("F in {{2, 3/2}}", "F in {{1, 5/4, 3/2, 2, 4}}"), over="cp_size_sampled"),
     obligation(end_to_end.admitted_batches_fit_every_rank, scope=_E2E + "; any capacities, and the capture rule's for P <= 8", over="cp_size_sampled"),
+    obligation(end_to_end.replay_runs_only_into_a_listed_bucket_with_room, scope=_E2E.replace("F in {{2, 3/2}} (F = 2 above P = 8)", "F = 2") + "; any decision of replay's selector call", over="cp_size_sampled"),
     obligation(end_to_end.admitted_bucket_is_the_least_that_fits, scope=_E2E, over="cp_size_sampled"),
     obligation(end_to_end.active_batches_that_fit_are_admitted, scope=_E2E, over="cp_size_sampled"),
 )

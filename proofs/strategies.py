@@ -20,7 +20,7 @@ from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.replay import batch_replay
 from cpgraph.spec.arith import DivMod, divmod_by
 from cpgraph.spec.invariants import conservation, per_request_balance
-from cpgraph.spec.strategies import zigzag_pad_request_loads, RequestLoads, contiguous_request_loads, interleave_loads, interleave_rank_load
+from cpgraph.spec.strategies import STRATEGIES, rank_loads, zigzag_pad_request_loads, RequestLoads, contiguous_request_loads, interleave_loads, interleave_rank_load
 from cpgraph.spec.terms import IntLike, IntTerm, Loads
 from cpgraph.spec.zigzag import zigzag_rank_load, zigzag_request_loads, zigzag_split
 
@@ -100,6 +100,24 @@ def interleave_loads_sum_to_tokens(cp_size: int, *, batch_loads: RequestLoads = 
             ),
         ),
     )
+
+
+def table_batch_loads_sum_to_tokens(cp_size: int, *, batch_loads: Callable[..., Loads] = rank_loads) -> tuple[Query, ...]:
+    """For every strategy of the table, the whole-batch loads the table builds for a batch of several
+    requests of any lengths (the first request's loads plus each further one's, with every request's
+    defining facts kept; interleave from the total) sum to the batch's tokens; under zigzag_pad, to the
+    tokens of every request padded up to a multiple of 2P (2P*k, k the least with 2P*k >= L)."""
+    p = cp_size
+    lengths = (z3.Int("L0"), z3.Int("L1"))
+    blocks = tuple(z3.Int(f"k{i}") for i in range(len(lengths)))
+    least = [z3.And(2 * p * k >= x, 2 * p * (k - 1) < x) for k, x in zip(blocks, lengths)]
+    out: list[Query] = []
+    for sid in STRATEGIES:
+        loads = batch_loads(lengths, cp_size, f"batch.{sid}", sid)
+        tokens = z3.Sum([2 * p * k for k in blocks]) if sid == "zigzag_pad" else z3.Sum(list(lengths))
+        out.append(Query(sid, conservation(loads, tokens), (*(x >= 0 for x in lengths), *least, loads.holds),
+                         size=z3.Sum(list(lengths)), shown=_shown(loads)))
+    return tuple(out)
 
 
 def zigzag_busiest_rank_holds_ceil_share(

@@ -9,7 +9,7 @@ why, e.g., "skip a bucket above F*n" is as good as "stop" on a sorted list).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import z3
@@ -20,6 +20,7 @@ from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.registry import BY_NAME
 from cpgraph.spec.arith import DivMod, align_up, divmod_by, floor_div
 from cpgraph.spec.capacity import capture_local_tokens
+from cpgraph.spec.strategies import STRATEGIES, contiguous_request_loads, rank_loads
 from cpgraph.spec.selection import (
     NO_SELECTION,
     CaptureSet,
@@ -94,6 +95,54 @@ def loose_divmod(dividend: IntLike, divisor: IntLike, name: str) -> DivMod:
     n, d = int_term(dividend), int_term(divisor)
     q, m = z3.Int(f"{name}.q"), z3.Int(f"{name}.m")
     return DivMod(n, d, q, m, z3.And(n == d * q + m, m >= 0, m <= d))
+
+
+def remainder_untied(dividend: IntLike, divisor: IntLike, name: str) -> DivMod:
+    """The quotient pinned (0 <= L - S*q < S) but the remainder only bounded (0 <= m < S), never tied to L:
+    the quotient is unique, the remainder is not."""
+    n, d = int_term(dividend), int_term(divisor)
+    q, m = z3.Int(f"{name}.q"), z3.Int(f"{name}.m")
+    return DivMod(n, d, q, m, z3.And(n - d * q >= 0, n - d * q < d, m >= 0, m < d))
+
+
+def next_multiple(value: IntLike, align_size: IntLike, name: str) -> Defined:
+    """A*(floor(v/A) + 1): one block too many when v is already a multiple of A."""
+    down = floor_div(value, align_size, name)
+    return Defined(int_term(align_size) * (down.value + 1), down.holds)
+
+
+def no_rounding(value: IntLike, align_size: IntLike, name: str) -> Defined:
+    """v itself: at least v and below v + A, but not a multiple of A."""
+    return Defined(int_term(value), z3.BoolVal(True))
+
+
+def _align_up_folding_zero_to_a_block(value: IntLike, align_size: IntLike, name: str) -> Defined:
+    # A fold that gives every literal at least one block (align_up(0, A) = A) while the term gives 0.
+    if isinstance(value, int) and isinstance(align_size, int) and value == 0:
+        return Defined(z3.IntVal(align_size), z3.BoolVal(True))
+    return align_up(value, align_size, name)
+
+
+def contiguous_first_cut_late(length: IntLike, cp_size: int, name: str) -> Loads:
+    """The first cut one token late (rank 0 takes one of rank 1's tokens): ceil(L/P) + 1 on rank 0 when P
+    divides L."""
+    loads = contiguous_request_loads(length, cp_size, name)
+    if cp_size < 2:
+        return loads
+    shift = z3.If(loads.loads[1] >= 1, z3.IntVal(1), z3.IntVal(0))
+    moved = (loads.loads[0] + shift, loads.loads[1] - shift, *loads.loads[2:])
+    return Loads(moved, loads.holds)
+
+
+def batch_loads_keeping_first_facts(lengths: Sequence[IntLike], cp_size: int, name: str, kind: str = "zigzag") -> Loads:
+    """The batch's loads summed rank-wise, keeping only the first request's defining facts: the later
+    requests' quotients and remainders float free (interleave: from the total, unchanged)."""
+    row = STRATEGIES[kind]
+    if row.request_loads is None:
+        return rank_loads(lengths, cp_size, name, kind)
+    parts = [row.request_loads(x, cp_size, f"{name}.req{i}") for i, x in enumerate(lengths)]
+    loads = tuple(z3.Sum([part.loads[r] for part in parts]) for r in range(cp_size))
+    return Loads(loads, parts[0].holds)
 
 
 def align_down(value: IntLike, align_size: IntLike, name: str) -> Defined:
@@ -234,6 +283,18 @@ REFUTED, PROVED = Status.REFUTED, Status.PROVED
 VARIANTS: tuple[Variant, ...] = (
     Variant("loose_remainder", "divmod_quotient_and_remainder_are_unique", "0 <= m <= S", 0, REFUTED,
             functools.partial(arith.divmod_quotient_and_remainder_are_unique, divide=loose_divmod)),
+    Variant("remainder_untied", "divmod_quotient_and_remainder_are_unique", "the remainder is not tied to L", 0, REFUTED,
+            functools.partial(arith.divmod_quotient_and_remainder_are_unique, divide=remainder_untied)),
+    Variant("next_multiple", "align_up_is_least_multiple_at_or_above", "A*(floor(v/A) + 1)", 0, REFUTED,
+            functools.partial(arith.align_up_is_least_multiple_at_or_above, align=next_multiple)),
+    Variant("no_rounding", "align_up_is_least_multiple_at_or_above", "v itself, not a multiple of A", 0, REFUTED,
+            functools.partial(arith.align_up_is_least_multiple_at_or_above, align=no_rounding)),
+    Variant("folds_zero_to_a_block", "folded_literals_equal_their_terms", "align_up folds 0 to A", P, REFUTED,
+            functools.partial(arith.folded_literals_equal_their_terms, align=_align_up_folding_zero_to_a_block)),
+    Variant("first_cut_late", "contiguous_busiest_rank_holds_ceil_share", "rank 0 takes one token of rank 1", P, REFUTED,
+            functools.partial(strategies.contiguous_busiest_rank_holds_ceil_share, request_loads=contiguous_first_cut_late)),
+    Variant("later_facts_dropped", "table_batch_loads_sum_to_tokens", "only the first request's facts kept", P, REFUTED,
+            functools.partial(strategies.table_batch_loads_sum_to_tokens, batch_loads=batch_loads_keeping_first_facts)),
     Variant("folds_down", "folded_literals_equal_their_terms", "align_up folds literals down, not up", P, REFUTED,
             functools.partial(arith.folded_literals_equal_their_terms, align=_align_up_folding_down)),
     Variant("align_down", "align_up_is_least_multiple_at_or_above", "align down instead of up", 0, REFUTED,

@@ -8,6 +8,7 @@ source itself.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from fractions import Fraction
@@ -16,11 +17,12 @@ import z3
 
 from cpgraph.proofs import end_to_end as e2e
 from cpgraph.proofs.obligation import Query
-from cpgraph.spec.admission import Admission, RankSetup, cp_active
+from cpgraph.spec.admission import Admission, RankSetup, admit, cp_active
 from cpgraph.spec.arith import align_up
 from cpgraph.spec.batch import ClassBatch, class_loads
 from cpgraph.spec.capacity import required_local_tokens
 from cpgraph.spec.replay import Replay, capacity_of
+from cpgraph.spec.replay import replay as spec_replay
 from cpgraph.spec.selection import NO_SELECTION, Selection, Window, padding_window, scan_select
 from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of
 
@@ -141,6 +143,18 @@ def make_admit(**how: object) -> Callable[[ClassBatch, IntTerm, RankSetup, int, 
     return admit
 
 
+def scaled_alignment(strategy: str, scale: int) -> Callable[[ClassBatch, IntTerm, RankSetup, int, str], Admission]:
+    """The spec's admission, but under ``strategy`` it pads to ``scale`` times the documented alignment
+    (interleave or contiguous aligned like zigzag to 2P, zigzag to 4P): rows past what the batch needs."""
+
+    def admit_fn(batch: ClassBatch, n: IntTerm, setup: RankSetup, rank: int, name: str) -> Admission:
+        if setup.strategy == strategy:
+            setup = dataclasses.replace(setup, align_size=scale * setup.align_size)
+        return admit(batch, n, setup, rank, name)
+
+    return admit_fn
+
+
 def make_replay(
     *, select: Select = _scan, busiest: Callable[[tuple[IntTerm, ...], str], tuple[IntTerm, BoolTerm]] | None = None,
     strict_tripwire: bool = False,
@@ -164,6 +178,25 @@ def make_replay(
         return Replay(selection, z3.And(selection.admitted, fits), loads.loads, rows, facts)
 
     return replay
+
+
+def _with_tripwire(tripwire: Callable[[Replay, RankSetup], BoolTerm]) -> Callable[..., Replay]:
+    """The spec's replay with another tripwire (given the replay as built and the rank's setup)."""
+
+    def replay_fn(batch: ClassBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, **how: object) -> Replay:
+        r = spec_replay(batch, n, setup, rank, name, **how)  # type: ignore[arg-type]
+        return Replay(r.selection, z3.And(r.selection.admitted, tripwire(r, setup)), r.layout_loads, r.required, r.holds)
+
+    return replay_fn
+
+
+# No tripwire: replay runs whatever its selector chose.
+replay_without_tripwire = _with_tripwire(lambda r, setup: z3.BoolVal(True))
+# The tripwire reads the capacity number but not whether it was recorded.
+tripwire_ignoring_record = _with_tripwire(lambda r, setup: all_of(
+    z3.Or([z3.And(r.selection.bucket == b, c >= x) for b, c in zip(setup.capture.buckets, setup.capture.capacities)])
+    for x in r.layout_loads
+))
 
 
 # sglang 0.5.17's replay: pad to the first bucket >= n (no capacity check), lay out the live lengths.
@@ -234,5 +267,16 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          functools.partial(e2e.active_batches_that_fit_are_admitted, admit_fn=make_admit(select=strict_capacity))),
         ("first_bucket_only", "active_batches_that_fit_are_admitted", "admission tries only the first bucket >= n",
          functools.partial(e2e.active_batches_that_fit_are_admitted, admit_fn=make_admit(select=first_bucket_only))),
+    ]
+    rows += [
+        ("no_tripwire", "replay_runs_only_into_a_listed_bucket_with_room", "replay runs whatever its selector chose",
+         functools.partial(e2e.replay_runs_only_into_a_listed_bucket_with_room, replay_fn=replay_without_tripwire)),
+        ("tripwire_ignores_record", "replay_runs_only_into_a_listed_bucket_with_room", "the tripwire ignores the recorded flag",
+         functools.partial(e2e.replay_runs_only_into_a_listed_bucket_with_room, replay_fn=tripwire_ignoring_record)),
+    ]
+    rows += [
+        (f"doubled_alignment_{sid}", "admitted_bucket_is_the_least_that_fits", f"{sid} pads to twice its alignment",
+         functools.partial(e2e.admitted_bucket_is_the_least_that_fits, admit_fn=scaled_alignment(sid, 2)))
+        for sid in ("zigzag", "interleave", "contiguous", "zigzag_pad")
     ]
     return tuple((name, theorem, description, P, build) for name, theorem, description, build in rows)

@@ -22,6 +22,8 @@ from cpgraph.spec.selection import CaptureList, Selection
 from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, all_of, any_of
 
 ReplayLayout = Callable[[ClassBatch, IntLike, str], ClassBatch]
+# The selector call replay makes: (loads, rank, setup, num_tokens, name) -> (selection, rows, facts).
+Decide = Callable[[Loads, IntLike, RankSetup, IntLike, str], tuple[Selection, IntTerm, BoolTerm]]
 
 
 def live_layout(batch: ClassBatch, num_tokens: IntLike, name: str) -> ClassBatch:
@@ -50,6 +52,11 @@ def capacity_of(capture: CaptureList, bucket: IntTerm, rows: IntLike) -> BoolTer
     )
 
 
+def tripwire(capture: CaptureList, bucket: IntTerm, loads: tuple[IntTerm, ...]) -> BoolTerm:
+    """The runner's check before it replays: every rank's rows fit ``bucket``'s recorded capacity."""
+    return all_of(capacity_of(capture, bucket, load) for load in loads)
+
+
 def replay(
     batch: ClassBatch,
     num_tokens: IntLike,
@@ -58,14 +65,17 @@ def replay(
     name: str,
     *,
     layout: ReplayLayout = live_layout,
+    decide: Decide = rank_decision,
 ) -> Replay:
-    """Rank ``rank``'s replay of ``batch`` with ``num_tokens`` tokens (variables under ``name``)."""
+    """Rank ``rank``'s replay of ``batch`` with ``num_tokens`` tokens (variables under ``name``). ``decide``
+    is the selector call (the spec's scan; proofs/end_to_end.py passes an arbitrary decision to show the
+    tripwire alone keeps replay within a listed bucket's room, whatever the selector chose)."""
     laid_out = layout(batch, num_tokens, f"{name}.layout")
     loads: Loads = class_loads(laid_out, setup.strategy, f"{name}.layout")
-    chosen, required, facts = rank_decision(loads, rank, setup, num_tokens, name)
+    chosen, required, facts = decide(loads, rank, setup, num_tokens, name)
     active = cp_active(batch, num_tokens)
     selection = Selection(z3.And(active, chosen.admitted), chosen.bucket)
-    fits = all_of(capacity_of(setup.capture, chosen.bucket, load) for load in loads.loads)
+    fits = tripwire(setup.capture, chosen.bucket, loads.loads)
     return Replay(
         selection, z3.And(selection.admitted, fits), loads.loads, required, z3.And(laid_out.holds, loads.holds, facts)
     )
