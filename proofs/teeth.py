@@ -10,12 +10,17 @@ teeth. Variants run at their own small parameter; the whole pass takes a few sec
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from cpgraph.proofs.check import Status
+import z3
+
+from cpgraph.proofs.check import Status, check
+from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.registry import BY_NAME
 from cpgraph.proofs.run import run_queries
 from cpgraph.proofs.variants import VARIANTS, Variant
+from cpgraph.spec.terms import BoolTerm
 
 
 @dataclass(frozen=True)
@@ -42,13 +47,234 @@ def bite(variant: Variant) -> Bite:
 
 
 def teeth(theorems: Iterable[str]) -> tuple[tuple[Bite, ...], float]:
-    """Every variant of ``theorems``, with the seconds it took."""
-    wanted = set(theorems)
+    """Every variant of ``theorems``, their coverage (non-vacuity and boundary points) and the spec's domain
+    guards, with the seconds it took."""
+    wanted = [t for t in dict.fromkeys(theorems)]
     start = time.perf_counter()
-    bites = tuple(bite(v) for v in VARIANTS if v.theorem in wanted)
-    return bites, time.perf_counter() - start
+    bites = tuple(bite(v) for v in VARIANTS if v.theorem in set(wanted))
+    covered = tuple(b for t in wanted if t in BY_NAME for b in coverage(t))
+    return (*bites, *covered, *guards()), time.perf_counter() - start
 
 
 def toothless(bites: Iterable[Bite]) -> tuple[Bite, ...]:
     """The variants that got the wrong verdict (a refuted variant that now proves, or the reverse)."""
     return tuple(b for b in bites if not b.ok)
+
+
+# -- coverage: every theorem's hypotheses are satisfiable, also at the boundary of its domain ---------------------
+#
+# A theorem whose hypotheses exclude a value it claims to cover (``n >= 1`` tightened to ``n > 1``, a window
+# ``high >= n`` tightened to ``high > n``, a remainder class that cannot occur) still proves: fewer cases, all
+# true. Two checks at one small parameter catch that: every query's hypotheses are satisfiable (the theorem is
+# not vacuous), and the hypotheses admit each boundary point of the domain the theorem's docstring states
+# (``BOUNDARIES``: n >= 1, high >= n, required >= 0, n >= sum(lengths), capacity >= 0, ...): the edge (n = 1)
+# is admitted and the point past it (n = 0) excluded, so the domain is the one stated, neither narrower (a
+# case silently dropped) nor wider (a theorem about inputs that do not exist, e.g. an empty batch). A bound
+# is checked on the first query whose hypotheses mention all of its variables; a bound that no query
+# mentions is itself a failure (the table and the theorem drifted apart).
+
+COVERAGE_PARAMETER = {"cp_size": 4, "cp_size_sampled": 4, "list_length": 3, "once": 0}
+
+
+Boundary = tuple[str, BoolTerm, BoolTerm]  # (the bound as written, its edge, the point just past it)
+
+
+def _e2e_domain(p: int) -> tuple[Boundary, ...]:
+    from cpgraph.spec.batch import class_batch
+
+    batch = class_batch(p, "batch")
+    n, capacity = z3.Int("n"), z3.Int("cap.c0")
+    return (
+        ("n >= sum(lengths)", n == batch.tokens, n == batch.tokens - 1),
+        ("capacity >= 0", capacity == 0, capacity == -1),
+        ("requests >= 1", batch.requests == 1, batch.requests == 0),
+    )
+
+
+def _bounds(*texts: str) -> Callable[[int], tuple[Boundary, ...]]:
+    """Bounds written ``X >= Y`` or ``X <= Y`` (Y a variable, an integer, or P-1: the last rank): the
+    edge X = Y must be admitted, the point past it (Y - 1, or Y + 1) excluded."""
+
+    def at(p: int) -> tuple[Boundary, ...]:
+        out = []
+        for text in texts:
+            left, op, right = text.split()
+            if right == "P-1":  # the last rank: of the parameter's P, or of the symbolic P (parameter 0)
+                value = z3.Int("P") - 1 if p == 0 else z3.IntVal(p - 1)
+            else:
+                value = z3.IntVal(int(right)) if right.lstrip("-").isdigit() else z3.Int(right)
+            x = z3.Int(left)
+            out.append((text, x == value, x == value - 1 if op == ">=" else x == value + 1))
+        return tuple(out)
+
+    return at
+
+
+_SCAN = _bounds("n >= 1", "high >= n", "required >= 0", "cap.c0 >= 0")
+BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
+    "divmod_quotient_and_remainder_are_unique": _bounds("S >= 1"),
+    "folded_literals_equal_their_terms": _bounds(),  # concrete inputs only: every query pins x and y
+    "align_up_is_least_multiple_at_or_above": _bounds("A >= 1", "v >= 0"),
+    "zigzag_loads_sum_to_tokens": _bounds("L >= 0"),
+    "contiguous_loads_sum_to_tokens": _bounds("L >= 0"),
+    "interleave_loads_sum_to_tokens": _bounds("L >= 0"),
+    "table_batch_loads_sum_to_tokens": _bounds("L0 >= 0", "L1 >= 0"),
+    "zigzag_busiest_rank_holds_ceil_share": _bounds("L >= 0", "r >= 0", "r <= P-1"),
+    "contiguous_busiest_rank_holds_ceil_share": _bounds("L >= 0"),
+    "zigzag_pad_holds_the_padded_zigzag_share": _bounds("L >= 0"),
+    "interleave_busiest_rank_holds_ceil_share": _bounds("L >= 0", "r >= 0", "r <= P-1"),
+    "zigzag_ownership_partitions_blocks_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "j >= 0"),
+    "busiest_rank_holds_ceil_share_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "r <= P-1", "L >= 0"),
+    "per_request_headroom_bound_holds_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "r <= P-1", "L >= 0"),
+    "headroom_bound_holds_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "r <= P-1", "L >= 0", "R >= 1", "k <= R"),
+    "headroom_bound_is_tight_for_symbolic_cp_size": _bounds("P >= 2", "q >= 0"),
+    "headroom_bound_holds_for_any_number_of_requests": _bounds("L >= 0", "r >= 0", "r <= P-1", "R >= 1", "k <= R"),
+    "headroom_bound_is_tight": _bounds("k >= 0"),
+    "capture_capacity_is_aligned_ceil_share": _bounds("B >= 1"),
+    "headroom_capture_fits_first_bucket_at_or_above_n": _bounds("k >= 0", "k <= N", "R >= 1", "n >= 1", "N <= n", "B >= n"),
+    "scan_selects_least_fitting_bucket": _SCAN,
+    "scan_selects_least_fitting_bucket_for_any_list_length": _bounds("n >= 1", "high >= n", "required >= 0", "head.bucket >= 1"),
+    "scan_selects_a_captured_bucket": _SCAN,
+    "scan_respects_padding_limit": _SCAN,
+    "scan_bucket_has_room_for_required_rows": _SCAN,
+    "scan_selects_minimal_bucket": _SCAN,
+    "scan_never_falls_back_when_a_bucket_fits": _SCAN,
+    "least_fitting_bucket_is_unique": _SCAN,
+    "scan_selects_first_bucket_at_or_above_n_when_it_has_room": _SCAN,
+    "padding_window_holds_n_for_every_factor": _bounds("n >= 1", "F >= 1"),
+    "class_loads_track_request_loads": _bounds("L >= 0"),
+    **{name: _e2e_domain for name in (
+        "ranks_sharing_their_capture_state_agree", "admitted_batches_replay_the_admitted_bucket",
+        "admitted_bucket_is_captured", "admitted_bucket_is_within_padding_limit", "admitted_batches_fit_every_rank",
+        "replay_runs_only_into_a_listed_bucket_with_room", "admitted_bucket_is_the_least_that_fits",
+        "active_batches_that_fit_are_admitted",
+    )},
+}
+
+
+def _constants(terms: Iterable[BoolTerm]) -> set[str]:
+    """Names of the uninterpreted constants in ``terms``."""
+    seen: set[int] = set()
+    names: set[str] = set()
+    todo = [t for t in terms if isinstance(t, z3.ExprRef)]
+    while todo:
+        t = todo.pop()
+        key = t.get_id()
+        if key in seen:
+            continue
+        seen.add(key)
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            names.add(t.decl().name())
+        elif z3.is_app(t):
+            todo.extend(t.children())
+        elif z3.is_quantifier(t):
+            todo.append(t.body())
+    return names
+
+
+def _satisfiable(query: Query, extra: tuple[BoolTerm, ...] = ()) -> Status:
+    witness = check(False, hypotheses=(*query.hypotheses, *extra), rlimit=query.rlimit)
+    return Status.REFUTED if witness.status is Status.REFUTED else witness.status
+
+
+def _chains(queries: Sequence[Query]) -> list[tuple[str, Query]]:
+    """One query per chain: the queries of one chain (parts ending in the same "(strategy, F=...)") checked
+    together, with the union of their hypotheses (a model of the union is a model of each); any other query
+    on its own."""
+    groups: dict[str, list[Query]] = {}
+    for q in queries:
+        key = q.part[q.part.rindex("("):] if q.part.endswith(")") and "(" in q.part else q.part
+        groups.setdefault(key, []).append(q)
+    out = []
+    for key, members in groups.items():
+        hypotheses = tuple(dict.fromkeys(h for q in members for h in q.hypotheses))
+        out.append((key, Query(key, z3.BoolVal(False), hypotheses, rlimit=max(q.rlimit for q in members))))
+    return out
+
+
+def coverage(theorem: str) -> tuple[Bite, ...]:
+    """Non-vacuity of every query of ``theorem`` and its boundary points, at its coverage parameter: each a
+    Bite that must be REFUTED (a witness model exists)."""
+    obligation = BY_NAME[theorem]
+    parameter = COVERAGE_PARAMETER[obligation.over]
+    queries = obligation.build(parameter)
+    out = [Bite(theorem, f"satisfiable: {label}", "the hypotheses have a model (not vacuous)", parameter, Status.REFUTED,
+                _satisfiable(q)) for label, q in _chains(queries)]
+    boundaries = BOUNDARIES.get(theorem)
+    if boundaries is None:
+        return (*out, Bite(theorem, "boundaries", "no boundary points listed in proofs/teeth.py BOUNDARIES", parameter,
+                           Status.REFUTED, Status.PROVED))
+    names: dict[int, set[str]] = {}
+
+    def mentions(index: int, wanted: set[str]) -> bool:
+        if index not in names:
+            names[index] = _constants(queries[index].hypotheses)
+        return wanted <= names[index]
+
+    for text, edge, past in boundaries(parameter):
+        wanted = _constants((edge,))
+        where = next((q for i, q in enumerate(queries) if mentions(i, wanted)), None)
+        if where is None:
+            out.append(Bite(theorem, f"boundary: {text}", "no query mentions these variables", parameter, Status.REFUTED, Status.PROVED))
+            continue
+        out.append(Bite(theorem, f"edge: {text}", f"the hypotheses admit the edge of {text}", parameter, Status.REFUTED,
+                        _satisfiable(where, (edge,))))
+        out.append(Bite(theorem, f"past: {text}", f"the hypotheses exclude the point past {text}", parameter, Status.PROVED,
+                        Status.PROVED if _satisfiable(where, (past,)) is Status.PROVED else Status.REFUTED))
+    return tuple(out)
+
+
+# -- domain guards: each spec builder accepts the edge of its domain and refuses the value past it -------------
+
+
+def _guard_cases() -> tuple[tuple[str, Callable[[], object], Callable[[], object]], ...]:
+    """(builder, a call at the edge of its domain that must succeed, the call one past it that must raise)."""
+    from fractions import Fraction
+
+    from cpgraph.spec import arith, batch, capacity, selection, strategies, terms, zigzag
+
+    x = z3.Int("guard.x")
+    one = terms.Loads((x,), z3.BoolVal(True))
+    two = terms.Loads((x, x), z3.BoolVal(True))
+    return (
+        ("batch.class_batch", lambda: batch.class_batch(1, "g"), lambda: batch.class_batch(0, "g")),
+        ("capacity.headroom_bound", lambda: capacity.headroom_bound(x, 1, x, "g"), lambda: capacity.headroom_bound(x, 0, x, "g")),
+        ("strategies.contiguous_request_loads", lambda: strategies.contiguous_request_loads(x, 1, "g"),
+         lambda: strategies.contiguous_request_loads(x, 0, "g")),
+        ("strategies.zigzag_pad_request_loads", lambda: strategies.zigzag_pad_request_loads(x, 1, "g"),
+         lambda: strategies.zigzag_pad_request_loads(x, 0, "g")),
+        ("strategies.interleave_loads", lambda: strategies.interleave_loads(x, 1, "g"), lambda: strategies.interleave_loads(x, 0, "g")),
+        ("zigzag.zigzag_request_loads", lambda: zigzag.zigzag_request_loads(x, 1, "g"), lambda: zigzag.zigzag_request_loads(x, 0, "g")),
+        ("strategies.batch_loads", lambda: strategies.rank_loads((x,), 1, "g"), lambda: strategies.rank_loads((), 1, "g")),
+        ("strategies.strategy", lambda: strategies.strategy("zigzag"), lambda: strategies.strategy("zigzag2")),
+        ("selection.symbolic_capture_list", lambda: selection.symbolic_capture_list(0, "g"),
+         lambda: selection.symbolic_capture_list(-1, "g")),
+        ("selection.padding_window", lambda: selection.padding_window(x, Fraction(1)),
+         lambda: selection.padding_window(x, Fraction(99, 100))),
+        ("selection.CaptureList", lambda: selection.CaptureList((x,), (x,), (z3.BoolVal(True),)),
+         lambda: selection.CaptureList((x,), (), (z3.BoolVal(True),))),
+        ("arith.divmod_by", lambda: arith.divmod_by(x, 1, "g"), lambda: arith.divmod_by(x, 0, "g")),
+        ("arith.divmod_by literals", lambda: arith.divmod_by(5, z3.IntVal(1), "g"), lambda: arith.divmod_by(5, z3.IntVal(0), "g")),
+        ("arith.max_of", lambda: arith.max_of((x,), "g"), lambda: arith.max_of((), "g")),
+        ("terms.int_term", lambda: terms.int_term(0), lambda: terms.int_term(False)),
+        ("terms.Loads.plus", lambda: one.plus(one), lambda: one.plus(two)),
+    )
+
+
+def _raises(call: Callable[[], object]) -> bool:
+    try:
+        call()
+    except (ValueError, TypeError):
+        return True
+    return False
+
+
+def guards() -> tuple[Bite, ...]:
+    """Each guarded spec builder at the edge of its domain (must build) and one past it (must raise): a Bite
+    per builder, PROVED when both hold."""
+    out = []
+    for name, edge, past in _guard_cases():
+        ok = not _raises(edge) and _raises(past)
+        out.append(Bite("domain guards", name, "builds at the edge of its domain, raises one past it", 0, Status.PROVED,
+                        Status.PROVED if ok else Status.REFUTED))
+    return tuple(out)

@@ -1,0 +1,96 @@
+"""The teeth pass beyond the variants: every theorem's hypotheses are satisfiable and cover exactly the domain
+its table entry states (edge admitted, the point past it excluded), and every spec builder guards its domain."""
+
+import dataclasses
+
+import pytest
+import z3
+
+from cpgraph.proofs import registry, teeth
+from cpgraph.proofs.check import Status
+from cpgraph.proofs.obligation import Query, Theorem
+from cpgraph.proofs.registry import BY_NAME, OBLIGATIONS
+
+
+def test_every_theorem_lists_its_domain_bounds() -> None:
+    assert set(teeth.BOUNDARIES) == set(BY_NAME)
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_every_theorem_is_covered_at_its_bounds(name: str) -> None:
+    bites = teeth.coverage(name)
+    assert bites and all(b.ok for b in bites), [b for b in bites if not b.ok]
+
+
+def _replace_theorem(monkeypatch: pytest.MonkeyPatch, name: str, build: Theorem) -> None:
+    monkeypatch.setitem(registry.BY_NAME, name, dataclasses.replace(BY_NAME[name], build=build))
+
+
+def test_a_tightened_hypothesis_loses_the_edge(monkeypatch: pytest.MonkeyPatch) -> None:
+    # scan theorems take every window [n, H] with H >= n; one that silently needs H > n still proves.
+    real = BY_NAME["scan_respects_padding_limit"]
+
+    def tightened(parameter: int) -> tuple[Query, ...]:
+        high, n = z3.Int("high"), z3.Int("n")
+        return tuple(dataclasses.replace(q, hypotheses=(*q.hypotheses, high > n)) for q in real.build(parameter))
+
+    _replace_theorem(monkeypatch, real.name, tightened)
+    lost = [b.variant for b in teeth.coverage(real.name) if not b.ok]
+    assert lost == ["edge: high >= n"]
+
+
+def test_a_loosened_hypothesis_admits_the_point_past_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An end-to-end theorem about the empty batch too is about a batch the runner never sees.
+    real = BY_NAME["admitted_bucket_is_captured"]
+    from cpgraph.spec.batch import is_reachable
+
+    def loosened(parameter: int) -> tuple[Query, ...]:
+        from cpgraph.spec.batch import class_batch
+
+        batch = class_batch(parameter, "batch")
+        return tuple(
+            dataclasses.replace(q, hypotheses=tuple(is_reachable(batch) if h.eq(batch.holds) else h for h in q.hypotheses))
+            for q in real.build(parameter)
+        )
+
+    _replace_theorem(monkeypatch, real.name, loosened)
+    lost = [b.variant for b in teeth.coverage(real.name) if not b.ok]
+    assert lost == ["past: requests >= 1"]
+
+
+def test_vacuous_hypotheses_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = BY_NAME["zigzag_loads_sum_to_tokens"]
+
+    def vacuous(parameter: int) -> tuple[Query, ...]:
+        return tuple(dataclasses.replace(q, hypotheses=(*q.hypotheses, z3.BoolVal(False))) for q in real.build(parameter))
+
+    _replace_theorem(monkeypatch, real.name, vacuous)
+    bites = teeth.coverage(real.name)
+    assert any(b.variant.startswith("satisfiable") and b.got is Status.PROVED for b in bites)
+    assert not all(b.ok for b in bites)
+
+
+def test_every_spec_builder_guards_its_domain() -> None:
+    bites = teeth.guards()
+    assert len(bites) >= 15 and all(b.ok for b in bites), [b for b in bites if not b.ok]
+
+
+def test_a_guard_moved_by_one_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cpgraph.spec import batch
+
+    real = batch.class_batch
+
+    def lax(cp_size: int, name: str) -> object:
+        return real(max(cp_size, 1), name)  # accepts cp_size 0 (the guard `cp_size < 0`)
+
+    monkeypatch.setattr(batch, "class_batch", lax)
+    lost = [b.variant for b in teeth.guards() if not b.ok]
+    assert lost == ["batch.class_batch"]
+
+
+def test_teeth_runs_coverage_and_guards_for_the_theorems_it_checks() -> None:
+    bites, _ = teeth.teeth(["padding_window_holds_n_for_every_factor"])
+    names = {b.theorem for b in bites}
+    assert names == {"padding_window_holds_n_for_every_factor", "domain guards"}
+    assert all(b.ok for b in bites)
+    assert len(OBLIGATIONS) == len(teeth.BOUNDARIES)
