@@ -21,9 +21,10 @@ mutate``.
 
 Kill commands (``TARGETS``):
 - spec, proofs: every theorem of the registry at cp_size 1..8, then the teeth pass (``_prove`` below: the
-  obligations and variants ``cpgraph prove --cp-max 8 --jobs 1`` runs, through the same ``run_task``; it stops at
-  the first theorem that is not proved, so a killed mutant costs less than a full run). Killed = a theorem
-  refuted or unknown, or any error. The proofs target mutates the modules the registry imports (the theorem
+  obligations and variants ``cpgraph prove --cp-max 8 --jobs 1`` runs, through the same ``run_task``, and the
+  teeth pass's coverage (non-vacuity, domain bounds) and the spec's domain guards, which it checks first; it
+  stops at the first failure, so a killed mutant costs less than a full run). Killed = a theorem refuted or
+  unknown, a variant, bound or guard that got the wrong verdict, or any error. The proofs target mutates the modules the registry imports (the theorem
   statements).
 - reference, impl: a targeted pytest selection (``-x``; killed = a test fails or errors).
 A mutant that runs past its timeout (``--timeout-factor`` times the unmutated run, at least 60 s) is
@@ -311,8 +312,11 @@ def _glob(pattern: str, *, exclude: Sequence[str] = ("__init__.py",)) -> Callabl
     return files
 
 
-_MACHINERY = {"obligation", "check", "run", "registry", "replay", "evaluate", "boundaries", "conformance", "variants",
-              "mutants", "design_search"}
+# Running machinery, not theorem statements: checking, running, counterexample replay and realisation
+# (replay, replay_batch: they turn a model into a concrete batch and a pasteable test; no verdict reads them),
+# evaluation, conformance, the teeth pass.
+_MACHINERY = {"obligation", "check", "run", "registry", "replay", "replay_batch", "evaluate", "boundaries", "conformance",
+              "variants", "mutants", "design_search", "teeth"}
 
 
 def _proof_imports(path: Path) -> list[str]:
@@ -703,7 +707,11 @@ def prove_fail_fast(cp_max: int) -> int:
     exit 1 at the first theorem instance not proved (an exception exits 1 too)."""
     from cpgraph.proofs.registry import OBLIGATIONS
     from cpgraph.proofs.run import run_task
+    from cpgraph.proofs.teeth import guards, teeth, toothless
 
+    for lost in toothless(guards()):  # milliseconds: the spec builders' domain guards first
+        print(f"domain guard of {lost.variant} moved: it no longer builds at its edge or no longer refuses past it")
+        return 1
     instances = sorted(
         ((parameter, index, obligation) for index, obligation in enumerate(OBLIGATIONS)
          for parameter in obligation.parameters(cp_max)),
@@ -717,8 +725,6 @@ def prove_fail_fast(cp_max: int) -> int:
             return 1
     # `cpgraph prove` also runs the teeth pass: every wrong variant must still get its verdict, so a
     # weakened theorem statement (which still proves) is killed here too.
-    from cpgraph.proofs.teeth import teeth, toothless
-
     bites, _ = teeth(o.name for o in OBLIGATIONS)
     for lost in toothless(bites):
         print(f"{lost.theorem} lost its teeth: variant {lost.variant} got {lost.got.value}, expected {lost.expected.value}")

@@ -90,10 +90,12 @@ def test_a_run_on_a_copy_kills_and_survives_and_leaves_the_tree_alone(tmp_path: 
         "a three-assertion kill command",
     )
     before = (ROOT / "reference" / "capacity.py").read_text()
-    result = mutation.run_target(target, limit=12, jobs=1, rev=None, sample_seed=3, timeout_factor=10.0,
+    # Every mutant of the file (a sample of it may miss align_up altogether as the file grows).
+    total = len(mutation.mutants_of("reference/capacity.py", before))
+    result = mutation.run_target(target, limit=None, jobs=1, rev=None, sample_seed=3, timeout_factor=10.0,
                                  files=["reference/capacity.py"])
     assert (ROOT / "reference" / "capacity.py").read_text() == before
-    assert result["mutants"] == 12 and result["killed"] + result["survived"] + result["timed_out"] == 12
+    assert result["mutants"] == total and result["killed"] + result["survived"] + result["timed_out"] == total
     assert result["killed"] >= 1 and result["survived"] >= 1  # the kill command is weak on purpose
     md, js = mutation.write_reports(result, tmp_path)
     text = md.read_text()
