@@ -138,8 +138,7 @@ def choose(
     lengths: Lengths, n: int, p: int, align_size: int, selector: Selector, factor: int | Fraction, row: StrategyFormulas
 ) -> Decision:
     """The decision for accepted lengths; every other argument trusted (a dispatcher's own configuration)."""
-    required = row.one_request(lengths[3], p) if lengths[2] == 1 else busiest_rows(lengths, p, row)
-    required = -(-required // align_size) * align_size
+    required = -(-busiest_rows(lengths, p, row) // align_size) * align_size
     buckets = selector.capture_num_tokens
     if p == 1 or n < 2 * p or lengths[4] < 2 * p or n > buckets[-1]:
         return required, None, None, fallback_before_selection(lengths, n, p, buckets[-1])

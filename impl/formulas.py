@@ -15,6 +15,7 @@ is imported lazily; torch is never imported here.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -74,8 +75,10 @@ def _zigzag_vector(np: ModuleType, vec: Int64Array, total: int, p: int) -> int:
     count: int = vec.shape[0]
     hist = np.bincount(np.bitwise_and(vec, s - 1) if s & (s - 1) == 0 else np.remainder(vec, s), minlength=s)
     if s <= 32:  # a short histogram is finished faster on Python ints than by more numpy calls
-        return _zigzag_from_hist(hist.tolist(), total, count, p)
-    c = np.add.accumulate(hist)  # c[k] = #{m <= k}
+        cs: list[int] = list(accumulate(hist.tolist()))  # c[k] = #{m <= k}
+        low: int = min(map(add, cs[:p], cs[: p - 1 : -1]))  # c[r] + c[2P-1-r], r < P
+        return (total - s * count + sum(cs)) // p + 2 * count - low
+    c = np.add.accumulate(hist)
     g: list[int] = np.add(c[:p], c[: p - 1 : -1]).tolist()  # c[r] + c[2P-1-r], r < P; they sum to sum(c)
     return (total - s * count + sum(g)) // p + 2 * count - min(g)
 
@@ -182,12 +185,13 @@ def formulas(strategy: object) -> StrategyFormulas:
 
 def busiest_rows(lengths: Lengths, p: int, row: StrategyFormulas) -> int:
     """The busiest rank's rows for accepted lengths on ``p`` ranks under the formula row ``row``."""
-    values, vector, count, total, _ = lengths
-    if count == 1:
-        return row.one_request(total, p)
+    if lengths[2] == 1:
+        return row.one_request(lengths[3], p)
+    vector = lengths[1]
     if vector is not None and row.vector is not None:
-        return row.vector(numpy_module(), vector, total, p)  # type: ignore[arg-type]  # a vector implies numpy
-    return row.scalar(() if values is None else values, total, p)
+        return row.vector(sys.modules["numpy"], vector, lengths[3], p)  # an array implies numpy is imported
+    values = lengths[0]
+    return row.scalar(() if values is None else values, lengths[3], p)
 
 
 def default_align_size(*, cp_size: int, strategy: str = "zigzag") -> int:
