@@ -5,9 +5,11 @@ correct pure-Python policies, and time-to-catch for every mutant in proofs/mutan
     .venv/bin/python benchmarks/check_rate.py --breakdown [--budget-s 10] [--json PATH]
 
 ``--breakdown`` runs the search loop of run.py in this one process (no fork, no boundary solver) for
-each policy of BREAKDOWN and times its parts per batch: generating the batch, the policy's own calls,
-asking beyond them (the protocol and the per-call bound), judging, and the loop; the rate is batches per
-CPU-minute of this process (process_time), the overhead the share of that time not spent in the policy.
+each policy of BREAKDOWN and times its parts per batch: generating the batch, the reference's decision
+(reference.judge.expected_bucket), the policy's own calls, asking beyond them (the protocol and the
+per-call bound, calls.RankAsker), the judge's rules (only for a batch not every rank answered as the
+reference), and the loop; the rate is batches per CPU-minute of this process (process_time), the
+overhead the share of that time not spent in the policy.
 
 Each policy runs through the CLI path's engine with the default options (cp_sizes 1,2,4,8, all three
 capacity kinds, boundary models on), in this process, one after another. The wall rate depends on
@@ -64,76 +66,105 @@ class _Lean:
 lean = _Lean()
 
 
-def breakdown(target: str, seconds: float, seed: int = 0) -> dict[str, Any]:
-    """Time the parts of the search loop for ``target`` (see the module docstring)."""
+def _policy_floor(raw: Any, batches: list[Any], always: bool) -> None:
+    """The policy's own calls on ``batches`` as a plain loop would make them (every rank by keyword,
+    replay after admission, rows for a named bucket), with no bound, records or judging."""
+    admit, replay, rows = raw.admit, raw.replay_bucket, raw.local_rows
+    for batch in batches:
+        base = batch.kwargs()
+        table = base["bucket_local_tokens"]
+        for rank in range(batch.cp_size):
+            kw = base.copy()
+            kw["cp_rank"] = rank
+            kw["bucket_local_tokens"] = table.copy()
+            try:
+                yes = bool(admit(**kw))
+            except Exception:
+                yes = False
+            if yes or always:
+                try:
+                    bucket = replay(**kw)
+                except Exception:
+                    bucket = None
+                if rows is not None and bucket is not None:
+                    try:
+                        rows(bucket=bucket, **kw)
+                    except Exception:
+                        pass
+
+
+def breakdown(target: str, seconds: float, seed: int = 0, chunk: int = 2000) -> dict[str, Any]:
+    """The rate of run.py's search loop for ``target`` (one process, boundary models off: run_check with
+    one worker, uninstrumented), then where its time goes: the same stream in chunks of ``chunk`` batches,
+    each part timed over a whole chunk (no timer inside the loop: a thread_time() call costs about 1 us,
+    as much as a policy call): generating, the reference's decision (reference.judge.expected_bucket),
+    asking every rank (calls.RankAsker: the policy plus the bound), the judge's rules (batches not every
+    rank answered as the reference), and the policy alone in a plain loop over the same batches
+    (_policy_floor). "ask beyond the policy" is asking less that floor."""
+    import itertools
+
     from cpgraph.check.calls import bound, session
     from cpgraph.check.generate import cases
     from cpgraph.check.judging import judge
     from cpgraph.check.options import make_options
-    from cpgraph.check.protocol import ask, load_policy
-    from cpgraph.check.run import with_policy_knobs
+    from cpgraph.check.protocol import load_policy
+    from cpgraph.check.run import run_check, with_policy_knobs
+    from cpgraph.reference.judge import expected_bucket
 
     raw = load_policy(target)
-    spent = [0.0]
-
-    def timed(fn: Any) -> Any:
-        def call(**kw: Any) -> Any:
-            start = time.thread_time()
-            try:
-                return fn(**kw)
-            finally:
-                spent[0] += time.thread_time() - start
-
-        return call
-
-    from dataclasses import replace
-
-    policy = bound(replace(raw, admit=timed(raw.admit), replay_bucket=timed(raw.replay_bucket),
-                           local_rows=None if raw.local_rows is None else timed(raw.local_rows)))
-    opts = with_policy_knobs(make_options(boundary=False, seed=seed), policy)
+    policy = bound(raw)
+    asker = policy.asker
+    opts = with_policy_knobs(make_options(boundary=False, seed=seed, budget_s=seconds), policy)
     always = opts.ask_replay == "always"
-    gen = asked = judged = 0.0
-    count = 0
-    stream = cases(opts)
-    clock = time.thread_time  # CPU time of this thread: the parts do not depend on the machine's load
+    clock = time.process_time
     with session(10.0):
-        cpu0, wall0 = time.process_time(), clock()
-        end = time.perf_counter() + seconds
-        while True:
+        cpu0 = clock()
+        report = run_check(policy, opts, workers=1)
+        loop_cpu = clock() - cpu0
+    assert report.ok, report
+    parts = dict.fromkeys(("generate", "expectation", "ask", "judge_rules", "policy_alone"), 0.0)
+    count = kept = 0
+    stream = cases(opts)
+    with session(10.0):
+        cpu0 = clock()
+        while clock() - cpu0 < seconds:
             t0 = clock()
-            if time.perf_counter() >= end:
-                break
-            phase, batch = next(stream)
+            batches = [b for _, b in itertools.islice(stream, chunk)]
             t1 = clock()
-            answers = ask(policy, batch, ask_replay=opts.ask_replay)
+            wants = [expected_bucket(b, opts.strategy) for b in batches]
             t2 = clock()
-            found = judge(batch, answers, strategy=opts.strategy, invariants=opts.checked, replay_always=always)
+            answered = [asker(b, None, always, *w) for b, w in zip(batches, wants)]
             t3 = clock()
-            assert not found, (target, batch, found)
-            gen += t1 - t0
-            asked += t2 - t1
-            judged += t3 - t2
-            count += 1
-        cpu, wall = time.process_time() - cpu0, clock() - wall0
+            for b, a in zip(batches, answered):
+                if a is not None:
+                    assert not judge(b, a, strategy=opts.strategy, invariants=opts.checked, replay_always=always)
+            t4 = clock()
+            _policy_floor(raw, batches, always)
+            t5 = clock()
+            for name, dt in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
+                parts[name] += dt
+            count += len(batches)
+            kept += sum(a is None for a in answered)
     stream.close()
     us = 1e6 / count
-    policy_s = spent[0]
-    loop = wall - gen - asked - judged
+    total = loop_cpu / report.cases * 1e6
+    policy_us = parts["policy_alone"] * us
     return {
-        "batches": count,
-        "per_cpu_minute": round(count / cpu * 60),
-        "overhead_share": round(1 - policy_s / wall, 3),
-        "clock": "thread CPU time (time.thread_time), including the timing calls themselves",
-        "us_per_batch": {
-            "generate": round(gen * us, 2),
-            "policy": round(policy_s * us, 2),
-            "ask_beyond_policy": round((asked - policy_s) * us, 2),
-            "judge": round(judged * us, 2),
-            "loop": round(loop * us, 2),
-            "total": round(wall * us, 2),
+        "loop_batches": report.cases,
+        "per_cpu_minute": round(report.cases / loop_cpu * 60),
+        "us_per_batch_loop": round(total, 2),
+        "overhead_share": round(1 - policy_us / total, 3),
+        "parts_batches": count,
+        "kept_share": round(kept / count, 3),
+        "us_per_batch_parts": {
+            "generate": round(parts["generate"] * us, 2),
+            "expectation": round(parts["expectation"] * us, 2),
+            "ask_beyond_policy": round((parts["ask"] - parts["policy_alone"]) * us, 2),
+            "judge_rules": round(parts["judge_rules"] * us, 2),
+            "policy_alone": round(policy_us, 2),
+            "loop_rest": round(total - sum(parts[k] for k in ("generate", "expectation", "ask", "judge_rules")) * us, 2),
         },
-        "cpu_s": round(cpu, 2),
-        "wall_s": round(wall, 2),
+        "clock": "process_time over whole chunks; loop_rest = the loop's total less the parts",
     }
 
 

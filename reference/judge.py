@@ -42,6 +42,7 @@ from typing import Final
 from cpgraph.reference.capacity import align_up
 from cpgraph.reference.invariants import INVARIANT_TABLE, INVARIANTS
 from cpgraph.reference.layout import rank_loads
+from cpgraph.reference.strategies import strategy_row
 from cpgraph.reference.selection import fitting_buckets, is_cp_active
 
 __all__ = [
@@ -103,7 +104,35 @@ def fitting_set(
 
 @lru_cache(maxsize=65536)
 def _loads(lengths: tuple[int, ...], cp_size: int, strategy: str) -> tuple[int, ...]:
-    return rank_loads(lengths, cp_size=cp_size, strategy=strategy)
+    """reference.rank_loads, memoised; for a strategy whose batch loads are the sum of its per-request
+    loads (the rows built with strategies._per_request) a batch of several requests sums the memoised
+    loads of each request (the reference's own per-request function, summed as it sums them)."""
+    if len(lengths) < 2 or not _per_request(strategy) or any(type(x) is not int or x < 0 for x in lengths) or type(cp_size) is not int or cp_size < 1:
+        return rank_loads(lengths, cp_size=cp_size, strategy=strategy)  # one request, or its checks' errors
+    loads = [0] * cp_size
+    for length in lengths:
+        for r, load in enumerate(_one_request(length, cp_size, strategy)):
+            loads[r] += load
+    return tuple(loads)
+
+
+@lru_cache(maxsize=16)
+def _per_request(strategy: str) -> bool:
+    """Are ``strategy``'s batch loads the sum of its per-request loads (a row built with
+    strategies._per_request)? False for loads that depend on the whole batch (interleave's) and for a
+    strategy not in the table (rank_loads then says why)."""
+    try:
+        batch_loads = strategy_row(strategy).batch_loads
+    except ValueError:
+        return False
+    cells = getattr(batch_loads, "__closure__", None)
+    return getattr(batch_loads, "__qualname__", "") == "_per_request.<locals>.batch_loads" and cells is not None and len(cells) == 1
+
+
+@lru_cache(maxsize=65536)
+def _one_request(length: int, cp_size: int, strategy: str) -> tuple[int, ...]:
+    """reference.rank_loads of the one-request batch (length,), memoised (requests recur across batches)."""
+    return rank_loads((length,), cp_size=cp_size, strategy=strategy)
 
 
 @lru_cache(maxsize=65536)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -131,14 +131,61 @@ def _headroom(bucket: int, cp_size: int, align_size: int, max_requests: int, str
     return headroom_local_tokens(bucket, cp_size=cp_size, align_size=align_size, max_requests=max_requests, strategy=strategy)
 
 
+class _Rows(dict[int, int]):
+    """bucket -> recorded rows under one rule and configuration, filled on first use (a plain dict
+    lookup afterwards: the generator reads several buckets' rows for every batch)."""
+
+    def __init__(self, rows: Callable[[int], int]) -> None:
+        super().__init__()
+        self.rows = rows
+
+    def __missing__(self, bucket: int) -> int:
+        if len(self) >= 65536:  # bounded, like the lru caches behind it
+            self.clear()
+        value = self[bucket] = self.rows(bucket)
+        return value
+
+
+_ROWS: dict[tuple[str, int, int, str, int | None], _Rows] = {}
+
+
+def rows_table(table: str, *, cp_size: int, align_size: int, strategy: str, context_len: int | None = None) -> dict[int, int]:
+    """bucket -> capacity under a 'captured' (at ``context_len``) or 'headroom:R' rule (captured_rows /
+    headroom_local_tokens), one memo per configuration."""
+    key = (table, cp_size, align_size, strategy, context_len)
+    known = _ROWS.get(key)
+    if known is not None:
+        return known
+    kind, r = parse_table(table)
+    if kind == "headroom":
+        made = _Rows(lambda b: _headroom(b, cp_size, align_size, r, strategy))
+    else:
+        made = _Rows(lambda b: captured_rows(b, cp_size, align_size, strategy, context_len))
+    _ROWS[key] = made
+    return made
+
+
 def recorded(
     table: str, buckets: tuple[int, ...], *, cp_size: int, align_size: int, strategy: str, context_len: int | None = None
 ) -> tuple[tuple[int, int], ...]:
     """Capacities of ``buckets`` under a 'captured' (at ``context_len``) or 'headroom:R' rule."""
-    kind, r = parse_table(table)
-    if kind == "headroom":
-        return tuple((b, _headroom(b, cp_size, align_size, r, strategy)) for b in buckets)
-    return tuple((b, captured_rows(b, cp_size, align_size, strategy, context_len)) for b in buckets)
+    rows = rows_table(table, cp_size=cp_size, align_size=align_size, strategy=strategy, context_len=context_len)
+    return tuple(zip(buckets, map(rows.__getitem__, buckets)))
+
+
+def record(
+    cp_size: int, align_size: int, num_tokens: int, lengths: tuple[int, ...], buckets: tuple[int, ...],
+    capacities: tuple[tuple[int, int], ...], factor: Factor, table: str, context_len: int | None,
+) -> Batch:
+    """``Batch(...)`` without the frozen dataclass's per-field ``object.__setattr__`` (the generator makes
+    one per batch): the same frozen record, fields as given (no checks)."""
+    batch = object.__new__(Batch)
+    batch.__dict__.update(
+        cp_size=cp_size, align_size=align_size, num_tokens=num_tokens, extend_seq_lens=lengths,
+        capture_num_tokens=buckets, bucket_local_tokens=capacities, max_padding_factor=factor, table=table,
+        context_len=context_len,
+    )
+    return batch
 
 
 def build(
@@ -165,7 +212,7 @@ def build(
     else:
         caps = recorded(table, clean, cp_size=cp_size, align_size=align, strategy=strategy, context_len=context_len)
     ctx = context_len if table == "captured" else None
-    return Batch(cp_size, align, sum(lengths) + pad, lengths, clean, caps, factor, table, ctx)
+    return record(cp_size, align, sum(lengths) + pad, lengths, clean, caps, factor, table, ctx)
 
 
 def parse_factor(name: str, value: object) -> Factor:

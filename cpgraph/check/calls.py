@@ -78,22 +78,23 @@ __all__ = [
 ]
 
 
+def _stop(name: str, method: str, rank: Any, kw: dict[str, Any], kind: str, detail: str, tb: str = "") -> PolicyStop:
+    """The PolicyStop of a call (built on the error paths only)."""
+    return PolicyStop(CallStop(kind, name, method, rank, _batch_text(kw), detail, tb))
+
+
 def _call(name: str, m: int, fn: Callable[..., Any], kw: dict[str, Any], rank: Any, signed: list[bool]) -> Any:
     """``fn(**kw)``, the policy's ``_METHODS[m]`` call, bounded and judged: the signature is checked at the
     first call, the call is stamped for the timer and the supervisor, a stop or an exit becomes a
     PolicyStop, an exception is re-raised (the asker makes it an answer) with its trimmed traceback kept,
     and an answer of the wrong type is a protocol stop."""
     method = _METHODS[m]
-
-    def stop(kind: str, detail: str, tb: str = "") -> PolicyStop:  # only built on the error paths
-        return PolicyStop(CallStop(kind, name, method, rank, _batch_text(kw), detail, tb))
-
     if not signed[m]:
         try:
             inspect.signature(fn).bind(**kw)
         except TypeError as exc:
-            raise stop(
-                "protocol",
+            raise _stop(
+                name, method, rank, kw, "protocol",
                 f"cannot be called with the protocol's keywords ({exc}); the protocol calls "
                 f"{method}({'bucket=..., ' if method == 'local_rows' else ''}**batch) with every argument by keyword: "
                 f"{', '.join(kw)}",
@@ -126,15 +127,15 @@ def _call(name: str, m: int, fn: Callable[..., Any], kw: dict[str, Any], rank: A
             if heart is not None:
                 _STARTED.pack_into(heart, slot + 8, 0.0)
     except CallTimeout:
-        raise stop("timeout", f"did not return within {state.timeout_s:g} s (--call-timeout-s); the check stopped") from None
+        raise _stop(name, method, rank, kw, "timeout", f"did not return within {state.timeout_s:g} s (--call-timeout-s); the check stopped") from None
     except SystemExit as exc:
         tb = trimmed_traceback(exc.__traceback__, exc)
-        raise stop("system_exit", f"raised SystemExit({exc.code!r}) (a policy must answer, not exit the process)", tb) from None
+        raise _stop(name, method, rank, kw, "system_exit", f"raised SystemExit({exc.code!r}) (a policy must answer, not exit the process)", tb) from None
     except KeyboardInterrupt as exc:
         if INTERRUPT.real:
             raise
         tb = trimmed_traceback(exc.__traceback__, exc)
-        raise stop("keyboard_interrupt", "raised KeyboardInterrupt (a policy must answer, not interrupt its caller)", tb) from None
+        raise _stop(name, method, rank, kw, "keyboard_interrupt", "raised KeyboardInterrupt (a policy must answer, not interrupt its caller)", tb) from None
     except Exception as exc:
         text = f"{type(exc).__name__}: {exc}"
         _LAST[(method, rank)] = (text, trimmed_traceback(exc.__traceback__, exc))
@@ -146,7 +147,7 @@ def _call(name: str, m: int, fn: Callable[..., Any], kw: dict[str, Any], rank: A
         return value
     wrong, value = _check_answer(method, value)
     if wrong is not None:
-        raise stop("protocol", f"{wrong}; the protocol requires {PROTOCOL_REQUIRES[method]}")
+        raise _stop(name, method, rank, kw, "protocol", f"{wrong}; the protocol requires {PROTOCOL_REQUIRES[method]}")
     return value
 
 

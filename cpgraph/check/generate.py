@@ -14,18 +14,22 @@ selector must respect (n-1, n, the first bucket that fits, F*n, F*n+1, an absent
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import random
 from functools import lru_cache
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import replace
+from typing import Any, TypeVar
 
-from cpgraph.check.batch import Batch, Factor, build, captured_rows, parse_table
+from cpgraph.check.batch import Batch, Factor, build, parse_table, record, rows_table
 from cpgraph.check.boundary import Case, BoundaryFeed
 from cpgraph.check.judging import live_loads
 from cpgraph.check.options import SEARCHED_FACTORS, CheckOptions
 from cpgraph.reference import default_align_size
 from cpgraph.reference.judge import window_top
+
+T = TypeVar("T")
 
 
 def _edge_batches(
@@ -111,79 +115,154 @@ def exhaustive(options: CheckOptions) -> Iterator[Case]:
                 yield ("exhaustive", batch)
 
 
-def _random_lengths(rng: random.Random, p: int, options: CheckOptions) -> tuple[int, ...]:
+class _Draw:
+    """The draws of one seeded stream, the same values as ``random.Random``'s own methods in the same
+    order, with fewer Python layers: ``randint(a, b)`` is ``a + _randbelow(b - a + 1)`` (what randrange
+    does after its checks) with Random's ``_randbelow`` (the getrandbits rejection loop) written inline,
+    ``choice(seq)`` is ``seq[_randbelow(len(seq))]``, and a weighted choice bisects precomputed cumulative
+    weights as ``choices`` does. Tests hold the stream equal to Random's."""
+
+    __slots__ = ("rng", "random", "randint", "choice", "inline")
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.random = rng.random
+        getrandbits = rng.getrandbits
+        below: Callable[[int], int] = getattr(rng, "_randbelow")
+        inline = getattr(type(rng), "_randbelow", None) is getattr(random.Random, "_randbelow_with_getrandbits", 0)
+        self.inline = inline  # Random's _randbelow is the getrandbits loop: draws may be written out
+
+        def randint(a: int, b: int) -> int:
+            width = b - a + 1
+            if width <= 0:
+                return rng.randint(a, b)  # its error, as before
+            if not inline:
+                return a + below(width)
+            k = width.bit_length()
+            r = getrandbits(k)
+            while r >= width:
+                r = getrandbits(k)
+            return a + r
+
+        def choice(seq: Sequence[T]) -> T:
+            n = len(seq)
+            if not n or not inline:
+                return rng.choice(seq)
+            k = n.bit_length()
+            r = getrandbits(k)
+            while r >= n:
+                r = getrandbits(k)
+            return seq[r]
+
+        self.randint = randint
+        self.choice: Callable[[Sequence[Any]], Any] = choice
+
+
+def _random_lengths(draw: _Draw, p: int, options: CheckOptions) -> tuple[int, ...]:
     s = 2 * p
-    r = rng.randint(1, options.max_requests)
+    randint, random_ = draw.randint, draw.random
+    r = randint(1, options.max_requests)
     budget = options.max_tokens
     out: list[int] = []
+    total = 0
     for _ in range(r):
-        roll = rng.random()
+        roll = random_()
         if roll < 0.35:
-            length = rng.randint(s, 8 * s)
+            length = randint(s, 8 * s)
         elif roll < 0.6:
-            length = s * rng.randint(1, max(1, budget // (s * r))) + rng.choice((p + 1, s - 1, 1, p))
+            length = s * randint(1, max(1, budget // (s * r))) + draw.choice((p + 1, s - 1, 1, p))
         elif roll < 0.95:
-            length = rng.randint(s, max(s, budget // r))
+            length = randint(s, max(s, budget // r))
         else:
-            length = rng.randint(1, s)  # a short request: not CP-active
-        out.append(max(1, min(length, budget - sum(out) - (r - len(out) - 1))))
-        if sum(out) >= budget:
+            length = randint(1, s)  # a short request: not CP-active
+        length = max(1, min(length, budget - total - (r - len(out) - 1)))
+        out.append(length)
+        total += length
+        if total >= budget:
             break
     return tuple(out)
 
 
-def _random_buckets(rng: random.Random, n: int, live: int, p: int, f: Factor, options: CheckOptions) -> set[int]:
+_POWERS = tuple(1 << k for k in range(1, 16))
+
+
+def _random_buckets(draw: _Draw, n: int, live: int, p: int, f: Factor, options: CheckOptions) -> set[int]:
     low = 2 * p
     top_n = window_top(n, f)
-    roll = rng.random()
+    random_, randint = draw.random, draw.randint
+    roll = random_()
     top = max(low, min(top_n + window_top(64, f), 4 * options.max_tokens))
     if roll < 0.4:
-        step = rng.choice((2 * p, 8 * p, 64, 128, 256, max(1, n // 8)))
-        grid = list(range(step * max(1, (n // 2) // step), top + 1, step))
-        buckets = set(rng.sample(grid, min(len(grid), rng.randint(1, 12)))) if grid else set()
+        step = draw.choice((2 * p, 8 * p, 64, 128, 256, max(1, n // 8)))
+        grid = range(step * max(1, (n // 2) // step), top + 1, step)  # sample() reads a range as it reads the list
+        buckets = set(draw.rng.sample(grid, min(len(grid), randint(1, 12)))) if grid else set()
     elif roll < 0.6:
-        buckets = {1 << k for k in range(1, 16) if (1 << k) <= top}
+        buckets = {b for b in _POWERS if b <= top}
     else:
-        buckets = {rng.randint(max(1, n // 2), top) for _ in range(rng.randint(1, 8))}
-    buckets |= {b for b in (n, top_n, n + rng.randint(1, 4 * low)) if rng.random() < 0.35}
+        buckets = {randint(max(1, n // 2), top) for _ in range(randint(1, 8))}
+    buckets |= {b for b in (n, top_n, n + randint(1, 4 * low)) if random_() < 0.35}
     if live < n:  # padded: tempt a window taken from the lengths (a bucket in [sum, n), one in (F*sum, F*n])
-        buckets |= {b for b in (live, window_top(live, f) + 1) if rng.random() < 0.35}
+        buckets |= {b for b in (live, window_top(live, f) + 1) if random_() < 0.35}
     return {b for b in buckets if b >= low} or {max(n, low)}
 
 
 def random_cases(options: CheckOptions) -> Iterator[Case]:
     """Seeded random batches forever: sizes, residues mod 2P, padded n, capture lists and tables all varied."""
     rng = random.Random(options.seed)
+    draw = _Draw(rng)
+    random_, randint, choice = draw.random, draw.randint, draw.choice
     sizes = options.cp_sizes
     # Equal policy time per cp_size rather than equal batch counts: a batch asks P ranks, so weight 1/P.
     weights = [0.3 if p == 1 else 1.0 / p for p in sizes]
+    cum = list(itertools.accumulate(weights))  # rng.choices(sizes, weights): the same bisection
+    total, hi = cum[-1] + 0.0, len(sizes) - 1
     s, ctx = options.strategy, options.context_len
+    aligns = {p: options.aligns(p) for p in sizes}
+    kinds = {t: parse_table(t)[0] for t in options.capacities}
+    captured = {(p, a): rows_table("captured", cp_size=p, align_size=a, strategy=s, context_len=ctx) for p in sizes for a in aligns[p]}
+    tables = {
+        (t, p, a): rows_table(t, cp_size=p, align_size=a, strategy=s, context_len=ctx)
+        for t in options.capacities if kinds[t] != "arbitrary" for p in sizes for a in aligns[p]
+    }
+    getrandbits, inline = rng.getrandbits, draw.inline
+    fixed_factors, configured = options.padding_factors, options.max_padding_factor
+    num_tokens = options.num_tokens
     while True:
-        p = rng.choices(sizes, weights)[0]
-        if options.padding_factors is not None:
-            f = rng.choice(options.padding_factors)
+        p = sizes[bisect.bisect(cum, random_() * total, 0, hi)]
+        if fixed_factors is not None:
+            f = choice(fixed_factors)
         else:  # mostly the configured F; sometimes another, so a policy that ignores max_padding_factor shows
-            f = options.max_padding_factor if rng.random() < 0.8 else rng.choice(SEARCHED_FACTORS)
-        align = rng.choice(options.aligns(p))
-        lengths = _random_lengths(rng, p, options)
+            f = configured if random_() < 0.8 else choice(SEARCHED_FACTORS)
+        align = choice(aligns[p])
+        lengths = _random_lengths(draw, p, options)
         live = sum(lengths)
         pad = 0
-        if options.num_tokens == "padded" or (options.num_tokens == "both" and rng.random() < 0.5):
-            pad = rng.choice((-live % align or align, rng.randint(1, 2 * p), rng.randint(1, max(1, live // 4))))
+        if num_tokens == "padded" or (num_tokens == "both" and random_() < 0.5):
+            pad = choice((-live % align or align, randint(1, 2 * p), randint(1, max(1, live // 4))))
         n = live + pad
-        buckets = _random_buckets(rng, n, live, p, f, options)
-        table = rng.choice(options.capacities)
-        kw = dict(cp_size=p, strategy=s, factor=f, pad=pad, align_size=align, context_len=ctx)
-        if parse_table(table)[0] != "arbitrary":
-            yield ("random", build(lengths, buckets, table, **kw))  # type: ignore[arg-type]
+        buckets = _random_buckets(draw, n, live, p, f, options)
+        table = choice(options.capacities)
+        clean = tuple(sorted(buckets))  # every bucket >= 2P >= 1: build()'s clean list
+        if kinds[table] != "arbitrary":  # build(lengths, buckets, table, ...), one record
+            rows_of = tables[(table, p, align)]
+            caps = tuple(zip(clean, map(rows_of.__getitem__, clean)))
+            yield ("random", record(p, align, n, lengths, clean, caps, f, table, ctx if table == "captured" else None))
             continue
         rows = {}
-        for b in sorted(buckets):
-            if rng.random() < 0.2:
+        base_rows = captured[(p, align)]
+        nudges = (0, 0, align, -align, 1, -1)
+        for b in clean:
+            if random_() < 0.2:
                 continue  # absent: no recorded capacity
-            base = captured_rows(b, p, align, s, ctx)
-            rows[b] = max(0, base + rng.choice((0, 0, align, -align, 1, -1)))
-        yield ("random", build(lengths, buckets, "", rows=rows, **kw))  # type: ignore[arg-type]
+            if inline:  # choice(nudges), its draw written out (6 values: 3 bits, redrawn above 5)
+                k = getrandbits(3)
+                while k >= 6:
+                    k = getrandbits(3)
+                nudge = nudges[k]
+            else:
+                nudge = choice(nudges)
+            rows[b] = max(0, base_rows[b] + nudge)
+        yield ("random", record(p, align, n, lengths, clean, tuple(rows.items()), f, "arbitrary", None))
 
 
 RANDOM_EVERY = 4  # while the exhaustive domains last, one random batch after every 3 exhaustive ones

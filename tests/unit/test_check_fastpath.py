@@ -151,3 +151,21 @@ def test_an_asker_is_not_used_once_the_policys_functions_are_replaced() -> None:
     assert policy.asker.serves(policy) and not policy.asker.serves(swapped)
     batch = next(iter(random_cases(make_options(boundary=False))))[1]
     assert all(a.admit is True for a in ask(swapped, batch))
+
+
+@given(
+    lengths=st.lists(st.integers(0, 5000), min_size=1, max_size=6).map(tuple),
+    cp_size=st.integers(1, 16),
+    strategy=st.sampled_from(["zigzag", "interleave", "contiguous", "zigzag_pad"]),
+)
+def test_memoised_loads_are_rank_loads(lengths: tuple[int, ...], cp_size: int, strategy: str) -> None:
+    from cpgraph.reference.judge import _loads
+    from cpgraph.reference.layout import rank_loads
+
+    assert _loads(lengths, cp_size, strategy) == rank_loads(lengths, cp_size=cp_size, strategy=strategy)
+
+
+def test_per_request_strategies_are_recognised() -> None:
+    from cpgraph.reference.judge import _per_request
+
+    assert [_per_request(s) for s in ("zigzag", "interleave", "contiguous", "zigzag_pad", "nope")] == [True, False, True, True, False]
