@@ -12,7 +12,8 @@ Sides (all zigzag):
   linear scan of the capture list, called through the policy protocol (``**batch``).
 - ``impl_rows``: ``decision.required_local_tokens`` (validation + rows) from the list.
 - ``impl_list`` / ``impl_array`` / ``impl_tensor``: the whole decision (validation + rows + bucket choice) from
-  the list / array / tensor through ``decision.decide_lengths`` with the dispatcher's prebuilt selector.
+  the list / array / tensor as the runner's dispatcher makes it: its ``decide`` (``decision.decider``, the
+  configuration bound once) where the tree has one, else ``decision.decide_lengths`` with its prebuilt selector.
 - ``dispatcher``: the runner's ``Dispatcher.plan`` as the runner calls it (builds the frozen ``Plan``).
 - ``policy``: ``impl.policy.admit(**batch)``, what ``cpgraph check`` calls.
 - ``work_list`` / ``work_array``: only the numpy calls an exact vectorised zigzag decision makes here, with no
@@ -164,8 +165,8 @@ def case(r: int, p: int, k: int, rng: random.Random) -> dict[str, Any]:
                 capture_num_tokens=buckets, bucket_local_tokens=caps, max_padding_factor=2)
 
 
-def dispatcher_for(batch: dict[str, Any]) -> Callable[[list[int]], object]:
-    """The runner's Dispatcher.plan, built as the runner builds it."""
+def dispatcher_for(batch: dict[str, Any]) -> Any:
+    """The runner's Dispatcher, built as the runner builds it."""
     try:  # the runner moved it to its own module; older trees keep it in runner.py
         module = importlib.import_module("cpgraph.impl.dispatch")
     except ImportError:
@@ -173,8 +174,7 @@ def dispatcher_for(batch: dict[str, Any]) -> Callable[[list[int]], object]:
     d = module.Dispatcher(cp_size=batch["cp_size"], align_size=batch["align_size"], strategy="zigzag",
                    max_padding_factor=2, capture_num_tokens=batch["capture_num_tokens"],
                    captured=batch["bucket_local_tokens"])
-    plan: Callable[[list[int]], object] = d.plan
-    return plan
+    return d
 
 
 def measure(repeat: int, before: str | None, grid: dict[str, tuple[int, ...]]) -> list[dict[str, Any]]:
@@ -195,11 +195,15 @@ def measure(repeat: int, before: str | None, grid: dict[str, tuple[int, ...]]) -
                 }
                 if old is None:
                     selector = decision.Selector.build(batch["capture_num_tokens"], batch["bucket_local_tokens"])
-                    dispatch = dispatcher_for(batch)
+                    dispatcher = dispatcher_for(batch)
+                    dispatch = dispatcher.plan
 
-                    def decide(x: object) -> Any:
+                    def decide_lengths(x: object) -> Any:
                         return decision.decide_lengths(x, cp_size=p, align_size=a, selector=selector,
                                                        max_padding_factor=2)
+
+                    decide = getattr(dispatcher, "decide", decide_lengths)
+                    assert decide(lengths)[1:] == decide_lengths(lengths)[1:]
 
                     assert impl_policy.admit(**batch) == want and (decide(arr)[2][1] is not None) == want
                     assert decide(ten)[1:] == decide(lengths)[1:]

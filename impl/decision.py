@@ -7,8 +7,9 @@ torch tensor; nothing inside validates again. This module lays nothing out (impl
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -142,12 +143,20 @@ def choose(
     buckets = selector.capture_num_tokens
     if p == 1 or n < 2 * p or lengths[4] < 2 * p or n > buckets[-1]:
         return required, None, None, fallback_before_selection(lengths, n, p, buckets[-1])
+    return pick(buckets, selector.capacities, selector.monotone, n, required, factor)
+
+
+def pick(
+    buckets: tuple[int, ...], caps: tuple[int | None, ...], monotone: bool, n: int, required: int,
+    factor: int | Fraction,
+) -> Decision:
+    """The smallest captured bucket in [n, F*n] whose capacity is >= ``required``, or the reason there is none
+    (the batch already passed the reasons decided before selection)."""
     lo = bisect_left(buckets, n)
     hi = bisect_right(buckets, factor * n, lo)
     if lo >= hi:
         return required, None, None, FallbackReason.NO_BUCKET_WITHIN_PADDING_LIMIT
-    caps = selector.capacities
-    if selector.monotone:
+    if monotone:
         i = bisect_left(caps, required, lo, hi)  # type: ignore[type-var]  # monotone: no None
         if i < hi:
             return required, buckets[i], caps[i], None
@@ -157,6 +166,50 @@ def choose(
             if rows is not None and rows >= required:
                 return required, buckets[i], rows, None
     return required, None, None, FallbackReason.NO_CAPACITY_WITHIN_PADDING_LIMIT
+
+
+Decide = Callable[[object, "int | None"], tuple[Lengths, int, Decision]]
+
+
+def decider(
+    *, cp_size: int, align_size: int, selector: Selector, max_padding_factor: int | Fraction, strategy: str = "zigzag"
+) -> Decide:
+    """``decide_lengths`` with the dispatcher's configuration bound once: ``decide(extend_seq_lens, num_tokens)``.
+
+    The configuration is the dispatcher's own, validated when it was built (``cp_size`` and ``align_size`` ints
+    >= 1, ``strategy`` an id; checked here once). The batch is validated on every call, exactly as
+    ``decide_lengths`` does, and the decision is the same; only the per-call lookups of the configuration go.
+    """
+    p = check_int("cp_size", cp_size, minimum=1)
+    a = check_int("align_size", align_size, minimum=1)
+    factor = max_padding_factor
+    row = formulas(strategy)
+    one_request, scalar_rows, vector_rows = row.one_request, row.scalar, row.vector
+    buckets, caps, monotone = selector.capture_num_tokens, selector.capacities, selector.monotone
+    two_p, largest = 2 * p, buckets[-1]
+    modules = sys.modules
+
+    def decide(extend_seq_lens: object, num_tokens: int | None = None) -> tuple[Lengths, int, Decision]:
+        lengths = accept_lengths(extend_seq_lens)
+        values, vector, count, total, low = lengths
+        if num_tokens is None:
+            n = total
+        elif type(num_tokens) is int and num_tokens >= total and num_tokens >= 1:
+            n = num_tokens
+        else:
+            n = check_num_tokens(num_tokens, (total,))
+        if count == 1:
+            rows = one_request(total, p)
+        elif vector is not None and vector_rows is not None:
+            rows = vector_rows(modules["numpy"], vector, total, p)  # an array implies numpy is imported
+        else:
+            rows = scalar_rows(() if values is None else values, total, p)
+        required = -(-rows // a) * a
+        if p == 1 or n < two_p or low < two_p or n > largest:
+            return lengths, n, (required, None, None, fallback_before_selection(lengths, n, p, largest))
+        return lengths, n, pick(buckets, caps, monotone, n, required, factor)
+
+    return decide
 
 
 def decide_lengths(

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from cpgraph.impl.decision import Plan, Selector, plan_lengths
+from cpgraph.impl.decision import Plan, Selector, decider
+from cpgraph.impl.lengths import lengths_tuple
 from cpgraph.impl.graphs import BucketKey
 from cpgraph.reference.runner import ReplayError as ReplayError  # one error type for both runners (a shared record, like Plan)
 
@@ -54,18 +55,14 @@ class Dispatcher:
         # A bucket that failed to capture stays in the list with no capacity: never a fit.
         self.selector = Selector.build(capture_num_tokens, {b: captured.get(b) for b in capture_num_tokens})
         self.keys = {b: BucketKey(b, rows) for b, rows in captured.items()}
+        # The configuration bound once; every batch is still validated once, at this boundary.
+        self.decide = decider(cp_size=cp_size, align_size=align_size, selector=self.selector,
+                              max_padding_factor=max_padding_factor, strategy=strategy)
 
     def plan(self, extend_seq_lens: Sequence[int], num_tokens: int | None = None) -> Plan:
         # Validated once, at this boundary (a list, tuple, integer numpy array or CPU tensor), then planned.
-        return plan_lengths(
-            extend_seq_lens,
-            num_tokens,
-            cp_size=self.cp_size,
-            align_size=self.align_size,
-            selector=self.selector,
-            max_padding_factor=self.max_padding_factor,
-            strategy=self.strategy,
-        )
+        lengths, n, (required, bucket, capacity, reason) = self.decide(extend_seq_lens, num_tokens)
+        return Plan(lengths_tuple(lengths), n, required, bucket, capacity, reason)
 
     def key(self, plan: Plan) -> BucketKey:
         """The captured key a plan replays; tripwires name what was asked and what exists."""

@@ -150,3 +150,35 @@ def test_the_dispatcher_validates_a_batch_once(form: str, count: int, monkeypatc
     want = reference.ReferenceRunner(cp_size=4, capture_num_tokens=buckets).plan(lengths)
     assert (plan.extend_seq_lens, plan.num_tokens, plan.required_local_tokens, plan.bucket, plan.fallback) == (
         tuple(lengths), n, want.required_local_tokens, want.bucket, want.fallback)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_the_bound_decider_decides_like_decide_lengths(strategy: str) -> None:
+    for p in (1, 2, 3, 4, 64):
+        for count in (1, 7, LONG, 300):
+            lengths = [(i * 7919) % 900 + (i % 3) * p + 1 for i in range(count)]
+            n = sum(lengths)
+            buckets = tuple(sorted({max(1, n // 2), n, n + 5, 2 * n}))
+            caps = {b: reference.capture_local_tokens(b, cp_size=p, align_size=2 * p, strategy=strategy)
+                    for b in buckets[1:]}
+            selector = decision.Selector.build(buckets, caps)
+            config = dict(cp_size=p, align_size=2 * p, selector=selector, max_padding_factor=2, strategy=strategy)
+            decide = decision.decider(**config)  # type: ignore[arg-type]
+            for form in (lengths, tuple(lengths), np.array(lengths), torch.tensor(lengths)):
+                for num_tokens in (None, n, n + 3):
+                    got = decide(form, num_tokens)
+                    want = decision.decide_lengths(form, num_tokens, **config)  # type: ignore[arg-type]
+                    assert got[1:] == want[1:] and lengths_tuple(got[0]) == tuple(lengths)
+            if n > 1:
+                with pytest.raises(ValueError, match=r"num_tokens must be >= sum\(extend_seq_lens\) = \d+, got \d+"):
+                    decide(lengths, n - 1)
+
+
+def test_the_bound_decider_checks_its_configuration_once() -> None:
+    selector = decision.Selector.build((64,), {64: 16})
+    with pytest.raises(ValueError, match=r"cp_size must be an int >= 1, got 0"):
+        decision.decider(cp_size=0, align_size=8, selector=selector, max_padding_factor=2)
+    with pytest.raises(TypeError, match=r"align_size must be an int >= 1, got 8.0 \(float\)"):
+        decision.decider(cp_size=4, align_size=8.0, selector=selector, max_padding_factor=2)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"strategy must be one of zigzag, interleave, contiguous, zigzag_pad; got 'ring'"):
+        decision.decider(cp_size=4, align_size=8, selector=selector, max_padding_factor=2, strategy="ring")
