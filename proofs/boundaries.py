@@ -144,29 +144,70 @@ def boundary_cases(
 
 @functools.lru_cache(maxsize=512)
 def _boundary_cases(config: _Config) -> tuple[BoundaryCase, ...]:
-    p, f = config.cp_size, config.factor
-    cases: list[BoundaryCase] = []
+    edges = _Edges(config)
+    edges.residues()
+    edges.capacities()
+    edges.overflow()
+    edges.buckets()
+    edges.cp_activity()
+    return tuple(edges.cases)
 
-    def required(lengths: tuple[int, ...]) -> int:
-        return spec_required_local_tokens(lengths, cp_size=p, align_size=config.align_size, strategy=config.strategy)
 
-    def captured(bucket: int) -> int:
-        return spec_capture_local_tokens(bucket, cp_size=p, align_size=config.align_size, strategy=config.strategy)
+def _no_facts(lengths: tuple[IntTerm, ...], n: IntTerm) -> list[BoolTerm]:
+    return []
 
-    def emit(clause: str, k: int, facts: LengthFacts, captures: Captures, *, active: bool = True) -> None:
-        if k > config.max_requests:
+
+def _residue_facts(cp_size: int, residue: int) -> LengthFacts:
+    """Every length at L mod 2P = ``residue``."""
+
+    def facts(lengths: tuple[IntTerm, ...], n: IntTerm) -> list[BoolTerm]:
+        splits = [divmod_by(x, 2 * cp_size, f"edge{i}") for i, x in enumerate(lengths)]
+        return [z3.And(s.holds, s.remainder == residue) for s in splits]
+
+    return facts
+
+
+class _Edges:
+    """The cases of one configuration, drawn family by family (one method each, called in the order
+    _boundary_cases lists them): the spec's rows and capacities for the drawn lengths, and ``emit``, which
+    draws one edge and records its case."""
+
+    def __init__(self, config: _Config) -> None:
+        self.config = config
+        self.p, self.f = config.cp_size, config.factor
+        self.many = min(2, config.max_requests)  # requests in a multi-request edge
+        self.cases: list[BoundaryCase] = []
+
+    def required(self, lengths: tuple[int, ...]) -> int:
+        c = self.config
+        return spec_required_local_tokens(lengths, cp_size=self.p, align_size=c.align_size, strategy=c.strategy)
+
+    def captured(self, bucket: int) -> int:
+        c = self.config
+        return spec_capture_local_tokens(bucket, cp_size=self.p, align_size=c.align_size, strategy=c.strategy)
+
+    def window(self, n: int) -> list[int]:
+        return [n, self.f * n] if self.f > 1 else [n]
+
+    def captured_window(self, lengths: tuple[int, ...], n: int) -> list[tuple[int, int | None]]:
+        return [(b, self.captured(b)) for b in self.window(n)]
+
+    def emit(self, clause: str, k: int, facts: LengthFacts, captures: Captures, *, active: bool = True) -> None:
+        """Draw the edge with ``k`` requests and record its case; nothing when k is above max_requests or
+        the bounds cannot reach the edge."""
+        if k > self.config.max_requests:
             return
-        lengths = _draw_lengths(config, k, facts, active=active, clause=clause)
+        lengths = _draw_lengths(self.config, k, facts, active=active, clause=clause)
         if lengths is None:
             return
         n = sum(lengths)
         listed = captures(lengths, n)
-        cases.append(
+        self.cases.append(
             BoundaryCase(
                 clause=clause,
-                cp_size=p,
-                align_size=config.align_size,
-                max_padding_factor=f,
+                cp_size=self.p,
+                align_size=self.config.align_size,
+                max_padding_factor=self.f,
                 num_tokens=n,
                 extend_seq_lens=lengths,
                 capture_num_tokens=tuple(b for b, _ in listed),
@@ -174,91 +215,93 @@ def _boundary_cases(config: _Config) -> tuple[BoundaryCase, ...]:
             )
         )
 
-    def no_facts(lengths: tuple[IntTerm, ...], n: IntTerm) -> list[BoolTerm]:
-        return []
+    def residues(self) -> None:
+        """L mod 2P at each named residue, with one request and with max_requests."""
+        for label, residue in _residue_edges(self.p):
+            for k in sorted({1, self.config.max_requests}):
+                clause = f"L mod 2P = {label}" + (f" ({k} requests)" if k > 1 else "")
+                self.emit(clause, k, _residue_facts(self.p, residue), self.captured_window)
 
-    def window(n: int) -> list[int]:
-        return [n, f * n] if f > 1 else [n]
+    def capacities(self) -> None:
+        """The required rows equal to, and one above, bucket n's capacity."""
+        self.emit("required = capacity", self.many, _no_facts, lambda ls, n: [(n, self.required(ls))])
+        self.emit("required = capacity + 1", self.many, _no_facts, self._one_short)
 
-    def captured_window(lengths: tuple[int, ...], n: int) -> list[tuple[int, int | None]]:
-        return [(b, captured(b)) for b in window(n)]
+    def _one_short(self, ls: tuple[int, ...], n: int) -> list[tuple[int, int | None]]:
+        rows = self.required(ls)
+        return [(n, rows - 1), (self.f * n, rows)] if self.f > 1 else [(n, rows - 1)]
 
-    for label, residue in _residue_edges(p):
-        for k in sorted({1, config.max_requests}):
+    def overflow(self) -> None:
+        """A captured capacity overflowed by max_requests requests (zigzag, P > 1, at least 2 requests):
+        drawn through the closed forms, else (small P only) through the spec's own loads."""
+        p, k = self.p, self.config.max_requests
+        if self.config.strategy != "zigzag" or p <= 1 or k < 2:
+            return
+        clause = f"required > captured capacity ({k} requests overflow bucket n)"
+        before = len(self.cases)
+        self.emit(clause, k, self._overflow_facts, self._overflowed)
+        if len(self.cases) == before and p <= _SPEC_DRAW_MAX_CP_SIZE:
+            self.emit(clause, k, self._overflow_by_spec, self._overflowed)
 
-            def residue_facts(lengths: tuple[IntTerm, ...], n: IntTerm, residue: int = residue) -> list[BoolTerm]:
-                splits = [divmod_by(x, 2 * p, f"edge{i}") for i, x in enumerate(lengths)]
-                return [z3.And(s.holds, s.remainder == residue) for s in splits]
-
-            emit(f"L mod 2P = {label}" + (f" ({k} requests)" if k > 1 else ""), k, residue_facts, captured_window)
-
-    many = min(2, config.max_requests)
-    emit("required = capacity", many, no_facts, lambda ls, n: [(n, required(ls))])
-
-    def one_short(ls: tuple[int, ...], n: int) -> list[tuple[int, int | None]]:
-        rows = required(ls)
-        return [(n, rows - 1), (f * n, rows)] if f > 1 else [(n, rows - 1)]
-
-    emit("required = capacity + 1", many, no_facts, one_short)
-
-    if config.strategy == "zigzag" and p > 1:
+    def _overflow_facts(self, lengths: tuple[IntTerm, ...], n: IntTerm) -> list[BoolTerm]:
         # Every length at L mod 2P = P+1 hits the headroom bound exactly (proofs: headroom_bound_is_tight), so
         # the busiest rank holds floor((n + k(P-1))/P); the captured capacity is align_up(ceil(n/P), A).
-        k = config.max_requests
+        p, k, a = self.p, self.config.max_requests, self.config.align_size
+        splits = [divmod_by(x, 2 * p, f"edge{i}") for i, x in enumerate(lengths)]
+        busiest = headroom_bound(n, p, k, "edge.busiest")
+        rows = align_up(busiest.value, a, "edge.rows")
+        share = ceil_div(n, p, "edge.share")
+        capacity = align_up(share.value, a, "edge.capacity")
+        return [
+            *[z3.And(s.holds, s.remainder == (p + 1) % (2 * p)) for s in splits],
+            busiest.holds, rows.holds, share.holds, capacity.holds,
+            rows.value > capacity.value,
+        ]
 
-        def overflow_facts(lengths: tuple[IntTerm, ...], n: IntTerm) -> list[BoolTerm]:
-            splits = [divmod_by(x, 2 * p, f"edge{i}") for i, x in enumerate(lengths)]
-            busiest = headroom_bound(n, p, k, "edge.busiest")
-            rows = align_up(busiest.value, config.align_size, "edge.rows")
-            share = ceil_div(n, p, "edge.share")
-            capacity = align_up(share.value, config.align_size, "edge.capacity")
-            return [
-                *[z3.And(s.holds, s.remainder == (p + 1) % (2 * p)) for s in splits],
-                busiest.holds, rows.holds, share.holds, capacity.holds,
-                rows.value > capacity.value,
-            ]
+    def _overflow_by_spec(self, lengths: tuple[IntTerm, ...], n: IntTerm) -> list[BoolTerm]:
+        # Any residues: the spec's own loads and capacities (affordable for small P only).
+        p, a = self.p, self.config.align_size
+        loads = rank_loads(lengths, p, "edge.loads")
+        rows = required_local_tokens(loads, a, "edge.required")
+        capacity = capture_local_tokens(n, p, a, "edge.captured")
+        return [loads.holds, rows.holds, capacity.holds, rows.value > capacity.value]
 
-        def overflowed(ls: tuple[int, ...], n: int) -> list[tuple[int, int | None]]:
-            listed = captured_window(ls, n)
-            first = listed[0][1]
-            assert first is not None and required(ls) > first, f"spec disagrees with its closed form at {ls}"
-            return listed
+    def _overflowed(self, ls: tuple[int, ...], n: int) -> list[tuple[int, int | None]]:
+        listed = self.captured_window(ls, n)
+        first = listed[0][1]
+        assert first is not None and self.required(ls) > first, f"spec disagrees with its closed form at {ls}"
+        return listed
 
-        def overflow_by_spec(lengths: tuple[IntTerm, ...], n: IntTerm) -> list[BoolTerm]:
-            # Any residues: the spec's own loads and capacities (affordable for small P only).
-            loads = rank_loads(lengths, p, "edge.loads")
-            rows = required_local_tokens(loads, config.align_size, "edge.required")
-            capacity = capture_local_tokens(n, p, config.align_size, "edge.captured")
-            return [loads.holds, rows.holds, capacity.holds, rows.value > capacity.value]
-
-        if k >= 2:
-            clause = f"required > captured capacity ({k} requests overflow bucket n)"
-            before = len(cases)
-            emit(clause, k, overflow_facts, overflowed)
-            if len(cases) == before and p <= _SPEC_DRAW_MAX_CP_SIZE:
-                emit(clause, k, overflow_by_spec, overflowed)
-
-    emit("bucket = n", 1, no_facts, lambda ls, n: [(n, captured(n))])
-    emit(
-        "bucket = F*n",
-        many,
-        lambda ls, n: [n >= 2],
-        lambda ls, n: [(n - 1, required(ls)), (f * n, required(ls))],
-    )
-    emit("bucket = F*n + 1", many, no_facts, lambda ls, n: [(f * n + 1, required(ls))])
-    emit(
-        "missing capacity",
-        many,
-        no_facts,
-        lambda ls, n: [(n, None), (f * n if f > 1 else n + 1, required(ls))],
-    )
-    if p > 1:
-        emit("num_tokens = 2P (least CP-active)", 1, lambda ls, n: [n == 2 * p], lambda ls, n: [(n, captured(n))])
-        emit(
-            "L = 2P - 1 (not CP-active)",
+    def buckets(self) -> None:
+        """A bucket at n, at F*n and at F*n+1, and a missing capacity."""
+        f, many, required = self.f, self.many, self.required
+        self.emit("bucket = n", 1, _no_facts, lambda ls, n: [(n, self.captured(n))])
+        self.emit(
+            "bucket = F*n",
             many,
+            lambda ls, n: [n >= 2],
+            lambda ls, n: [(n - 1, required(ls)), (f * n, required(ls))],
+        )
+        self.emit("bucket = F*n + 1", many, _no_facts, lambda ls, n: [(f * n + 1, required(ls))])
+        self.emit(
+            "missing capacity",
+            many,
+            _no_facts,
+            lambda ls, n: [(n, None), (f * n if f > 1 else n + 1, required(ls))],
+        )
+
+    def cp_activity(self) -> None:
+        """The CP-active thresholds (P > 1): n = 2P, and a length of 2P-1."""
+        p = self.p
+        if p <= 1:
+            return
+        self.emit(
+            "num_tokens = 2P (least CP-active)", 1, lambda ls, n: [n == 2 * p], lambda ls, n: [(n, self.captured(n))]
+        )
+        self.emit(
+            "L = 2P - 1 (not CP-active)",
+            self.many,
             lambda ls, n: [ls[-1] == 2 * p - 1, n >= 2 * p],
-            captured_window,
+            self.captured_window,
             active=False,
         )
-    return tuple(cases)
