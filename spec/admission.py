@@ -66,4 +66,4 @@ def admit(batch: ClassBatch, num_tokens: IntLike, setup: RankSetup, rank: IntLik
     loads = class_loads(batch, setup.strategy, f"{name}.live")
     chosen, rows, facts = rank_decision(loads, rank, setup, num_tokens, name)
     active = cp_active(batch, num_tokens)
-    return Admission(Selection(z3.And(active, chosen.admitted), chosen.bucket), rows, z3.And(loads.holds, facts))
+    return Admission(Selection(z3.And(active, chosen.admitted), chosen.bucket), rows, facts)  # the rows' facts hold the loads'

@@ -77,5 +77,5 @@ def replay(
     selection = Selection(z3.And(active, chosen.admitted), chosen.bucket)
     fits = tripwire(setup.capture, chosen.bucket, loads.loads)
     return Replay(
-        selection, z3.And(selection.admitted, fits), loads.loads, required, z3.And(laid_out.holds, loads.holds, facts)
+        selection, z3.And(selection.admitted, fits), loads.loads, required, z3.And(laid_out.holds, facts)  # facts hold the loads' own
     )
