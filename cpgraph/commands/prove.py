@@ -144,70 +144,112 @@ def _table(rows: list[list[str]]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cpgraph.commands.prove_report import _cross_cell, _json, _junit, _markdown, _opinions_text, _seed_cell
-
     from cpgraph.proofs.check import Status, cvc5_available
-    from cpgraph.proofs.registry import BY_NAME, OBLIGATIONS
-    from cpgraph.proofs.run import Opinions, run_obligations
+    from cpgraph.proofs.run import Opinions
     from cpgraph.output import solver_leaves_ctrl_c_to_python
 
     solver_leaves_ctrl_c_to_python()
 
     names: list[str] = args.only or []
-    unknown = [n for n in names if n not in BY_NAME]
-    if unknown:
-        raise UsageError(f"--only {unknown[0]!r} is not a theorem; valid names: {', '.join(sorted(BY_NAME))}")
+    chosen = _chosen(names)
     if args.cross_check == "cvc5" and not cvc5_available():
         print("cpgraph prove: error: --cross-check cvc5 needs the cvc5 package (pip install cvc5)", file=sys.stderr)
         return USAGE_ERROR
     opinions = Opinions(cross_check=args.cross_check, seeds=args.seeds)
-    chosen = [BY_NAME[n] for n in dict.fromkeys(names)] if names else list(OBLIGATIONS)
     start = time.perf_counter()
+    results = _prove(args, chosen, opinions)
+    bites = _teeth(args, results)
+    lost = [b for b in bites if not b.ok]
+    wall = time.perf_counter() - start
+    proved = all(r.status is Status.PROVED for r in results)
+    refuted = any(r.status is Status.REFUTED for r in results)
+    code = 0 if proved and trusted_all(results) and not lost else 1 if refuted or proved else 3
+    _report(args, results, opinions, bites, lost, wall, proved)
+    return code
+
+
+def _chosen(names: list[str]) -> list[Any]:
+    """The obligations --only names, each once in the order given (every obligation without --only); an
+    unknown name is a usage error listing the valid ones."""
+    from cpgraph.proofs.registry import BY_NAME, OBLIGATIONS
+
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        raise UsageError(f"--only {unknown[0]!r} is not a theorem; valid names: {', '.join(sorted(BY_NAME))}")
+    return [BY_NAME[n] for n in dict.fromkeys(names)] if names else list(OBLIGATIONS)
+
+
+def _prove(args: argparse.Namespace, chosen: list[Any], opinions: Opinions) -> list[ObligationResult]:
+    """Every query of the chosen obligations, with progress on stderr and Ctrl-C kept from the workers."""
+    from cpgraph.proofs.run import run_obligations
+
     progress = _Progress(quiet=args.quiet)
     if not args.quiet:
         print(f"cpgraph prove: {len(chosen)} theorems, cp_size 1..{args.cp_max} ...", file=sys.stderr, flush=True)
     if args.jobs != 1:
         progress.shield = _WorkerShield(args.jobs)
     try:
-        results = run_obligations(chosen, cp_max=args.cp_max, jobs=args.jobs, progress=progress, opinions=opinions)
+        return run_obligations(chosen, cp_max=args.cp_max, jobs=args.jobs, progress=progress, opinions=opinions)
     finally:
         if progress.shield is not None:
             progress.shield.release()
-    bites: tuple[Any, ...] = ()
-    if args.teeth and all(r.status is Status.PROVED for r in results):
-        from cpgraph.proofs.teeth import teeth
 
-        if not args.quiet:
-            print("cpgraph prove: teeth: every wrong variant of these theorems must still be refuted ...", file=sys.stderr, flush=True)
-        bites, _ = teeth(r.name for r in results)
-    lost = [b for b in bites if not b.ok]
-    wall = time.perf_counter() - start
-    proved = all(r.status is Status.PROVED for r in results)
-    refuted = any(r.status is Status.REFUTED for r in results)
-    code = 0 if proved and trusted_all(results) and not lost else 1 if refuted or proved else 3
+
+def _teeth(args: argparse.Namespace, results: list[ObligationResult]) -> tuple[Any, ...]:
+    """The teeth pass's bites, when it runs (--no-teeth not given and every theorem proved), else none."""
+    from cpgraph.proofs.check import Status
+
+    if not (args.teeth and all(r.status is Status.PROVED for r in results)):
+        return ()
+    from cpgraph.proofs.teeth import teeth
+
+    if not args.quiet:
+        print("cpgraph prove: teeth: every wrong variant of these theorems must still be refuted ...", file=sys.stderr, flush=True)
+    bites, _ = teeth(r.name for r in results)
+    return bites
+
+
+def _report(
+    args: argparse.Namespace,
+    results: list[ObligationResult],
+    opinions: Opinions,
+    bites: tuple[Any, ...],
+    lost: list[Any],
+    wall: float,
+    proved: bool,
+) -> None:
+    """The report on stdout in the --format asked for."""
+    from cpgraph.commands.prove_report import _json, _junit, _markdown
+
     if args.format == "junit":
         sys.stdout.write(_junit(results, args.cp_max, wall))
-        return code
+        return
     if args.format == "md":
         sys.stdout.write(_markdown(results, args.cp_max, wall, proved))
-        return code
+        return
     trusted = all(r.trusted for r in results)  # proved, and no disagreement or unstable query
     slowest = max(results, key=lambda r: r.slowest[1])
     if args.format == "json":
         print(json.dumps(_json(args, results, opinions, bites, lost, wall, proved, trusted, slowest), indent=2))
-        return code
-    rows = [["theorem", "scope", "verdict", "queries", "seconds", "slowest query"]]
-    if opinions.active:
-        rows[0] += ["cross-check", "seeds"]
-    for r in results:
-        rows.append(
-            [r.name, r.scope, r.status.value, str(r.queries), f"{r.seconds:.2f}", f"{r.slowest[0]} {r.slowest[1]:.3f}s"]
-        )
-        if opinions.active:
-            rows[-1] += [_cross_cell(opinions, r), _seed_cell(opinions, r)]
+        return
+    _print_text(args, results, opinions, bites, lost, wall, proved, slowest)
+
+
+def _print_text(
+    args: argparse.Namespace,
+    results: list[ObligationResult],
+    opinions: Opinions,
+    bites: tuple[Any, ...],
+    lost: list[Any],
+    wall: float,
+    proved: bool,
+    slowest: ObligationResult,
+) -> None:
+    """The table, each failure, the second opinions, the teeth pass and the one-line verdict."""
+    from cpgraph.commands.prove_report import _opinions_text
     from cpgraph.output import highlight
 
-    print(highlight(_table(rows), sys.stdout))
+    print(highlight(_table(_rows(results, opinions)), sys.stdout))
     for r in results:
         if r.failures:
             print(f"\n{r.name}: {r.status.value}")
@@ -226,7 +268,22 @@ def run(args: argparse.Namespace) -> int:
         f"in {wall:.1f} s (slowest query: {slowest.name} {slowest.slowest[0]}, {slowest.slowest[1]:.3f} s)",
         sys.stdout,
     ))
-    return code
+
+
+def _rows(results: list[ObligationResult], opinions: Opinions) -> list[list[str]]:
+    """The table's header and one row per theorem (with the cross-check and seeds columns when asked)."""
+    from cpgraph.commands.prove_report import _cross_cell, _seed_cell
+
+    rows = [["theorem", "scope", "verdict", "queries", "seconds", "slowest query"]]
+    if opinions.active:
+        rows[0] += ["cross-check", "seeds"]
+    for r in results:
+        rows.append(
+            [r.name, r.scope, r.status.value, str(r.queries), f"{r.seconds:.2f}", f"{r.slowest[0]} {r.slowest[1]:.3f}s"]
+        )
+        if opinions.active:
+            rows[-1] += [_cross_cell(opinions, r), _seed_cell(opinions, r)]
+    return rows
 
 
 def trusted_all(results: list[ObligationResult]) -> bool:
