@@ -16,11 +16,12 @@ Sides (all zigzag):
   configuration bound once) where the tree has one, else ``decision.decide_lengths`` with its prebuilt selector.
 - ``dispatcher``: the runner's ``Dispatcher.plan`` as the runner calls it (builds the frozen ``Plan``).
 - ``policy``: ``impl.policy.admit(**batch)``, what ``cpgraph check`` calls.
-- ``work_list`` / ``work_array``: only the numpy calls an exact vectorised zigzag decision makes here, with no
-  glue, no histogram tail and no bucket choice: for a list ``sum()`` (its type check and exact total), one
-  ``struct`` pack into int64, ``frombuffer``, one min, then the remainder histogram (``bincount`` of L & (2P-1));
-  for an array one min, one float64 sum (exact below 2**53) and the same histogram (none at P = 1). A lower bound
-  of this design, printed so that a ratio target below it is visible as such.
+- ``work_list`` / ``work_array``: only the calls an exact vectorised zigzag decision makes here, with no glue,
+  no histogram tail and no bucket choice: for a list ``sum()`` (its type check and exact total), one ``struct``
+  pack into int64, ``frombuffer``, the minimum (``argmin``), then the remainder histogram (``bincount`` of
+  L & (2P-1)); for an array the minimum and maximum (``argmin``/``argmax``: validation, the short-request rule and
+  the bound that keeps the int64 sum from wrapping), one int64 sum and the same histogram (none at P = 1). A lower
+  bound of this design, printed so that a ratio target below it is visible as such.
 
 Targets (issue 14): for R >= 256, impl_list <= 8x sum_list and impl_array / impl_tensor <= 3x their sums; at
 R = 1, impl_rows <= plain_rows and policy <= plain_policy; policy <= 1.2x dispatcher at every R.
@@ -78,7 +79,6 @@ def plain_rows(lengths: Sequence[int], p: int, a: int) -> int:
 
 
 _PACK: dict[int, struct.Struct] = {}
-_F64 = np.dtype(np.float64)
 
 
 def work_list(lengths: list[int], p: int) -> object:
@@ -86,14 +86,14 @@ def work_list(lengths: list[int], p: int) -> object:
     total = sum(lengths)
     pack = _PACK.get(len(lengths)) or _PACK.setdefault(len(lengths), struct.Struct(f"{len(lengths)}q"))
     vec = np.frombuffer(pack.pack(*lengths), np.int64)
-    lo = np.minimum.reduce(vec)
+    lo = vec.item(vec.argmin())
     return (total, lo, np.bincount(np.bitwise_and(vec, 2 * p - 1), minlength=2 * p)) if p > 1 else (total, lo)
 
 
 def work_array(arr: Any, p: int) -> object:
     """The primitive calls of the array path (see the module docstring), nothing else."""
-    lo, total = np.minimum.reduce(arr), np.add.reduce(arr, dtype=_F64)
-    return (total, lo, np.bincount(np.bitwise_and(arr, 2 * p - 1), minlength=2 * p)) if p > 1 else (total, lo)
+    lo, hi, total = arr.item(arr.argmin()), arr.item(arr.argmax()), np.add.reduce(arr)
+    return (total, lo, hi, np.bincount(np.bitwise_and(arr, 2 * p - 1), minlength=2 * p)) if p > 1 else (total, lo, hi)
 
 
 def plain_admit(**batch: Any) -> bool:

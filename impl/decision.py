@@ -207,6 +207,12 @@ def decider(
         required = -(-rows // a) * a
         if p == 1 or n < two_p or low < two_p or n > largest:
             return lengths, n, (required, None, None, fallback_before_selection(lengths, n, p, largest))
+        if monotone:  # pick(), inline for the common table
+            lo = bisect_left(buckets, n)
+            hi = bisect_right(buckets, factor * n, lo)
+            i = bisect_left(caps, required, lo, hi)  # type: ignore[type-var]  # monotone: no None
+            if i < hi:
+                return lengths, n, (required, buckets[i], caps[i], None)
         return lengths, n, pick(buckets, caps, monotone, n, required, factor)
 
     return decide

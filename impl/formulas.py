@@ -79,8 +79,15 @@ def _zigzag_vector(np: ModuleType, vec: Int64Array, total: int, p: int) -> int:
         low: int = min(map(add, cs[:p], cs[: p - 1 : -1]))  # c[r] + c[2P-1-r], r < P
         return (total - s * count + sum(cs)) // p + 2 * count - low
     c = np.add.accumulate(hist)
-    g: list[int] = np.add(c[:p], c[: p - 1 : -1]).tolist()  # c[r] + c[2P-1-r], r < P; they sum to sum(c)
-    return (total - s * count + sum(g)) // p + 2 * count - min(g)
+    g = c[:p] + c[: p - 1 : -1]  # c[r] + c[2P-1-r], r < P
+    weights = _DOWN.get(s)
+    if weights is None:
+        weights = _DOWN[s] = np.arange(s, 0, -1)
+    # sum(c) = sum_k (2P - k) * hist[k]: one dot (an ndarray method, like argmin: no ufunc call overhead)
+    return (total - s * count + int(hist.dot(weights))) // p + 2 * count - int(g.item(g.argmin()))
+
+
+_DOWN: dict[int, Int64Array] = {}  # 2P, 2P-1, ..., 1 for each 2P seen
 
 
 @lru_cache(maxsize=64)

@@ -38,7 +38,7 @@ Lengths = tuple[Sequence[int] | None, Int64Array | None, int, int, int]
 VECTOR_MIN_REQUESTS = 48
 ALLOWED_ARRAYS = "a 1-d integer numpy array or CPU torch tensor (int64, int32, int16, int8, uint32, uint16, uint8)"
 _NUMPY: list[ModuleType | None] = []
-_DTYPES: list[Any] = []  # numpy's int64 and float64 dtypes, once numpy is imported
+_DTYPES: list[Any] = []  # numpy's int64 dtype, once numpy is imported
 # One compiled ``struct`` per batch size: packing a list of Python ints into int64 bytes is the fastest C-speed
 # conversion the standard library offers (about 3x ``array('q', ...)``); numpy then reads the bytes in place.
 _PACKERS: dict[int, struct.Struct] = {}
@@ -65,14 +65,15 @@ def numpy_module() -> ModuleType | None:
             _NUMPY.append(None)
         else:
             _NUMPY.append(numpy)
-            _DTYPES.extend((numpy.dtype(numpy.int64), numpy.dtype(numpy.float64)))
-            _UFUNCS.extend((numpy.frombuffer, numpy.minimum.reduce, numpy.add.reduce))
+            _DTYPES.append(numpy.dtype(numpy.int64))
+            _UFUNCS.extend((numpy.frombuffer, numpy.add.reduce))
     return _NUMPY[0]
 
 
-# numpy's frombuffer, minimum.reduce and add.reduce, bound once numpy is imported: the hot path makes one call
-# of each per batch, and a module attribute lookup costs a few percent of an R = 256 decision.
+# numpy's frombuffer and add.reduce, bound once numpy is imported: the hot path calls them once a batch, and a
+# module attribute lookup costs a few percent of an R = 256 decision.
 _UFUNCS: list[Any] = []
+_INT64_MAX = 2**63 - 1
 
 
 _TORCH_INT_DTYPES: list[frozenset[Any]] = []
@@ -106,7 +107,7 @@ def _exact(name: str, value: object) -> Lengths:
 
 
 def _from_array(name: str, vec: Any, given: object) -> Lengths:
-    """A numpy array: validated with reductions (min; the sum in float64, exact below 2**53), never a loop."""
+    """A numpy array: validated with reductions (min, max, sum; exact), never a Python loop."""
     if vec.dtype is not _DTYPES[0] or vec.ndim != 1:  # int64 (numpy's dtype object: identity is the cheapest test)
         vec = _int64_vector(name, vec, sys.modules["numpy"])
     count: int = vec.shape[0]
@@ -116,20 +117,21 @@ def _from_array(name: str, vec: Any, given: object) -> Lengths:
         items = vec.tolist()
         lo = min(items)
         if lo < 0:
-            i = items.index(lo)
-            raise ValueError(f"{name}[{i}] must be an int >= 0, got {lo} in {name}={given!r}")
+            i = next(i for i, x in enumerate(items) if x < 0)  # the first negative, as the reference names it
+            raise ValueError(f"{name}[{i}] must be an int >= 0, got {items[i]} in {name}={given!r}")
         return (items, None, count, sum(items), lo)
-    lo = int(_UFUNCS[1](vec))
-    if lo < 0:
-        i = int(sys.modules["numpy"].argmax(vec < 0))
+    # argmin/argmax are ndarray methods in C (a fraction of a ufunc reduction's call overhead); item() gives a
+    # Python int.
+    low: int = vec.item(vec.argmin())
+    if low < 0:
+        i = int(sys.modules["numpy"].argmax(vec < 0))  # the first negative, as the reference names it
         raise ValueError(f"{name}[{i}] must be an int >= 0, got {int(vec[i])} in {name}={given!r}")
-    # Non-negative ints summed in float64 are exact while the total is below 2**53 (every partial sum is an
-    # integer below it); an int64 sum could instead wrap silently. Past that, sum on Python ints.
-    total = _UFUNCS[2](vec, dtype=_DTYPES[1])
-    if total < 9007199254740992.0:  # 2**53
-        return (None, vec, count, int(total), lo)
+    # Non-negative int64 lengths whose maximum times their count stays below 2**63 sum without wrapping; past
+    # that (never for real lengths), the exact sum on Python ints.
+    if vec.item(vec.argmax()) <= _INT64_MAX // count:
+        return (None, vec, count, int(_UFUNCS[1](vec)), low)
     items = tuple(vec.tolist())
-    return (items, None, count, sum(items), lo)
+    return (items, None, count, sum(items), low)
 
 
 def _int64_vector(name: str, vec: Any, np: Any) -> Any:
@@ -160,7 +162,7 @@ def _from_sequence(name: str, value: Any, count: int) -> Lengths:
                 vec = _UFUNCS[0](packer.pack(*value), _DTYPES[0])
             except struct.error:  # a non-integer item, or a length past int64: the exact/scalar path
                 return _exact(name, value)
-            lo = int(_UFUNCS[1](vec))
+            lo = vec.item(vec.argmin())
             if lo < 2:  # a bool, a negative, or a legal 0/1 length: the exact check decides (and says why)
                 _exact(name, value)
             return (value, vec, count, total, lo)
@@ -177,6 +179,21 @@ def accept_lengths(value: object, name: str = "extend_seq_lens") -> Lengths:
     kind = type(value)
     if kind is tuple or kind is list:
         count = len(value)  # type: ignore[arg-type]
+        if count >= VECTOR_MIN_REQUESTS and _UFUNCS and _NUMPY[0] is not None:  # _from_sequence's long path, inline
+            try:
+                total = sum(value)  # type: ignore[call-overload]
+            except TypeError:
+                return _exact(name, value)
+            if type(total) is not int:
+                return _exact(name, value)
+            try:
+                vec = _UFUNCS[0]((_PACKERS.get(count) or _packer(count)).pack(*value), _DTYPES[0])  # type: ignore[misc]
+            except struct.error:  # a non-integer item, or a length past int64: the exact/scalar path
+                return _exact(name, value)
+            low = vec.item(vec.argmin())
+            if low < 2:  # a bool, a negative, or a legal 0/1 length: the exact check decides (and says why)
+                _exact(name, value)
+            return (value, vec, count, total, low)  # type: ignore[return-value]
         if count == 1:
             x = value[0]  # type: ignore[index]
             if type(x) is int and x >= 0:
@@ -214,5 +231,5 @@ def trusted_lengths(lengths: tuple[int, ...]) -> Lengths:
         except struct.error:  # lengths past int64: the scalar path computes on Python ints
             pass
         else:
-            return (lengths, vec, count, total, int(np.minimum.reduce(vec)))
+            return (lengths, vec, count, total, vec.item(vec.argmin()))
     return (lengths, None, count, total, min(lengths))

@@ -182,3 +182,23 @@ def test_the_bound_decider_checks_its_configuration_once() -> None:
         decision.decider(cp_size=4, align_size=8.0, selector=selector, max_padding_factor=2)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"strategy must be one of zigzag, interleave, contiguous, zigzag_pad; got 'ring'"):
         decision.decider(cp_size=4, align_size=8, selector=selector, max_padding_factor=2, strategy="ring")
+
+
+@pytest.mark.parametrize("count", [3, LONG])
+def test_the_first_negative_is_named_like_the_reference_names_it(count: int) -> None:
+    lengths = [9] * (count - 3) + [7, -1, -5]
+    with pytest.raises(ValueError) as want:
+        reference.required_local_tokens(lengths, cp_size=4, align_size=8)
+    assert f"extend_seq_lens[{count - 2}] must be an int >= 0, got -1 in" in str(want.value)
+    for form in (lengths, np.array(lengths), torch.tensor(lengths), np.array(lengths, dtype=np.int32)):
+        with pytest.raises(ValueError, match=rf"extend_seq_lens\[{count - 2}\] must be an int >= 0, got -1 in "):
+            decision.required_local_tokens(form, cp_size=4, align_size=8)
+
+
+def test_an_int64_sum_that_would_wrap_is_exact() -> None:
+    for top in (2**62, 2**63 - 1, (2**63 - 1) // LONG, (2**63 - 1) // LONG + 1):
+        lengths = [8] * (LONG - 1) + [top]
+        for form in (np.array(lengths, dtype=np.int64), torch.tensor(lengths)):
+            assert accept_lengths(form)[3] == sum(lengths)
+            assert decision.required_local_tokens(form, cp_size=4, align_size=8) == reference.required_local_tokens(
+                lengths, cp_size=4, align_size=8)
