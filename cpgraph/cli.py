@@ -145,30 +145,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in argv
     command = next((a for a in argv if a in COMMANDS), "")
     prog = f"cpgraph {command}".strip()
-    restore = None
     _DONE.clear()
     INTERRUPT.real = False
     previous_hook = sys.unraisablehook
     sys.unraisablehook = _unraisable(previous_hook)
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        try:
-            restore = signal.signal(signal.SIGINT, _interrupted)
-        except ValueError:  # not the main thread
-            restore = None
+    restore = _catch_ctrl_c()
     try:
-        parser = build_parser()
-        args, extra = parser.parse_known_args(argv)
-        if extra:  # name the subcommand whose usage was broken, not the top-level parser
-            sub = getattr(args, "_subparsers", {}).get(getattr(args, "command", None), parser)
-            sub.error(f"unrecognized arguments: {' '.join(extra)}")
-        run = getattr(args, "run", None)
-        if run is None:
-            parser.print_help(sys.stderr)
-            return USAGE
-        code = run(args)
-        if not isinstance(code, int):
-            raise TypeError(f"subcommand {args.command!r} returned {code!r}, not an exit code")
-        return code
+        return _dispatch(argv)
     except UsageError as exc:
         text = str(exc)
         _say(text if text.startswith("cpgraph") else f"{prog}: error: {text}")
@@ -177,42 +160,86 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"{prog}: interrupted")
         return INTERRUPTED
     except BrokenPipeError:  # stdout closed early (| head): nothing more to say
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except Exception:
-            pass
+        _silence_stdout()
         return 141
     except SystemExit as exc:  # a library below called sys.exit; keep its code but no traceback
         return exc.code if isinstance(exc.code, int) else INTERNAL
     except BaseException as exc:
-        if INTERRUPT.real:  # Ctrl-C surfaced as another exception (e.g. inside the solver)
-            _say(f"{prog}: interrupted")
-            return INTERRUPTED
-        if debug:
-            traceback.print_exc()
-        message = str(exc).splitlines()[0] if str(exc) else ""
-        _say(
-            f"{prog}: internal error (a bug in cpgraph, please report it): {type(exc).__name__}"
-            + (f": {message[:200]}" if message else "")
-            + ("" if debug else "; rerun with --debug for the traceback")
-        )
-        return INTERNAL
+        return _internal_error(exc, prog, debug)
     finally:
-        _DONE.set()
-        if PROCESS.standalone:  # the process ends now: a late Ctrl-C must not print a traceback on the way out
-            try:
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
-            except ValueError:
-                pass
-            restore = None
-        else:
-            sys.unraisablehook = previous_hook
-        if restore is not None:
-            try:
-                signal.signal(signal.SIGINT, restore)
-            except (ValueError, TypeError):
-                pass
+        _wind_down(previous_hook, restore)
+
+
+def _catch_ctrl_c() -> Any:
+    """Route Ctrl-C through _interrupted when Python's default handler is in place; the handler it
+    replaced, to restore afterwards (None: left alone, or not the main thread)."""
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return None
+    try:
+        return signal.signal(signal.SIGINT, _interrupted)
+    except ValueError:  # not the main thread
+        return None
+
+
+def _dispatch(argv: list[str]) -> int:
+    """Parse ``argv`` and run its subcommand: its exit code (2 with the help when none is named)."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # name the subcommand whose usage was broken, not the top-level parser
+        sub = getattr(args, "_subparsers", {}).get(getattr(args, "command", None), parser)
+        sub.error(f"unrecognized arguments: {' '.join(extra)}")
+    run = getattr(args, "run", None)
+    if run is None:
+        parser.print_help(sys.stderr)
+        return USAGE
+    code = run(args)
+    if not isinstance(code, int):
+        raise TypeError(f"subcommand {args.command!r} returned {code!r}, not an exit code")
+    return code
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush does not fail on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except Exception:
+        pass
+
+
+def _internal_error(exc: BaseException, prog: str, debug: bool) -> int:
+    """Any other exception: a Ctrl-C in disguise (130), else a cpgraph bug in one line (4), the traceback
+    with --debug. Called while ``exc`` is being handled."""
+    if INTERRUPT.real:  # Ctrl-C surfaced as another exception (e.g. inside the solver)
+        _say(f"{prog}: interrupted")
+        return INTERRUPTED
+    if debug:
+        traceback.print_exc()
+    message = str(exc).splitlines()[0] if str(exc) else ""
+    _say(
+        f"{prog}: internal error (a bug in cpgraph, please report it): {type(exc).__name__}"
+        + (f": {message[:200]}" if message else "")
+        + ("" if debug else "; rerun with --debug for the traceback")
+    )
+    return INTERNAL
+
+
+def _wind_down(previous_hook: Any, restore: Any) -> None:
+    """main() has its exit code: in a standalone process Ctrl-C is ignored from here on (a late one must
+    not print a traceback on the way out); called in-process, the unraisable hook and SIGINT handler come back."""
+    _DONE.set()
+    if PROCESS.standalone:
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except ValueError:
+            pass
+        return
+    sys.unraisablehook = previous_hook
+    if restore is not None:
+        try:
+            signal.signal(signal.SIGINT, restore)
+        except (ValueError, TypeError):
+            pass
 
 
 if __name__ == "__main__":
