@@ -22,6 +22,7 @@ from functools import lru_cache
 from itertools import accumulate
 from operator import add
 from types import MappingProxyType, ModuleType
+from typing import Any
 
 from cpgraph.impl.checks import (
     STRATEGY_IDS,
@@ -74,20 +75,34 @@ def _zigzag_vector(np: ModuleType, vec: Int64Array, total: int, p: int) -> int:
     s = 2 * p
     count: int = vec.shape[0]
     hist = np.bincount(np.bitwise_and(vec, s - 1) if s & (s - 1) == 0 else np.remainder(vec, s), minlength=s)
-    if s <= 32:  # a short histogram is finished faster on Python ints than by more numpy calls
+    if s <= 16:  # a short histogram is finished faster on Python ints than by numpy calls
         cs: list[int] = list(accumulate(hist.tolist()))  # c[k] = #{m <= k}
         low: int = min(map(add, cs[:p], cs[: p - 1 : -1]))  # c[r] + c[2P-1-r], r < P
         return (total - s * count + sum(cs)) // p + 2 * count - low
-    c = np.add.accumulate(hist)
-    g = c[:p] + c[: p - 1 : -1]  # c[r] + c[2P-1-r], r < P
-    weights = _DOWN.get(s)
-    if weights is None:
-        weights = _DOWN[s] = np.arange(s, 0, -1)
-    # sum(c) = sum_k (2P - k) * hist[k]: one dot (an ndarray method, like argmin: no ufunc call overhead)
-    return (total - s * count + int(hist.dot(weights))) // p + 2 * count - int(g.item(g.argmin()))
+    pairs = _PAIRS.get(p)
+    if pairs is None:
+        pairs = _pair_matrix(np, p)
+    # One BLAS matrix-vector product: rows r < P give c[r] + c[2P-1-r], row P gives sum(c). Small integers in
+    # float64 (counts <= R), so every product and partial sum is exact.
+    g = pairs.dot(hist.astype(np.float64))
+    sum_c = g.item(p)
+    g = g[:p]
+    return (total - s * count + int(sum_c)) // p + 2 * count - int(g.item(g.argmin()))
 
 
-_DOWN: dict[int, Int64Array] = {}  # 2P, 2P-1, ..., 1 for each 2P seen
+def _pair_matrix(np: ModuleType, p: int) -> Any:
+    """M[r, k] = [k <= r] + [k <= 2P-1-r] for r < P, and M[P, k] = 2P - k, as float64: M @ hist is every
+    rank's c[r] + c[2P-1-r] and then sum(c), with c the histogram's prefix sums."""
+    k = np.arange(2 * p)
+    r = np.arange(p)[:, None]
+    matrix = np.vstack(((k <= r).astype(np.float64) + (k <= 2 * p - 1 - r), (2 * p - k)[None, :]))
+    if len(_PAIRS) >= 16:
+        _PAIRS.clear()
+    _PAIRS[p] = matrix
+    return matrix
+
+
+_PAIRS: dict[int, Any] = {}  # _pair_matrix(P) for each P seen
 
 
 @lru_cache(maxsize=64)

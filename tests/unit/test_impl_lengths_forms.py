@@ -42,7 +42,7 @@ def test_strided_arrays_and_tensors_decide_like_the_list(count: int) -> None:
         assert lengths_tuple(facts) == tuple(lengths)
         assert facts[2:] == (count, sum(lengths), min(lengths))
         for strategy in STRATEGIES:
-            for p in (1, 2, 3, 4, 64):
+            for p in (1, 2, 3, 4, 8, 16, 32, 64):
                 assert decision.required_local_tokens(form, cp_size=p, align_size=2 * p, strategy=strategy) == (
                     reference.required_local_tokens(lengths, cp_size=p, align_size=2 * p, strategy=strategy))
 
@@ -154,7 +154,7 @@ def test_the_dispatcher_validates_a_batch_once(form: str, count: int, monkeypatc
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_the_bound_decider_decides_like_decide_lengths(strategy: str) -> None:
-    for p in (1, 2, 3, 4, 64):
+    for p in (1, 2, 3, 4, 8, 16, 32, 64):
         for count in (1, 7, LONG, 300):
             lengths = [(i * 7919) % 900 + (i % 3) * p + 1 for i in range(count)]
             n = sum(lengths)
