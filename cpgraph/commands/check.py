@@ -11,11 +11,14 @@ import argparse
 import contextlib
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cpgraph.output import (
     FOUND, OK, PROCESS, USAGE, Output, UsageError, add_output_flags, bounded_int, bounded_seconds, writable_file,
 )
+
+if TYPE_CHECKING:
+    from cpgraph.check import CheckOptions, CheckReport, Policy
 
 MAX_CP_SIZE = 64  # one batch asks every rank
 MAX_REQUESTS = 1024
@@ -88,13 +91,29 @@ def _plot_path(path: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cpgraph.check import CheckReport, load_policy, make_options
-    from cpgraph.check.calls import PolicyStop, load_bounded, session, supervise
-    from cpgraph.check.run import run_check
-
     out = Output.of(args, "check")
+    options = _options(args)
+    _check_headroom_tables(args.capacities)
+    plot = _plot_path(args.plot) if args.plot else None
+    if args.emit_test:
+        writable_file("--emit-test", args.emit_test)
+    if plot:
+        writable_file("--plot", plot)
+    policy = _load(args)
+    report = _search(args, policy, options, out)
+    out.result(report.render(out.format))
+    if report.stop is not None:
+        return FOUND
+    _write_artifacts(args, report, options, plot, out)
+    return OK if report.ok else FOUND
+
+
+def _options(args: argparse.Namespace) -> CheckOptions:
+    """The check's options from the flags; a bad value is a usage error."""
+    from cpgraph.check import make_options
+
     try:
-        options = make_options(
+        return make_options(
             cp_sizes=_cp_sizes(args.cp_sizes),
             strategy=args.strategy,
             max_requests=args.max_requests,
@@ -111,22 +130,36 @@ def run(args: argparse.Namespace) -> int:
         )
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    for table in args.capacities.split(","):
+
+
+def _check_headroom_tables(capacities: str) -> None:
+    for table in capacities.split(","):
         kind, _, rows = table.partition(":")
         if kind == "headroom" and rows.isdigit() and int(rows) > MAX_REQUESTS:
             raise UsageError(f"--capacities {table!r}: headroom:R needs R in 1..{MAX_REQUESTS} (requests a table is sized for)")
-    plot = _plot_path(args.plot) if args.plot else None
-    if args.emit_test:
-        writable_file("--emit-test", args.emit_test)
-    if plot:
-        writable_file("--plot", plot)
+
+
+def _load(args: argparse.Namespace) -> Policy:
+    """The policy, imported under the call timeout (behind a supervisor process on the command line); a
+    policy that cannot be loaded is a usage error."""
+    from cpgraph.check import load_policy
+    from cpgraph.check.calls import load_bounded, session, supervise
+
     if PROCESS.standalone:  # the command line: a supervisor process ends a call nothing in-process can stop
         supervise(args.target, args.call_timeout_s)  # (forked before the policy is imported: its threads stay)
     try:  # importing runs the policy's module: bounded like a call
         with session(args.call_timeout_s, hard_exit=True), contextlib.redirect_stdout(sys.stderr):
-            policy = load_bounded(lambda: load_policy(args.target), args.target)
+            return load_bounded(lambda: load_policy(args.target), args.target)
     except (ImportError, TypeError, ValueError) as exc:
         raise UsageError(f"cannot load policy {args.target!r}: {exc}") from None
+
+
+def _search(args: argparse.Namespace, policy: Policy, options: CheckOptions, out: Output) -> CheckReport:
+    """The check's report; a policy call that stopped the check (hung, exited, interrupted) is its finding,
+    a protocol error a usage error."""
+    from cpgraph.check import CheckReport
+    from cpgraph.check.calls import PolicyStop, session
+    from cpgraph.check.run import run_check
 
     def progress(line: str) -> None:
         if not out.quiet:
@@ -140,9 +173,14 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"protocol error: {stopped.stop.line()}") from None
         report = CheckReport(policy.name, (), 0, 0.0, tuple(i for i in options.invariants if i in options.checked),
                              (), "policy call", stopped.stop)
-    out.result(report.render(out.format))
-    if report.stop is not None:
-        return FOUND
+    return report
+
+
+def _write_artifacts(
+    args: argparse.Namespace, report: CheckReport, options: CheckOptions, plot: str | None, out: Output
+) -> None:
+    """The --emit-test regression test and the --plot layout of the violations found, or a note that
+    every invariant held."""
     strategy = str(dict(report.knobs).get("strategy", options.strategy))  # a policy may declare its own
     if args.emit_test and report.violations:
         from cpgraph.check.emit import write_regression_test
@@ -157,7 +195,6 @@ def run(args: argparse.Namespace) -> int:
         out.note(f"wrote {chosen.invariant} layout plot {plot}")
     if report.ok and (args.emit_test or plot):
         out.note("every invariant held; no regression test or plot written")
-    return OK if report.ok else FOUND
 
 
 __all__ = ["USAGE", "add_parser", "run"]
