@@ -7,7 +7,8 @@ of reference/strategies.py on purpose: that independence is what tests/different
 zigzag: write each length as L = 2P*q + m (0 <= m < 2P). Rank r holds 2q + [r < m] + [2P-1-r < m] tokens of
 that request, so with c[k] = #{requests with m <= k} the busiest rank holds
 2*sum(q) + 2R - min_r (c[r] + c[2P-1-r]): one histogram of m, one prefix sum, a min over P. No per-rank loop
-per request. zigzag_pad: every request padded to a multiple of 2P, so every rank holds 2*ceil(L/2P) rows of it.
+per request (at P = 1 the one rank holds the total: no histogram). zigzag_pad: every request padded to a multiple
+of 2P, so every rank holds 2*ceil(L/2P) rows of it.
 
 Long batches take a vectorised path (numpy: remainder histogram, reductions); short ones a scalar path. numpy
 is imported lazily; torch is never imported here.
