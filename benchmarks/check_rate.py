@@ -93,7 +93,7 @@ def _policy_floor(raw: Any, batches: list[Any], always: bool) -> None:
                         pass
 
 
-def breakdown(target: str, seconds: float, seed: int = 0, chunk: int = 2000) -> dict[str, Any]:
+def breakdown(target: str, seconds: float, seed: int = 0, chunk: int = 100) -> dict[str, Any]:
     """The rate of run.py's search loop for ``target`` (one process, boundary models off: run_check with
     one worker, uninstrumented), then where its time goes: the same stream in chunks of ``chunk`` batches,
     each part timed over a whole chunk (no timer inside the loop: a thread_time() call costs about 1 us,
@@ -127,7 +127,7 @@ def breakdown(target: str, seconds: float, seed: int = 0, chunk: int = 2000) -> 
     stream = cases(opts)
     with session(10.0):
         cpu0 = clock()
-        while clock() - cpu0 < seconds:
+        while count < report.cases:  # the batches the loop met, in its order
             t0 = clock()
             batches = [b for _, b in itertools.islice(stream, chunk)]
             t1 = clock()
@@ -168,7 +168,7 @@ def breakdown(target: str, seconds: float, seed: int = 0, chunk: int = 2000) -> 
     }
 
 
-CORRECT = ("cpgraph.reference.policy", "cpgraph.impl.policy", "cpgraph.proofs.mutants.correct:scan", "cpgraph.proofs.mutants.correct:with_rows")
+CORRECT = ("benchmarks.check_rate:lean", "cpgraph.reference.policy", "cpgraph.impl.policy", "cpgraph.proofs.mutants.correct:scan", "cpgraph.proofs.mutants.correct:with_rows")
 
 
 def _cpu_seconds() -> float:
@@ -182,11 +182,12 @@ def main() -> int:
     parser.add_argument("--budget-s", type=float, default=30.0, help="budget per correct policy (default 30, the CLI default)")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--skip-mutants", action="store_true")
+    parser.add_argument("--targets", help="comma-separated policies instead of the correct ones (and the breakdown's)")
     parser.add_argument("--breakdown", action="store_true", help="time the parts of the search loop per batch instead")
     args = parser.parse_args()
     if args.breakdown:
         out: dict[str, Any] = {"python": platform.python_version(), "cpus": os.cpu_count(), "loadavg_before": os.getloadavg()}
-        for target in BREAKDOWN:
+        for target in args.targets.split(",") if args.targets else BREAKDOWN:
             out[target] = breakdown(target, args.budget_s)
             print(target, json.dumps(out[target]))
         out["loadavg_after"] = os.getloadavg()
@@ -200,7 +201,7 @@ def main() -> int:
         "loadavg_before": os.getloadavg()[0],
     }
     rates = {}
-    for target in CORRECT:
+    for target in args.targets.split(",") if args.targets else CORRECT:
         cpu_before = _cpu_seconds()
         report = check_policy(target, budget_s=args.budget_s)
         cpu = _cpu_seconds() - cpu_before

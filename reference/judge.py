@@ -105,15 +105,17 @@ def fitting_set(
 @lru_cache(maxsize=65536)
 def _loads(lengths: tuple[int, ...], cp_size: int, strategy: str) -> tuple[int, ...]:
     """reference.rank_loads, memoised; for a strategy whose batch loads are the sum of its per-request
-    loads (the rows built with strategies._per_request) a batch of several requests sums the memoised
-    loads of each request (the reference's own per-request function, summed as it sums them)."""
-    if len(lengths) < 2 or not _per_request(strategy) or any(type(x) is not int or x < 0 for x in lengths) or type(cp_size) is not int or cp_size < 1:
-        return rank_loads(lengths, cp_size=cp_size, strategy=strategy)  # one request, or its checks' errors
-    loads = [0] * cp_size
-    for length in lengths:
-        for r, load in enumerate(_one_request(length, cp_size, strategy)):
-            loads[r] += load
-    return tuple(loads)
+    loads (the rows built with strategies._per_request) the memoised loads of each request (the
+    reference's own per-request loads, rank_loads of the one-request batch), summed rank by rank as
+    the row sums them. Arguments rank_loads would refuse go to it, for its error."""
+    if (
+        _per_request(strategy) and type(cp_size) is int and cp_size >= 1 and lengths
+        and all(type(x) is int and x >= 0 for x in lengths)
+    ):
+        if len(lengths) == 1:
+            return _one_request(lengths[0], cp_size, strategy)
+        return tuple(map(sum, zip(*[_one_request(x, cp_size, strategy) for x in lengths])))
+    return rank_loads(lengths, cp_size=cp_size, strategy=strategy)
 
 
 @lru_cache(maxsize=16)
@@ -168,8 +170,10 @@ def expected_bucket(batch: AskedBatch, strategy: str = "zigzag") -> tuple[int | 
     loads = _loads(key, p, strategy)
     if p < 2 or n < 2 * p or min(lengths) < 2 * p:  # not CP-active
         return None, loads, 0
-    required = _required(key, p, batch.align_size, strategy)
-    top = batch.max_padding_factor * n
+    align = batch.align_size
+    required = -(-max(loads) // align) * align  # align_up(max load, A), as _required
+    f = batch.max_padding_factor
+    top = f * n if type(f) is int else (f.numerator * n) // f.denominator  # floor(F*n): b <= F*n for an int b
     caps = batch.capacities
     for b in batch.capture_num_tokens:
         if b < n:

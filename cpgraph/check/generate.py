@@ -93,19 +93,27 @@ def _small_lengths(cp_size: int, options: CheckOptions) -> list[tuple[int, ...]]
     return out
 
 
-def _domain(cp_size: int, options: CheckOptions) -> Iterator[Batch]:
+def _domain(cp_size: int, options: CheckOptions, shard: int = 0, shards: int = 1) -> Iterator[Batch]:
+    """The small domain of ``cp_size``: for each length multiset and n, the batches around its edges.
+    With ``shards`` > 1, only every shards-th (lengths, n) group, so each search process builds only
+    the batches it checks (the shards together are the whole domain)."""
     factors, aligns = options.factors, options.aligns(cp_size)
+    group = 0
     for turn, lengths in enumerate(_small_lengths(cp_size, options)):
         f, a = factors[turn % len(factors)], aligns[turn % len(aligns)]
         for pad in pad_choices(sum(lengths), cp_size, a, options, turn):
+            group += 1
+            if group % shards != shard:
+                continue
             for batch in _edge_batches(lengths, cp_size, options, pad=pad, factor=f, align=a):
                 if batch.capture_num_tokens:
                     yield batch
 
 
-def exhaustive(options: CheckOptions) -> Iterator[Case]:
-    """The small domains of every cp_size, round-robin so that no P waits for a larger one."""
-    streams = [_domain(p, options) for p in options.cp_sizes]
+def exhaustive(options: CheckOptions, *, shard: int = 0, shards: int = 1) -> Iterator[Case]:
+    """The small domains of every cp_size, round-robin so that no P waits for a larger one (shard
+    ``shard`` of ``shards``: see _domain)."""
+    streams = [_domain(p, options, shard, shards) for p in options.cp_sizes]
     while streams:
         for stream in list(streams):
             batch = next(stream, None)
@@ -158,64 +166,29 @@ class _Draw:
         self.choice: Callable[[Sequence[Any]], Any] = choice
 
 
-def _random_lengths(draw: _Draw, p: int, options: CheckOptions) -> tuple[int, ...]:
-    s = 2 * p
-    randint, random_ = draw.randint, draw.random
-    r = randint(1, options.max_requests)
-    budget = options.max_tokens
-    out: list[int] = []
-    total = 0
-    for _ in range(r):
-        roll = random_()
-        if roll < 0.35:
-            length = randint(s, 8 * s)
-        elif roll < 0.6:
-            length = s * randint(1, max(1, budget // (s * r))) + draw.choice((p + 1, s - 1, 1, p))
-        elif roll < 0.95:
-            length = randint(s, max(s, budget // r))
-        else:
-            length = randint(1, s)  # a short request: not CP-active
-        length = max(1, min(length, budget - total - (r - len(out) - 1)))
-        out.append(length)
-        total += length
-        if total >= budget:
-            break
-    return tuple(out)
-
-
 _POWERS = tuple(1 << k for k in range(1, 16))
 
 
-def _random_buckets(draw: _Draw, n: int, live: int, p: int, f: Factor, options: CheckOptions) -> set[int]:
-    low = 2 * p
-    top_n = window_top(n, f)
-    random_, randint = draw.random, draw.randint
-    roll = random_()
-    top = max(low, min(top_n + window_top(64, f), 4 * options.max_tokens))
-    if roll < 0.4:
-        step = draw.choice((2 * p, 8 * p, 64, 128, 256, max(1, n // 8)))
-        grid = range(step * max(1, (n // 2) // step), top + 1, step)  # sample() reads a range as it reads the list
-        buckets = set(draw.rng.sample(grid, min(len(grid), randint(1, 12)))) if grid else set()
-    elif roll < 0.6:
-        buckets = {b for b in _POWERS if b <= top}
-    else:
-        buckets = {randint(max(1, n // 2), top) for _ in range(randint(1, 8))}
-    buckets |= {b for b in (n, top_n, n + randint(1, 4 * low)) if random_() < 0.35}
-    if live < n:  # padded: tempt a window taken from the lengths (a bucket in [sum, n), one in (F*sum, F*n])
-        buckets |= {b for b in (live, window_top(live, f) + 1) if random_() < 0.35}
-    return {b for b in buckets if b >= low} or {max(n, low)}
-
-
 def random_cases(options: CheckOptions) -> Iterator[Case]:
-    """Seeded random batches forever: sizes, residues mod 2P, padded n, capture lists and tables all varied."""
+    """Seeded random batches forever: sizes, residues mod 2P, padded n, capture lists and tables all varied.
+
+    One batch: a cp_size (weights 1/P), a factor, an alignment; up to max_requests lengths (a third of
+    them short multiples of 2P, a quarter whole rounds of 2P plus an awkward remainder, most of the rest
+    anywhere up to the budget, one in twenty shorter than 2P); for half of them a padded n; a capture
+    list (a grid around n, the powers of two, or scattered buckets, plus n, F*n and, for a padded n, the
+    edges a window taken from the lengths would meet); a table ('arbitrary' rows are the captured ones
+    nudged, some absent). Written as one loop over one seeded stream (the draws in a fixed order, the
+    stream the tests hold equal to random.Random's own methods)."""
     rng = random.Random(options.seed)
     draw = _Draw(rng)
     random_, randint, choice = draw.random, draw.randint, draw.choice
+    getrandbits, inline = rng.getrandbits, draw.inline
+    sample = rng.sample
     sizes = options.cp_sizes
     # Equal policy time per cp_size rather than equal batch counts: a batch asks P ranks, so weight 1/P.
     weights = [0.3 if p == 1 else 1.0 / p for p in sizes]
     cum = list(itertools.accumulate(weights))  # rng.choices(sizes, weights): the same bisection
-    total, hi = cum[-1] + 0.0, len(sizes) - 1
+    total_weight, hi = cum[-1] + 0.0, len(sizes) - 1
     s, ctx = options.strategy, options.context_len
     aligns = {p: options.aligns(p) for p in sizes}
     kinds = {t: parse_table(t)[0] for t in options.capacities}
@@ -224,25 +197,63 @@ def random_cases(options: CheckOptions) -> Iterator[Case]:
         (t, p, a): rows_table(t, cp_size=p, align_size=a, strategy=s, context_len=ctx)
         for t in options.capacities if kinds[t] != "arbitrary" for p in sizes for a in aligns[p]
     }
-    getrandbits, inline = rng.getrandbits, draw.inline
     fixed_factors, configured = options.padding_factors, options.max_padding_factor
-    num_tokens = options.num_tokens
+    num_tokens, capacities = options.num_tokens, options.capacities
+    max_requests, budget, cap = options.max_requests, options.max_tokens, 4 * options.max_tokens
+    top64: dict[Factor, int] = {}
     while True:
-        p = sizes[bisect.bisect(cum, random_() * total, 0, hi)]
+        p = sizes[bisect.bisect(cum, random_() * total_weight, 0, hi)]
         if fixed_factors is not None:
             f = choice(fixed_factors)
         else:  # mostly the configured F; sometimes another, so a policy that ignores max_padding_factor shows
             f = configured if random_() < 0.8 else choice(SEARCHED_FACTORS)
         align = choice(aligns[p])
-        lengths = _random_lengths(draw, p, options)
-        live = sum(lengths)
+        # the lengths
+        low = 2 * p
+        r = randint(1, max_requests)
+        out: list[int] = []
+        live = 0
+        for i in range(r):
+            roll = random_()
+            if roll < 0.35:
+                length = randint(low, 8 * low)
+            elif roll < 0.6:
+                length = low * randint(1, max(1, budget // (low * r))) + choice((p + 1, low - 1, 1, p))
+            elif roll < 0.95:
+                length = randint(low, max(low, budget // r))
+            else:
+                length = randint(1, low)  # a short request: not CP-active
+            length = max(1, min(length, budget - live - (r - i - 1)))
+            out.append(length)
+            live += length
+            if live >= budget:
+                break
+        lengths = tuple(out)
         pad = 0
         if num_tokens == "padded" or (num_tokens == "both" and random_() < 0.5):
             pad = choice((-live % align or align, randint(1, 2 * p), randint(1, max(1, live // 4))))
         n = live + pad
-        buckets = _random_buckets(draw, n, live, p, f, options)
-        table = choice(options.capacities)
-        clean = tuple(sorted(buckets))  # every bucket >= 2P >= 1: build()'s clean list
+        # the capture list
+        top_n = n * f if type(f) is int else window_top(n, f)
+        above = top64.get(f)
+        if above is None:
+            above = top64[f] = window_top(64, f)
+        roll = random_()
+        top = max(low, min(top_n + above, cap))
+        if roll < 0.4:
+            step = choice((2 * p, 8 * p, 64, 128, 256, max(1, n // 8)))
+            grid = range(step * max(1, (n // 2) // step), top + 1, step)  # sample() reads a range as it reads the list
+            buckets = set(sample(grid, min(len(grid), randint(1, 12)))) if grid else set()
+        elif roll < 0.6:
+            buckets = {b for b in _POWERS if b <= top}
+        else:
+            buckets = {randint(max(1, n // 2), top) for _ in range(randint(1, 8))}
+        buckets |= {b for b in (n, top_n, n + randint(1, 4 * low)) if random_() < 0.35}
+        if live < n:  # padded: tempt a window taken from the lengths (a bucket in [sum, n), one in (F*sum, F*n])
+            buckets |= {b for b in (live, window_top(live, f) + 1) if random_() < 0.35}
+        clean = tuple(sorted([b for b in buckets if b >= low])) or (max(n, low),)  # build()'s clean list
+        # the table
+        table = choice(capacities)
         if kinds[table] != "arbitrary":  # build(lengths, buckets, table, ...), one record
             rows_of = tables[(table, p, align)]
             caps = tuple(zip(clean, map(rows_of.__getitem__, clean)))
@@ -278,18 +289,21 @@ def _mix(first: Iterator[Case], then: Iterator[Case], *, every: int) -> Iterator
     yield from then
 
 
+FEED_EVERY = 32  # batches between two looks at the solver's pipe (each look is a system call or two)
+
+
 def cases(options: CheckOptions, *, shard: int = 0, shards: int = 1) -> Generator[Case, None, None]:
     """Boundary models as soon as the solver has them, the exhaustive small domains, then seeded random
     batches until the caller stops (closing the generator stops the solver).
 
-    With ``shards`` > 1 this is shard ``shard``'s share: every shards-th exhaustive batch, its own random
-    seed, and the boundary models on shard 0 only."""
+    With ``shards`` > 1 this is shard ``shard``'s share: every shards-th group of the exhaustive batches
+    (one length multiset at one n), its own random seed, and the boundary models on shard 0 only."""
     feed = BoundaryFeed(options) if options.boundary and shard == 0 else None
-    mine = (batch for i, batch in enumerate(exhaustive(options)) if i % shards == shard)
+    mine = exhaustive(options, shard=shard, shards=shards)
     random_stream = random_cases(replace(options, seed=options.seed + 7919 * shard))
     try:
-        for case in _mix(mine, random_stream, every=RANDOM_EVERY):
-            if feed is not None:
+        for i, case in enumerate(_mix(mine, random_stream, every=RANDOM_EVERY)):
+            if feed is not None and not i % FEED_EVERY:
                 yield from feed.ready()
             yield case
     finally:

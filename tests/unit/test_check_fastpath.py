@@ -169,3 +169,69 @@ def test_per_request_strategies_are_recognised() -> None:
     from cpgraph.reference.judge import _per_request
 
     assert [_per_request(s) for s in ("zigzag", "interleave", "contiguous", "zigzag_pad", "nope")] == [True, False, True, True, False]
+
+
+def _misbehaving(mode: dict[str, str]) -> Policy:
+    """Answers like the reference until ``mode['how']`` is set, then misbehaves that way on rank 1."""
+    import time as _time
+
+    from cpgraph.reference import policy as reference
+
+    def act(method: str, kw: dict[str, Any], good: Any) -> Any:
+        how = mode.get("how", "")
+        if kw["cp_rank"] != 1 or not how.startswith(method):
+            return good(**kw)
+        what = how.split(":")[1]
+        if what == "raise":
+            raise ValueError("broken on purpose")
+        if what == "exit":
+            raise SystemExit(3)
+        if what == "interrupt":
+            raise KeyboardInterrupt
+        if what == "hang":
+            _time.sleep(30)
+        return {"one": 1, "text": "x", "bool": True, "intlike": _IntLike(good(**kw) or 0)}[what]
+
+    def admit(**kw: Any) -> Any:
+        return act("admit", kw, reference.admit)
+
+    def replay_bucket(**kw: Any) -> Any:
+        return act("replay", kw, reference.replay_bucket)
+
+    return Policy("misbehaving", admit, replay_bucket, None)
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["admit:raise", "admit:exit", "admit:interrupt", "admit:hang", "admit:one", "admit:text",
+     "replay:raise", "replay:exit", "replay:interrupt", "replay:hang", "replay:text", "replay:bool", "replay:intlike"],
+)
+def test_the_asker_after_its_first_batch_stops_and_answers_as_the_per_call_bound(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a clean first batch the asker calls the policy without _call's frame: every stop, answer
+    and kept traceback must be the one the per-call wrappers give."""
+    from cpgraph.check.calls import last_traceback
+
+    batch = next(b for _, b in exhaustive(make_options(boundary=False, cp_sizes=(4,))) if expected(b).bucket is not None)
+    results: list[tuple[object, ...]] = []
+    for inline in (True, False):
+        mode: dict[str, str] = {}
+        policy = bound(_misbehaving(mode))
+        if not inline:
+            policy = replace(policy, asker=None)
+        with session(0.3):
+            ask(policy, batch)  # the first batch checks the signatures; later ones take the written-out path
+            mode["how"] = how
+            if inline:  # admit and replay_bucket no longer go through _call
+                import cpgraph.check.asking as asking
+
+                monkeypatch.setattr(asking, "_call", None)
+            try:
+                answers = ask(policy, batch)
+                tb = last_traceback("admit" if how.startswith("admit") else "replay_bucket", 1, answers[1].admit_error or answers[1].replay_error)
+                results.append((answers, tb))
+            except PolicyStop as stop:
+                results.append((stop.stop.kind, stop.stop.line(), stop.stop.policy_traceback))
+            monkeypatch.undo()
+    assert results[0] == results[1]
+    if how.endswith(":raise"):
+        assert "broken on purpose" in str(results[0][1]) and "asking.py" not in str(results[0][1])

@@ -11,7 +11,8 @@ from fractions import Fraction
 import pytest
 
 from cpgraph.check.batch import Factor, build, captured_rows, parse_table
-from cpgraph.check.generate import Case, _Draw, random_cases
+from cpgraph.check.boundary import Case
+from cpgraph.check.generate import _Draw, random_cases
 from cpgraph.check.options import SEARCHED_FACTORS, CheckOptions, make_options
 from cpgraph.reference.judge import window_top
 
@@ -122,3 +123,15 @@ def test_draws_equal_randoms_own() -> None:
         draw.randint(3, 2)
     with pytest.raises(IndexError):
         draw.choice(())
+
+
+@pytest.mark.parametrize("shards", [2, 3])
+def test_the_exhaustive_shards_together_are_the_whole_domain(shards: int) -> None:
+    from collections import Counter
+
+    from cpgraph.check.generate import exhaustive
+
+    opts = make_options(boundary=False, cp_sizes=(1, 2, 4), max_tokens=160)
+    whole = Counter(b for _, b in exhaustive(opts))
+    parts = [Counter(b for _, b in exhaustive(opts, shard=k, shards=shards)) for k in range(shards)]
+    assert sum(parts, Counter()) == whole and all(parts)
