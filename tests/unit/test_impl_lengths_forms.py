@@ -202,3 +202,28 @@ def test_an_int64_sum_that_would_wrap_is_exact() -> None:
             assert accept_lengths(form)[3] == sum(lengths)
             assert decision.required_local_tokens(form, cp_size=4, align_size=8) == reference.required_local_tokens(
                 lengths, cp_size=4, align_size=8)
+
+
+def _zigzag_busiest_by_hand(lengths: Any, p: int) -> int:
+    """docs/semantics.md's per-rank zigzag loads, vectorised over requests (one pass per rank)."""
+    q, m = np.divmod(np.asarray(lengths, dtype=np.int64), 2 * p)
+    return max(int((2 * q + (r < m) + (2 * p - 1 - r < m)).sum()) for r in range(p))
+
+
+@pytest.mark.parametrize("p", [3, 5, 6, 12, 48])
+def test_long_batches_on_a_non_power_of_two_p_agree(p: int) -> None:
+    lengths = [(i * 7919) % 5000 + 2 * p for i in range(2100)]
+    for strategy in STRATEGIES:
+        want = reference.required_local_tokens(lengths, cp_size=p, align_size=1, strategy=strategy)
+        for form in (lengths, np.array(lengths), torch.tensor(lengths)):
+            assert decision.required_local_tokens(form, cp_size=p, align_size=1, strategy=strategy) == want
+
+
+@pytest.mark.parametrize("p", [16, 64])
+def test_the_histogram_tail_is_exact_on_both_sides_of_float32s_limit(p: int) -> None:
+    limit = 2**24 // (2 * p)  # requests at which 2P * R reaches 2**24: float64 from there on
+    for count in (limit - 1, limit, limit + 1):
+        lengths = (np.arange(count, dtype=np.int64) * 7919) % 9000 + 2 * p
+        assert decision.max_rank_load(lengths, cp_size=p) == _zigzag_busiest_by_hand(lengths, p)
+    skewed = np.full(limit + 5, 4 * p + 1, dtype=np.int64)  # every request leaves remainder 1: rank 0 busiest
+    assert decision.max_rank_load(skewed, cp_size=p) == _zigzag_busiest_by_hand(skewed, p)
