@@ -247,7 +247,11 @@ def required_local_tokens(
     a CPU tensor. Built from the live lengths, never from a padded token count (that folds the pad into the
     last request and changes the loads).
     """
-    lengths = accept_lengths(extend_seq_lens)
+    x = extend_seq_lens
+    if type(x) is list and len(x) == 1 and type(x[0]) is int and x[0] >= 0:  # one request from a list, inline
+        lengths: Lengths = (x, None, 1, x[0], x[0])
+    else:
+        lengths = accept_lengths(x)
     p = cp_size if type(cp_size) is int and cp_size >= 1 else check_int("cp_size", cp_size, minimum=1)
     a = align_size if type(align_size) is int and align_size >= 1 else check_int("align_size", align_size, minimum=1)
     row = FORMULAS.get(strategy) if type(strategy) is str else None
