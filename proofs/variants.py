@@ -84,6 +84,11 @@ def interleave_without_remainder(total: IntLike, cp_size: int, name: str) -> Loa
     return Loads(tuple(split.quotient for _ in range(cp_size)), split.holds)
 
 
+def interleave_one_remainder_token_short(split: DivMod, rank: IntLike) -> IntTerm:
+    """q + [r < m - 1]: the remainder's last token is lost, so with N mod P = 1 no rank holds ceil(N/P)."""
+    return split.quotient + z3.If(int_term(rank) < split.remainder - 1, 1, 0)
+
+
 def interleave_remainder_to_rank_zero(split: DivMod, rank: IntLike) -> IntTerm:
     return split.quotient + z3.If(int_term(rank) == 0, split.remainder, 0)
 
@@ -313,6 +318,9 @@ VARIANTS: tuple[Variant, ...] = (
             P, REFUTED, functools.partial(strategies.zigzag_pad_holds_the_padded_zigzag_share, request_loads=_zigzag_pad_floor)),
     Variant("remainder_to_rank_zero", "interleave_busiest_rank_holds_ceil_share", "rank 0 takes the remainder", P, REFUTED,
             functools.partial(strategies.interleave_busiest_rank_holds_ceil_share, rank_load=interleave_remainder_to_rank_zero)),
+    Variant("one_remainder_token_short", "interleave_busiest_rank_holds_ceil_share", "rank r holds q + [r < m - 1]", P,
+            REFUTED, functools.partial(strategies.interleave_busiest_rank_holds_ceil_share,
+                                       rank_load=interleave_one_remainder_token_short)),
     Variant("wrong_partner", "zigzag_ownership_partitions_blocks_for_symbolic_cp_size", "rank r owns r and 2P-2-r", 0, REFUTED,
             functools.partial(zigzag.zigzag_ownership_partitions_blocks_for_symbolic_cp_size, owned=wrong_partner_owned)),
     Variant("paired_blocks", "busiest_rank_holds_ceil_share_for_symbolic_cp_size", "rank r owns 2r and 2r+1", 0, REFUTED,
