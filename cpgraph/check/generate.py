@@ -136,7 +136,6 @@ class _Draw:
         self.rng = rng
         self.random = rng.random
         getrandbits = rng.getrandbits
-        below: Callable[[int], int] = getattr(rng, "_randbelow")
         inline = getattr(type(rng), "_randbelow", None) is getattr(random.Random, "_randbelow_with_getrandbits", 0)
         self.inline = inline  # Random's _randbelow is the getrandbits loop: draws may be written out
 
@@ -144,8 +143,6 @@ class _Draw:
             width = b - a + 1
             if width <= 0:
                 return rng.randint(a, b)  # its error, as before
-            if not inline:
-                return a + below(width)
             k = width.bit_length()
             r = getrandbits(k)
             while r >= width:
@@ -154,14 +151,16 @@ class _Draw:
 
         def choice(seq: Sequence[T]) -> T:
             n = len(seq)
-            if not n or not inline:
-                return rng.choice(seq)
+            if not n:
+                return rng.choice(seq)  # its error
             k = n.bit_length()
             r = getrandbits(k)
             while r >= n:
                 r = getrandbits(k)
             return seq[r]
 
+        if not inline:  # a Random whose _randbelow is another: its own methods
+            randint, choice = rng.randint, rng.choice
         self.randint = randint
         self.choice: Callable[[Sequence[Any]], Any] = choice
 
@@ -245,13 +244,21 @@ def random_cases(options: CheckOptions) -> Iterator[Case]:
             grid = range(step * max(1, (n // 2) // step), top + 1, step)  # sample() reads a range as it reads the list
             buckets = set(sample(grid, min(len(grid), randint(1, 12)))) if grid else set()
         elif roll < 0.6:
-            buckets = {b for b in _POWERS if b <= top}
+            buckets = set(_POWERS[: bisect.bisect(_POWERS, top)])
         else:
-            buckets = {randint(max(1, n // 2), top) for _ in range(randint(1, 8))}
-        buckets |= {b for b in (n, top_n, n + randint(1, 4 * low)) if random_() < 0.35}
+            buckets = set()
+            first = max(1, n // 2)
+            for _ in range(randint(1, 8)):
+                buckets.add(randint(first, top))
+        near = n + randint(1, 4 * low)  # drawn before the three coins below, as a tuple of the three was
+        for b in (n, top_n, near):
+            if random_() < 0.35:
+                buckets.add(b)
         if live < n:  # padded: tempt a window taken from the lengths (a bucket in [sum, n), one in (F*sum, F*n])
-            buckets |= {b for b in (live, window_top(live, f) + 1) if random_() < 0.35}
-        clean = tuple(sorted([b for b in buckets if b >= low])) or (max(n, low),)  # build()'s clean list
+            for b in (live, window_top(live, f) + 1):
+                if random_() < 0.35:
+                    buckets.add(b)
+        clean = tuple(sorted(filter(low.__le__, buckets))) or (max(n, low),)  # build()'s clean list
         # the table
         table = choice(capacities)
         if kinds[table] != "arbitrary":  # build(lengths, buckets, table, ...), one record
