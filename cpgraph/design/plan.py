@@ -14,7 +14,7 @@ Exact per-batch figures come afterwards from cpgraph.design.simulate; the plan n
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
@@ -52,43 +52,9 @@ def plan_design(
     step = max(grain, 2 * p)
     top = -(-active[-1] // step) * step
     candidates = list(range(step, top + 1, step))
-    prefix = [0]
-    for n in active:
-        prefix.append(prefix[-1] + n)
-
-    def segment(lo: int, hi: int) -> float:
-        """Cost of batches with lo < n <= hi served by bucket hi (eager when hi > 2n)."""
-        i, j = bisect.bisect_right(active, lo), bisect.bisect_right(active, hi)
-        k = max(i, bisect.bisect_left(active, (hi + 1) // 2))  # first n with 2n >= hi
-        served = j - k
-        return served * hi - (prefix[j] - prefix[k]) + (k - i) * eager_cost
-
-    inf = float("inf")
-    count = len(candidates)
-    best = [[inf] * count for _ in range(max_buckets + 1)]
-    back = [[-1] * count for _ in range(max_buckets + 1)]
-    for j, c in enumerate(candidates):
-        best[1][j] = segment(0, c)
-    for k in range(2, max_buckets + 1):
-        for j in range(count):
-            for i in range(j):
-                if best[k - 1][i] == inf:
-                    continue
-                value = best[k - 1][i] + segment(candidates[i], candidates[j])
-                if value < best[k][j]:
-                    best[k][j], back[k][j] = value, i
-    total, chosen_k, chosen_j = inf, 1, 0
-    for k in range(1, max_buckets + 1):
-        for j in range(count):
-            value = best[k][j] + (len(active) - bisect.bisect_right(active, candidates[j])) * eager_cost
-            if value < total:
-                total, chosen_k, chosen_j = value, k, j
-    picked = []
-    k, j = chosen_k, chosen_j
-    while j >= 0 and k >= 1:
-        picked.append(candidates[j])
-        j, k = back[k][j], k - 1
-    buckets = tuple(sorted(picked))
+    best, back = _cheapest_lists(candidates, max_buckets, _segment_cost(active, eager_cost))
+    total, chosen_k, chosen_j = _cheapest_plan(best, candidates, active, eager_cost)
+    buckets = _walk_back(back, candidates, chosen_k, chosen_j)
     design = Design(
         name=name,
         strategy="zigzag",
@@ -103,3 +69,64 @@ def plan_design(
         description=f"planned: {len(buckets)} buckets, headroom for {requests} requests, eager cost {eager_cost} rows",
     )
     return PlanResult(replace(design, source="cpgraph plan"), total, len(batches), len(active))
+
+
+def _segment_cost(active: list[int], eager_cost: int) -> Callable[[int, int], float]:
+    """The cost of one bucket over the sorted CP-active sizes ``active``."""
+    prefix = [0]
+    for n in active:
+        prefix.append(prefix[-1] + n)
+
+    def segment(lo: int, hi: int) -> float:
+        """Cost of batches with lo < n <= hi served by bucket hi (eager when hi > 2n)."""
+        i, j = bisect.bisect_right(active, lo), bisect.bisect_right(active, hi)
+        k = max(i, bisect.bisect_left(active, (hi + 1) // 2))  # first n with 2n >= hi
+        served = j - k
+        return served * hi - (prefix[j] - prefix[k]) + (k - i) * eager_cost
+
+    return segment
+
+
+def _cheapest_lists(
+    candidates: list[int], max_buckets: int, segment: Callable[[int, int], float]
+) -> tuple[list[list[float]], list[list[int]]]:
+    """best[k][j]: the least cost of the batches up to candidates[j] with k buckets, the largest
+    candidates[j]; back[k][j]: the index of the bucket below it (-1: none)."""
+    inf = float("inf")
+    count = len(candidates)
+    best = [[inf] * count for _ in range(max_buckets + 1)]
+    back = [[-1] * count for _ in range(max_buckets + 1)]
+    for j, c in enumerate(candidates):
+        best[1][j] = segment(0, c)
+    for k in range(2, max_buckets + 1):
+        for j in range(count):
+            for i in range(j):
+                if best[k - 1][i] == inf:
+                    continue
+                value = best[k - 1][i] + segment(candidates[i], candidates[j])
+                if value < best[k][j]:
+                    best[k][j], back[k][j] = value, i
+    return best, back
+
+
+def _cheapest_plan(
+    best: list[list[float]], candidates: list[int], active: list[int], eager_cost: int
+) -> tuple[float, int, int]:
+    """The total cost, bucket count and largest bucket's index of the cheapest plan, the batches above
+    its largest bucket running eagerly."""
+    total, chosen_k, chosen_j = float("inf"), 1, 0
+    for k in range(1, len(best)):
+        for j in range(len(candidates)):
+            value = best[k][j] + (len(active) - bisect.bisect_right(active, candidates[j])) * eager_cost
+            if value < total:
+                total, chosen_k, chosen_j = value, k, j
+    return total, chosen_k, chosen_j
+
+
+def _walk_back(back: list[list[int]], candidates: list[int], k: int, j: int) -> tuple[int, ...]:
+    """The buckets of the plan ending at candidates[j] with k buckets, ascending."""
+    picked = []
+    while j >= 0 and k >= 1:
+        picked.append(candidates[j])
+        j, k = back[k][j], k - 1
+    return tuple(sorted(picked))
