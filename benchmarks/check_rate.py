@@ -29,6 +29,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if "--root" in sys.argv:  # measure another checkout's cpgraph (e.g. the tree before a change) with this script
+    _root = sys.argv[sys.argv.index("--root") + 1]
+    sys.path.insert(0, str(Path(_root).resolve()))
+    os.chdir(_root)
 
 from typing import Any  # noqa: E402
 
@@ -95,25 +99,31 @@ def _policy_floor(raw: Any, batches: list[Any], always: bool) -> None:
 
 def breakdown(target: str, seconds: float, seed: int = 0, chunk: int = 100) -> dict[str, Any]:
     """The rate of run.py's search loop for ``target`` (one process, boundary models off: run_check with
-    one worker, uninstrumented), then where its time goes: the same stream in chunks of ``chunk`` batches,
-    each part timed over a whole chunk (no timer inside the loop: a thread_time() call costs about 1 us,
-    as much as a policy call): generating, the reference's decision (reference.judge.expected_bucket),
-    asking every rank (calls.RankAsker: the policy plus the bound), the judge's rules (batches not every
-    rank answered as the reference), and the policy alone in a plain loop over the same batches
-    (_policy_floor). "ask beyond the policy" is asking less that floor."""
+    one worker, uninstrumented), then where its time goes: the same batches in the same order, in chunks
+    of ``chunk``, each part timed over a whole chunk (no timer inside the loop: a thread_time() call costs
+    about 1 us, as much as a policy call): generating; asking every rank (the policy plus the bound);
+    judging (the reference's expectation and the rules); and the policy alone in a plain loop over the
+    same batches (_policy_floor); "ask beyond the policy" is asking less that floor, "loop rest" the
+    loop's total less the parts. On a tree with judging.ask_judge (--root may name an older checkout)
+    the step is timed as ask_judge runs it: the decision (reference.judge.expected_bucket), the asker
+    (calls.RankAsker, no records when every rank gave that decision), the rules for the other batches."""
     import itertools
 
     from cpgraph.check.calls import bound, session
     from cpgraph.check.generate import cases
     from cpgraph.check.judging import judge
     from cpgraph.check.options import make_options
-    from cpgraph.check.protocol import load_policy
+    from cpgraph.check.protocol import ask, load_policy
     from cpgraph.check.run import run_check, with_policy_knobs
-    from cpgraph.reference.judge import expected_bucket
+
+    import cpgraph.reference.judge as reference_judge
+
+    expected_bucket: Any = getattr(reference_judge, "expected_bucket", None)  # None: a tree before the fused step
 
     raw = load_policy(target)
     policy = bound(raw)
-    asker = policy.asker
+    asker: Any = getattr(policy, "asker", None)
+    fused = expected_bucket is not None and asker is not None
     opts = with_policy_knobs(make_options(boundary=False, seed=seed, budget_s=seconds), policy)
     always = opts.ask_replay == "always"
     clock = time.process_time
@@ -122,18 +132,21 @@ def breakdown(target: str, seconds: float, seed: int = 0, chunk: int = 100) -> d
         report = run_check(policy, opts, workers=1)
         loop_cpu = clock() - cpu0
     assert report.ok, report
-    parts = dict.fromkeys(("generate", "expectation", "ask", "judge_rules", "policy_alone"), 0.0)
+    parts = dict.fromkeys(("generate", "expectation", "ask", "judge", "policy_alone"), 0.0)
     count = kept = 0
     stream = cases(opts)
     with session(10.0):
-        cpu0 = clock()
         while count < report.cases:  # the batches the loop met, in its order
             t0 = clock()
             batches = [b for _, b in itertools.islice(stream, chunk)]
             t1 = clock()
-            wants = [expected_bucket(b, opts.strategy) for b in batches]
-            t2 = clock()
-            answered = [asker(b, None, always, *w) for b, w in zip(batches, wants)]
+            if fused:
+                wants = [expected_bucket(b, opts.strategy) for b in batches]
+                t2 = clock()
+                answered = [asker(b, None, always, *w) for b, w in zip(batches, wants)]
+            else:
+                t2 = t1
+                answered = [ask(policy, b, ask_replay=opts.ask_replay) for b in batches]
             t3 = clock()
             for b, a in zip(batches, answered):
                 if a is not None:
@@ -149,20 +162,22 @@ def breakdown(target: str, seconds: float, seed: int = 0, chunk: int = 100) -> d
     us = 1e6 / count
     total = loop_cpu / report.cases * 1e6
     policy_us = parts["policy_alone"] * us
+    step = sum(parts[k] for k in ("generate", "expectation", "ask", "judge")) * us
     return {
         "loop_batches": report.cases,
+        "phases": dict(report.phases),
         "per_cpu_minute": round(report.cases / loop_cpu * 60),
         "us_per_batch_loop": round(total, 2),
         "overhead_share": round(1 - policy_us / total, 3),
         "parts_batches": count,
-        "kept_share": round(kept / count, 3),
+        "kept_without_records_share": round(kept / count, 3),
         "us_per_batch_parts": {
             "generate": round(parts["generate"] * us, 2),
-            "expectation": round(parts["expectation"] * us, 2),
             "ask_beyond_policy": round((parts["ask"] - parts["policy_alone"]) * us, 2),
-            "judge_rules": round(parts["judge_rules"] * us, 2),
+            "judge_expectation": round(parts["expectation"] * us, 2) if fused else "in judge_rules",
+            "judge_rules": round(parts["judge"] * us, 2),
             "policy_alone": round(policy_us, 2),
-            "loop_rest": round(total - sum(parts[k] for k in ("generate", "expectation", "ask", "judge_rules")) * us, 2),
+            "loop_rest": round(total - step, 2),
         },
         "clock": "process_time over whole chunks; loop_rest = the loop's total less the parts",
     }
@@ -184,6 +199,7 @@ def main() -> int:
     parser.add_argument("--skip-mutants", action="store_true")
     parser.add_argument("--targets", help="comma-separated policies instead of the correct ones (and the breakdown's)")
     parser.add_argument("--breakdown", action="store_true", help="time the parts of the search loop per batch instead")
+    parser.add_argument("--root", help="import cpgraph from this checkout instead (read before the imports)")
     args = parser.parse_args()
     if args.breakdown:
         out: dict[str, Any] = {"python": platform.python_version(), "cpus": os.cpu_count(), "loadavg_before": os.getloadavg()}
