@@ -28,6 +28,7 @@ from cpgraph.spec.invariants import (
     minimal_bucket,
     no_needless_fallback,
     padding_limit,
+    rank_consensus,
 )
 from cpgraph.spec.selection import (
     EMPTY_CAPTURE_SET,
@@ -175,20 +176,23 @@ def scan_never_falls_back_when_a_bucket_fits(
 
 
 def least_fitting_bucket_is_unique(
-    length: int, *, relation: Relation = is_least_fitting, well_formed: WellFormed = capture_list_is_well_formed
+    length: int, *, relation: Relation = is_least_fitting, well_formed: WellFormed = capture_list_is_well_formed,
+    parts: tuple[str, ...] = ("admission_replay", "rank_consensus"),
 ) -> tuple[Query, ...]:
     """The declarative relation is a function: two decisions that both satisfy it are the same decision, so
     any two ranks (or admission and replay) that compute it from the same inputs agree."""
     capture, window, required, hypotheses, size = _setting(length, well_formed)
     first = Selection(z3.Bool("first.admitted"), z3.Int("first.bucket"))
     second = Selection(z3.Bool("second.admitted"), z3.Int("second.bucket"))
-    return (
+    claims = {"admission_replay": admission_replay(first, second), "rank_consensus": rank_consensus((first, second))}
+    return tuple(
         Query(
-            "relation",
-            admission_replay(first, second),
+            part,
+            claims[part],
             (*hypotheses, relation(first, capture, window, required), relation(second, capture, window, required)),
             size=size,
-        ),
+        )
+        for part in parts
     )
 
 
