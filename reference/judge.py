@@ -158,13 +158,15 @@ def expected(batch: AskedBatch, strategy: str = "zigzag") -> Expectation:
     return Expectation(active, loads, required, fitting)
 
 
-def expected_bucket(batch: AskedBatch, strategy: str = "zigzag") -> tuple[int | None, tuple[int, ...], int]:
+def expected_bucket(
+    batch: AskedBatch, strategy: str = "zigzag", capacities: Mapping[int, int] | None = None
+) -> tuple[int | None, tuple[int, ...], int]:
     """``expected(batch, strategy)``'s ``bucket``, its ``loads`` and that bucket's capacity (0 when the
     bucket is None), without building the fitting set or the record: the first bucket of the sorted
     capture list inside [n, F*n] whose capacity holds the rows, of a CP-active batch. The arguments
     are not validated: for a batch whose fields are valid (what reference.fitting_buckets and
     is_cp_active accept, as every batch the checker generates is) it equals ``expected``'s; tests hold
-    the two equal."""
+    the two equal. ``capacities``: ``batch.capacities`` when the caller already has it."""
     lengths, p, n = batch.extend_seq_lens, batch.cp_size, batch.num_tokens
     key = lengths if type(lengths) is tuple else tuple(lengths)
     loads = _loads(key, p, strategy)
@@ -174,7 +176,7 @@ def expected_bucket(batch: AskedBatch, strategy: str = "zigzag") -> tuple[int | 
     required = -(-max(loads) // align) * align  # align_up(max load, A), as _required
     f = batch.max_padding_factor
     top = f * n if type(f) is int else (f.numerator * n) // f.denominator  # floor(F*n): b <= F*n for an int b
-    caps = batch.capacities
+    caps = batch.capacities if capacities is None else capacities
     for b in batch.capture_num_tokens:
         if b < n:
             continue

@@ -132,11 +132,14 @@ class RankAsker:
         return policy.admit is w[0] and policy.replay_bucket is w[1] and policy.local_rows is w[2]
 
     def __call__(self, batch: Batch, ranks: Sequence[int] | None, always: bool, want: Any = KEEP_UNKNOWN,
-                 loads: Sequence[int] = (), capacity: int = 0) -> tuple[RankAnswer, ...] | None:
+                 loads: Sequence[int] = (), capacity: int = 0, table: dict[int, int] | None = None) -> tuple[RankAnswer, ...] | None:
         name, signed = self.name, self.signed
         admit_fn, replay_fn, rows_fn = self.fns
-        base = batch.kwargs()
-        table = base.pop("bucket_local_tokens")
+        if table is None:  # the capacity mapping the ranks are given copies of (the caller's, if it made one)
+            base = batch.kwargs()
+            table = base.pop("bucket_local_tokens")
+        else:
+            base = batch.kwargs_less_table()
         keep = want is not KEEP_UNKNOWN
         out = []
         state = _STATE

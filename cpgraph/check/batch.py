@@ -69,6 +69,17 @@ class Batch:
             "max_padding_factor": self.max_padding_factor,
         }
 
+    def kwargs_less_table(self) -> dict[str, Any]:
+        """``kwargs()`` without ``bucket_local_tokens`` (the same keys, in the same order)."""
+        return {
+            "cp_size": self.cp_size,
+            "align_size": self.align_size,
+            "num_tokens": self.num_tokens,
+            "extend_seq_lens": self.extend_seq_lens,
+            "capture_num_tokens": self.capture_num_tokens,
+            "max_padding_factor": self.max_padding_factor,
+        }
+
     def to_json(self) -> dict[str, Any]:
         """The counterexample as JSON: the protocol's keywords (capacity keys become strings in JSON)."""
         return {

@@ -3,6 +3,7 @@ every rank's answers, both taken from reference/judge.py (one judge per id of re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Final
 
@@ -62,6 +63,33 @@ def judge(
     )
 
 
+Step = Callable[[Batch, "frozenset[str] | None"], "tuple[tuple[RankAnswer, ...] | None, list[Finding]]"]
+
+
+def stepper(policy: Policy, *, strategy: str = "zigzag", ask_replay: str = "admitted") -> Step:
+    """``ask_judge`` for one policy and one run's knobs, with what does not change between batches
+    looked up once (the search loop calls it for every batch)."""
+    always = ask_replay == "always"
+    asker = policy.asker
+    if asker is None or ask_replay not in ASK_REPLAY or not asker.serves(policy):
+
+        def slow(batch: Batch, invariants: frozenset[str] | None) -> tuple[tuple[RankAnswer, ...] | None, list[Finding]]:
+            answers = ask(policy, batch, ask_replay=ask_replay)
+            return answers, judge(batch, answers, strategy=strategy, invariants=invariants, replay_always=always)
+
+        return slow
+
+    def step(batch: Batch, invariants: frozenset[str] | None) -> tuple[tuple[RankAnswer, ...] | None, list[Finding]]:
+        table = dict(batch.bucket_local_tokens)  # read by the decision; each rank is given its own copy
+        want, loads, capacity = expected_bucket(batch, strategy, table)
+        answers: tuple[RankAnswer, ...] | None = asker(batch, None, always, want, loads, capacity, table)
+        if answers is None:
+            return None, []
+        return answers, judge(batch, answers, strategy=strategy, invariants=invariants, replay_always=always)
+
+    return step
+
+
 def ask_judge(
     policy: Policy,
     batch: Batch,
@@ -76,13 +104,4 @@ def ask_judge(
     (None, []) without building the answer records or the expectation (reference.judge.keeps_everything
     says no rule can fire then); otherwise the answers and ``judge``'s findings. ``batch`` must be a
     valid batch (a generated one): expected_bucket does not validate."""
-    always = ask_replay == "always"
-    asker = policy.asker
-    if asker is not None and ask_replay in ASK_REPLAY and asker.serves(policy):
-        want, loads, capacity = expected_bucket(batch, strategy)
-        answers: tuple[RankAnswer, ...] | None = asker(batch, None, always, want, loads, capacity)
-        if answers is None:
-            return None, []
-    else:
-        answers = ask(policy, batch, ask_replay=ask_replay)
-    return answers, judge(batch, answers, strategy=strategy, invariants=invariants, replay_always=always)
+    return stepper(policy, strategy=strategy, ask_replay=ask_replay)(batch, invariants)

@@ -22,7 +22,7 @@ from typing import Any
 from cpgraph.check.batch import Batch
 from cpgraph.check.calls import PolicyStop, bound, session
 from cpgraph.check.generate import cases
-from cpgraph.check.judging import INVARIANTS, ask_judge, judge, spec_for
+from cpgraph.check.judging import INVARIANTS, judge, spec_for, stepper
 from cpgraph.check.minimize import Knobs, minimize, size
 from cpgraph.check.options import CheckOptions, make_options
 from cpgraph.check.protocol import Policy, RankAnswer, as_policy, ask, load_policy
@@ -95,6 +95,7 @@ def _search(
     kinds: dict[str, str] = {}  # phase -> its kind ('boundary:...' -> 'boundary'), split once
     open_ = frozenset(checked)
     next_note = start + PROGRESS_EVERY_S
+    step = stepper(policy, strategy=opts.strategy, ask_replay=opts.ask_replay)  # judging.ask_judge, per batch
     stream = cases(opts, shard=shard, shards=shards)
     for phase, batch in stream:
         now = time.perf_counter()
@@ -112,7 +113,7 @@ def _search(
                 f"cpgraph check {policy.name}: {out.count * shards:,} batches in {now - start:.0f} s "
                 f"({phase.split(':')[0]}); violated so far: {', '.join(out.found) or 'none'}"
             )
-        answers, findings = ask_judge(policy, batch, strategy=opts.strategy, invariants=open_, ask_replay=opts.ask_replay)
+        answers, findings = step(batch, open_)
         out.count += 1
         kind = kinds.get(phase)
         if kind is None:

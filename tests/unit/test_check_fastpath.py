@@ -235,3 +235,8 @@ def test_the_asker_after_its_first_batch_stops_and_answers_as_the_per_call_bound
     assert results[0] == results[1]
     if how.endswith(":raise"):
         assert "broken on purpose" in str(results[0][1]) and "asking.py" not in str(results[0][1])
+
+
+@given(batch=batches(cp_size_choices=(1, 2, 4)))
+def test_kwargs_less_table_is_kwargs_without_the_table_in_order(batch: Batch) -> None:
+    assert list(batch.kwargs_less_table().items()) == [(k, v) for k, v in batch.kwargs().items() if k != "bucket_local_tokens"]
