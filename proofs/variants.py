@@ -32,7 +32,7 @@ from cpgraph.spec.selection import (
 )
 from cpgraph.spec.batch import ClassBatch
 from cpgraph.spec.terms import BoolTerm, Defined, IntLike, IntTerm, Loads, all_of, any_of, int_term
-from cpgraph.spec.zigzag import zigzag_block_len, zigzag_split
+from cpgraph.spec.zigzag import zigzag_block_len, zigzag_rank_load, zigzag_split
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,13 @@ def paired_rank_load(split: DivMod, rank: IntLike, cp_size: IntLike) -> IntTerm:
     """Rank r owns blocks 2r and 2r+1 (contiguous pairs): both remainder tokens can land on rank 0."""
     r = int_term(rank)
     return zigzag_block_len(split, 2 * r) + zigzag_block_len(split, 2 * r + 1)
+
+
+def last_rank_short(split: DivMod, rank: IntLike, cp_size: IntLike) -> IntTerm:
+    """Zigzag, but rank P-1 holds one token fewer when L mod 2P > P (the one case where it is the busiest)."""
+    r = int_term(rank)
+    short = z3.And(r == int_term(cp_size) - 1, split.remainder > int_term(cp_size))
+    return zigzag_rank_load(split, rank, cp_size) - z3.If(short, z3.IntVal(1), z3.IntVal(0))
 
 
 def wrong_partner_owned(rank: IntLike, cp_size: IntLike) -> tuple[IntLike, IntLike]:
@@ -243,6 +250,18 @@ def _fits_ignoring_record(capture: CaptureList, i: int, window: Window, required
     return z3.And(within_padding_limit(capture.buckets[i], window), capture.capacities[i] >= required)
 
 
+def _fits_without_lower_limit(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
+    return z3.And(capture.buckets[i] <= window.high, has_room(capture, i, required))
+
+
+def _off_list_relation(selection: Selection, capture: CaptureList, window: Window, required: IntLike) -> BoolTerm:
+    """The least fitting bucket's decision, but the bucket reported one above it (not a listed value)."""
+    shifted = Selection(selection.admitted, selection.bucket - 1)
+    from cpgraph.spec.selection import is_least_fitting
+
+    return is_least_fitting(shifted, capture, window, required)
+
+
 def _fits_without_upper_limit(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
     return z3.And(capture.buckets[i] >= window.low, has_room(capture, i, required))
 
@@ -365,6 +384,17 @@ VARIANTS: tuple[Variant, ...] = (
                                           sorted_head=_any_head)),
     Variant("missing_capacity_fits", "scan_selects_a_captured_bucket", "fitting ignores the recorded flag", K, REFUTED,
             functools.partial(selection.scan_selects_a_captured_bucket, relation=_relation(_fits_ignoring_record))),
+    Variant("last_rank_short", "zigzag_busiest_rank_holds_ceil_share", "rank P-1 one token short when L mod 2P > P", P,
+            REFUTED, functools.partial(strategies.zigzag_busiest_rank_holds_ceil_share, rank_load=last_rank_short)),
+    Variant("off_list_bucket", "scan_selects_a_captured_bucket", "the bucket reported one above the chosen one", K, REFUTED,
+            functools.partial(selection.scan_selects_a_captured_bucket, relation=_off_list_relation)),
+    Variant("missing_capacity_fits", "scan_bucket_has_room_for_required_rows", "fitting ignores the recorded flag", K,
+            REFUTED, functools.partial(selection.scan_bucket_has_room_for_required_rows,
+                                       relation=_relation(_fits_ignoring_record))),
+    Variant("off_list_bucket", "scan_bucket_has_room_for_required_rows", "the bucket reported one above the chosen one",
+            K, REFUTED, functools.partial(selection.scan_bucket_has_room_for_required_rows, relation=_off_list_relation)),
+    Variant("no_lower_limit", "scan_respects_padding_limit", "no n limit: a bucket below n fits", K, REFUTED,
+            functools.partial(selection.scan_respects_padding_limit, relation=_relation(_fits_without_lower_limit))),
     Variant("no_upper_limit", "scan_respects_padding_limit", "no F*n limit", K, REFUTED,
             functools.partial(selection.scan_respects_padding_limit, relation=_relation(_fits_without_upper_limit))),
     Variant("ignore_capacity", "scan_bucket_has_room_for_required_rows", "fitting ignores capacity", K, REFUTED,
