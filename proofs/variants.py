@@ -69,6 +69,18 @@ def last_rank_short(split: DivMod, rank: IntLike, cp_size: IntLike) -> IntTerm:
     return zigzag_rank_load(split, rank, cp_size) - z3.If(short, z3.IntVal(1), z3.IntVal(0))
 
 
+def rank_one_extra(split: DivMod, rank: IntLike, cp_size: IntLike) -> IntTerm:
+    """Zigzag, but rank 1 holds one token more: ceil(L/P) + 1 where it was the busiest."""
+    return zigzag_rank_load(split, rank, cp_size) + z3.If(int_term(rank) == 1, z3.IntVal(1), z3.IntVal(0))
+
+
+def interleave_rank_one_extra(split: DivMod, rank: IntLike) -> IntTerm:
+    """Interleave, but rank 1 holds one token more."""
+    from cpgraph.spec.strategies import interleave_rank_load
+
+    return interleave_rank_load(split, rank) + z3.If(int_term(rank) == 1, z3.IntVal(1), z3.IntVal(0))
+
+
 def wrong_partner_owned(rank: IntLike, cp_size: IntLike) -> tuple[IntLike, IntLike]:
     return (rank, 2 * cp_size - 2 - rank)
 
@@ -384,6 +396,12 @@ VARIANTS: tuple[Variant, ...] = (
                                           sorted_head=_any_head)),
     Variant("missing_capacity_fits", "scan_selects_a_captured_bucket", "fitting ignores the recorded flag", K, REFUTED,
             functools.partial(selection.scan_selects_a_captured_bucket, relation=_relation(_fits_ignoring_record))),
+    Variant("rank_one_extra", "zigzag_busiest_rank_holds_ceil_share", "rank 1 holds one token more", P, REFUTED,
+            functools.partial(strategies.zigzag_busiest_rank_holds_ceil_share, rank_load=rank_one_extra)),
+    Variant("rank_one_extra", "busiest_rank_holds_ceil_share_for_symbolic_cp_size", "rank 1 holds one token more", 0,
+            REFUTED, functools.partial(zigzag.busiest_rank_holds_ceil_share_for_symbolic_cp_size, rank_load=rank_one_extra)),
+    Variant("rank_one_extra", "interleave_busiest_rank_holds_ceil_share", "rank 1 holds one token more", P, REFUTED,
+            functools.partial(strategies.interleave_busiest_rank_holds_ceil_share, rank_load=interleave_rank_one_extra)),
     Variant("last_rank_short", "zigzag_busiest_rank_holds_ceil_share", "rank P-1 one token short when L mod 2P > P", P,
             REFUTED, functools.partial(strategies.zigzag_busiest_rank_holds_ceil_share, rank_load=last_rank_short)),
     Variant("off_list_bucket", "scan_selects_a_captured_bucket", "the bucket reported one above the chosen one", K, REFUTED,
