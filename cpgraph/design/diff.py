@@ -22,7 +22,7 @@ How each figure is computed:
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import z3
 
@@ -31,8 +31,12 @@ from cpgraph.design.segments import runs, segment_points
 from cpgraph.design.evaluate import CRASHES, SAFETY, Outcome, decide_at, evaluate
 from cpgraph.design.review import lengths_of, spec_of
 from cpgraph.design.schema import Design
-from cpgraph.proofs.design_search import least, value
-from cpgraph.spec.design import DesignTerms, batch_shape, design_batch, design_terms, shared_counts
+from cpgraph.proofs.design_search import Found, least, value
+from cpgraph.spec.design import (
+    DesignBatch, DesignSpec, DesignTerms, batch_shape, design_batch, design_terms, shared_counts,
+)
+from cpgraph.spec.design_counts import Counts
+from cpgraph.spec.terms import BoolTerm, IntTerm
 
 CLASSES = ("fixed", "regressed", "changed")
 MAX_TRANSITIONS = 4
@@ -177,67 +181,102 @@ def diff_designs(old: Design, new: Design, *, progress: bool = False) -> Diff:
             f"above the limit {MAX_SHARED_MODULUS}"
         )
         return Diff(old, new, tuple(DiffClass(k, "unknown", None, (), False, note) for k in CLASSES))
+    pair = _pair(old, new, specs)
+    classes = []
+    for kind, term in _class_terms(pair.old_terms, pair.new_terms).items():
+        if progress:
+            print(f"  diff {old.name} -> {new.name}: {kind} ...", file=sys.stderr, flush=True)
+        classes.append(_diff_class(pair, kind, term))
+    return Diff(old, new, classes=tuple(classes))
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """Both designs on one shared batch: the facts every class query starts from, and the scan (None
+    when it does not apply). Every term built for the batch stays referenced until the diff returns: z3
+    reuses the ids of freed terms and its models (the batches shown) follow the ids, so terms and answers
+    live exactly as long as they did when diff_designs was one function."""
+
+    old: Design
+    new: Design
+    counts: Counts
+    last: IntTerm | None
+    old_batch: DesignBatch
+    new_batch: DesignBatch
+    old_terms: DesignTerms
+    new_terms: DesignTerms
+    base: list[BoolTerm]
+    top: int  # the larger largest bucket
+    floor: int  # the least CP-active n of either design
+    scanned: Scanned | None
+    # the latest answer of each query (least batch, envelope low, envelope high), freed when the next
+    # query of its kind answers
+    held: dict[str, Found] = field(default_factory=dict)
+
+
+def _pair(old: Design, new: Design, specs: tuple[DesignSpec, DesignSpec]) -> _Pair:
     counts, last, facts = shared_counts(specs, "d")
     old_batch = design_batch(specs[0], counts, last, "d.old")
     new_batch = design_batch(specs[1], counts, last, "d.new")
     old_terms = design_terms(specs[0], old_batch, "d.old", SAFETY)
     new_terms = design_terms(specs[1], new_batch, "d.new", SAFETY)
-    n, requests = old_batch.num_tokens, old_batch.requests
     # every difference has a design admitting the batch, so a bucket >= n: n is at most the largest bucket
     top = max(max(old.buckets), max(new.buckets))
-    base = [facts, old_batch.holds, new_batch.holds, old_terms.holds, new_terms.holds, n <= top]
+    base = [facts, old_batch.holds, new_batch.holds, old_terms.holds, new_terms.holds, old_batch.num_tokens <= top]
     floor = min(2 * old.cp_size, 2 * new.cp_size)
     scanned = scan_changes(old, new) if scannable(old, new) else None
-    classes = []
-    for kind, term in _class_terms(old_terms, new_terms).items():
-        if progress:
-            print(f"  diff {old.name} -> {new.name}: {kind} ...", file=sys.stderr, flush=True)
-        # the scan's least n of the class (any number of requests) is a floor for the least n at any R
-        spans = scanned.ranges[kind] if scanned is not None else ()
-        if scanned is not None and not spans:
-            found = least(base + [term], [(requests, 1), (n, floor)])
-        else:
-            found = least(base + [term], [(requests, 1), (n, spans[0][0] if spans else floor)])
-        if found.status == "none":
-            classes.append(DiffClass(kind, "none", None, (), False, "no batch, any number of requests"))
-            continue
-        if found.status == "unknown":
-            classes.append(DiffClass(kind, "unknown", None, (), False, f"solver gave up: {found.reason}"))
-            continue
-        lengths = lengths_of(old_batch, found.model)
-        first = _change(old, new, lengths)
-        if _kind(_summary(first.old_outcome), _summary(first.new_outcome)) != kind:
-            classes.append(
-                DiffClass(kind, "unknown", None, (first,), False, "the solver's batch is not confirmed by the replay")
-            )
-            continue
-        least_note = f"least batch: {len(lengths)} requests, {sum(lengths)} tokens (fewest requests, then tokens)"
-        if scanned is not None:
-            changes = [first]
-            for _, _, tokens, busiest in scanned.firsts[kind][:MAX_TRANSITIONS]:
-                example = batch_with_busiest(busiest_range(old.strategy, old.cp_size, max(max(old.buckets), max(new.buckets))), tokens, busiest, busiest)
-                if example is not None and example != lengths:
-                    changes.append(_change(old, new, example))
-            spans = scanned.ranges[kind]
-            region = (spans[0][0], spans[-1][1]) if spans else (sum(lengths), sum(lengths))
-            note = f"exact token ranges over any number of requests; {len(scanned.firsts[kind])} distinct decision changes; {least_note}"
-            classes.append(
-                DiffClass(kind, "found", region, tuple(changes), len(scanned.firsts[kind]) > MAX_TRANSITIONS, note, ((0, spans),))
-            )
-            continue
-        low = least(base + [term], [(n, floor)])  # over every number of requests
-        high = least(base + [term], [(-n, -top)])
-        if low.status != "found" or high.status != "found":
-            reason = low.reason if low.status != "found" else high.reason
-            classes.append(DiffClass(kind, "unknown", None, (first,), False, f"token envelope: solver gave up: {reason}"))
-            continue
-        low_n, top_n = value(low.model, "objective.0"), -value(high.model, "objective.0")
-        note = (
-            "envelope [least n, greatest n] of the class over any number of requests (exact token ranges need a "
-            f"shared cp_size and strategy and live layouts); {least_note}"
-        )
-        classes.append(DiffClass(kind, "found", (low_n, top_n), (first,), False, note))
-    return Diff(old, new, classes=tuple(classes))
+    return _Pair(old, new, counts, last, old_batch, new_batch, old_terms, new_terms, base, top, floor, scanned)
+
+
+def _diff_class(pair: _Pair, kind: str, term: z3.BoolRef) -> DiffClass:
+    """One class: its least batch (fewest requests, then tokens), replayed through both designs, then its
+    token ranges (exact from the scan, else the envelope)."""
+    n, requests = pair.old_batch.num_tokens, pair.old_batch.requests
+    # the scan's least n of the class (any number of requests) is a floor for the least n at any R
+    spans = pair.scanned.ranges[kind] if pair.scanned is not None else ()
+    found = pair.held["found"] = least(pair.base + [term], [(requests, 1), (n, spans[0][0] if spans else pair.floor)])
+    if found.status == "none":
+        return DiffClass(kind, "none", None, (), False, "no batch, any number of requests")
+    if found.status == "unknown":
+        return DiffClass(kind, "unknown", None, (), False, f"solver gave up: {found.reason}")
+    lengths = lengths_of(pair.old_batch, found.model)
+    first = _change(pair.old, pair.new, lengths)
+    if _kind(_summary(first.old_outcome), _summary(first.new_outcome)) != kind:
+        return DiffClass(kind, "unknown", None, (first,), False, "the solver's batch is not confirmed by the replay")
+    least_note = f"least batch: {len(lengths)} requests, {sum(lengths)} tokens (fewest requests, then tokens)"
+    if pair.scanned is not None:
+        return _scanned_class(pair, pair.scanned, kind, first, least_note)
+    return _envelope_class(pair, kind, term, first, least_note)
+
+
+def _scanned_class(pair: _Pair, scanned: Scanned, kind: str, first: Change, least_note: str) -> DiffClass:
+    """A found class with the scan's exact token ranges and up to MAX_TRANSITIONS more distinct changes."""
+    lengths = first.extend_seq_lens
+    changes = [first]
+    for _, _, tokens, busiest in scanned.firsts[kind][:MAX_TRANSITIONS]:
+        example = batch_with_busiest(busiest_range(pair.old.strategy, pair.old.cp_size, pair.top), tokens, busiest, busiest)
+        if example is not None and example != lengths:
+            changes.append(_change(pair.old, pair.new, example))
+    spans = scanned.ranges[kind]
+    region = (spans[0][0], spans[-1][1]) if spans else (sum(lengths), sum(lengths))
+    note = f"exact token ranges over any number of requests; {len(scanned.firsts[kind])} distinct decision changes; {least_note}"
+    return DiffClass(kind, "found", region, tuple(changes), len(scanned.firsts[kind]) > MAX_TRANSITIONS, note, ((0, spans),))
+
+
+def _envelope_class(pair: _Pair, kind: str, term: z3.BoolRef, first: Change, least_note: str) -> DiffClass:
+    """A found class with the envelope [least n, greatest n] over any number of requests (two more queries)."""
+    n = pair.old_batch.num_tokens
+    low = pair.held["low"] = least(pair.base + [term], [(n, pair.floor)])  # over every number of requests
+    high = pair.held["high"] = least(pair.base + [term], [(-n, -pair.top)])
+    if low.status != "found" or high.status != "found":
+        reason = low.reason if low.status != "found" else high.reason
+        return DiffClass(kind, "unknown", None, (first,), False, f"token envelope: solver gave up: {reason}")
+    low_n, top_n = value(low.model, "objective.0"), -value(high.model, "objective.0")
+    note = (
+        "envelope [least n, greatest n] of the class over any number of requests (exact token ranges need a "
+        f"shared cp_size and strategy and live layouts); {least_note}"
+    )
+    return DiffClass(kind, "found", (low_n, top_n), (first,), False, note)
 
 
 def _summary(outcome: Outcome) -> Decision:
