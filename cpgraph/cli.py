@@ -7,7 +7,6 @@ Exit codes (cpgraph/output.py, the README's table): 0 all hold / proved; 1 a vio
 
 from __future__ import annotations
 
-import _thread
 import argparse
 import importlib
 import os
