@@ -86,26 +86,20 @@ def _zigzag_vector(np: ModuleType, vec: Int64Array, total: int, p: int) -> int:
         cs: list[int] = list(accumulate(hist.tolist()))  # c[k] = #{m <= k}
         low: int = min(map(add, cs[:p], cs[: p - 1 : -1]))  # c[r] + c[2P-1-r], r < P
         return (total - s * count + sum(cs)) // p + 2 * count - low
-    pairs = _PAIRS.get(p)
-    if pairs is None:
-        pairs = _pair_matrix(np, p)
-    # One BLAS matrix-vector product: rows r < P give c[r] + c[2P-1-r], row P gives sum(c) <= 2P*R. Small
-    # non-negative integers: every product and partial sum is exact in float32 below 2**24, in float64 past it.
-    if s * count < 16777216:
-        g = pairs[1].dot(hist.astype(np.float32))
-    else:
-        g = pairs[0].dot(hist.astype(np.float64))
-    sum_c = g.item(p)
-    g = g[:p]
-    return (total - s * count + int(sum_c)) // p + 2 * count - int(g.item(g.argmin()))
+    pairs = _PAIRS.get(p) or _pair_matrix(np, p)
+    # One BLAS matrix-vector product: rows r < P give c[r] + c[2P-1-r] <= 2R, row P gives sum(c) + 2R > 2R (so
+    # argmin over all P + 1 rows is the busiest rank's). Small non-negative integers (<= (2P + 2)R): every
+    # product and partial sum is exact in float32 below 2**24, in float64 past it.
+    g = pairs[1].dot(hist.astype(np.float32)) if (s + 2) * count < 16777216 else pairs[0].dot(hist.astype(np.float64))
+    return (total - (s + 2) * count + int(g.item(p))) // p + 2 * count - int(g.item(g.argmin()))
 
 
 def _pair_matrix(np: ModuleType, p: int) -> tuple[Any, Any]:
-    """M[r, k] = [k <= r] + [k <= 2P-1-r] for r < P, and M[P, k] = 2P - k, in float64 and float32: M @ hist is
-    every rank's c[r] + c[2P-1-r] and then sum(c), with c the histogram's prefix sums."""
+    """M[r, k] = [k <= r] + [k <= 2P-1-r] for r < P, and M[P, k] = 2P + 2 - k, in float64 and float32: M @ hist
+    is every rank's c[r] + c[2P-1-r] and then sum(c) + 2R, with c the histogram's prefix sums."""
     k = np.arange(2 * p)
     r = np.arange(p)[:, None]
-    matrix = np.vstack(((k <= r).astype(np.float64) + (k <= 2 * p - 1 - r), (2 * p - k)[None, :]))
+    matrix = np.vstack(((k <= r).astype(np.float64) + (k <= 2 * p - 1 - r), (2 * p + 2 - k)[None, :]))
     if len(_PAIRS) >= 16:
         _PAIRS.clear()
     pair = _PAIRS[p] = (matrix, matrix.astype(np.float32))

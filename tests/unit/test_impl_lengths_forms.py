@@ -221,7 +221,7 @@ def test_long_batches_on_a_non_power_of_two_p_agree(p: int) -> None:
 
 @pytest.mark.parametrize("p", [16, 64])
 def test_the_histogram_tail_is_exact_on_both_sides_of_float32s_limit(p: int) -> None:
-    limit = 2**24 // (2 * p)  # requests at which 2P * R reaches 2**24: float64 from there on
+    limit = -(-(2**24) // (2 * p + 2))  # requests at which (2P + 2) * R reaches 2**24: float64 from there on
     for count in (limit - 1, limit, limit + 1):
         lengths = (np.arange(count, dtype=np.int64) * 7919) % 9000 + 2 * p
         assert decision.max_rank_load(lengths, cp_size=p) == _zigzag_busiest_by_hand(lengths, p)
