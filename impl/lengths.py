@@ -182,13 +182,10 @@ def accept_lengths(value: object, name: str = "extend_seq_lens") -> Lengths:
         if count >= VECTOR_MIN_REQUESTS and _UFUNCS and _NUMPY[0] is not None:  # _from_sequence's long path, inline
             try:
                 total = sum(value)  # type: ignore[call-overload]
-            except TypeError:
-                return _exact(name, value)
-            if type(total) is not int:
-                return _exact(name, value)
-            try:
                 vec = _UFUNCS[0]((_PACKERS.get(count) or _packer(count)).pack(*value), _DTYPES[0])  # type: ignore[misc]
-            except struct.error:  # a non-integer item, or a length past int64: the exact/scalar path
+            except (TypeError, struct.error):  # a non-int item, or a length past int64: the exact/scalar path
+                return _exact(name, value)
+            if type(total) is not int:  # a float, numpy scalar or Fraction among ints (packing took its __index__)
                 return _exact(name, value)
             low = vec.item(vec.argmin())
             if low < 2:  # a bool, a negative, or a legal 0/1 length: the exact check decides (and says why)
