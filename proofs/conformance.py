@@ -53,7 +53,7 @@ from cpgraph.proofs.conformance_invalid import family_errors
 from cpgraph.proofs.conformance_mirror import (
     MIRROR_STRATEGIES,
     PlanTuple,
-    RunnerConfig,
+    RunnerArgs,
     mirror_active,
     mirror_align_up,
     mirror_fitting,
@@ -72,7 +72,7 @@ from cpgraph.proofs.evaluate import spec_headroom_local_tokens
 __all__ = [
     "BIG", "FUNCTIONS", "MIRROR_STRATEGIES", "BulkConformanceError", "BulkMismatch", "BulkPlan", "BulkReport", "Case",
     "ConformanceError", "DecisionPath", "FamilyReport", "Implementation", "MirrorError", "Mismatch", "Mode",
-    "PlanTuple", "Planner", "Replayer", "RunnerConfig", "boundary_conformance_cases", "case_strategy", "check_bulk",
+    "PlanTuple", "Planner", "Replayer", "RunnerArgs", "boundary_conformance_cases", "case_strategy", "check_bulk",
     "check_conformance", "compare", "exhaustive_layout_cases", "exhaustive_selection_cases", "impl_path",
     "mirror_active", "mirror_align_up", "mirror_fitting", "mirror_headroom", "mirror_plan", "mirror_rank_loads",
     "mirror_request_excess", "mirror_required", "mirror_select", "reference_path", "reference_planner", "run_bulk",

@@ -16,7 +16,7 @@ MIRROR_STRATEGIES = ("zigzag", "interleave", "contiguous", "zigzag_pad")
 
 
 @dataclass(frozen=True)
-class RunnerConfig:
+class RunnerArgs:
     """What a runner is built with: the capture list as given (buckets below 2P are dropped at start-up) and an
     explicit capacity table (absent = missing capacity)."""
 
@@ -111,7 +111,7 @@ def mirror_active(lengths: Sequence[int], n: int, cp_size: int) -> bool:
     return cp_size > 1 and n >= 2 * cp_size and min(lengths) >= 2 * cp_size
 
 
-def mirror_plan(config: RunnerConfig, lengths: Sequence[int], n: int) -> PlanTuple:
+def mirror_plan(config: RunnerArgs, lengths: Sequence[int], n: int) -> PlanTuple:
     """The runner's decision: the gates in the documented order, then the selection."""
     p, required = config.cp_size, mirror_required(lengths, config.cp_size, config.align_size, config.strategy)
     buckets = config.started

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cpgraph import reference
-from cpgraph.proofs.conformance_mirror import MIRROR_STRATEGIES, PlanTuple, RunnerConfig
+from cpgraph.proofs.conformance_mirror import MIRROR_STRATEGIES, PlanTuple, RunnerArgs
 
 Planner = Callable[[tuple[int, ...], int], PlanTuple]
 Replayer = Callable[[tuple[int, ...], int], int]  # rows of the replayed layout (raises if not admitted)
@@ -25,15 +25,15 @@ class DecisionPath:
     capture_local_tokens: Callable[..., int]
     select_replay_bucket: Callable[..., "int | None"]
     fitting_buckets: Callable[..., tuple[int, ...]] | None = None
-    planner: Callable[[RunnerConfig], Planner] | None = None
-    replayer: Callable[[RunnerConfig], Replayer] | None = None
+    planner: Callable[[RunnerArgs], Planner] | None = None
+    replayer: Callable[[RunnerArgs], Replayer] | None = None
     strategies: tuple[str, ...] = ()  # the strategies this path accepts (empty = every one the mirror knows)
     headroom_local_tokens: Callable[..., int] | None = None  # zigzag headroom capacity (num_tokens, *, cp_size, align_size, max_requests)
     busiest_load: Callable[..., int] | None = None  # max_r l_r (lengths, *, cp_size, strategy)
     default_align_size: Callable[..., int] | None = None  # (*, cp_size, strategy)
 
 
-def _reference_runner(config: RunnerConfig) -> reference.ReferenceRunner:
+def _reference_runner(config: RunnerArgs) -> reference.ReferenceRunner:
     return reference.ReferenceRunner(
         cp_size=config.cp_size, capture_num_tokens=config.capture_num_tokens, align_size=config.align_size,
         strategy=config.strategy, max_padding_factor=config.max_padding_factor,
@@ -41,7 +41,7 @@ def _reference_runner(config: RunnerConfig) -> reference.ReferenceRunner:
     )
 
 
-def reference_planner(config: RunnerConfig) -> Planner:
+def reference_planner(config: RunnerArgs) -> Planner:
     """The reference runner's plan for ``config``, as a PlanTuple."""
     runner = _reference_runner(config)
 
@@ -52,7 +52,7 @@ def reference_planner(config: RunnerConfig) -> Planner:
     return plan
 
 
-def _reference_replayer(config: RunnerConfig) -> Replayer:
+def _reference_replayer(config: RunnerArgs) -> Replayer:
     runner = _reference_runner(config)
 
     def replay(lengths: tuple[int, ...], n: int) -> int:
@@ -64,7 +64,7 @@ def _reference_replayer(config: RunnerConfig) -> Replayer:
     return replay
 
 
-def _impl_planner(config: RunnerConfig) -> Planner:
+def _impl_planner(config: RunnerArgs) -> Planner:
     from cpgraph.impl import decision
 
     started = config.started

@@ -12,7 +12,7 @@ from cpgraph.proofs.conformance_families import accepts, align_for
 from cpgraph.proofs.conformance_mirror import (
     MIRROR_STRATEGIES,
     PlanTuple,
-    RunnerConfig,
+    RunnerArgs,
     mirror_align_up,
     mirror_plan,
     mirror_rank_loads,
@@ -22,7 +22,7 @@ from cpgraph.proofs.conformance_paths import DecisionPath, Planner, Replayer
 from cpgraph.proofs.conformance_report import Family, attempt
 
 
-def _runner_config(draw: Draw) -> RunnerConfig:
+def _runner_config(draw: Draw) -> RunnerArgs:
     rng = draw.rng
     p = draw.cp_size()
     kind = rng.choice(MIRROR_STRATEGIES)
@@ -38,10 +38,10 @@ def _runner_config(draw: Draw) -> RunnerConfig:
             continue
         captured = mirror_required((b,), p, a, kind)
         table[b] = max(0, captured + (rng.choice((0, 0, 0, -1, a, -a)) if rng.random() < 0.5 else 0))
-    return RunnerConfig(p, a, kind, factor, tuple(buckets), table)
+    return RunnerArgs(p, a, kind, factor, tuple(buckets), table)
 
 
-def _batch_for(draw: Draw, config: RunnerConfig) -> tuple[tuple[int, ...], int]:
+def _batch_for(draw: Draw, config: RunnerArgs) -> tuple[tuple[int, ...], int]:
     rng = draw.rng
     p, buckets = config.cp_size, config.started
     roll = rng.random()
@@ -108,7 +108,7 @@ def family_plan(paths: Sequence[DecisionPath], draw: Draw, configs: int, per_con
     return plans, replay
 
 
-def _judge_refusals(config: RunnerConfig, planners: Sequence[tuple[str, Planner]], plans: Family,
+def _judge_refusals(config: RunnerArgs, planners: Sequence[tuple[str, Planner]], plans: Family,
                     replay: Family) -> None:
     """Invalid input is refused with a ValueError, never truncated: a layout with cp_size 0 or too few rows, and
     a plan of fewer tokens than the lengths hold, a negative length, no request, or n = 0."""
@@ -133,7 +133,7 @@ def _judge_refusals(config: RunnerConfig, planners: Sequence[tuple[str, Planner]
                         lambda lengths=lengths, n=n: f"{config}, extend_seq_lens={lengths}, num_tokens={n}")  # type: ignore[misc]
 
 
-def _judge_replay(config: RunnerConfig, lengths: tuple[int, ...], n: int, expected: PlanTuple,
+def _judge_replay(config: RunnerArgs, lengths: tuple[int, ...], n: int, expected: PlanTuple,
                   replayers: Sequence[tuple[str, Replayer]], replay: Family, inputs: Callable[[], str]) -> None:
     """An admitted batch's layout (its rows, loads and inverse) and each path's replayed rows (the admitted
     bucket's capacity)."""

@@ -25,7 +25,7 @@ from cpgraph.proofs.conformance import (
     MirrorError,
     Planner,
     Replayer,
-    RunnerConfig,
+    RunnerArgs,
     check_bulk,
     impl_path,
     reference_path,
@@ -110,7 +110,7 @@ def test_capture_rows_without_alignment_are_caught() -> None:
 
 
 def test_a_plan_that_checks_short_requests_before_too_few_tokens_is_caught() -> None:
-    def swapped_order(config: RunnerConfig) -> Planner:
+    def swapped_order(config: RunnerArgs) -> Planner:
         plan = conformance._reference_planner(config)
 
         def planned(lengths: tuple[int, ...], n: int) -> conformance.PlanTuple:
@@ -125,7 +125,7 @@ def test_a_plan_that_checks_short_requests_before_too_few_tokens_is_caught() -> 
 
 
 def test_a_plan_that_admits_above_the_largest_bucket_boundary_wrongly_is_caught() -> None:
-    def too_many_at_the_top(config: RunnerConfig) -> Planner:
+    def too_many_at_the_top(config: RunnerArgs) -> Planner:
         plan = conformance._reference_planner(config)
 
         def planned(lengths: tuple[int, ...], n: int) -> conformance.PlanTuple:
@@ -140,7 +140,7 @@ def test_a_plan_that_admits_above_the_largest_bucket_boundary_wrongly_is_caught(
 
 
 def test_a_replay_padded_to_required_rows_instead_of_the_capacity_is_caught() -> None:
-    def padded_to_required(config: RunnerConfig) -> Replayer:
+    def padded_to_required(config: RunnerArgs) -> Replayer:
         def replay(lengths: tuple[int, ...], n: int) -> int:
             return reference.required_local_tokens(lengths, cp_size=config.cp_size, align_size=config.align_size,
                                                    strategy=config.strategy)
