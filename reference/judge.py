@@ -118,6 +118,9 @@ def _loads(lengths: tuple[int, ...], cp_size: int, strategy: str) -> tuple[int, 
     return rank_loads(lengths, cp_size=cp_size, strategy=strategy)
 
 
+memo_loads = _loads  # reference.rank_loads(lengths, cp_size=, strategy=), memoised (positional arguments)
+
+
 @lru_cache(maxsize=16)
 def _per_request(strategy: str) -> bool:
     """Are ``strategy``'s batch loads the sum of its per-request loads (a row built with

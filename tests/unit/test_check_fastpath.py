@@ -240,3 +240,18 @@ def test_the_asker_after_its_first_batch_stops_and_answers_as_the_per_call_bound
 @given(batch=batches(cp_size_choices=(1, 2, 4)))
 def test_kwargs_less_table_is_kwargs_without_the_table_in_order(batch: Batch) -> None:
     assert list(batch.kwargs_less_table().items()) == [(k, v) for k, v in batch.kwargs().items() if k != "bucket_local_tokens"]
+
+
+@given(
+    bucket=st.integers(1, 40000),
+    cp_size=st.integers(1, 16),
+    align=st.integers(1, 64),
+    strategy=st.sampled_from(["zigzag", "interleave", "contiguous", "zigzag_pad"]),
+    context_len=st.none() | st.integers(1, 5000),
+)
+def test_captured_rows_are_capture_local_tokens(bucket: int, cp_size: int, align: int, strategy: str, context_len: int | None) -> None:
+    from cpgraph.check.batch import captured_rows
+    from cpgraph.reference import capture_local_tokens
+
+    want = capture_local_tokens(bucket, cp_size=cp_size, align_size=align, strategy=strategy, context_len=context_len)
+    assert captured_rows.__wrapped__(bucket, cp_size, align, strategy, context_len) == want
