@@ -71,16 +71,14 @@ lean = _Lean()
 
 
 def _policy_floor(raw: Any, batches: list[Any], always: bool) -> None:
-    """The policy's own calls on ``batches`` as a plain loop would make them (every rank by keyword,
-    replay after admission, rows for a named bucket), with no bound, records or judging."""
+    """The policy's own calls on ``batches`` as a plain loop would make them (every rank by keyword from
+    one dict per batch, replay after admission, rows for a named bucket), with no bound, no per-rank
+    copies, records or judging: what the policy costs by itself."""
     admit, replay, rows = raw.admit, raw.replay_bucket, raw.local_rows
     for batch in batches:
-        base = batch.kwargs()
-        table = base["bucket_local_tokens"]
+        kw = batch.kwargs()
         for rank in range(batch.cp_size):
-            kw = base.copy()
             kw["cp_rank"] = rank
-            kw["bucket_local_tokens"] = table.copy()
             try:
                 yes = bool(admit(**kw))
             except Exception:
