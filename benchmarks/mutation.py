@@ -707,10 +707,11 @@ def render_markdown(day: str, runs: Sequence[dict[str, object]]) -> str:
 def _teeth_failure(names: Sequence[str]) -> str | None:
     """The teeth pass of ``cpgraph prove`` (proofs/teeth.py: every variant, then each theorem's coverage),
     stopping at the first bite that gets the wrong verdict; its message, or None."""
-    from cpgraph.proofs.teeth import Bite, bite, coverage
+    from cpgraph.proofs.teeth import Bite, bite, coverage, scope_edges
     from cpgraph.proofs.variants import VARIANTS
 
     def bites() -> Iterator[Bite]:
+        yield from scope_edges()
         for variant in VARIANTS:
             if variant.theorem in names:
                 yield bite(variant)

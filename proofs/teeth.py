@@ -9,6 +9,7 @@ teeth. Variants run at their own small parameter; the whole pass takes a few sec
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -53,7 +54,8 @@ def teeth(theorems: Iterable[str]) -> tuple[tuple[Bite, ...], float]:
     start = time.perf_counter()
     bites = tuple(bite(v) for v in VARIANTS if v.theorem in set(wanted))
     covered = tuple(b for t in wanted if t in BY_NAME for b in coverage(t))
-    return (*bites, *covered, *guards()), time.perf_counter() - start
+    edges = scope_edges() if any(t in SCOPES and t in BY_NAME and BY_NAME[t].over == "cp_size_sampled" for t in wanted) else ()
+    return (*bites, *covered, *edges, *guards()), time.perf_counter() - start
 
 
 def toothless(bites: Iterable[Bite]) -> tuple[Bite, ...]:
@@ -152,6 +154,43 @@ BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
 }
 
 
+# The scope each theorem states, as the labels its queries must carry at the coverage parameter (P = 4): a
+# strategy or a padding factor silently left out (a constant of the theorem moved, a condition flipped) proves
+# just as well, with fewer cases.
+_ALL = ("zigzag", "interleave", "contiguous", "zigzag_pad")
+_E2E_SCOPE = tuple(f"({sid}, F={f})" for sid in _ALL for f in ("2", "3/2"))
+SCOPES: dict[str, tuple[str, ...]] = {
+    # "checked at the edges of every clause: L in {0, 1, P-1, P, P+1, 2P-1, 2P, 2P+1, 3P+1, 4P-1, 4P}" at P = 4
+    "folded_literals_equal_their_terms": tuple(f"L={v}" for v in (0, 1, 3, 4, 5, 7, 8, 9, 13, 15, 16)),
+    "table_batch_loads_sum_to_tokens": _ALL,
+    "class_loads_track_request_loads": ("step loads zigzag", "step loads contiguous", "step loads zigzag_pad", "exact"),
+    "ranks_sharing_their_capture_state_agree": _E2E_SCOPE,
+    "admitted_batches_replay_the_admitted_bucket": _E2E_SCOPE,
+    "admitted_bucket_is_captured": _E2E_SCOPE,
+    "admitted_bucket_is_within_padding_limit": tuple(f"({sid}, F={f})" for sid in _ALL for f in ("1", "5/4", "3/2", "2", "4")),
+    "admitted_batches_fit_every_rank": (*_E2E_SCOPE, "any capacities", "captured capacities"),
+    "replay_runs_only_into_a_listed_bucket_with_room": tuple(f"({sid}, F=2)" for sid in _ALL),
+    "admitted_bucket_is_the_least_that_fits": _E2E_SCOPE,
+    "active_batches_that_fit_are_admitted": _E2E_SCOPE,
+}
+
+
+def scope_edges() -> tuple[Bite, ...]:
+    """The end-to-end theorems' stated scope at its edges: every strategy with F in {2, 3/2} up to P = 8, only
+    zigzag and zigzag_pad with F = 2 above it (proofs/README.md, registry scopes)."""
+    from fractions import Fraction
+
+    from cpgraph.proofs import end_to_end
+
+    out = []
+    for p, strategies, factors in ((8, _ALL, (Fraction(2), Fraction(3, 2))), (12, ("zigzag", "zigzag_pad"), (Fraction(2),))):
+        got = {(s.strategy, s.factor) for s in end_to_end._settings(p)}
+        want = {(sid, f) for sid in strategies for f in factors}
+        out.append(Bite("end-to-end scope", f"P={p}", "every strategy and factor the scope states, no other", p,
+                        Status.PROVED, Status.PROVED if got == want else Status.REFUTED))
+    return tuple(out)
+
+
 def _constants(terms: Iterable[BoolTerm]) -> set[str]:
     """Names of the uninterpreted constants in ``terms``."""
     seen: set[int] = set()
@@ -200,6 +239,10 @@ def coverage(theorem: str) -> tuple[Bite, ...]:
     queries = obligation.build(parameter)
     out = [Bite(theorem, f"satisfiable: {label}", "the hypotheses have a model (not vacuous)", parameter, Status.REFUTED,
                 _satisfiable(q)) for label, q in _chains(queries)]
+    for fragment in SCOPES.get(theorem, ()):
+        found = any(re.search(rf"(^|[\s(]){re.escape(fragment)}($|[\s)])", q.part) for q in queries)
+        out.append(Bite(theorem, f"scope: {fragment}", f"a query covers {fragment}", parameter, Status.PROVED,
+                        Status.PROVED if found else Status.REFUTED))
     boundaries = BOUNDARIES.get(theorem)
     if boundaries is None:
         return (*out, Bite(theorem, "boundaries", "no boundary points listed in proofs/teeth.py BOUNDARIES", parameter,

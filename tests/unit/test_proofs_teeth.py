@@ -94,3 +94,19 @@ def test_teeth_runs_coverage_and_guards_for_the_theorems_it_checks() -> None:
     assert names == {"padding_window_holds_n_for_every_factor", "domain guards"}
     assert all(b.ok for b in bites)
     assert len(OBLIGATIONS) == len(teeth.BOUNDARIES)
+
+
+def test_a_strategy_left_out_of_a_theorem_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = BY_NAME["class_loads_track_request_loads"]
+
+    def narrower(parameter: int) -> tuple[Query, ...]:
+        return tuple(q for q in real.build(parameter) if "contiguous" not in q.part)
+
+    _replace_theorem(monkeypatch, real.name, narrower)
+    lost = [b.variant for b in teeth.coverage(real.name) if not b.ok]
+    assert lost == ["scope: step loads contiguous"]
+
+
+def test_the_end_to_end_scope_edges_hold() -> None:
+    bites = teeth.scope_edges()
+    assert [b.variant for b in bites] == ["P=8", "P=12"] and all(b.ok for b in bites)
