@@ -13,7 +13,9 @@ from typing import Final
 
 from cpgraph.impl.lengths import accept_lengths, lengths_tuple
 from cpgraph.reference.validate import (
+    MAX_CP_SIZE,
     check_capacities,
+    check_cp_size,
     check_capture_list,
     check_int,
     check_num_tokens,
@@ -40,6 +42,8 @@ def check_strategy(strategy: object) -> str:
 
 
 __all__ = [
+    "MAX_CP_SIZE",
+    "check_cp_size",
     "STRATEGIES",
     "STRATEGY_IDS",
     "check_capacities",

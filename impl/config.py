@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from cpgraph.impl.agreement import Control, ConsensusError, StartupError, disagreement, where
-from cpgraph.impl.checks import check_capture_list, check_int, check_strategy
+from cpgraph.impl.checks import check_capture_list, check_cp_size, check_int, check_strategy
 from cpgraph.impl.decision import default_align_size
 from cpgraph.impl.graphs import canonical_device, explain
 from cpgraph.impl.model import CPTransformer
@@ -57,7 +57,7 @@ class RunnerConfig:
         """Raise TypeError/ValueError naming the argument, its value and what is allowed; else the config."""
         if not isinstance(model, CPTransformer):
             raise TypeError(f"model must be a CPTransformer, got {type(model).__name__}")
-        p = check_int("cp_size", cp_size, minimum=1)
+        p = check_cp_size("cp_size", cp_size)
         kind = check_strategy(strategy)
         align = default_align_size(cp_size=p, strategy=kind) if align_size is None else check_int(
             "align_size", align_size, minimum=1)

@@ -15,6 +15,7 @@ from fractions import Fraction
 
 from cpgraph.impl.checks import (
     check_capacities,
+    check_cp_size,
     check_capture_list,
     check_int,
     check_num_tokens,
@@ -180,7 +181,7 @@ def decider(
     >= 1, ``strategy`` an id; checked here once). The batch is validated on every call, exactly as
     ``decide_lengths`` does, and the decision is the same; only the per-call lookups of the configuration go.
     """
-    p = check_int("cp_size", cp_size, minimum=1)
+    p = check_cp_size("cp_size", cp_size)
     a = check_int("align_size", align_size, minimum=1)
     factor = max_padding_factor
     row = formulas(strategy)

@@ -26,7 +26,9 @@ from types import MappingProxyType, ModuleType
 from typing import Any
 
 from cpgraph.impl.checks import (
+    MAX_CP_SIZE,
     STRATEGY_IDS,
+    check_cp_size,
     check_int,
     check_strategy,
 )
@@ -222,13 +224,13 @@ def busiest_rows(lengths: Lengths, p: int, row: StrategyFormulas) -> int:
 
 def default_align_size(*, cp_size: int, strategy: str = "zigzag") -> int:
     """Upstream's alignment: the strategy's factor times P (2P for zigzag and zigzag_pad, P otherwise)."""
-    return formulas(strategy).align_factor * check_int("cp_size", cp_size, minimum=1)
+    return formulas(strategy).align_factor * check_cp_size("cp_size", cp_size)
 
 
 def max_rank_load(extend_seq_lens: object, *, cp_size: object, strategy: object = "zigzag") -> int:
     """The busiest rank's rows for this batch (real tokens, plus zigzag_pad's in-layout padding)."""
     lengths = accept_lengths(extend_seq_lens)
-    p = cp_size if type(cp_size) is int and cp_size >= 1 else check_int("cp_size", cp_size, minimum=1)
+    p = cp_size if type(cp_size) is int and 1 <= cp_size <= MAX_CP_SIZE else check_cp_size("cp_size", cp_size)
     return busiest_rows(lengths, p, formulas(strategy))
 
 
@@ -246,7 +248,7 @@ def required_local_tokens(
         lengths: Lengths = (x, None, 1, x[0], x[0])
     else:
         lengths = accept_lengths(x)
-    p = cp_size if type(cp_size) is int and cp_size >= 1 else check_int("cp_size", cp_size, minimum=1)
+    p = cp_size if type(cp_size) is int and 1 <= cp_size <= MAX_CP_SIZE else check_cp_size("cp_size", cp_size)
     a = align_size if type(align_size) is int and align_size >= 1 else check_int("align_size", align_size, minimum=1)
     row = FORMULAS.get(strategy) if type(strategy) is str else None
     if row is None:
@@ -280,7 +282,7 @@ def headroom_local_tokens(
     align_up(floor((N + R*e) / P), A) with e the strategy's per-request excess and R capped at N; ceil(N/P)
     where the loads depend on the total only (interleave)."""
     n = check_int("num_tokens", num_tokens, minimum=1)
-    p = check_int("cp_size", cp_size, minimum=1)
+    p = check_cp_size("cp_size", cp_size)
     a = check_int("align_size", align_size, minimum=1)
     r = min(check_int("max_requests", max_requests, minimum=1), n)
     excess = formulas(strategy).request_excess
@@ -291,7 +293,7 @@ def is_cp_active(extend_seq_lens: object, *, num_tokens: object, cp_size: object
     """A batch takes the CP graph path only when P > 1, n >= 2P and every length >= 2P."""
     lengths = accept_lengths(extend_seq_lens)
     n = check_int("num_tokens", num_tokens, minimum=1)
-    p = check_int("cp_size", cp_size, minimum=1)
+    p = check_cp_size("cp_size", cp_size)
     return p > 1 and n >= 2 * p and lengths[4] >= 2 * p
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from cpgraph.impl.checks import check_int
+from cpgraph.impl.checks import check_cp_size, check_int
 from cpgraph.impl.layout import TorchLayout
 from cpgraph.impl.model import AllGather, CPTransformer, one_device_all_gather
 
@@ -100,7 +100,7 @@ class Placement:
     all_gather: AllGather  # [G, C, ...] -> [P*C, ...], used inside the model and to collect outputs
 
     def __post_init__(self) -> None:
-        check_int("cp_size", self.cp_size, minimum=1)
+        check_cp_size("cp_size", self.cp_size)
         check_int("first_rank", self.first_rank, minimum=0)
         check_int("local_ranks", self.local_ranks, minimum=1)
         if self.first_rank + self.local_ranks > self.cp_size:

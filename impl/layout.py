@@ -17,7 +17,7 @@ from types import MappingProxyType
 import torch
 from torch import Tensor
 
-from cpgraph.impl.checks import STRATEGY_IDS, check_int, check_strategy
+from cpgraph.impl.checks import STRATEGY_IDS, check_cp_size, check_int, check_strategy
 from cpgraph.impl.lengths import accept_lengths, lengths_tuple
 
 
@@ -116,7 +116,7 @@ def build_torch_layout(
     a layout is refused, never truncated. An unknown strategy is a ValueError naming the allowed ids.
     """
     lengths = lengths_tuple(accept_lengths(extend_seq_lens))
-    p = check_int("cp_size", cp_size, minimum=1)
+    p = check_cp_size("cp_size", cp_size)
     kind = check_strategy(strategy)
     dev = torch.device(device)
     lens = torch.tensor(lengths, dtype=torch.long, device=dev)

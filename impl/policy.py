@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Unpack
 
-from cpgraph.impl.checks import check_capacities, check_capture_list, check_int, check_padding_factor
+from cpgraph.impl.checks import MAX_CP_SIZE, check_capacities, check_capture_list, check_cp_size, check_int, check_padding_factor
 from cpgraph.impl.decision import (
     FORMULAS,
     FallbackReason,
@@ -131,10 +131,10 @@ def _decide(
         lengths: Lengths = (lens, None, 1, lens[0], lens[0])
     else:
         lengths = accept_lengths(lens)
-    if not (type(rank) is int and rank >= 0 and type(p) is int and p >= 1 and type(a) is int and a >= 1
+    if not (type(rank) is int and rank >= 0 and type(p) is int and 1 <= p <= MAX_CP_SIZE and type(a) is int and a >= 1
             and type(n) is int and n >= 1 and type(factor) is int and factor >= 1):
         check_int("cp_rank", rank, minimum=0)
-        p = check_int("cp_size", p, minimum=1)
+        p = check_cp_size("cp_size", p)
         a = check_int("align_size", a, minimum=1)
         n = check_int("num_tokens", n, minimum=1)
         factor = check_padding_factor("max_padding_factor", factor)
@@ -214,8 +214,8 @@ def local_rows(*, bucket: int, strategy: str = "zigzag", **batch: Unpack[PolicyB
     if not (type(bucket) is int and bucket >= 1):
         check_int("bucket", bucket, minimum=1)
     p, a = batch["cp_size"], batch["align_size"]
-    if not (type(p) is int and p >= 1):
-        p = check_int("cp_size", p, minimum=1)
+    if not (type(p) is int and 1 <= p <= MAX_CP_SIZE):
+        p = check_cp_size("cp_size", p)
     if not (type(a) is int and a >= 1):
         a = check_int("align_size", a, minimum=1)
     lengths = accept_lengths(batch["extend_seq_lens"])

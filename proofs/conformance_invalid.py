@@ -23,10 +23,11 @@ _ROW_CASES: tuple[tuple[str, Any, dict[str, Any]], ...] = (
     ("ValueError", (), {}), ("ValueError", (16, -1), {}), ("TypeError", (16, True), {}),
     ("TypeError", "16", {}), ("ValueError", _GOOD_LENGTHS, {"cp_size": 0}), ("TypeError", _GOOD_LENGTHS, {"cp_size": 2.0}),
     ("ValueError", _GOOD_LENGTHS, {"align_size": 0}), ("ValueError", _GOOD_LENGTHS, {"strategy": "ring"}),
+    ("ValueError", _GOOD_LENGTHS, {"cp_size": 10**9}),
 )
 _CAPTURE_CASES: tuple[tuple[str, Any, dict[str, Any]], ...] = (
     ("ValueError", 0, {}), ("ValueError", -5, {}), ("TypeError", True, {}), ("ValueError", 64, {"cp_size": 0}),
-    ("ValueError", 64, {"align_size": 0}), ("ValueError", 64, {"strategy": "ring"}),
+    ("ValueError", 64, {"align_size": 0}), ("ValueError", 64, {"strategy": "ring"}), ("ValueError", 64, {"cp_size": 2**64}),
 )
 _SELECT_CASES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("ValueError", {"num_tokens": 0}), ("ValueError", {"required_local_tokens": -1}),
@@ -41,9 +42,11 @@ _HEADROOM_CASES: tuple[tuple[str, Any, dict[str, Any]], ...] = (
 _BUSIEST_CASES: tuple[tuple[str, Any, dict[str, Any]], ...] = (
     ("ValueError", _GOOD_LENGTHS, {"cp_size": 0}), ("ValueError", (), {}),
     ("ValueError", _GOOD_LENGTHS, {"strategy": "ring"}), ("TypeError", _GOOD_LENGTHS, {"cp_size": True}),
+    ("ValueError", _GOOD_LENGTHS, {"cp_size": 10**9}),
 )
 _ALIGN_CASES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("ValueError", {"cp_size": 0}), ("ValueError", {"strategy": "ring"}), ("TypeError", {"cp_size": 2.5}),
+    ("ValueError", {"cp_size": 2**64}),
 )
 _ACTIVE_CASES: tuple[tuple[str, Any, dict[str, Any]], ...] = (
     ("ValueError", (), {}), ("ValueError", _GOOD_LENGTHS, {"num_tokens": 0}),
