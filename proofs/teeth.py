@@ -93,6 +93,12 @@ def _e2e_domain(p: int) -> tuple[Boundary, ...]:
     )
 
 
+def _two_lengths() -> Boundary:
+    """Requests of different lengths (L0 = 0, L1 = 1) are a batch the theorem covers, not only equal ones."""
+    first, second = z3.Int("L0"), z3.Int("L1")
+    return ("L0 != L1", z3.And(first == 0, second == 1), first == -1)
+
+
 def _bounds(*texts: str) -> Callable[[int], tuple[Boundary, ...]]:
     """Bounds written ``X >= Y`` or ``X <= Y`` (Y a variable, an integer, or P-1: the last rank): the
     edge X = Y must be admitted, the point past it (Y - 1, or Y + 1) excluded."""
@@ -120,7 +126,7 @@ BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
     "zigzag_loads_sum_to_tokens": _bounds("L >= 0"),
     "contiguous_loads_sum_to_tokens": _bounds("L >= 0"),
     "interleave_loads_sum_to_tokens": _bounds("L >= 0"),
-    "table_batch_loads_sum_to_tokens": _bounds("L0 >= 0", "L1 >= 0"),
+    "table_batch_loads_sum_to_tokens": lambda p: (*_bounds("L0 >= 0", "L1 >= 0")(p), _two_lengths()),
     "zigzag_busiest_rank_holds_ceil_share": _bounds("L >= 0", "r >= 0", "r <= P-1"),
     "contiguous_busiest_rank_holds_ceil_share": _bounds("L >= 0"),
     "zigzag_pad_holds_the_padded_zigzag_share": _bounds("L >= 0"),
