@@ -12,7 +12,7 @@ import pytest
 
 from cpgraph.check.batch import Factor, build, captured_rows, parse_table
 from cpgraph.check.boundary import Case
-from cpgraph.check.generate import _Draw, random_cases
+from cpgraph.check.randoms import _Draw, random_cases
 from cpgraph.check.options import SEARCHED_FACTORS, CheckOptions, make_options
 from cpgraph.reference.judge import window_top
 
