@@ -105,7 +105,7 @@ def fitting_set(
 @lru_cache(maxsize=65536)
 def _loads(lengths: tuple[int, ...], cp_size: int, strategy: str) -> tuple[int, ...]:
     """reference.rank_loads, memoised; for a strategy whose batch loads are the sum of its per-request
-    loads (the rows built with strategies._per_request) the memoised loads of each request (the
+    loads (a table row with ``request_loads``) the memoised loads of each request (the
     reference's own per-request loads, rank_loads of the one-request batch), summed rank by rank as
     the row sums them. Arguments rank_loads would refuse go to it, for its error."""
     if (
@@ -123,15 +123,13 @@ memo_loads = _loads  # reference.rank_loads(lengths, cp_size=, strategy=), memoi
 
 @lru_cache(maxsize=16)
 def _per_request(strategy: str) -> bool:
-    """Are ``strategy``'s batch loads the sum of its per-request loads (a row built with
-    strategies._per_request)? False for loads that depend on the whole batch (interleave's) and for a
-    strategy not in the table (rank_loads then says why)."""
+    """Are ``strategy``'s batch loads the sum of its per-request loads (its table row names them)? False
+    for loads that depend on the whole batch (interleave's) and for a strategy not in the table
+    (rank_loads then says why)."""
     try:
-        batch_loads = strategy_row(strategy).batch_loads
+        return strategy_row(strategy).request_loads is not None
     except ValueError:
         return False
-    cells = getattr(batch_loads, "__closure__", None)
-    return getattr(batch_loads, "__qualname__", "") == "_per_request.<locals>.batch_loads" and cells is not None and len(cells) == 1
 
 
 @lru_cache(maxsize=65536)

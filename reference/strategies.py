@@ -6,7 +6,9 @@ A row states, for its strategy:
   row order, with ``None`` for a padding row *inside* the layout (zigzag_pad pads each request);
 - ``batch_loads``: the rows each rank occupies for a batch (real tokens, plus in-layout padding);
 - ``request_excess``: the most any one request can put on a rank beyond its mean, as P*l_r - L (so that
-  P * max_r l_r <= N + R * excess over R requests), or ``None`` where loads depend on the total only.
+  P * max_r l_r <= N + R * excess over R requests), or ``None`` where loads depend on the total only;
+- ``request_loads``: one request's loads, where ``batch_loads`` is their rank-wise sum (``None`` where the
+  loads depend on the whole batch, as interleave's do).
 
 The capture capacity of every strategy is one rule (``capture_lengths`` then the strategy's rows), so it
 is not a column. Adding a strategy adds one row here, one in ``spec/strategies.py`` and one in
@@ -118,6 +120,7 @@ class StrategyRow:
     rank_rows: Callable[[tuple[int, ...], int], RankRows]
     batch_loads: Callable[[tuple[int, ...], int], tuple[int, ...]]
     request_excess: Callable[[int], int] | None
+    request_loads: Callable[..., tuple[int, ...]] | None = None
 
     def align_size(self, cp_size: int) -> int:
         """Upstream's default alignment for this strategy at ``cp_size`` ranks."""
@@ -127,14 +130,16 @@ class StrategyRow:
 STRATEGY_TABLE: Mapping[str, StrategyRow] = MappingProxyType(
     {
         "zigzag": StrategyRow(
-            "zigzag", 2, _zigzag_rows, _per_request(zigzag_request_loads), lambda p: p - 1
+            "zigzag", 2, _zigzag_rows, _per_request(zigzag_request_loads), lambda p: p - 1, zigzag_request_loads
         ),
         "interleave": StrategyRow("interleave", 1, _interleave_rows, _interleave_loads, None),
         "contiguous": StrategyRow(
-            "contiguous", 1, _contiguous_rows, _per_request(contiguous_request_loads), lambda p: p - 1
+            "contiguous", 1, _contiguous_rows, _per_request(contiguous_request_loads), lambda p: p - 1,
+            contiguous_request_loads,
         ),
         "zigzag_pad": StrategyRow(
-            "zigzag_pad", 2, _zigzag_pad_rows, _per_request(zigzag_pad_request_rows), lambda p: 2 * p - 1
+            "zigzag_pad", 2, _zigzag_pad_rows, _per_request(zigzag_pad_request_rows), lambda p: 2 * p - 1,
+            zigzag_pad_request_rows,
         ),
     }
 )
