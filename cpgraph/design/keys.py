@@ -73,7 +73,7 @@ def parse_factor(value: object, key: str = "max_padding_factor") -> Fraction:
     return factor
 
 
-def factor_text(factor: Fraction) -> str:
+def factor_toml(factor: Fraction) -> str:
     """TOML for a factor: an integer, or a ratio string."""
     return str(factor.numerator) if factor.denominator == 1 else f'"{factor.numerator}/{factor.denominator}"'
 

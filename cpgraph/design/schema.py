@@ -47,7 +47,7 @@ from cpgraph.design.keys import (
     MAX_TOKENS,
     capacity_table,
     choice,
-    factor_text,
+    factor_toml,
     int_value,
     key_error,
     parse_factor,
@@ -58,7 +58,7 @@ from cpgraph.reference import STRATEGIES, default_align_size
 
 __all__ = [
     "BUNDLED", "CAPACITY_KEYS", "CAPACITY_RULES", "DEFAULT_BYTES_PER_ROW", "LAYOUT_BASES", "MAX_BUCKETS", "MAX_CP_SIZE",
-    "MAX_FACTOR_TERMS", "MAX_TOKENS", "SELECTORS", "TOP_KEYS", "Design", "DesignError", "dumps_design", "factor_text",
+    "MAX_FACTOR_TERMS", "MAX_TOKENS", "SELECTORS", "TOP_KEYS", "Design", "DesignError", "dumps_design", "factor_toml",
     "load_design", "loads_design", "parse_design", "parse_factor",
 ]
 
@@ -205,7 +205,7 @@ def dumps_design(design: Design) -> str:
         f"cp_size = {design.cp_size}",
         f"align_size = {design.align_size}",
         f"capture_num_tokens = [{', '.join(str(b) for b in design.capture_num_tokens)}]",
-        f"max_padding_factor = {factor_text(design.max_padding_factor)}",
+        f"max_padding_factor = {factor_toml(design.max_padding_factor)}",
         f'layout_basis = "{design.layout_basis}"',
         f'selector = "{design.selector}"',
         f"bytes_per_row = {design.bytes_per_row}",
