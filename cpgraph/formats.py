@@ -28,7 +28,7 @@ def md_table(rows: Sequence[Sequence[str]]) -> str:
 
 
 @dataclass(frozen=True)
-class Case:
+class JUnitCase:
     """One JUnit testcase: an invariant or theorem. ``outcome``: passed, failure (refuted/violated),
     error (unknown: no verdict) or skipped."""
 
@@ -47,7 +47,7 @@ def _clean(text: str) -> str:
     return _XML_BAD.sub("?", re.sub(r"\033\[[0-9;]*m", "", text))
 
 
-def junit(suite: str, cases: Sequence[Case], *, seconds: float = 0.0, properties: dict[str, str] | None = None) -> str:
+def junit(suite: str, cases: Sequence[JUnitCase], *, seconds: float = 0.0, properties: dict[str, str] | None = None) -> str:
     """JUnit XML (the schema Jenkins, GitLab and GitHub test reporters read): one testsuite, one
     testcase per case."""
     if any(c.outcome not in ("passed", "failure", "error", "skipped") for c in cases):

@@ -16,7 +16,7 @@ from typing import Any
 from cpgraph.check.batch import Batch, parse_table, recorded
 from cpgraph.check.options import CheckOptions
 
-Case = tuple[str, Batch]  # (phase, batch)
+PhasedBatch = tuple[str, Batch]  # (phase, batch)
 
 
 def _table_kind(batch: Batch, options: CheckOptions) -> str | None:
@@ -105,7 +105,7 @@ class BoundaryFeed:
             assert self._proc.stdout is not None
             os.set_blocking(self._proc.stdout.fileno(), False)
 
-    def ready(self) -> list[Case]:
+    def ready(self) -> list[PhasedBatch]:
         """Every boundary case that has arrived since the last call (never blocks)."""
         if self._proc is not None:
             assert self._proc.stdout is not None
@@ -120,7 +120,7 @@ class BoundaryFeed:
                     self._ready.append(key)
             elif self._proc.poll() is not None:
                 self.close()
-        out: list[Case] = []
+        out: list[PhasedBatch] = []
         for key in self._ready:
             out.extend(_cases_from(_MODELS[key], self._options))
         self._ready = []
@@ -141,7 +141,7 @@ def _solver_available() -> bool:
     return importlib.util.find_spec("z3") is not None and importlib.util.find_spec("cpgraph.proofs.boundaries") is not None
 
 
-def _cases_from(models: tuple[_Model, ...], options: CheckOptions) -> Iterator[Case]:
+def _cases_from(models: tuple[_Model, ...], options: CheckOptions) -> Iterator[PhasedBatch]:
     """The models as batches, those outside the run's fixed knobs left out (an alignment or factor the
     code base does not use). With padded n asked for, each model also comes with n padded to a multiple
     of its alignment (or by one token), on the same capture list and table; with only padded n, the
@@ -160,7 +160,7 @@ def _cases_from(models: tuple[_Model, ...], options: CheckOptions) -> Iterator[C
             yield (f"boundary:{clause}:padded", replace(batch, num_tokens=n + (-n % align or 1)))
 
 
-def boundary(options: CheckOptions) -> Iterator[Case]:
+def boundary(options: CheckOptions) -> Iterator[PhasedBatch]:
     """The spec's boundary models (Z3, proofs/boundaries.py), solved in this process, allowed kinds only."""
     for p in options.cp_sizes:
         if p > 1 and isinstance(options.max_padding_factor, int):

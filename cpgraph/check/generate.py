@@ -20,7 +20,7 @@ from collections.abc import Generator, Iterator
 from dataclasses import replace
 
 from cpgraph.check.batch import Batch, Factor, build, parse_table
-from cpgraph.check.boundary import Case, BoundaryFeed
+from cpgraph.check.boundary import PhasedBatch, BoundaryFeed
 from cpgraph.check.judging import live_loads
 from cpgraph.check.options import CheckOptions
 from cpgraph.check.randoms import random_cases as random_cases  # the random phase
@@ -106,7 +106,7 @@ def _domain(cp_size: int, options: CheckOptions, shard: int = 0, shards: int = 1
                     yield batch
 
 
-def exhaustive(options: CheckOptions, *, shard: int = 0, shards: int = 1) -> Iterator[Case]:
+def exhaustive(options: CheckOptions, *, shard: int = 0, shards: int = 1) -> Iterator[PhasedBatch]:
     """The small domains of every cp_size, round-robin so that no P waits for a larger one (shard
     ``shard`` of ``shards``: see _domain)."""
     streams = [_domain(p, options, shard, shards) for p in options.cp_sizes]
@@ -122,7 +122,7 @@ def exhaustive(options: CheckOptions, *, shard: int = 0, shards: int = 1) -> Ite
 RANDOM_EVERY = 4  # while the exhaustive domains last, one random batch after every 3 exhaustive ones
 
 
-def _mix(first: Iterator[Case], then: Iterator[Case], *, every: int) -> Iterator[Case]:
+def _mix(first: Iterator[PhasedBatch], then: Iterator[PhasedBatch], *, every: int) -> Iterator[PhasedBatch]:
     """``first`` with one item of ``then`` in every ``every`` (so bugs only random inputs reach are not
     kept waiting for the whole exhaustive phase), then the rest of ``then``."""
     for i, case in enumerate(first):
@@ -135,7 +135,7 @@ def _mix(first: Iterator[Case], then: Iterator[Case], *, every: int) -> Iterator
 FEED_EVERY = 32  # batches between two looks at the solver's pipe (each look is a system call or two)
 
 
-def cases(options: CheckOptions, *, shard: int = 0, shards: int = 1) -> Generator[Case, None, None]:
+def cases(options: CheckOptions, *, shard: int = 0, shards: int = 1) -> Generator[PhasedBatch, None, None]:
     """Boundary models as soon as the solver has them, the exhaustive small domains, then seeded random
     batches until the caller stops (closing the generator stops the solver).
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from cpgraph.check.batch import Factor, parse_table, record, rows_table
-from cpgraph.check.boundary import Case
+from cpgraph.check.boundary import PhasedBatch
 from cpgraph.check.options import SEARCHED_FACTORS, CheckOptions
 from cpgraph.reference.judge import window_top
 
@@ -63,7 +63,7 @@ class _Draw:
 _POWERS = tuple(1 << k for k in range(1, 16))
 
 
-def random_cases(options: CheckOptions) -> Iterator[Case]:
+def random_cases(options: CheckOptions) -> Iterator[PhasedBatch]:
     """Seeded random batches forever: sizes, residues mod 2P, padded n, capture lists and tables all varied.
 
     One batch: a cp_size (weights 1/P), a factor, an alignment; up to max_requests lengths (a third of

@@ -188,18 +188,18 @@ class CheckReport:
 
     def junit(self) -> str:
         """JUnit XML: one testcase per checked invariant (and one for the policy call that stopped the check)."""
-        from cpgraph.output import Case, junit
+        from cpgraph.output import JUnitCase, junit
 
         broken = {v.invariant: v for v in self.violations}
         cases = []
         for inv in self.checked:
             v = broken.get(inv)
             if v is None:
-                cases.append(Case(inv, f"cpgraph.check.{self.policy}"))
+                cases.append(JUnitCase(inv, f"cpgraph.check.{self.policy}"))
             else:
-                cases.append(Case(inv, f"cpgraph.check.{self.policy}", "failure", 0.0, v.why, v.text()))
+                cases.append(JUnitCase(inv, f"cpgraph.check.{self.policy}", "failure", 0.0, v.why, v.text()))
         if self.stop is not None:
-            cases.append(Case("policy_calls", f"cpgraph.check.{self.policy}", "failure", 0.0, self.stop.line(), self.stop.text()))
+            cases.append(JUnitCase("policy_calls", f"cpgraph.check.{self.policy}", "failure", 0.0, self.stop.line(), self.stop.text()))
         return junit(f"cpgraph check {self.policy}", cases, seconds=self.seconds)
 
     def render(self, fmt: str) -> str:

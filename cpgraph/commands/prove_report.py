@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from cpgraph.output import Case, junit, md_table
+from cpgraph.output import JUnitCase, junit, md_table
 
 if TYPE_CHECKING:
     from cpgraph.proofs.run import ObligationResult, Opinions
@@ -67,7 +67,7 @@ def _junit(results: list[ObligationResult], cp_max: int, wall: float) -> str:
             outcome = "failure"
         detail = "\n".join(f.render() for f in r.failures)
         message = f"{r.status.value}: {r.failures[0].label}" if r.failures else ("" if outcome == "passed" else "second opinions disagree")
-        cases.append(Case(r.name, "cpgraph.prove", outcome, r.seconds, message, detail))
+        cases.append(JUnitCase(r.name, "cpgraph.prove", outcome, r.seconds, message, detail))
     return junit(f"cpgraph prove (cp_size 1..{cp_max})", cases, seconds=wall)
 
 

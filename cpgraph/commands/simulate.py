@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cpgraph.commands.review import load
-from cpgraph.output import Case, Output, UsageError, add_output_flags, junit, md_table, text_table, writable_file
+from cpgraph.output import JUnitCase, Output, UsageError, add_output_flags, junit, md_table, text_table, writable_file
 
 
 def add_parser(subparsers: Any) -> None:
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         out.result(json.dumps(data, indent=2))
     elif out.format == "junit":
         cases = [
-            Case(f"{r.design.name}: no batch overflows", f"cpgraph.simulate.{name}",
+            JUnitCase(f"{r.design.name}: no batch overflows", f"cpgraph.simulate.{name}",
                  "failure" if r.overflows else "passed", 0.0,
                  f"{r.overflows} of {r.batches} batches would crash" if r.overflows else "",
                  f"first: extend_seq_lens={list(r.first_overflow or ())}" if r.overflows else "")

@@ -206,18 +206,18 @@ def render_json(r: Review) -> str:
 def render_junit(r: Review) -> str:
     """JUnit XML: one testcase per invariant of the design (refuted -> failure with the replayed
     counterexample; bounded/unknown -> error: no verdict), and one error per diff class left unknown."""
-    from cpgraph.output import Case, junit
+    from cpgraph.output import JUnitCase, junit
 
     cases = []
     for x in r.invariants:
         outcome = {"proved": "passed", "refuted": "failure"}.get(x.status, "error")
         detail = "\n".join(witness_lines(x.witness)) if x.witness is not None else (x.note or "")
         message = "" if outcome == "passed" else f"{x.status}: {x.note or DESCRIPTIONS[x.invariant]}"
-        cases.append(Case(x.invariant, f"cpgraph.review.{r.design.name}", outcome, x.seconds, message, detail))
+        cases.append(JUnitCase(x.invariant, f"cpgraph.review.{r.design.name}", outcome, x.seconds, message, detail))
     if r.diff is not None:
         for c in r.diff.classes:
             if c.status == "unknown":
-                cases.append(Case(f"diff_{c.kind}", f"cpgraph.review.{r.diff.old.name}->{r.diff.new.name}", "error", 0.0,
+                cases.append(JUnitCase(f"diff_{c.kind}", f"cpgraph.review.{r.diff.old.name}->{r.diff.new.name}", "error", 0.0,
                                   f"unknown: {c.note}"))
     return junit(f"cpgraph review {r.design.name}", cases, seconds=r.seconds, properties={"design": summary(r.design)})
 

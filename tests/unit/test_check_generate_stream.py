@@ -11,7 +11,7 @@ from fractions import Fraction
 import pytest
 
 from cpgraph.check.batch import Factor, build, captured_rows, parse_table
-from cpgraph.check.boundary import Case
+from cpgraph.check.boundary import PhasedBatch
 from cpgraph.check.randoms import _Draw, random_cases
 from cpgraph.check.options import SEARCHED_FACTORS, CheckOptions, make_options
 from cpgraph.reference.judge import window_top
@@ -57,7 +57,7 @@ def _old_random_buckets(rng: random.Random, n: int, live: int, p: int, f: Factor
     return {b for b in buckets if b >= low} or {max(n, low)}
 
 
-def _old_random_cases(options: CheckOptions) -> Iterator[Case]:
+def _old_random_cases(options: CheckOptions) -> Iterator[PhasedBatch]:
     """generate.random_cases before it drew through _Draw (commit 670d014), kept verbatim as the oracle."""
     rng = random.Random(options.seed)
     sizes = options.cp_sizes

@@ -9,7 +9,7 @@ import pytest
 
 from cpgraph.check.judging import INVARIANTS
 from cpgraph.cli import main
-from cpgraph.output import Case, highlight, junit, use_colour
+from cpgraph.output import JUnitCase, highlight, junit, use_colour
 
 BUGGY = ["cpgraph.proofs.mutants.ignore_capacity", "--capacities", "captured", "--budget-s", "8", "--cp-sizes", "2,4"]
 SOUND = ["cpgraph.reference.policy", "--budget-s", "0.6", "--cp-sizes", "2,4"]
@@ -61,7 +61,7 @@ def test_simulate_junit_and_md(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 
 def test_junit_escapes_what_xml_cannot_hold() -> None:
-    text = junit("suite <&>", [Case("a\x00b", "c", "failure", 0.1, "msg \033[31mred\033[0m", "x < y & z")])
+    text = junit("suite <&>", [JUnitCase("a\x00b", "c", "failure", 0.1, "msg \033[31mred\033[0m", "x < y & z")])
     case = next(ET.fromstring(text).iter("testcase"))
     failure = case.find("failure")
     assert case.get("name") == "a?b" and failure is not None and failure.get("message") == "msg red"
