@@ -257,6 +257,8 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
         ("rank_zero_rows", "admitted_batches_fit_every_rank", "rows from rank 0's load, not the busiest rank's",
          functools.partial(e2e.admitted_batches_fit_every_rank, admit_fn=make_admit(busiest=rank_zero_rows),
                            replay_fn=make_replay(busiest=rank_zero_rows))),
+        ("largest_replay", "admitted_batches_replay_the_admitted_bucket", "replay pads to the greatest fitting bucket",
+         functools.partial(e2e.admitted_batches_replay_the_admitted_bucket, replay_fn=make_replay(select=largest_fitting))),
         ("strict_tripwire", "admitted_batches_replay_the_admitted_bucket", "replay refuses an exact fit",
          functools.partial(e2e.admitted_batches_replay_the_admitted_bucket, replay_fn=make_replay(strict_tripwire=True))),
         ("per_rank_alignment", "ranks_sharing_their_capture_state_agree", "ranks keep their own alignment",
