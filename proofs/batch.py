@@ -23,7 +23,7 @@ from collections.abc import Callable
 import z3
 
 from cpgraph.proofs.obligation import Query
-from cpgraph.spec.batch import ClassBatch, class_loads, is_a_batch, is_reachable
+from cpgraph.spec.batch import ClassBatch, class_batch, class_loads, is_a_batch, is_reachable
 from cpgraph.spec.strategies import STRATEGIES, rank_loads
 from cpgraph.spec.terms import BoolTerm, IntTerm, Loads, all_of, literal
 
@@ -115,6 +115,13 @@ def class_loads_track_request_loads(
         z3.Or(longs >= 1, any_state.quotients == 0),
     ])
     out.append(Query("exact", realisable, (is_a_batch(any_state),)))
+    # spec.batch.class_batch (what every end-to-end theorem quantifies over) is exactly this state: the same
+    # 2P classes, tokens and requests, and it assumes exactly is_a_batch.
+    theirs = class_batch(p, "any")
+    out.append(Query("class_batch is the state", z3.And(
+        theirs.tokens == any_state.tokens, theirs.requests == any_state.requests,
+        theirs.short_requests == z3.Sum(list(any_state.short_counts)), theirs.holds == is_a_batch(any_state),
+    ), ()))
     for kind in _strategies_with_request_loads(p):
         old = class_loads(before, kind, f"{kind}.before")
         new = class_loads(after, kind, f"{kind}.after")

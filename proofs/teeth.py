@@ -170,7 +170,7 @@ SCOPES: dict[str, tuple[str, ...]] = {
     "folded_literals_equal_their_terms": tuple(f"L={v}" for v in (0, 1, 3, 4, 5, 7, 8, 9, 13, 15, 16)),
     "table_batch_loads_sum_to_tokens": _ALL,
     "class_loads_track_request_loads": (
-        "base", "step invariant", "step covers", "step tokens", "exact",
+        "base", "step invariant", "step covers", "step tokens", "exact", "class_batch is the state",
         *(f"{part} {kind}" for kind in ("zigzag", "contiguous", "zigzag_pad") for part in ("base loads", "request split", "step loads")),
         *(f"suffix step {kind} T{j}" for kind in ("zigzag", "contiguous", "zigzag_pad") for j in range(8)),  # 2P classes at P = 4
     ),
