@@ -249,6 +249,10 @@ def coverage(theorem: str) -> tuple[Bite, ...]:
     queries = obligation.build(parameter)
     out = [Bite(theorem, f"satisfiable: {label}", "the hypotheses have a model (not vacuous)", parameter, Status.REFUTED,
                 _satisfiable(q)) for label, q in _chains(queries)]
+    # A lemma that assumes its own conclusion proves whatever it says (an off-by-one slice of earlier lemmas).
+    circular = [q.part for q in queries if any(z3.is_expr(h) and h.eq(q.claim) for h in q.hypotheses)]
+    out.append(Bite(theorem, "no query assumes its own claim", ", ".join(circular) or "none", parameter, Status.PROVED,
+                    Status.REFUTED if circular else Status.PROVED))
     for fragment in SCOPES.get(theorem, ()):
         found = any(re.search(rf"(^|[\s(]){re.escape(fragment)}($|[\s)])", q.part) for q in queries)
         out.append(Bite(theorem, f"scope: {fragment}", f"a query covers {fragment}", parameter, Status.PROVED,

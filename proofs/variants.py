@@ -215,6 +215,15 @@ def _prefers_later_bucket(capture: CaptureList, index: int, window: Window, requ
     return Selection(admitted, bucket)
 
 
+def _reports_head_without_room(capture: CaptureList, index: int, window: Window, required: IntLike, rest: Selection) -> Selection:
+    # Admits on a later bucket but reports the first bucket in the window, room or not.
+    b = capture.buckets[index]
+    below, above, room = b < window.low, b > window.high, has_room(capture, index, required)
+    admitted = z3.If(below, rest.admitted, z3.If(above, z3.BoolVal(False), z3.Or(room, rest.admitted)))
+    bucket = z3.If(below, rest.bucket, z3.If(above, z3.IntVal(0), b))
+    return Selection(admitted, bucket)
+
+
 def _align_up_folding_down(value: IntLike, align_size: IntLike, name: str) -> Defined:
     # A fold that rounds down on literal inputs while the symbolic term rounds up.
     if isinstance(value, int) and isinstance(align_size, int):
@@ -391,6 +400,9 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("prefers_later_bucket", "scan_selects_least_fitting_bucket_for_any_list_length",
             "a fitting bucket, not the least", 0, REFUTED,
             functools.partial(selection.scan_selects_least_fitting_bucket_for_any_list_length, step=_prefers_later_bucket)),
+    Variant("reports_head_without_room", "scan_selects_least_fitting_bucket_for_any_list_length",
+            "admits on a later bucket, reports the first in the window", 0, REFUTED,
+            functools.partial(selection.scan_selects_least_fitting_bucket_for_any_list_length, step=_reports_head_without_room)),
     Variant("unsorted_list", "scan_selects_least_fitting_bucket_for_any_list_length", "the head need not be smallest",
             0, REFUTED, functools.partial(selection.scan_selects_least_fitting_bucket_for_any_list_length,
                                           sorted_head=_any_head)),
