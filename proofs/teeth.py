@@ -93,6 +93,13 @@ def _e2e_domain(p: int) -> tuple[Boundary, ...]:
     )
 
 
+def _busiest_at_headroom(p: int) -> Boundary:
+    """A rank at the headroom bound itself (P*a0 = N + k(P-1), one request): the loads the theorem allows reach it."""
+    a0, tokens, requests = z3.Int("a0"), z3.Int("N"), z3.Int("k")
+    return ("P*a0 <= N + k(P-1)", z3.And(p * a0 == tokens + requests * (p - 1), requests == 1),
+            z3.And(p * a0 == tokens + requests * (p - 1) + 1, requests == 1))
+
+
 def _two_lengths() -> Boundary:
     """Requests of different lengths (L0 = 0, L1 = 1) are a batch the theorem covers, not only equal ones."""
     first, second = z3.Int("L0"), z3.Int("L1")
@@ -139,7 +146,8 @@ BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
     "headroom_bound_holds_for_any_number_of_requests": _bounds("L >= 0", "r >= 0", "r <= P-1", "R >= 1", "k <= R"),
     "headroom_bound_is_tight": _bounds("k >= 0 @ step", "k >= 1 @ bound"),
     "capture_capacity_is_aligned_ceil_share": _bounds("B >= 1"),
-    "headroom_capture_fits_first_bucket_at_or_above_n": _bounds("k >= 0", "k <= N", "R >= 1", "n >= 1", "N <= n", "B >= n"),
+    "headroom_capture_fits_first_bucket_at_or_above_n": lambda p: (
+        *_bounds("k >= 0", "k <= N", "R >= 1", "n >= 1", "N <= n", "B >= n")(p), _busiest_at_headroom(p)),
     "scan_selects_least_fitting_bucket": _SCAN,
     "scan_selects_least_fitting_bucket_for_any_list_length": _bounds("n >= 1", "high >= n", "required >= 0", "head.bucket >= 1"),
     "scan_selects_a_captured_bucket": _SCAN,

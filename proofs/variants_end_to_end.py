@@ -254,6 +254,8 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          functools.partial(e2e.admitted_bucket_is_within_padding_limit, admit_fn=make_admit(window_of=window_one_below))),
         ("off_list_bucket", "admitted_bucket_is_captured", "the bucket reported is one above the chosen one",
          functools.partial(e2e.admitted_bucket_is_captured, admit_fn=make_admit(select=off_list_bucket))),
+        ("off_list_bucket", "admitted_batches_fit_every_rank", "the bucket reported one above the chosen one",
+         functools.partial(e2e.admitted_batches_fit_every_rank, admit_fn=make_admit(select=off_list_bucket))),
         ("rank_zero_rows", "admitted_batches_fit_every_rank", "rows from rank 0's load, not the busiest rank's",
          functools.partial(e2e.admitted_batches_fit_every_rank, admit_fn=make_admit(busiest=rank_zero_rows),
                            replay_fn=make_replay(busiest=rank_zero_rows))),
