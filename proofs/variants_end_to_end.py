@@ -101,6 +101,12 @@ def off_list_bucket(setup: RankSetup, window: Window, rows: IntTerm) -> Selectio
     return Selection(chosen.admitted, chosen.bucket + 1)
 
 
+def unlisted_bucket(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
+    """The right decision, but the bucket reported as 0, below every listed bucket (a list is sorted from 1)."""
+    chosen = _scan(setup, window, rows)
+    return Selection(chosen.admitted, z3.IntVal(0))
+
+
 def rank_zero_rows(xs: tuple[IntTerm, ...], name: str) -> tuple[IntTerm, BoolTerm]:
     """Rows from rank 0's load instead of the busiest rank's."""
     return xs[0], z3.BoolVal(True)
@@ -254,8 +260,8 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          functools.partial(e2e.admitted_bucket_is_within_padding_limit, admit_fn=make_admit(window_of=window_one_below))),
         ("off_list_bucket", "admitted_bucket_is_captured", "the bucket reported is one above the chosen one",
          functools.partial(e2e.admitted_bucket_is_captured, admit_fn=make_admit(select=off_list_bucket))),
-        ("off_list_bucket", "admitted_batches_fit_every_rank", "the bucket reported one above the chosen one",
-         functools.partial(e2e.admitted_batches_fit_every_rank, admit_fn=make_admit(select=off_list_bucket))),
+        ("unlisted_bucket", "admitted_batches_fit_every_rank", "the right decision reported as bucket 0 (never listed)",
+         functools.partial(e2e.admitted_batches_fit_every_rank, admit_fn=make_admit(select=unlisted_bucket))),
         ("rank_zero_rows", "admitted_batches_fit_every_rank", "rows from rank 0's load, not the busiest rank's",
          functools.partial(e2e.admitted_batches_fit_every_rank, admit_fn=make_admit(busiest=rank_zero_rows),
                            replay_fn=make_replay(busiest=rank_zero_rows))),
