@@ -376,15 +376,17 @@ TARGETS: dict[str, Target] = {
     "reference": Target(
         "reference", _glob("reference/*.py"),
         (_pytest("tests", _BULK, "tests/unit/test_reference_*.py", "tests/unit/test_check_judge.py",
+                 "tests/unit/test_check_fastpath.py", "tests/differential/test_judge_vs_spec.py",
                  "tests/differential/test_conformance_reference.py", "tests/stateful/test_reference_runner_machine.py"),),
         "pytest -x over the bulk conformance harness (the reference's decision path against the spec's mirror), the "
-        "reference's unit, property, vector, conformance and state-machine tests, and the judge's tests "
+        "reference's unit, property, vector, conformance and state-machine tests, and the judge's tests (its fast path "
+        "and the judge against the spec's terms included) "
         "(reference/judge.py is the verdict logic of `cpgraph check`)",
     ),
     "impl": Target(
-        "impl", lambda root: ["impl/formulas.py", "impl/decision.py"],
-        (_pytest("tests", _BULK, "tests/unit/test_impl_decision.py",
-                 "tests/differential/test_impl_decisions.py"),),
+        "impl", lambda root: ["impl/formulas.py", "impl/decision.py", "impl/lengths.py"],
+        (_pytest("tests", _BULK, "tests/unit/test_impl_decision.py", "tests/unit/test_impl_lengths_forms.py",
+                 "tests/unit/test_impl_boundary.py", "tests/differential/test_impl_decisions.py"),),
         "pytest -x over the bulk conformance harness (impl's decision path against the spec's mirror), impl's "
         "decision tests and its differential tests against the reference",
     ),

@@ -32,7 +32,6 @@ recorded capacity to captured_bucket, as the review's terms (spec/design.py) do.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -43,7 +42,7 @@ from cpgraph.reference.capacity import align_up
 from cpgraph.reference.invariants import INVARIANT_TABLE, INVARIANTS
 from cpgraph.reference.layout import rank_loads
 from cpgraph.reference.strategies import strategy_row
-from cpgraph.reference.selection import fitting_buckets, is_cp_active
+from cpgraph.reference.selection import fitting_buckets, is_cp_active, iter_fitting, window_top
 
 __all__ = [
     "JUDGES",
@@ -85,11 +84,6 @@ class Expectation:
         if not self.active:
             choice = "not CP-active (P > 1, n >= 2P, every length >= 2P): any admitted bucket must still be safe"
         return f"spec: loads {self.loads} -> required {self.required} rows; fitting buckets {self.fitting} -> {choice}"
-
-
-def window_top(num_tokens: int, max_padding_factor: Factor) -> int:
-    """The largest bucket within the padding limit: floor(F*n), exact for a rational F."""
-    return math.floor(max_padding_factor * num_tokens)
 
 
 def fitting_set(
@@ -163,8 +157,8 @@ def expected_bucket(
     batch: AskedBatch, strategy: str = "zigzag", capacities: Mapping[int, int] | None = None
 ) -> tuple[int | None, tuple[int, ...], int]:
     """``expected(batch, strategy)``'s ``bucket``, its ``loads`` and that bucket's capacity (0 when the
-    bucket is None), without building the fitting set or the record: the first bucket of the sorted
-    capture list inside [n, F*n] whose capacity holds the rows, of a CP-active batch. The arguments
+    bucket is None), without building the fitting set or the record: the first bucket of the reference's
+    scan (selection.iter_fitting), of a CP-active batch. The arguments
     are not validated: for a batch whose fields are valid (what reference.fitting_buckets and
     is_cp_active accept, as every batch the checker generates is) it equals ``expected``'s; tests hold
     the two equal. ``capacities``: ``batch.capacities`` when the caller already has it."""
@@ -175,17 +169,10 @@ def expected_bucket(
         return None, loads, 0
     align = batch.align_size
     required = -(-max(loads) // align) * align  # align_up(max load, A), as _required
-    f = batch.max_padding_factor
-    top = f * n if type(f) is int else (f.numerator * n) // f.denominator  # floor(F*n): b <= F*n for an int b
     caps = batch.capacities if capacities is None else capacities
-    for b in batch.capture_num_tokens:
-        if b < n:
-            continue
-        if b > top:  # sorted: no later bucket is inside the window
-            break
-        rows = caps.get(b)
-        if rows is not None and rows >= required:
-            return b, loads, rows
+    top = window_top(n, batch.max_padding_factor)
+    for b in iter_fitting(n, required, batch.capture_num_tokens, caps, top):
+        return b, loads, caps[b]
     return None, loads, 0
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
 
 from cpgraph.reference.validate import check_capacities, check_capture_list, check_cp_size, check_int, check_lengths, check_padding_factor
@@ -30,9 +30,30 @@ def fitting_buckets(
     buckets = check_capture_list("capture_num_tokens", capture_num_tokens)
     capacities = check_capacities("bucket_local_tokens", bucket_local_tokens)
     factor = check_padding_factor("max_padding_factor", max_padding_factor)
-    return tuple(
-        b for b in buckets if n <= b <= factor * n and b in capacities and capacities[b] >= required
-    )
+    return tuple(iter_fitting(n, required, buckets, capacities, window_top(n, factor)))
+
+
+def window_top(num_tokens: int, max_padding_factor: int | Fraction) -> int:
+    """The largest bucket within the padding limit: floor(F*n), exact for a rational F."""
+    f = max_padding_factor
+    return f * num_tokens if type(f) is int else (f.numerator * num_tokens) // f.denominator
+
+
+def iter_fitting(
+    num_tokens: int, required: int, capture_num_tokens: Sequence[int], capacities: Mapping[int, int | None], top: int
+) -> Iterator[int]:
+    """The fitting set in scan order, the one scan every caller uses: the sorted list's buckets B with
+    n <= B <= top (= floor(F*n)) whose recorded capacity holds ``required`` rows; buckets below n are
+    skipped and the scan stops at the first above top. Arguments are not validated here: fitting_buckets
+    and select_replay_bucket validate first; the judge's fast path passes records already valid."""
+    for b in capture_num_tokens:
+        if b < num_tokens:
+            continue
+        if b > top:
+            return
+        rows = capacities.get(b)
+        if rows is not None and rows >= required:
+            yield b
 
 
 def select_replay_bucket(

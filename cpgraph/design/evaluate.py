@@ -29,6 +29,7 @@ from cpgraph.design.schema import Design
 from cpgraph.reference import align_up, build_layout, is_cp_active, rank_loads
 from cpgraph.reference.invariants import INVARIANTS as INVARIANTS, SAFETY as SAFETY
 from cpgraph.reference.judge import Expectation, RankAnswer, fitting_set, judge_answers, rank_answer
+from cpgraph.reference.selection import iter_fitting, window_top
 
 REPLAY_FAILS: Final = ("captured_bucket", "capacity_fit")  # on an admitted bucket: replay raises
 CRASHES: Final = ("rank_consensus", "admission_replay", "captured_bucket", "capacity_fit")
@@ -37,22 +38,17 @@ _CONSENSUS: Final = frozenset({"rank_consensus"})
 
 
 def select(design: Design, n: int, required: int, caps: Mapping[int, int]) -> int | None:
-    """The design's selector on one rank (the runner under review, not the reference's scan): the
-    buckets in the order written, those below n skipped, stopping at the first above F*n; ``search``
-    takes the first whose recorded capacity holds ``required`` rows, ``smallest`` the first at all."""
+    """The design's selector on one rank (the runner under review): the reference's scan
+    (reference.selection.iter_fitting) over the buckets in the order written, which skips those below n
+    and stops at the first above F*n; ``search`` takes the first whose recorded capacity holds
+    ``required`` rows, ``smallest`` (the pre-fix selector) the first at all, as if every bucket had room."""
     buckets = design.buckets
     if design.is_sorted:  # the skipped prefix (buckets below n) can be jumped over
         buckets = buckets[bisect.bisect_left(buckets, n) :]
-    for b in buckets:
-        if b < n:
-            continue
-        if b > design.max_padding_factor * n:
-            return None
-        if design.selector == "smallest":
-            return b
-        if b in caps and caps[b] >= required:
-            return b
-    return None
+    top = window_top(n, design.max_padding_factor)
+    if design.selector == "smallest":
+        return next(iter_fitting(n, 0, buckets, dict.fromkeys(buckets, 0), top), None)
+    return next(iter_fitting(n, required, buckets, caps, top), None)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from cpgraph.check import make_batch
+from cpgraph.check import Batch, make_batch
 from cpgraph.reference import build_layout
 from cpgraph.reference.judge import RankAnswer, expected, judge_answers, rank_answer
 from cpgraph.reference.validate import check_capture_list, check_padding_factor
@@ -72,3 +72,39 @@ def test_align_up_refuses_a_zero_alignment() -> None:
     with pytest.raises(ValueError, match="align_size must be an int >= 1"):
         align_up(5, 0)
     assert align_up(0, 8) == 0 and align_up(9, 8) == 16
+
+
+def _boundary_batches() -> list[Batch]:
+    """Batches on every edge of the fast path's scan: n = 2P exactly, a length of 2P - 1, the bucket at
+    floor(F*n) and one above, capacity = required and one below, a rational F, a padded n."""
+    from cpgraph.reference import required_local_tokens
+
+    out: list[Batch] = []
+    for p in (2, 3, 4):
+        for lengths in ((2 * p,), (2 * p, 2 * p - 1), (2 * p + 1, 3 * p), (4 * p + 3, 2 * p)):
+            n = sum(lengths)
+            rows = required_local_tokens(lengths, cp_size=p, align_size=p)
+            for factor in (1, 2, Fraction(3, 2), Fraction(7, 4)):
+                top = (factor.numerator * n) // factor.denominator if isinstance(factor, Fraction) else factor * n
+                for buckets, caps in (
+                    ((n,), {n: rows}), ((n,), {n: rows - 1}), ((n, top), {n: rows - 1, top: rows}),
+                    ((n, top + 1), {n: rows - 1, top + 1: rows}), ((n - 1, n + 1), {n - 1: rows, n + 1: rows}),
+                ):
+                    if buckets[0] < 1 or len(set(buckets)) < len(buckets) or list(buckets) != sorted(buckets):
+                        continue
+                    for pad in (0, 1):
+                        out.append(make_batch(lengths, buckets, cp_size=p, align_size=p, capacities=caps,
+                                              max_padding_factor=factor, num_tokens=n + pad))
+    return out
+
+
+def test_the_fast_expectation_equals_the_full_one_on_every_edge() -> None:
+    from cpgraph.reference.judge import expected_bucket
+
+    batches = _boundary_batches()
+    assert len(batches) > 200
+    for batch in batches:
+        full = expected(batch)
+        want, loads, capacity = expected_bucket(batch)
+        assert (want, loads) == (full.bucket, full.loads), batch
+        assert capacity == (0 if want is None else batch.capacities[want]), batch
