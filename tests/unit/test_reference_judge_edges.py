@@ -108,3 +108,25 @@ def test_the_fast_expectation_equals_the_full_one_on_every_edge() -> None:
         want, loads, capacity = expected_bucket(batch)
         assert (want, loads) == (full.bucket, full.loads), batch
         assert capacity == (0 if want is None else batch.capacities[want]), batch
+
+
+def test_align_up_refuses_a_negative_value() -> None:
+    from cpgraph.reference import align_up
+
+    with pytest.raises(ValueError, match="value must be an int >= 0"):
+        align_up(-1, 8)
+
+
+def test_a_zero_length_is_allowed_and_the_bad_one_is_named() -> None:
+    from cpgraph.reference.validate import check_lengths
+
+    assert check_lengths("extend_seq_lens", (0, 5)) == (0, 5)
+    with pytest.raises(ValueError, match=r"extend_seq_lens\[1\]"):
+        check_lengths("extend_seq_lens", (0, -1))
+
+
+def test_an_unsorted_capture_list_is_named_unsorted_not_repeated() -> None:
+    with pytest.raises(ValueError, match="must be sorted ascending; 8 comes before 4"):
+        check_capture_list("capture_num_tokens", (8, 4, 8))
+    with pytest.raises(ValueError, match="must not repeat a bucket; 4 appears twice"):
+        check_capture_list("capture_num_tokens", (4, 4, 8))
