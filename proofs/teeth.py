@@ -100,6 +100,12 @@ def _busiest_at_headroom(p: int) -> Boundary:
             z3.And(p * a0 == tokens + requests * (p - 1) + 1, requests == 1))
 
 
+def _full_block_row(p: int) -> Boundary:
+    """A request of exactly 2P tokens (one full row of blocks, k = 1) is covered."""
+    length = z3.Int("L")
+    return ("L = 2P", length == 2 * p, length == -1)
+
+
 def _two_lengths() -> Boundary:
     """Requests of different lengths (L0 = 0, L1 = 1) are a batch the theorem covers, not only equal ones."""
     first, second = z3.Int("L0"), z3.Int("L1")
@@ -136,7 +142,7 @@ BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
     "table_batch_loads_sum_to_tokens": lambda p: (*_bounds("L0 >= 0", "L1 >= 0")(p), _two_lengths()),
     "zigzag_busiest_rank_holds_ceil_share": _bounds("L >= 0", "r >= 0", "r <= P-1"),
     "contiguous_busiest_rank_holds_ceil_share": _bounds("L >= 0"),
-    "zigzag_pad_holds_the_padded_zigzag_share": _bounds("L >= 0"),
+    "zigzag_pad_holds_the_padded_zigzag_share": lambda p: (*_bounds("L >= 0")(p), _full_block_row(p)),
     "interleave_busiest_rank_holds_ceil_share": _bounds("L >= 0", "r >= 0", "r <= P-1"),
     "zigzag_ownership_partitions_blocks_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "j >= 0"),
     "busiest_rank_holds_ceil_share_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "r <= P-1", "L >= 0"),

@@ -81,6 +81,13 @@ def interleave_rank_one_extra(split: DivMod, rank: IntLike) -> IntTerm:
     return interleave_rank_load(split, rank) + z3.If(int_term(rank) == 1, z3.IntVal(1), z3.IntVal(0))
 
 
+def first_rank_short(split: DivMod, rank: IntLike, cp_size: IntLike) -> IntTerm:
+    """Zigzag, but rank 0 holds one token fewer when 0 < L mod 2P <= P (the case where it is the busiest)."""
+    m, p = split.remainder, int_term(cp_size)
+    short = z3.And(int_term(rank) == 0, m > 0, m <= p)
+    return zigzag_rank_load(split, rank, cp_size) - z3.If(short, z3.IntVal(1), z3.IntVal(0))
+
+
 def wrong_partner_owned(rank: IntLike, cp_size: IntLike) -> tuple[IntLike, IntLike]:
     return (rank, 2 * cp_size - 2 - rank)
 
@@ -414,6 +421,8 @@ VARIANTS: tuple[Variant, ...] = (
             REFUTED, functools.partial(zigzag.busiest_rank_holds_ceil_share_for_symbolic_cp_size, rank_load=rank_one_extra)),
     Variant("rank_one_extra", "interleave_busiest_rank_holds_ceil_share", "rank 1 holds one token more", P, REFUTED,
             functools.partial(strategies.interleave_busiest_rank_holds_ceil_share, rank_load=interleave_rank_one_extra)),
+    Variant("first_rank_short", "zigzag_busiest_rank_holds_ceil_share", "rank 0 one token short when 0 < L mod 2P <= P",
+            P, REFUTED, functools.partial(strategies.zigzag_busiest_rank_holds_ceil_share, rank_load=first_rank_short)),
     Variant("last_rank_short", "zigzag_busiest_rank_holds_ceil_share", "rank P-1 one token short when L mod 2P > P", P,
             REFUTED, functools.partial(strategies.zigzag_busiest_rank_holds_ceil_share, rank_load=last_rank_short)),
     Variant("off_list_bucket", "scan_selects_a_captured_bucket", "the bucket reported one above the chosen one", K, REFUTED,

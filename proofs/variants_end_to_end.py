@@ -161,6 +161,17 @@ def scaled_alignment(strategy: str, scale: int) -> Callable[[ClassBatch, IntTerm
     return admit_fn
 
 
+def per_rank_select(other: Select) -> Callable[[ClassBatch, IntTerm, RankSetup, int, str], Admission]:
+    """The spec's admission on rank 0, ``other`` as the selector on every other rank (same admit verdict
+    whenever ``other`` admits exactly when some bucket fits, a different bucket)."""
+    theirs = make_admit(select=other)
+
+    def admit_fn(batch: ClassBatch, n: IntTerm, setup: RankSetup, rank: int, name: str) -> Admission:
+        return admit(batch, n, setup, rank, name) if rank == 0 else theirs(batch, n, setup, rank, name)
+
+    return admit_fn
+
+
 def make_replay(
     *, select: Select = _scan, busiest: Callable[[tuple[IntTerm, ...], str], tuple[IntTerm, BoolTerm]] | None = None,
     strict_tripwire: bool = False,
@@ -246,6 +257,8 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          functools.partial(e2e.admitted_batches_fit_every_rank, admit_fn=prefix_admit)),
         ("local_load", "ranks_sharing_their_capture_state_agree", "each rank decides from its own load",
          functools.partial(e2e.ranks_sharing_their_capture_state_agree, admit_fn=make_admit(busiest="local"))),
+        ("other_rank_largest", "ranks_sharing_their_capture_state_agree", "rank P-1 picks the greatest fitting bucket",
+         functools.partial(e2e.ranks_sharing_their_capture_state_agree, admit_fn=per_rank_select(largest_fitting))),
         ("per_rank_capacities", "ranks_sharing_their_capture_state_agree", "ranks keep their own recorded capacities",
          functools.partial(e2e.ranks_sharing_their_capture_state_agree, shared=("capture_num_tokens", "max_padding_factor", "align_size"))),
         ("per_rank_factor", "ranks_sharing_their_capture_state_agree", "ranks keep their own padding factor",
