@@ -130,3 +130,27 @@ def test_an_unsorted_capture_list_is_named_unsorted_not_repeated() -> None:
         check_capture_list("capture_num_tokens", (8, 4, 8))
     with pytest.raises(ValueError, match="must not repeat a bucket; 4 appears twice"):
         check_capture_list("capture_num_tokens", (4, 4, 8))
+
+
+def test_token_at_and_locate_refuse_one_past_the_end() -> None:
+    layout = build_layout((8, 6), cp_size=2, rows=8)
+    assert layout.token_at(1, 7) is None  # a padding row inside the buffer
+    with pytest.raises(ValueError, match=r"row must be in \[0, 8\), got 8"):
+        layout.token_at(0, 8)
+    assert layout.locate(1, 5) is not None
+    with pytest.raises(ValueError, match=r"token must be in \[0, 6\), got 6"):
+        layout.locate(1, 6)
+
+
+def test_runner_and_capture_rule_refuse_zero_where_one_is_the_least() -> None:
+    from cpgraph.reference import CaptureRule, ReferenceRunner
+
+    with pytest.raises(ValueError, match="max_requests must be an int >= 1"):
+        CaptureRule(kind="headroom", max_requests=0)
+    with pytest.raises(ValueError, match="align_size must be an int >= 1"):
+        ReferenceRunner(cp_size=2, capture_num_tokens=(64,), align_size=0)
+
+
+def test_an_integral_fraction_factor_comes_back_as_an_int() -> None:
+    factor = check_padding_factor("max_padding_factor", Fraction(4, 2))
+    assert type(factor) is int and factor == 2
