@@ -258,7 +258,12 @@ def _print_text(
     if opinions.active:
         print(_opinions_text(opinions, results))
     if bites:
-        print(f"\nteeth: {len(bites) - len(lost)} of {len(bites)} wrong variants got their verdicts")
+        from cpgraph.proofs.variants import VARIANTS
+
+        named = {(v.theorem, v.name) for v in VARIANTS}
+        variants = sum((b.theorem, b.variant) in named for b in bites)
+        print(f"\nteeth: {len(bites) - len(lost)} of {len(bites)} checks kept their verdicts ({variants} wrong "
+              f"variants, {len(bites) - variants} coverage, scope and domain-guard checks)")
         for b in lost:
             print(f"  LOST {b.theorem}: variant {b.variant} ({b.description}) at {b.parameter}: "
                   f"expected {b.expected.value}, got {b.got.value}: the theorem no longer tells this wrong spec apart")

@@ -1,0 +1,256 @@
+"""Coverage, run by the teeth pass: every theorem's hypotheses are satisfiable, also at the boundary of its
+domain and one past it, and each theorem's queries cover the scope it states."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+
+import z3
+
+from cpgraph.proofs.check import Status, check
+from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.registry import BY_NAME
+from cpgraph.spec.terms import BoolTerm
+from cpgraph.proofs.bite import Bite
+
+
+# -- coverage: every theorem's hypotheses are satisfiable, also at the boundary of its domain ---------------------
+#
+# A theorem whose hypotheses exclude a value it claims to cover (``n >= 1`` tightened to ``n > 1``, a window
+# ``high >= n`` tightened to ``high > n``, a remainder class that cannot occur) still proves: fewer cases, all
+# true. Two checks at one small parameter catch that: every query's hypotheses are satisfiable (the theorem is
+# not vacuous), and the hypotheses admit each boundary point of the domain the theorem's docstring states
+# (``BOUNDARIES``: n >= 1, high >= n, required >= 0, n >= sum(lengths), capacity >= 0, ...): the edge (n = 1)
+# is admitted and the point past it (n = 0) excluded, so the domain is the one stated, neither narrower (a
+# case silently dropped) nor wider (a theorem about inputs that do not exist, e.g. an empty batch). A bound
+# is checked on the first query whose hypotheses mention all of its variables; a bound that no query
+# mentions is itself a failure (the table and the theorem drifted apart).
+
+COVERAGE_PARAMETER = {"cp_size": 4, "cp_size_sampled": 4, "list_length": 3, "once": 0}
+
+
+Boundary = tuple[str, BoolTerm, BoolTerm]  # (the bound as written, its edge, the point just past it)
+
+
+def _e2e_domain(p: int) -> tuple[Boundary, ...]:
+    from cpgraph.spec.batch import class_batch
+
+    batch = class_batch(p, "batch")
+    n, capacity = z3.Int("n"), z3.Int("cap.c0")
+    return (
+        ("n >= sum(lengths)", n == batch.tokens, n == batch.tokens - 1),
+        ("capacity >= 0", capacity == 0, capacity == -1),
+        ("requests >= 1", batch.requests == 1, batch.requests == 0),
+    )
+
+
+def _busiest_at_headroom(p: int) -> Boundary:
+    """A rank at the headroom bound itself (P*a0 = N + k(P-1), one request): the loads the theorem allows reach it."""
+    a0, tokens, requests = z3.Int("a0"), z3.Int("N"), z3.Int("k")
+    return ("P*a0 <= N + k(P-1)", z3.And(p * a0 == tokens + requests * (p - 1), requests == 1),
+            z3.And(p * a0 == tokens + requests * (p - 1) + 1, requests == 1))
+
+
+def _full_block_row(p: int) -> Boundary:
+    """A request of exactly 2P tokens (one full row of blocks, k = 1) is covered."""
+    length = z3.Int("L")
+    return ("L = 2P", length == 2 * p, length == -1)
+
+
+def _two_lengths() -> Boundary:
+    """Requests of different lengths (L0 = 0, L1 = 1) are a batch the theorem covers, not only equal ones."""
+    first, second = z3.Int("L0"), z3.Int("L1")
+    return ("L0 != L1", z3.And(first == 0, second == 1), first == -1)
+
+
+def _bounds(*texts: str) -> Callable[[int], tuple[Boundary, ...]]:
+    """Bounds written ``X >= Y`` or ``X <= Y`` (Y a variable, an integer, or P-1: the last rank): the
+    edge X = Y must be admitted, the point past it (Y - 1, or Y + 1) excluded."""
+
+    def at(p: int) -> tuple[Boundary, ...]:
+        out = []
+        for text in texts:
+            left, op, right = text.split("@")[0].split()
+            if right == "P-1":  # the last rank: of the parameter's P, or of the symbolic P (parameter 0)
+                value = z3.Int("P") - 1 if p == 0 else z3.IntVal(p - 1)
+            else:
+                value = z3.IntVal(int(right)) if right.lstrip("-").isdigit() else z3.Int(right)
+            x = z3.Int(left)
+            out.append((text, x == value, x == value - 1 if op == ">=" else x == value + 1))
+        return tuple(out)
+
+    return at
+
+
+_SCAN = _bounds("n >= 1", "high >= n", "required >= 0", "cap.c0 >= 0")
+BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
+    "divmod_quotient_and_remainder_are_unique": _bounds("S >= 1"),
+    "folded_literals_equal_their_terms": _bounds(),  # concrete inputs only: every query pins x and y
+    "align_up_is_least_multiple_at_or_above": _bounds("A >= 1", "v >= 0"),
+    "zigzag_loads_sum_to_tokens": _bounds("L >= 0"),
+    "contiguous_loads_sum_to_tokens": _bounds("L >= 0"),
+    "interleave_loads_sum_to_tokens": _bounds("L >= 0"),
+    "table_batch_loads_sum_to_tokens": lambda p: (*_bounds("L0 >= 0", "L1 >= 0")(p), _two_lengths()),
+    "zigzag_busiest_rank_holds_ceil_share": _bounds("L >= 0", "r >= 0", "r <= P-1"),
+    "contiguous_busiest_rank_holds_ceil_share": _bounds("L >= 0"),
+    "zigzag_pad_holds_the_padded_zigzag_share": lambda p: (*_bounds("L >= 0")(p), _full_block_row(p)),
+    "interleave_busiest_rank_holds_ceil_share": _bounds("L >= 0", "r >= 0", "r <= P-1"),
+    "zigzag_ownership_partitions_blocks_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "j >= 0"),
+    "busiest_rank_holds_ceil_share_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "r <= P-1", "L >= 0"),
+    "per_request_headroom_bound_holds_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "r <= P-1", "L >= 0"),
+    "headroom_bound_holds_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "r <= P-1", "L >= 0", "R >= 1", "k <= R"),
+    "headroom_bound_is_tight_for_symbolic_cp_size": _bounds("P >= 2", "q >= 0"),
+    "headroom_bound_holds_for_any_number_of_requests": _bounds("L >= 0", "r >= 0", "r <= P-1", "R >= 1", "k <= R"),
+    "headroom_bound_is_tight": _bounds("k >= 0 @ step", "k >= 1 @ bound"),
+    "capture_capacity_is_aligned_ceil_share": _bounds("B >= 1"),
+    "headroom_capture_fits_first_bucket_at_or_above_n": lambda p: (
+        *_bounds("k >= 0", "k <= N", "R >= 1", "n >= 1", "N <= n", "B >= n")(p), _busiest_at_headroom(p)),
+    "scan_selects_least_fitting_bucket": _SCAN,
+    "scan_selects_least_fitting_bucket_for_any_list_length": _bounds("n >= 1", "high >= n", "required >= 0", "head.bucket >= 1"),
+    "scan_selects_a_captured_bucket": _SCAN,
+    "scan_respects_padding_limit": _SCAN,
+    "scan_bucket_has_room_for_required_rows": _SCAN,
+    "scan_selects_minimal_bucket": _SCAN,
+    "scan_never_falls_back_when_a_bucket_fits": _SCAN,
+    "least_fitting_bucket_is_unique": _SCAN,
+    "scan_selects_first_bucket_at_or_above_n_when_it_has_room": _SCAN,
+    "padding_window_holds_n_for_every_factor": _bounds("n >= 1", "F >= 1"),
+    "class_loads_track_request_loads": _bounds("L >= 0"),
+    **{name: _e2e_domain for name in (
+        "ranks_sharing_their_capture_state_agree", "admitted_batches_replay_the_admitted_bucket",
+        "admitted_bucket_is_captured", "admitted_bucket_is_within_padding_limit", "admitted_batches_fit_every_rank",
+        "replay_runs_only_into_a_listed_bucket_with_room", "admitted_bucket_is_the_least_that_fits",
+        "active_batches_that_fit_are_admitted",
+    )},
+}
+
+
+# The scope each theorem states, as the labels its queries must carry at the coverage parameter (P = 4): a
+# strategy or a padding factor silently left out (a constant of the theorem moved, a condition flipped) proves
+# just as well, with fewer cases.
+_ALL = ("zigzag", "interleave", "contiguous", "zigzag_pad")
+_E2E_SCOPE = tuple(f"({sid}, F={f})" for sid in _ALL for f in ("2", "3/2"))
+SCOPES: dict[str, tuple[str, ...]] = {
+    # "checked at the edges of every clause: L in {0, 1, P-1, P, P+1, 2P-1, 2P, 2P+1, 3P+1, 4P-1, 4P}" at P = 4
+    "folded_literals_equal_their_terms": tuple(f"L={v}" for v in (0, 1, 3, 4, 5, 7, 8, 9, 13, 15, 16)),
+    "table_batch_loads_sum_to_tokens": _ALL,
+    "class_loads_track_request_loads": (
+        "base", "step invariant", "step covers", "step tokens", "exact", "class_batch is the state",
+        *(f"{part} {kind}" for kind in ("zigzag", "contiguous", "zigzag_pad") for part in ("base loads", "request split", "step loads")),
+        *(f"suffix step {kind} T{j}" for kind in ("zigzag", "contiguous", "zigzag_pad") for j in range(8)),  # 2P classes at P = 4
+    ),
+    "ranks_sharing_their_capture_state_agree": _E2E_SCOPE,
+    "admitted_batches_replay_the_admitted_bucket": _E2E_SCOPE,
+    "admitted_bucket_is_captured": _E2E_SCOPE,
+    "admitted_bucket_is_within_padding_limit": tuple(f"({sid}, F={f})" for sid in _ALL for f in ("1", "5/4", "3/2", "2", "4")),
+    "admitted_batches_fit_every_rank": (*_E2E_SCOPE, "any capacities", "captured capacities"),
+    "replay_runs_only_into_a_listed_bucket_with_room": tuple(f"({sid}, F=2)" for sid in _ALL),
+    "admitted_bucket_is_the_least_that_fits": _E2E_SCOPE,
+    "active_batches_that_fit_are_admitted": _E2E_SCOPE,
+}
+
+
+def scope_edges() -> tuple[Bite, ...]:
+    """The end-to-end theorems' stated scope at its edges: every strategy with F in {2, 3/2} up to P = 8, only
+    zigzag and zigzag_pad with F = 2 above it (proofs/README.md, registry scopes)."""
+    from fractions import Fraction
+
+    from cpgraph.proofs import end_to_end
+
+    out = []
+    for p, strategies, factors in ((8, _ALL, (Fraction(2), Fraction(3, 2))), (12, ("zigzag", "zigzag_pad"), (Fraction(2),))):
+        got = {(s.strategy, s.factor) for s in end_to_end._settings(p)}
+        want = {(sid, f) for sid in strategies for f in factors}
+        out.append(Bite("end-to-end scope", f"P={p}", "every strategy and factor the scope states, no other", p,
+                        Status.PROVED, Status.PROVED if got == want else Status.REFUTED))
+    return tuple(out)
+
+
+def _constants(terms: Iterable[BoolTerm]) -> set[str]:
+    """Names of the uninterpreted constants in ``terms``."""
+    seen: set[int] = set()
+    names: set[str] = set()
+    todo = [t for t in terms if isinstance(t, z3.ExprRef)]
+    while todo:
+        t = todo.pop()
+        key = t.get_id()
+        if key in seen:
+            continue
+        seen.add(key)
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            names.add(t.decl().name())
+        elif z3.is_app(t):
+            todo.extend(t.children())
+        elif z3.is_quantifier(t):
+            todo.append(t.body())
+    return names
+
+
+def _satisfiable(query: Query, extra: tuple[BoolTerm, ...] = ()) -> Status:
+    witness = check(False, hypotheses=(*query.hypotheses, *extra), rlimit=query.rlimit)
+    return Status.REFUTED if witness.status is Status.REFUTED else witness.status
+
+
+def _chains(queries: Sequence[Query]) -> list[tuple[str, Query]]:
+    """One query per chain: the queries of one chain (parts ending in the same "(strategy, F=...)") checked
+    together, with the union of their hypotheses (a model of the union is a model of each); any other query
+    on its own."""
+    groups: dict[str, list[Query]] = {}
+    for q in queries:
+        key = q.part[q.part.rindex("("):] if q.part.endswith(")") and "(" in q.part else q.part
+        groups.setdefault(key, []).append(q)
+    out = []
+    for key, members in groups.items():
+        hypotheses = tuple(dict.fromkeys(h for q in members for h in q.hypotheses))
+        out.append((key, Query(key, z3.BoolVal(False), hypotheses, rlimit=max(q.rlimit for q in members))))
+    return out
+
+
+def coverage(theorem: str) -> tuple[Bite, ...]:
+    """Non-vacuity of every query of ``theorem`` and its boundary points, at its coverage parameter: each a
+    Bite that must be REFUTED (a witness model exists)."""
+    obligation = BY_NAME[theorem]
+    parameter = COVERAGE_PARAMETER[obligation.over]
+    queries = obligation.build(parameter)
+    out = [Bite(theorem, f"satisfiable: {label}", "the hypotheses have a model (not vacuous)", parameter, Status.REFUTED,
+                _satisfiable(q)) for label, q in _chains(queries)]
+    # A lemma that assumes its own conclusion proves whatever it says (an off-by-one slice of earlier lemmas).
+    circular = [q.part for q in queries if any(z3.is_expr(h) and h.eq(q.claim) for h in q.hypotheses)]
+    out.append(Bite(theorem, "no query assumes its own claim", ", ".join(circular) or "none", parameter, Status.PROVED,
+                    Status.REFUTED if circular else Status.PROVED))
+    for fragment in SCOPES.get(theorem, ()):
+        found = any(re.search(rf"(^|[\s(]){re.escape(fragment)}($|[\s)])", q.part) for q in queries)
+        out.append(Bite(theorem, f"scope: {fragment}", f"a query covers {fragment}", parameter, Status.PROVED,
+                        Status.PROVED if found else Status.REFUTED))
+    boundaries = BOUNDARIES.get(theorem)
+    if boundaries is None:
+        return (*out, Bite(theorem, "boundaries", "no boundary points listed in proofs/teeth.py BOUNDARIES", parameter,
+                           Status.REFUTED, Status.PROVED))
+    names: dict[int, set[str]] = {}
+
+    def mentions(index: int, wanted: set[str]) -> bool:
+        if index not in names:
+            names[index] = _constants(queries[index].hypotheses)
+        return wanted <= names[index]
+
+    every_query = obligation.over != "cp_size_sampled"  # the end-to-end theorems share one setting: its first query
+    for text, edge, past in boundaries(parameter):
+        wanted = _constants((edge,))
+        where = [q for i, q in enumerate(queries) if mentions(i, wanted)]
+        if not where:
+            out.append(Bite(theorem, f"boundary: {text}", "no query mentions these variables", parameter, Status.REFUTED, Status.PROVED))
+            continue
+        if "@" in text:  # a bound of one part of the argument only
+            text, part = (x.strip() for x in text.split("@"))
+            where = [q for q in where if q.part == part]
+        # The edge on every query that mentions the bound's variables (a lemma's hypotheses tightened is as
+        # narrow as the theorem's), the point past it on the first (later lemmas may hold more generally).
+        for i, q in enumerate(where if every_query else where[:1]):
+            label = f"{text} ({q.part})" if every_query and len(where) > 1 else text
+            out.append(Bite(theorem, f"edge: {label}", f"the hypotheses admit the edge of {text}", parameter, Status.REFUTED,
+                            _satisfiable(q, (edge,))))
+            if i == 0:
+                out.append(Bite(theorem, f"past: {label}", f"the hypotheses exclude the point past {text}", parameter,
+                                Status.PROVED, Status.PROVED if _satisfiable(q, (past,)) is Status.PROVED else Status.REFUTED))
+    return tuple(out)

@@ -1,0 +1,67 @@
+"""Domain guards, run by the teeth pass: each guarded spec builder builds at the edge of its domain and
+raises one past it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import z3
+
+from cpgraph.proofs.check import Status
+from cpgraph.proofs.bite import Bite
+
+
+# -- domain guards: each spec builder accepts the edge of its domain and refuses the value past it -------------
+
+
+def _guard_cases() -> tuple[tuple[str, Callable[[], object], Callable[[], object]], ...]:
+    """(builder, a call at the edge of its domain that must succeed, the call one past it that must raise)."""
+    from fractions import Fraction
+
+    from cpgraph.spec import arith, batch, capacity, selection, strategies, terms, zigzag
+
+    x = z3.Int("guard.x")
+    one = terms.Loads((x,), z3.BoolVal(True))
+    two = terms.Loads((x, x), z3.BoolVal(True))
+    return (
+        ("batch.class_batch", lambda: batch.class_batch(1, "g"), lambda: batch.class_batch(0, "g")),
+        ("capacity.headroom_bound", lambda: capacity.headroom_bound(x, 1, x, "g"), lambda: capacity.headroom_bound(x, 0, x, "g")),
+        ("strategies.contiguous_request_loads", lambda: strategies.contiguous_request_loads(x, 1, "g"),
+         lambda: strategies.contiguous_request_loads(x, 0, "g")),
+        ("strategies.zigzag_pad_request_loads", lambda: strategies.zigzag_pad_request_loads(x, 1, "g"),
+         lambda: strategies.zigzag_pad_request_loads(x, 0, "g")),
+        ("strategies.interleave_loads", lambda: strategies.interleave_loads(x, 1, "g"), lambda: strategies.interleave_loads(x, 0, "g")),
+        ("zigzag.zigzag_request_loads", lambda: zigzag.zigzag_request_loads(x, 1, "g"), lambda: zigzag.zigzag_request_loads(x, 0, "g")),
+        ("strategies.batch_loads", lambda: strategies.rank_loads((x,), 1, "g"), lambda: strategies.rank_loads((), 1, "g")),
+        ("strategies.strategy", lambda: strategies.strategy("zigzag"), lambda: strategies.strategy("zigzag2")),
+        ("selection.symbolic_capture_list", lambda: selection.symbolic_capture_list(0, "g"),
+         lambda: selection.symbolic_capture_list(-1, "g")),
+        ("selection.padding_window", lambda: selection.padding_window(x, Fraction(1)),
+         lambda: selection.padding_window(x, Fraction(99, 100))),
+        ("selection.CaptureList", lambda: selection.CaptureList((x,), (x,), (z3.BoolVal(True),)),
+         lambda: selection.CaptureList((x,), (), (z3.BoolVal(True),))),
+        ("arith.divmod_by", lambda: arith.divmod_by(x, 1, "g"), lambda: arith.divmod_by(x, 0, "g")),
+        ("arith.divmod_by literals", lambda: arith.divmod_by(5, z3.IntVal(1), "g"), lambda: arith.divmod_by(5, z3.IntVal(0), "g")),
+        ("arith.max_of", lambda: arith.max_of((x,), "g"), lambda: arith.max_of((), "g")),
+        ("terms.int_term", lambda: terms.int_term(0), lambda: terms.int_term(False)),
+        ("terms.Loads.plus", lambda: one.plus(one), lambda: one.plus(two)),
+    )
+
+
+def _raises(call: Callable[[], object]) -> bool:
+    try:
+        call()
+    except (ValueError, TypeError):
+        return True
+    return False
+
+
+def guards() -> tuple[Bite, ...]:
+    """Each guarded spec builder at the edge of its domain (must build) and one past it (must raise): a Bite
+    per builder, PROVED when both hold."""
+    out = []
+    for name, edge, past in _guard_cases():
+        ok = not _raises(edge) and _raises(past)
+        out.append(Bite("domain guards", name, "builds at the edge of its domain, raises one past it", 0, Status.PROVED,
+                        Status.PROVED if ok else Status.REFUTED))
+    return tuple(out)
