@@ -154,3 +154,44 @@ def test_runner_and_capture_rule_refuse_zero_where_one_is_the_least() -> None:
 def test_an_integral_fraction_factor_comes_back_as_an_int() -> None:
     factor = check_padding_factor("max_padding_factor", Fraction(4, 2))
     assert type(factor) is int and factor == 2
+
+
+def test_the_cp_size_bound_is_65536() -> None:
+    from cpgraph.reference import rank_loads
+    from cpgraph.reference.validate import MAX_CP_SIZE as bound
+
+    assert bound == 65536
+    with pytest.raises(ValueError, match="cp_size must be an int in 1..65536"):
+        rank_loads((4,), cp_size=65537)
+
+
+def test_headroom_refuses_a_negative_token_count_and_zero_requests() -> None:
+    from cpgraph.reference import headroom_bound, headroom_local_tokens
+
+    with pytest.raises(ValueError, match="num_tokens must be an int >= 0"):
+        headroom_bound(-1, cp_size=2, max_requests=1)
+    with pytest.raises(ValueError, match="max_requests must be an int >= 1"):
+        headroom_bound(8, cp_size=2, max_requests=0)
+    with pytest.raises(ValueError, match="max_requests must be an int >= 1"):
+        headroom_local_tokens(8, cp_size=2, align_size=1, max_requests=0)
+    assert headroom_bound(0, cp_size=2, max_requests=1) == 0
+
+
+def test_an_uncaptured_bucket_is_named_as_not_in_the_list() -> None:
+    found = judge_answers(SEED, [rank_answer(r, True, None, 3000, None, None, None, True) for r in range(4)])
+    captured = [f for f in found if f.invariant == "captured_bucket"]
+    assert captured and "replays 3000, not in capture_num_tokens" in captured[0].why
+
+
+def test_answers_as_json_keep_an_int_bucket_an_int() -> None:
+    data = _answer(0, rows=(520, 519, 518, 517)).to_json()
+    assert data["replay_bucket"] == 2304 and type(data["replay_bucket"]) is int
+    assert data["local_rows"] == [520, 519, 518, 517]
+
+
+def test_a_bucket_exactly_at_the_padding_limit_is_selected() -> None:
+    from cpgraph.reference import ReferenceRunner
+
+    runner = ReferenceRunner(cp_size=2, capture_num_tokens=(64,), align_size=1, max_padding_factor=2)
+    plan = runner.plan((16, 16))
+    assert plan.admitted and plan.bucket == 64
