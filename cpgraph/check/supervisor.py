@@ -36,7 +36,15 @@ def supervise(policy_name: str, call_timeout_s: float) -> None:
     if child == 0:
         _STATE.heart, _STATE.heart_pid = heart, os.getpid()
         return
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child answers Ctrl-C (one line, exit 130)
+    interrupted = False
+
+    def note_interrupt(signum: int, frame: FrameType | None) -> None:
+        nonlocal interrupted
+        interrupted = True
+
+    # The child answers Ctrl-C (one line, exit 130). It is noted here too: a Ctrl-C that lands between a call's
+    # heartbeat stamp and its try block leaves the stamp set, and the child's exit is then not the policy's doing.
+    signal.signal(signal.SIGINT, note_interrupt)
 
     def forward(signum: int, frame: FrameType | None) -> None:
         _kill_tree(child, signal.SIGTERM)
@@ -51,7 +59,7 @@ def supervise(policy_name: str, call_timeout_s: float) -> None:
             code = os.waitstatus_to_exitcode(status)
             code = code if code >= 0 else 128 - code
             _, started, method, rank, cp_size, num_tokens = _HEART.unpack_from(heart, 0)
-            if started:  # the check's process ended inside a policy call: os._exit, a crash in C code
+            if started and not interrupted:  # the check's process ended inside a policy call: os._exit, a C crash
                 name = _METHODS[method]
                 if name == "import":
                     sys.stderr.write(f"cpgraph check: error: cannot load policy {policy_name!r}: importing it ended the "

@@ -31,7 +31,7 @@ def test_a_buggy_policy_fails_with_the_counterexample_and_no_cpgraph_frames(tmp_
 
 
 def test_a_sound_policy_returns_the_report() -> None:
-    report = assert_policy_sound(reference, budget_s=0.5, cp_sizes=(2,))
+    report = assert_policy_sound(reference, budget_s=2.0, cp_sizes=(2,))  # 0.5 s once met no batch in a loaded CI run
     assert report.ok and report.cases > 0
 
 
