@@ -20,6 +20,7 @@ counterexample the review shows is replayed through it.
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -47,7 +48,7 @@ def select(design: Design, n: int, required: int, caps: Mapping[int, int]) -> in
         buckets = buckets[bisect.bisect_left(buckets, n) :]
     top = window_top(n, design.max_padding_factor)
     if design.selector == "smallest":
-        return next(iter_fitting(n, 0, buckets, dict.fromkeys(buckets, 0), top), None)
+        return next(iter_fitting(n, 0, buckets, _any_room(design), top), None)
     return next(iter_fitting(n, required, buckets, caps, top), None)
 
 
@@ -64,8 +65,22 @@ class GroupBatch:
     max_padding_factor: Fraction
 
 
+@functools.lru_cache(maxsize=64)
+def _any_room(design: Design) -> Mapping[int, int]:
+    """Every bucket with a capacity of 0 rows: the smallest selector's scan, which ignores capacities."""
+    return dict.fromkeys(design.buckets, 0)
+
+
+@functools.lru_cache(maxsize=64)
+def _listed(design: Design) -> tuple[int, ...]:
+    """The design's buckets as a sorted capture list (what the judge and the fitting set read)."""
+    return tuple(sorted(set(design.buckets)))
+
+
+@functools.lru_cache(maxsize=64)
 def rank_groups(design: Design) -> tuple[tuple[int, ...], ...]:
-    """Ranks grouped by the capacities they recorded (one group unless a table differs per rank)."""
+    """Ranks grouped by the capacities they recorded (one group unless a table differs per rank); the group
+    holding rank 0 comes first."""
     caps = design.capacities()
     if not design.per_rank_table:
         return (tuple(range(design.cp_size)),)
@@ -82,11 +97,14 @@ def _answers(ranks: Sequence[int], bucket: int | None, rows: tuple[int, ...] | N
     return [rank_answer(r, admitted, None, bucket, None, rows if admitted else None, None, admitted) for r in ranks]
 
 
-def _judge(design: Design, n: int, lengths: tuple[int, ...], decisions: Sequence[tuple[int | None, Expectation, tuple[int, ...] | None]]) -> set[str]:
+GroupDecision = tuple[int | None, Expectation, tuple[int, ...] | None]  # a group's bucket, expectation, replay rows
+
+
+def _judge(design: Design, n: int, lengths: tuple[int, ...], decisions: Sequence[GroupDecision]) -> set[str]:
     """Every invariant the groups' decisions break: the judge per group, consensus over all ranks, then
     admission_replay where an admitted bucket cannot be replayed (REPLAY_FAILS)."""
     caps = design.capacities()
-    listed = tuple(sorted(set(design.buckets)))
+    listed = _listed(design)
     broken: set[str] = set()
     everyone: list[RankAnswer] = []
     for group, (bucket, expect, rows) in zip(rank_groups(design), decisions):
@@ -106,31 +124,38 @@ def _judge(design: Design, n: int, lengths: tuple[int, ...], decisions: Sequence
 
 def _fitting(design: Design, n: int, required: int, caps: Mapping[int, int]) -> tuple[int, ...]:
     return fitting_set(
-        num_tokens=n, required=required, capture_num_tokens=tuple(sorted(set(design.buckets))), capacities=caps,
+        num_tokens=n, required=required, capture_num_tokens=_listed(design), capacities=caps,
         factor=design.max_padding_factor,
     )
 
 
-def violations_at(design: Design, n: int, required: int) -> frozenset[str]:
-    """Invariants a CP-active batch of n tokens needing ``required`` rows breaks, for a live-layout design
-    (there every decision and every rule reads only n and the live rows: the busiest rank stands for all)."""
+def _decisions_at(design: Design, n: int, required: int) -> list[GroupDecision]:
+    """Each rank group's decision on a CP-active batch of n tokens needing ``required`` rows (live layout:
+    every decision and every rule reads only n and the live rows, the busiest rank stands for all)."""
     if design.layout_basis != "live":
         raise ValueError(f"violations_at needs layout_basis = 'live', got {design.layout_basis!r}")
     caps = design.capacities()
     rows = (required,) * design.cp_size
-    decisions = []
+    decisions: list[GroupDecision] = []
     for group in rank_groups(design):
         c = caps[group[0]]
         expect = Expectation(True, rows, required, _fitting(design, n, required, c))
         decisions.append((select(design, n, required, c), expect, rows))
-    return frozenset(i for i in INVARIANTS if i in _judge(design, n, rows, decisions))
+    return decisions
+
+
+def violations_at(design: Design, n: int, required: int) -> frozenset[str]:
+    """Invariants a CP-active batch of n tokens needing ``required`` rows breaks, for a live-layout design."""
+    broken = _judge(design, n, (required,) * design.cp_size, _decisions_at(design, n, required))
+    return frozenset(i for i in INVARIANTS if i in broken)
 
 
 def decide_at(design: Design, n: int, required: int) -> tuple[int | None, bool]:
-    """(rank 0's bucket or None for eager, replay crashes) from n and the live rows (live layout only)."""
-    group = next(g for g in rank_groups(design) if 0 in g)
-    bucket = select(design, n, required, design.capacities()[group[0]])
-    return bucket, bool(violations_at(design, n, required) & set(CRASHES))
+    """(rank 0's bucket or None for eager, replay crashes) from n and the live rows (live layout only):
+    one decision per rank group, judged once."""
+    decisions = _decisions_at(design, n, required)
+    broken = _judge(design, n, (required,) * design.cp_size, decisions)
+    return decisions[0][0], bool(broken & set(CRASHES))
 
 
 def replay_lengths(design: Design, lengths: tuple[int, ...], bucket: int) -> tuple[int, ...]:
