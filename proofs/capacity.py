@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import z3
 
-from cpgraph.proofs.induction import request_excess, symbolic_loads, within_headroom
+from cpgraph.proofs.induction import induction_chain, request_excess, symbolic_loads, within_headroom
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.replay import batch_replay
 from cpgraph.proofs.strategies import Split, ZigzagRankLoad
@@ -59,27 +59,19 @@ def headroom_bound_holds_for_any_number_of_requests(
         ),
     )
     prior, tokens, requests = z3.Int("a"), z3.Int("N"), z3.Int("k")
-    more, nonempty = z3.Int("l"), z3.Int("j")
-
-    def so_far(a: IntLike, n: IntLike, k: IntLike) -> BoolTerm:
-        return within_headroom(p, a, n, k)
-
-    # The step uses the request lemma through the same builder that states it (request_excess).
-    base = Query("base", so_far(0, 0, 0), ())
-    step = Query(
-        "step",
-        so_far(prior + more, tokens + length, requests + nonempty),
-        (so_far(prior, tokens, requests), length >= 0, nonempty == indicator(length >= 1), request_excess(p, more, length)),
-    )
-    limit = z3.Int("R")
+    more, nonempty, limit = z3.Int("l"), z3.Int("j"), z3.Int("R")
     capped = bound(tokens, p, limit, "bound")
-    final = Query(
-        "bound",
-        prior <= capped.value,
-        (capped.holds, so_far(prior, tokens, requests), limit >= 1, requests <= limit),
-        size=tokens,
+    # The step uses the request lemma through the same builder that states it (request_excess).
+    return (
+        request,
+        *induction_chain(
+            lambda a, n, k: within_headroom(p, a, n, k),
+            step_to=(prior + more, tokens + length, requests + nonempty),
+            step_facts=(length >= 0, nonempty == indicator(length >= 1), request_excess(p, more, length)),
+            bound=prior <= capped.value,
+            bound_facts=(capped.holds, limit >= 1, requests <= limit),
+        ),
     )
-    return (request, base, step, final)
 
 
 def headroom_bound_is_tight(
@@ -109,25 +101,22 @@ def headroom_bound_is_tight(
         ),
     )
     prior, tokens, requests, more = z3.Int("a"), z3.Int("N"), z3.Int("k"), z3.Int("l")
+    exact = bound(tokens, p, requests, "bound")
 
     def so_far(a: IntLike, n: IntLike, k: IntLike) -> BoolTerm:
         # Rank P-1 of a batch of k requests (each at the edge, so each >= 1 token) holds (N + k(P-1))/P.
         return z3.And(k >= 0, k <= n, p * a == n + k * (p - 1))
 
-    base = Query("base", so_far(0, 0, 0), ())
-    step = Query(
-        "step",
-        so_far(prior + more, tokens + length, requests + 1),
-        (so_far(prior, tokens, requests), length >= 1, p * more == length + (p - 1)),
+    return (
+        request,
+        *induction_chain(
+            so_far,
+            step_to=(prior + more, tokens + length, requests + 1),
+            step_facts=(length >= 1, p * more == length + (p - 1)),
+            bound=prior == exact.value,
+            bound_facts=(exact.holds, requests >= 1),
+        ),
     )
-    exact = bound(tokens, p, requests, "bound")
-    final = Query(
-        "bound",
-        prior == exact.value,
-        (exact.holds, so_far(prior, tokens, requests), requests >= 1),
-        size=tokens,
-    )
-    return (request, base, step, final)
 
 
 def capture_capacity_is_aligned_ceil_share(cp_size: int, *, capture: Capture = capture_local_tokens) -> tuple[Query, ...]:

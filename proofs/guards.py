@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import z3
 
-from cpgraph.proofs.check import Status
+from cpgraph.proofs.check import Status, check
 from cpgraph.proofs.bite import Bite
 
 
@@ -65,3 +65,26 @@ def guards() -> tuple[Bite, ...]:
         out.append(Bite("domain guards", name, "builds at the edge of its domain, raises one past it", 0, Status.PROVED,
                         Status.PROVED if ok else Status.REFUTED))
     return tuple(out)
+
+
+def induction_base() -> Bite:
+    """EMPTY_BATCH, the state every induction over requests starts from, is the spec's empty batch: the class
+    state with no request has EMPTY_BATCH's tokens and requests and, under every strategy with per-request
+    loads, EMPTY_BATCH's load on every rank (P = 1..4). PROVED when all hold."""
+    from cpgraph.proofs.batch import empty_state
+    from cpgraph.proofs.induction import EMPTY_BATCH
+    from cpgraph.spec.batch import class_loads
+    from cpgraph.spec.strategies import STRATEGIES
+
+    load, tokens, requests = EMPTY_BATCH
+    ok = True
+    for p in range(1, 5):
+        empty = empty_state(p)
+        claims = [empty.tokens == tokens, empty.requests == requests]
+        for kind, row in STRATEGIES.items():
+            if row.request_loads is not None:
+                loads = class_loads(empty, kind, f"base.{kind}")
+                claims += [z3.Implies(loads.holds, x == load) for x in loads.loads]
+        ok = ok and check(z3.And(claims)).status is Status.PROVED
+    return Bite("induction base", "EMPTY_BATCH", "the state every induction starts from is the spec's empty batch", 0,
+                Status.PROVED, Status.PROVED if ok else Status.REFUTED)

@@ -11,10 +11,20 @@ per-request lemma, plus a step from the batch so far to the batch with one more 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
+from typing import Final
 
 import z3
 
-from cpgraph.spec.terms import IntLike, IntTerm, Loads
+from cpgraph.proofs.obligation import Query
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads
+
+EMPTY_BATCH: Final = (0, 0, 0)
+"""(a rank's load, tokens N, non-empty requests k) of the batch before its first request: the state every
+induction's base is stated at. The teeth pass checks it against the spec's own empty batch
+(proofs/guards.py: ``induction_base``), so no theorem writes the base state by hand."""
+
+Invariant = Callable[[IntLike, IntLike, IntLike], BoolTerm]
 
 
 @functools.lru_cache(maxsize=256)
@@ -51,3 +61,26 @@ def within_headroom(cp_size: IntLike, load: IntLike, tokens: IntLike, requests: 
 
 def _term(value: IntLike) -> z3.ArithRef:
     return z3.IntVal(value) if isinstance(value, int) else value
+
+
+def induction_chain(
+    invariant: Invariant,
+    *,
+    step_to: tuple[IntLike, IntLike, IntLike],
+    step_facts: Sequence[BoolTerm],
+    bound: BoolTerm,
+    bound_facts: Sequence[BoolTerm],
+    base_facts: Sequence[BoolTerm] = (),
+) -> tuple[Query, Query, Query]:
+    """Base, step and bound of an induction over the requests of a batch, all three built from one
+    ``invariant(load, tokens, requests)``: the base is the invariant at EMPTY_BATCH; the step assumes it at
+    (a, N, k) and re-establishes it at ``step_to`` (one more request); the bound assumes it at (a, N, k)
+    and concludes ``bound``. So the invariant the step assumes is the one the base and the step prove,
+    and the one the bound uses: the three compose into one checked chain."""
+    prior, tokens, requests = z3.Int("a"), z3.Int("N"), z3.Int("k")
+    held = invariant(prior, tokens, requests)
+    return (
+        Query("base", invariant(*EMPTY_BATCH), tuple(base_facts)),
+        Query("step", invariant(*step_to), (held, *step_facts)),
+        Query("bound", bound, (held, *bound_facts), size=tokens),
+    )

@@ -87,12 +87,14 @@ class Setting:
         )
         out: list[Query] = []
         proved: list[BoolTerm] = []
-        final = steps[-1][1]
-        for i, step in enumerate(steps):
-            part, lemma = step[0], step[1]
-            # A lemma is proved where the theorem's claim fails (Not(final) => lemma): the chain proves the
-            # same theorem, and a refuted lemma's model is a counterexample to the theorem itself.
-            claim = lemma if i == len(steps) - 1 else z3.Implies(z3.Not(final), lemma)
+        *lemmas, last = steps
+        final = last[1]
+        # A lemma is proved where the theorem's claim fails (Not(final) => lemma): the chain proves the
+        # same theorem, and a refuted lemma's model is a counterexample to the theorem itself. The last
+        # step is the claim itself.
+        guarded = [(step, z3.Implies(z3.Not(final), step[1])) for step in lemmas]
+        for step, claim in (*guarded, (last, final)):
+            part = step[0]
             own = tuple(step[2]) if len(step) == 3 else tuple(facts)
             out.append(
                 Query(

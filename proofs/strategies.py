@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import z3
 
-from cpgraph.proofs.induction import batch_so_far, next_request
+from cpgraph.proofs.induction import EMPTY_BATCH, batch_so_far, next_request
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.replay import batch_replay
 from cpgraph.spec.arith import DivMod, divmod_by
@@ -59,7 +59,8 @@ def _sum_over_requests(cp_size: int, strategy: str, request_loads: RequestLoads,
         conservation(so_far.plus(more), tokens + extra),
         (conservation(so_far, tokens), conservation(more, extra)),
     )
-    base = Query("base", conservation(Loads(tuple(z3.IntVal(0) for _ in range(cp_size)), z3.BoolVal(True)), 0), ())
+    load, empty_tokens, _ = EMPTY_BATCH
+    base = Query("base", conservation(Loads(tuple(z3.IntVal(load) for _ in range(cp_size)), z3.BoolVal(True)), empty_tokens), ())
     return (request, base, step)
 
 

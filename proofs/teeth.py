@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from cpgraph.proofs.bite import Bite as Bite, bite as bite
 from cpgraph.proofs.coverage import BOUNDARIES as BOUNDARIES, SCOPES as SCOPES, coverage as coverage, scope_edges as scope_edges
-from cpgraph.proofs.guards import guards as guards
+from cpgraph.proofs.guards import guards as guards, induction_base as induction_base
 from cpgraph.proofs.registry import BY_NAME
 from cpgraph.proofs.variants import VARIANTS
 
@@ -27,7 +27,7 @@ def teeth(theorems: Iterable[str]) -> tuple[tuple[Bite, ...], float]:
     bites = tuple(bite(v) for v in VARIANTS if v.theorem in set(wanted))
     covered = tuple(b for t in wanted if t in BY_NAME for b in coverage(t))
     edges = scope_edges() if any(t in SCOPES and t in BY_NAME and BY_NAME[t].over == "cp_size_sampled" for t in wanted) else ()
-    return (*bites, *covered, *edges, *guards()), time.perf_counter() - start
+    return (*bites, *covered, *edges, *guards(), induction_base()), time.perf_counter() - start
 
 
 def toothless(bites: Iterable[Bite]) -> tuple[Bite, ...]:

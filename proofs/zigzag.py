@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import z3
 
-from cpgraph.proofs.induction import request_excess, within_headroom
+from cpgraph.proofs.induction import induction_chain, request_excess, within_headroom
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.strategies import Split, ZigzagRankLoad
 from cpgraph.spec.terms import IntLike
@@ -52,17 +52,16 @@ def headroom_bound_holds_for_symbolic_cp_size(
     del parameter
     p, _, length, load, hypotheses, _ = _symbolic(split, rank_load)
     prior, tokens, requests, more, limit = (z3.Int(x) for x in ("a", "N", "k", "l", "R"))
-    lemma = request_excess(p, load, length)
-    step_facts = (p >= 1, length >= 0, within_headroom(p, prior, tokens, requests), request_excess(p, more, length))
     capped = z3.If(limit <= tokens, limit, tokens)
     return (
-        Query("request", lemma, hypotheses, size=length),
-        Query("base", within_headroom(p, 0, 0, 0), (p >= 1,)),
-        Query("step", within_headroom(p, prior + more, tokens + length, count(requests, length)), step_facts),
-        Query(
-            "bound",
-            p * prior <= tokens + capped * (p - 1),
-            (p >= 1, within_headroom(p, prior, tokens, requests), limit >= 1, requests <= limit),
+        Query("request", request_excess(p, load, length), hypotheses, size=length),
+        *induction_chain(
+            lambda a, n, k: within_headroom(p, a, n, k),
+            step_to=(prior + more, tokens + length, count(requests, length)),
+            step_facts=(p >= 1, length >= 0, request_excess(p, more, length)),
+            bound=p * prior <= tokens + capped * (p - 1),
+            bound_facts=(p >= 1, limit >= 1, requests <= limit),
+            base_facts=(p >= 1,),
         ),
     )
 

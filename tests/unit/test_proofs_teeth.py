@@ -88,10 +88,38 @@ def test_a_guard_moved_by_one_is_caught(monkeypatch: pytest.MonkeyPatch) -> None
     assert lost == ["batch.class_batch"]
 
 
+@pytest.mark.parametrize("moved", [(1, 0, 0), (0, 1, 0), (0, 0, 1)])
+def test_an_induction_base_moved_off_the_empty_batch_is_caught(monkeypatch: pytest.MonkeyPatch, moved: tuple[int, int, int]) -> None:
+    from cpgraph.proofs import guards, induction
+
+    assert guards.induction_base().ok
+    monkeypatch.setattr(induction, "EMPTY_BATCH", moved)
+    assert not guards.induction_base().ok
+
+
+def test_the_induction_chain_builds_base_step_and_bound_from_one_invariant() -> None:
+    import z3
+
+    from cpgraph.proofs.induction import EMPTY_BATCH, induction_chain
+
+    seen: list[tuple[object, object, object]] = []
+
+    def invariant(a: object, n: object, k: object) -> z3.BoolRef:
+        seen.append((a, n, k))
+        return z3.BoolVal(True)
+
+    base, step, bound = induction_chain(invariant, step_to=(z3.Int("a") + 1, z3.Int("N") + 1, z3.Int("k") + 1),
+                                        step_facts=(), bound=z3.BoolVal(True), bound_facts=())
+    assert (base.part, step.part, bound.part) == ("base", "step", "bound")
+    assert EMPTY_BATCH in seen  # the base is the invariant at the empty batch
+    held = invariant(z3.Int("a"), z3.Int("N"), z3.Int("k"))
+    assert step.hypotheses[0].eq(held) and bound.hypotheses[0].eq(held)  # step and bound assume that invariant
+
+
 def test_teeth_runs_coverage_and_guards_for_the_theorems_it_checks() -> None:
     bites, _ = teeth.teeth(["padding_window_holds_n_for_every_factor"])
     names = {b.theorem for b in bites}
-    assert names == {"padding_window_holds_n_for_every_factor", "domain guards"}
+    assert names == {"padding_window_holds_n_for_every_factor", "domain guards", "induction base"}
     assert all(b.ok for b in bites)
     assert len(OBLIGATIONS) == len(teeth.BOUNDARIES)
 
