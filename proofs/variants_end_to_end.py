@@ -45,6 +45,13 @@ def smallest_at_or_above_n(setup: RankSetup, window: Window, rows: IntTerm) -> S
     return chosen
 
 
+def smallest_at_or_above_n_unbounded(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
+    """The pre-fix selector with no padding limit (0.5.17 padded to the first bucket >= n however far
+    above n it was): the first bucket >= n of the list, no room check."""
+    top = setup.capture.buckets[-1] if setup.capture.buckets else window.low
+    return smallest_at_or_above_n(setup, Window(window.low, z3.If(top > window.low, top, window.low)), rows)
+
+
 def first_bucket_only(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
     """Only the first bucket >= n is tried: admitted if it is within F*n and has room, else fall back."""
     first = smallest_at_or_above_n(setup, window, rows)
@@ -255,6 +262,10 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          functools.partial(e2e.admitted_batches_fit_every_rank, replay_fn=prefix_replay)),
         ("prefix_admission", "admitted_batches_fit_every_rank", "admission takes the first bucket >= n, no room check",
          functools.partial(e2e.admitted_batches_fit_every_rank, admit_fn=prefix_admit)),
+        ("prefix_admission", "admitted_bucket_is_captured", "admission takes the first bucket >= n, recorded or not",
+         functools.partial(e2e.admitted_bucket_is_captured, admit_fn=prefix_admit)),
+        ("prefix_admission", "admitted_bucket_is_within_padding_limit", "admission takes the first bucket >= n, however far above F*n",
+         functools.partial(e2e.admitted_bucket_is_within_padding_limit, admit_fn=make_admit(select=smallest_at_or_above_n_unbounded))),
         ("local_load", "ranks_sharing_their_capture_state_agree", "each rank decides from its own load",
          functools.partial(e2e.ranks_sharing_their_capture_state_agree, admit_fn=make_admit(busiest="local"))),
         ("other_rank_largest", "ranks_sharing_their_capture_state_agree", "rank P-1 picks the greatest fitting bucket",
