@@ -386,7 +386,8 @@ TARGETS: dict[str, Target] = {
     "impl": Target(
         "impl", lambda root: ["impl/formulas.py", "impl/decision.py", "impl/lengths.py"],
         (_pytest("tests", _BULK, "tests/unit/test_impl_decision.py", "tests/unit/test_impl_lengths_forms.py",
-                 "tests/unit/test_impl_boundary.py", "tests/differential/test_impl_decisions.py"),),
+                 "tests/unit/test_impl_boundary.py", "tests/unit/test_impl_fast_paths.py",
+                 "tests/differential/test_impl_decisions.py"),),
         "pytest -x over the bulk conformance harness (impl's decision path against the spec's mirror), impl's "
         "decision tests and its differential tests against the reference",
     ),

@@ -12,6 +12,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import cast
 
 from cpgraph.impl.checks import (
     check_capacities,
@@ -82,9 +83,8 @@ class Selector:
         lo, hi = self.window(num_tokens, max_padding_factor)
         if lo >= hi:
             return None
-        if self.monotone:
-            caps = self.capacities
-            i = bisect_left(caps, required, lo, hi, key=lambda c: -1 if c is None else c)
+        if self.monotone:  # every capacity present (build() says so) and non-decreasing
+            i = bisect_left(cast("tuple[int, ...]", self.capacities), required, lo, hi)
             return self.capture_num_tokens[i] if i < hi else None
         for i in range(lo, hi):
             cap = self.capacities[i]

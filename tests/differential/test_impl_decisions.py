@@ -221,6 +221,32 @@ def test_impl_plan_agrees_with_reference_runner_plan(
         assert (got.fallback.value if got.fallback else None) == (want.fallback.value if want.fallback else None)
 
 
+@pytest.mark.parametrize("p", [2, 3, 4, 8])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_impl_plan_agrees_with_reference_at_every_gate_edge(p: int, strategy: str) -> None:
+    """Each fallback gate at its edge and one past it (n = 2P with one request of 2P tokens, a request of
+    2P - 1, n at the largest bucket and one past it), field by field against the reference runner."""
+    buckets = (2 * p, 3 * p, 4 * p, 8 * p)
+    ref = reference.ReferenceRunner(cp_size=p, capture_num_tokens=buckets, max_padding_factor=2, strategy=strategy)
+    a = decision.default_align_size(cp_size=p, strategy=strategy)
+    selector = decision.Selector.build(ref.capture_num_tokens, ref.bucket_local_tokens)
+    low = 2 * p
+    cases = [((low,), low), ((low,), low + 1), ((low - 1,), low), ((low - 1,), low - 1), ((low, low - 1), 4 * low),
+             ((low,), 8 * p), ((low,), 8 * p + 1), ((low, low), 8 * p), ((low, low + 1), 4 * p + 1)]
+    for lengths, n in cases:
+        want = ref.plan(lengths, n)
+        plans = [
+            decision.plan_batch(lengths, num_tokens=n, cp_size=p, align_size=a, selector=selector,
+                                max_padding_factor=2, strategy=strategy),
+            decision.plan_lengths(list(lengths), n, cp_size=p, align_size=a, selector=selector,
+                                  max_padding_factor=2, strategy=strategy),
+        ]
+        for got in plans:
+            assert (got.bucket, got.bucket_local_tokens, got.required_local_tokens) == (
+                want.bucket, want.bucket_local_tokens, want.required_local_tokens), (lengths, n)
+            assert (got.fallback.value if got.fallback else None) == (want.fallback.value if want.fallback else None), (lengths, n)
+
+
 BAD_CALLS: list[dict[str, Any]] = [
     dict(extend_seq_lens=()),
     dict(extend_seq_lens=(3, -2)),

@@ -1,0 +1,69 @@
+"""impl's shortcuts run where they are meant to (issue 14's speed contract).
+
+Every shortcut of the decision path gives the value the general path gives (the differential tests hold
+that). These tests pin that the shortcut itself is taken: the general path is replaced by one that raises,
+so a change that quietly sends every batch down the slower path fails here instead of only in a benchmark.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NoReturn
+
+import numpy as np
+import pytest
+
+from cpgraph import reference
+from cpgraph.impl import decision, formulas, lengths
+from cpgraph.impl.checks import MAX_CP_SIZE
+from cpgraph.impl.lengths import VECTOR_MIN_REQUESTS
+
+
+def _boom(*args: object, **kwargs: object) -> NoReturn:
+    raise AssertionError("the general path ran where the shortcut should have")
+
+
+def test_lists_go_vectorised_from_vector_min_requests_on() -> None:
+    assert lengths.accept_lengths([100] * VECTOR_MIN_REQUESTS)[1] is not None
+    assert lengths.accept_lengths([100] * (VECTOR_MIN_REQUESTS - 1))[1] is None
+
+
+def test_an_int64_array_is_taken_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lengths, "_int64_vector", _boom)
+    vec = np.arange(2, 2 + 2 * VECTOR_MIN_REQUESTS, dtype=np.int64)
+    got = lengths.accept_lengths(vec)
+    assert got[1] is vec and got[3] == int(vec.sum())
+
+
+def test_one_rank_holds_the_total_without_a_histogram(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(formulas, "_zigzag_from_hist", _boom)
+    batch = [5, 6, 7]
+    assert decision.max_rank_load(batch, cp_size=1) == sum(batch)
+
+
+def test_one_request_from_a_list_is_decided_inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(formulas, "accept_lengths", _boom)
+    monkeypatch.setattr(formulas, "busiest_rows", _boom)
+    for p in (1, 2, 3, 4, 64):
+        for length in (1, 40, 2 * p + 1, 10_000):
+            assert formulas.required_local_tokens([length], cp_size=p, align_size=8) == reference.required_local_tokens(
+                (length,), cp_size=p, align_size=8)
+
+
+def test_the_largest_cp_size_needs_no_second_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(formulas, "check_cp_size", _boom)
+    assert formulas.required_local_tokens([3 * MAX_CP_SIZE], cp_size=MAX_CP_SIZE, align_size=1) == 3
+    assert formulas.max_rank_load([2 * MAX_CP_SIZE], cp_size=MAX_CP_SIZE) == 2
+
+
+def test_the_decider_takes_one_request_without_the_histogram(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = decision.formulas
+
+    def no_general_path(strategy: object) -> formulas.StrategyFormulas:
+        return dataclasses.replace(real(strategy), scalar=_boom, vector=_boom)
+
+    monkeypatch.setattr(decision, "formulas", no_general_path)
+    selector = decision.Selector.build((64, 128), {64: 16, 128: 32})
+    decide = decision.decider(cp_size=4, align_size=8, selector=selector, max_padding_factor=2)
+    _, n, (required, bucket, _, reason) = decide([60])
+    assert (n, required, bucket, reason) == (60, 16, 64, None)
