@@ -37,10 +37,11 @@ def _e2e_domain(p: int) -> tuple[Boundary, ...]:
     from cpgraph.spec.batch import class_batch
 
     batch = class_batch(p, "batch")
-    n, capacity = z3.Int("n"), z3.Int("cap.c0")
+    n, capacity, first = z3.Int("n"), z3.Int("cap.c0"), z3.Int("cap.b0")
     return (
         ("n >= sum(lengths)", n == batch.tokens, n == batch.tokens - 1),
         ("capacity >= 0", capacity == 0, capacity == -1),
+        ("bucket >= 1", first == 1, first == 0),
         ("requests >= 1", batch.requests == 1, batch.requests == 0),
     )
 
@@ -83,7 +84,7 @@ def _bounds(*texts: str) -> Callable[[int], tuple[Boundary, ...]]:
     return at
 
 
-_SCAN = _bounds("n >= 1", "high >= n", "required >= 0", "cap.c0 >= 0")
+_SCAN = _bounds("n >= 1", "high >= n", "required >= 0", "cap.c0 >= 0", "cap.b0 >= 1")
 BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
     "divmod_quotient_and_remainder_are_unique": _bounds("S >= 1"),
     "folded_literals_equal_their_terms": _bounds(),  # concrete inputs only: every query pins x and y
