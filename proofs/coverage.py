@@ -42,6 +42,7 @@ def _e2e_domain(p: int) -> tuple[Boundary, ...]:
         ("n >= sum(lengths)", n == batch.tokens, n == batch.tokens - 1),
         ("capacity >= 0", capacity == 0, capacity == -1),
         ("bucket >= 1", first == 1, first == 0),
+        _strictly_sorted(),
         ("requests >= 1", batch.requests == 1, batch.requests == 0),
     )
 
@@ -84,7 +85,17 @@ def _bounds(*texts: str) -> Callable[[int], tuple[Boundary, ...]]:
     return at
 
 
-_SCAN = _bounds("n >= 1", "high >= n", "required >= 0", "cap.c0 >= 0", "cap.b0 >= 1")
+def _strictly_sorted() -> Boundary:
+    """Neighbouring buckets one apart (b1 = b0 + 1) are a list the theorem covers; a repeated bucket is not."""
+    first, second = z3.Int("cap.b0"), z3.Int("cap.b1")
+    return ("cap.b0 < cap.b1", second == first + 1, second == first)
+
+
+def _scan(p: int) -> tuple[Boundary, ...]:
+    return (*_bounds("n >= 1", "high >= n", "required >= 0", "cap.c0 >= 0", "cap.b0 >= 1")(p), _strictly_sorted())
+
+
+_SCAN = _scan
 BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
     "divmod_quotient_and_remainder_are_unique": _bounds("S >= 1"),
     "folded_literals_equal_their_terms": _bounds(),  # concrete inputs only: every query pins x and y
