@@ -116,12 +116,15 @@ def class_loads_track_request_loads(
     ])
     out.append(Query("exact", realisable, (is_a_batch(any_state),)))
     # spec.batch.class_batch (what every end-to-end theorem quantifies over) is exactly this state: the same
-    # 2P classes, tokens and requests, and it assumes exactly is_a_batch.
+    # Q and the same 2P long and 2P short counts (so the same tokens and requests), and it assumes exactly
+    # is_a_batch.
     theirs = class_batch(p, "any")
-    out.append(Query("class_batch is the state", z3.And(
-        theirs.tokens == any_state.tokens, theirs.requests == any_state.requests,
-        theirs.short_requests == z3.Sum(list(any_state.short_counts)), theirs.holds == is_a_batch(any_state),
-    ), ()))
+    pairs = [(theirs.quotients, any_state.quotients), *zip(theirs.long_counts, any_state.long_counts),
+             *zip(theirs.short_counts, any_state.short_counts)]
+    same_classes = len(theirs.long_counts) == len(theirs.short_counts) == 2 * p
+    out.append(Query("class_batch is the state", all_of([
+        z3.BoolVal(same_classes), *[x == y for x, y in pairs], theirs.holds == is_a_batch(any_state),
+    ]), ()))
     for kind in _strategies_with_request_loads(p):
         old = class_loads(before, kind, f"{kind}.before")
         new = class_loads(after, kind, f"{kind}.after")

@@ -53,16 +53,21 @@ def headroom_bound_holds_for_symbolic_cp_size(
     p, _, length, load, hypotheses, _ = _symbolic(split, rank_load)
     prior, tokens, requests, more, limit = (z3.Int(x) for x in ("a", "N", "k", "l", "R"))
     capped = z3.If(limit <= tokens, limit, tokens)
+    headroom = tokens + capped * (p - 1)  # the bound, stated once: P*a <= N + min(R, N)(P-1)
     return (
         Query("request", request_excess(p, load, length), hypotheses, size=length),
         *induction_chain(
             lambda a, n, k: within_headroom(p, a, n, k),
             step_to=(prior + more, tokens + length, count(requests, length)),
             step_facts=(p >= 1, length >= 0, request_excess(p, more, length)),
-            bound=p * prior <= tokens + capped * (p - 1),
+            bound=p * prior <= headroom,
             bound_facts=(p >= 1, limit >= 1, requests <= limit),
             base_facts=(p >= 1,),
         ),
+        # Not a weaker bound than the invariant gives: at the invariant's edge with R = k <= N requests, the
+        # bound is met with equality.
+        Query("bound attained", p * prior == headroom,
+              (p >= 1, p * prior == tokens + requests * (p - 1), requests == limit, limit >= 1, limit <= tokens)),
     )
 
 
