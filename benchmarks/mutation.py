@@ -597,7 +597,8 @@ EQUIVALENTS = ROOT / "benchmarks" / "mutation_equivalents.json"
 
 def _arguments() -> list[dict[str, str]]:
     """Written arguments that a surviving mutant is equivalent (or outside what its kill command can see):
-    entries {file, line_text, mutation, argument}, matched on the file, the original line and the mutation."""
+    entries {file, line_text, mutation, argument}, matched on the file, the original line and the mutation
+    (mutation "*": every mutation of that line, for a line no verdict reads, e.g. terms only printed)."""
     if not EQUIVALENTS.exists():
         return []
     entries = json.loads(EQUIVALENTS.read_text())
@@ -609,7 +610,7 @@ def _argument_for(survivor: dict[str, object], arguments: Sequence[dict[str, str
     score without equivalents) or anything else, e.g. "dead code" (counted as a survivor all the same)."""
     path = str(survivor["where"]).rsplit(":", 1)[0]
     for entry in arguments:
-        if entry["file"] == path and entry["line_text"] == survivor.get("line_text") and entry["mutation"] == survivor["mutation"]:
+        if entry["file"] == path and entry["line_text"] == survivor.get("line_text") and entry["mutation"] in (survivor["mutation"], "*"):
             return entry.get("kind", "equivalent"), entry["argument"]
     return None
 
