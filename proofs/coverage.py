@@ -235,6 +235,13 @@ def coverage(theorem: str) -> tuple[Bite, ...]:
         found = any(re.search(rf"(^|[\s(]){re.escape(fragment)}($|[\s)])", q.part) for q in queries)
         out.append(Bite(theorem, f"scope: {fragment}", f"a query covers {fragment}", parameter, Status.PROVED,
                         Status.PROVED if found else Status.REFUTED))
+    stated = re.search(r"sorted (\d+)-bucket lists", obligation.scope)
+    if stated:  # the capture-list length the scope states: its last bucket is in the queries, one more is not
+        k = int(stated.group(1))
+        seen = _constants(t for q in queries for t in (q.claim, *q.hypotheses))
+        ok = f"cap.b{k - 1}" in seen and f"cap.b{k}" not in seen
+        out.append(Bite(theorem, f"scope: {k}-bucket lists", f"the queries' capture list has exactly the {k} buckets the scope states",
+                        parameter, Status.PROVED, Status.PROVED if ok else Status.REFUTED))
     boundaries = BOUNDARIES.get(theorem)
     if boundaries is None:
         return (*out, Bite(theorem, "boundaries", "no boundary points listed in proofs/teeth.py BOUNDARIES", parameter,
