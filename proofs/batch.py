@@ -82,8 +82,25 @@ def _strategies_with_request_loads(cp_size: int) -> tuple[str, ...]:
     )
 
 
+BatchFacts = Callable[[ClassBatch], BoolTerm]
+
+
+def _spec_class_batch(facts: BatchFacts) -> Callable[[int, str], ClassBatch]:
+    """spec.batch.class_batch for the spec's own facts; for other facts (a variant) the same variables under them."""
+    if facts is is_a_batch:
+        return class_batch
+
+    def build(cp_size: int, name: str) -> ClassBatch:
+        fresh = state(cp_size, name)
+        return ClassBatch(cp_size, fresh.quotients, fresh.long_counts, fresh.short_counts, facts(fresh))
+
+    return build
+
+
 def class_loads_track_request_loads(
-    cp_size: int, *, request_loads: RequestLoads = _spec_request_loads, add: Callable[[ClassBatch, IntTerm, str], tuple[ClassBatch, BoolTerm]] = add_request
+    cp_size: int, *, request_loads: RequestLoads = _spec_request_loads,
+    add: Callable[[ClassBatch, IntTerm, str], tuple[ClassBatch, BoolTerm]] = add_request,
+    batch_facts: BatchFacts = is_a_batch,
 ) -> tuple[Query, ...]:
     """Every batch of any number of requests has the loads and tokens of its remainder-class state:
     base (the empty batch) and step (one more request of any length moves the class formula exactly as
@@ -101,7 +118,7 @@ def class_loads_track_request_loads(
     hypotheses = (is_reachable(before), length >= 0, facts)
     out.append(Query("step invariant", is_reachable(after), hypotheses))
     # Coverage: the state of every non-empty batch is one class_batch admits (its own facts, one builder).
-    out.append(Query("step covers", is_a_batch(after), hypotheses))
+    out.append(Query("step covers", batch_facts(after), hypotheses))
     out.append(Query("step tokens", after.tokens == before.tokens + length, hypotheses))
     # Exactness, the converse: every state class_batch admits is one a non-empty batch has, so a model is a
     # real batch. Stated from what realising it needs (one long request per c[m] with quotient >= 1, the
@@ -114,16 +131,16 @@ def class_loads_track_request_loads(
         any_state.quotients >= longs,
         z3.Or(longs >= 1, any_state.quotients == 0),
     ])
-    out.append(Query("exact", realisable, (is_a_batch(any_state),)))
+    out.append(Query("exact", realisable, (batch_facts(any_state),)))
     # spec.batch.class_batch (what every end-to-end theorem quantifies over) is exactly this state: the same
     # Q and the same 2P long and 2P short counts (so the same tokens and requests), and it assumes exactly
     # is_a_batch.
-    theirs = class_batch(p, "any")
+    theirs = _spec_class_batch(batch_facts)(p, "any")
     pairs = [(theirs.quotients, any_state.quotients), *zip(theirs.long_counts, any_state.long_counts),
              *zip(theirs.short_counts, any_state.short_counts)]
     same_classes = len(theirs.long_counts) == len(theirs.short_counts) == 2 * p
     out.append(Query("class_batch is the state", all_of([
-        z3.BoolVal(same_classes), *[x == y for x, y in pairs], theirs.holds == is_a_batch(any_state),
+        z3.BoolVal(same_classes), *[x == y for x, y in pairs], theirs.holds == batch_facts(any_state),
     ]), ()))
     for kind in _strategies_with_request_loads(p):
         old = class_loads(before, kind, f"{kind}.before")

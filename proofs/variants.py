@@ -17,6 +17,7 @@ from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.registry import BY_NAME
 from cpgraph.proofs.wrong_terms import (
+    BATCH_FACTS_WITHOUT,
     _add_without_quotient,
     _align_up_folding_down,
     _align_up_folding_zero_to_a_block,
@@ -207,6 +208,16 @@ VARIANTS: tuple[Variant, ...] = (
             functools.partial(selection.padding_window_holds_n_for_every_factor, window_of=_window_one_short)),
     Variant("forgets_quotient", "class_loads_track_request_loads", "a request adds no quotient blocks", P, REFUTED,
             functools.partial(batch.class_loads_track_request_loads, add=_add_without_quotient)),
+    *(
+        Variant(f"batch_facts_without_{name}", "class_loads_track_request_loads", description, P, REFUTED,
+                functools.partial(batch.class_loads_track_request_loads, batch_facts=BATCH_FACTS_WITHOUT[name]))
+        for name, description in (
+            ("counts", "class_batch checks the sums of the class counts, not each count"),
+            ("quotients", "class_batch admits fewer quotient blocks than long requests"),
+            ("no_long_no_quotient", "class_batch admits quotient blocks with no long request"),
+            ("requests", "class_batch admits the empty batch"),
+        )
+    ),
     *(
         Variant(name, theorem, description, parameter, REFUTED, build)
         for name, theorem, description, parameter, build in variants_end_to_end.variants()

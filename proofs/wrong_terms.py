@@ -308,3 +308,27 @@ def _count_two(requests: z3.ArithRef, length: z3.ArithRef) -> z3.ArithRef:
 
 def _forget_new_request(requests: z3.ArithRef, length: z3.ArithRef) -> z3.ArithRef:
     return requests
+
+
+# -- wrong batch facts: what class_batch assumes, one conjunct short ------------------------------------------
+
+def _batch_facts_without(dropped: str) -> Callable[[ClassBatch], BoolTerm]:
+    def facts(state: ClassBatch) -> BoolTerm:
+        longs = z3.Sum(list(state.long_counts))
+        parts = {
+            "counts": all_of([c >= 0 for c in (*state.long_counts, *state.short_counts)]),
+            "quotients": state.quotients >= longs,
+            "no_long_no_quotient": z3.Implies(longs == 0, state.quotients == 0),
+            "requests": state.requests >= 1,
+        }
+        kept = [term for name, term in parts.items() if name != dropped]
+        if dropped == "counts":  # only the sums checked, not each count: a negative count offset by another passes
+            kept.append(z3.And(longs >= 0, z3.Sum(list(state.short_counts)) >= 0, state.quotients >= 0))
+        return all_of(kept)
+
+    return facts
+
+
+BATCH_FACTS_WITHOUT = {
+    name: _batch_facts_without(name) for name in ("counts", "quotients", "no_long_no_quotient", "requests")
+}
