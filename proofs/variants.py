@@ -27,6 +27,9 @@ from cpgraph.proofs.wrong_terms import (
     _fits_first_at_or_above_n_only,
     _fits_ignoring_capacity,
     _fits_ignoring_record,
+    _fits_strictly_above_n,
+    _fits_strictly_below_top,
+    _fits_with_room_to_spare,
     _fits_without_lower_limit,
     _fits_without_upper_limit,
     _forget_new_request,
@@ -80,6 +83,9 @@ class Variant:
 P, K = 4, 3  # where the variants are checked: a small cp_size and capture-list length that show each bug
 REFUTED, PROVED = Status.REFUTED, Status.PROVED
 
+
+_EDGE_THEOREMS = ("scan_selects_first_bucket_at_or_above_n_when_it_has_room", "scan_never_falls_back_when_a_bucket_fits",
+                  "scan_selects_minimal_bucket")
 
 VARIANTS: tuple[Variant, ...] = (
     Variant("loose_remainder", "divmod_quotient_and_remainder_are_unique", "0 <= m <= S", 0, REFUTED,
@@ -204,6 +210,16 @@ VARIANTS: tuple[Variant, ...] = (
                               parts=("rank_consensus",))),
     Variant("largest_fitting", "scan_selects_first_bucket_at_or_above_n_when_it_has_room", "the greatest fitting bucket", K, REFUTED,
             functools.partial(selection.scan_selects_first_bucket_at_or_above_n_when_it_has_room, relation=_relation(_fits, "greatest"))),
+    *(  # each edge of the fitting test moved in by one, against every theorem whose claim reads that edge
+        Variant(name, theorem, description, K, REFUTED, functools.partial(getattr(selection, theorem), relation=_relation(fits)))
+        for name, description, fits, theorems in (
+            ("skips_bucket_equal_to_n", "a bucket equal to n is skipped (n < B)", _fits_strictly_above_n, _EDGE_THEOREMS),
+            ("skips_bucket_equal_to_top", "a bucket equal to F*n is skipped (B < F*n)", _fits_strictly_below_top,
+             _EDGE_THEOREMS[:2]),  # minimality holds when the top bucket is skipped: it only admits less
+            ("exact_fit_is_no_room", "an exact fit is not room (capacity > required)", _fits_with_room_to_spare, _EDGE_THEOREMS),
+        )
+        for theorem in theorems
+    ),
     Variant("window_one_short", "padding_window_holds_n_for_every_factor", "window [n, F*n - 1]", 0, REFUTED,
             functools.partial(selection.padding_window_holds_n_for_every_factor, window_of=_window_one_short)),
     Variant("forgets_quotient", "class_loads_track_request_loads", "a request adds no quotient blocks", P, REFUTED,

@@ -263,6 +263,23 @@ def _fits_without_lower_limit(capture: CaptureList, i: int, window: Window, requ
     return z3.And(capture.buckets[i] <= window.high, has_room(capture, i, required))
 
 
+def _fits_strictly_above_n(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
+    """A bucket equal to n is skipped (n < B instead of n <= B)."""
+    b = capture.buckets[i]
+    return z3.And(b > window.low, b <= window.high, has_room(capture, i, required))
+
+
+def _fits_strictly_below_top(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
+    """A bucket equal to F*n is skipped (B < F*n instead of B <= F*n)."""
+    b = capture.buckets[i]
+    return z3.And(b >= window.low, b < window.high, has_room(capture, i, required))
+
+
+def _fits_with_room_to_spare(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
+    """An exact fit is not room (capacity > required instead of >=)."""
+    return z3.And(within_padding_limit(capture.buckets[i], window), _room_strict(capture, i, required))
+
+
 def _off_list_relation(selection: Selection, capture: CaptureList, window: Window, required: IntLike) -> BoolTerm:
     """The least fitting bucket's decision, but the bucket reported one above it (not a listed value)."""
     shifted = Selection(selection.admitted, selection.bucket - 1)
