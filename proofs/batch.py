@@ -157,7 +157,7 @@ def class_loads_track_request_loads(
         splits = []
         for r in range(p):
             steps = [(j, per_class[j][r] - (per_class[j - 1][r] if j else 0)) for j in range(2 * p)]
-            splits.append(q * unit[r] + z3.Sum([d * z3.If(m >= j, z3.IntVal(1), z3.IntVal(0)) for j, d in steps if d] or [z3.IntVal(0)]))
+            splits.append(q * unit[r] + z3.Sum([d * z3.If(m >= j, z3.IntVal(1), z3.IntVal(0)) for j, d in steps if d]))
         split_claim = all_of(x == y for x, y in zip(request.loads, splits))
         out.append(Query(f"request split {kind}", split_claim, (length >= 0, facts, request.holds), shown=(("L", length),)))
         # The suffix counts move by one class: T'[j] = T[j] + [m >= j] (class_loads names them .T{j}).

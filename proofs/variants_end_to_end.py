@@ -17,11 +17,11 @@ import z3
 
 from cpgraph.proofs import end_to_end as e2e
 from cpgraph.proofs.obligation import Query
-from cpgraph.spec.admission import Admission, RankSetup, admit, cp_active
+from cpgraph.spec.admission import Admission, RankSetup, admit, cp_active, rank_decision
 from cpgraph.spec.arith import align_up
 from cpgraph.spec.batch import ClassBatch, class_loads
 from cpgraph.spec.capacity import required_local_tokens
-from cpgraph.spec.replay import Replay, capacity_of
+from cpgraph.spec.replay import Replay, capacity_of, live_layout, tripwire
 from cpgraph.spec.replay import replay as spec_replay
 from cpgraph.spec.selection import NO_SELECTION, Selection, Window, padding_window, scan_select
 from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of
@@ -223,6 +223,17 @@ tripwire_ignoring_record = _with_tripwire(lambda r, setup: all_of(
 ))
 
 
+def ungated_replay(batch: ClassBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, *,
+                   layout: Callable[[ClassBatch, IntLike, str], ClassBatch] = live_layout, decide: Callable[..., tuple[Selection, IntTerm, BoolTerm]] = rank_decision) -> Replay:
+    """spec.replay without the CP-active gates: it replays whatever its selector call chose, for a batch
+    with a request shorter than 2P or with P = 1 too (the tripwire still checks the room)."""
+    laid_out = layout(batch, n, f"{name}.layout")
+    loads = class_loads(laid_out, setup.strategy, f"{name}.layout")
+    chosen, required, facts = decide(loads, rank, setup, n, name)
+    fits = tripwire(setup.capture, chosen.bucket, loads.loads)
+    return Replay(chosen, z3.And(chosen.admitted, fits), loads.loads, required, z3.And(laid_out.holds, facts))
+
+
 # sglang 0.5.17's replay: pad to the first bucket >= n (no capacity check), lay out the live lengths.
 prefix_replay = make_replay(select=smallest_at_or_above_n)
 
@@ -307,6 +318,8 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          functools.partial(e2e.replay_runs_only_into_a_listed_bucket_with_room, replay_fn=replay_without_tripwire)),
         ("tripwire_ignores_record", "replay_runs_only_into_a_listed_bucket_with_room", "the tripwire ignores the recorded flag",
          functools.partial(e2e.replay_runs_only_into_a_listed_bucket_with_room, replay_fn=tripwire_ignoring_record)),
+        ("ungated_replay", "replay_runs_only_into_a_listed_bucket_with_room", "replay skips the CP-active gates",
+         functools.partial(e2e.replay_runs_only_into_a_listed_bucket_with_room, replay_fn=ungated_replay)),
     ]
     rows += [
         (f"doubled_alignment_{sid}", "admitted_bucket_is_the_least_that_fits", f"{sid} pads to twice its alignment",

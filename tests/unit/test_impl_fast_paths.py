@@ -45,13 +45,15 @@ def test_one_request_from_a_list_is_decided_inline(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(formulas, "accept_lengths", _boom)
     monkeypatch.setattr(formulas, "busiest_rows", _boom)
     for p in (1, 2, 3, 4, 64):
-        for length in (1, 40, 2 * p + 1, 10_000):
+        for length in (0, 1, 40, 2 * p + 1, 10_000):
             assert formulas.required_local_tokens([length], cp_size=p, align_size=8) == reference.required_local_tokens(
                 (length,), cp_size=p, align_size=8)
 
 
-def test_the_largest_cp_size_needs_no_second_check(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cp_sizes_at_both_ends_need_no_second_check(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(formulas, "check_cp_size", _boom)
+    assert formulas.required_local_tokens([7, 9], cp_size=1, align_size=1) == 16
+    assert formulas.max_rank_load([7, 9], cp_size=1) == 16
     assert formulas.required_local_tokens([3 * MAX_CP_SIZE], cp_size=MAX_CP_SIZE, align_size=1) == 3
     assert formulas.max_rank_load([2 * MAX_CP_SIZE], cp_size=MAX_CP_SIZE) == 2
 
