@@ -208,6 +208,9 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("any_fitting_ranks", "least_fitting_bucket_is_unique", "any fitting bucket: two ranks may differ", K, REFUTED,
             functools.partial(selection.least_fitting_bucket_is_unique, relation=_relation(_fits, "any"),
                               parts=("rank_consensus",))),
+    Variant("any_fitting_replay", "least_fitting_bucket_is_unique", "any fitting bucket: replay may differ from admission", K,
+            REFUTED, functools.partial(selection.least_fitting_bucket_is_unique, relation=_relation(_fits, "any"),
+                                       parts=("admission_replay",))),
     Variant("largest_fitting", "scan_selects_first_bucket_at_or_above_n_when_it_has_room", "the greatest fitting bucket", K, REFUTED,
             functools.partial(selection.scan_selects_first_bucket_at_or_above_n_when_it_has_room, relation=_relation(_fits, "greatest"))),
     *(  # each edge of the fitting test moved in by one, against every theorem whose claim reads that edge

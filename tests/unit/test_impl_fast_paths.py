@@ -69,3 +69,11 @@ def test_the_decider_takes_one_request_without_the_histogram(monkeypatch: pytest
     decide = decision.decider(cp_size=4, align_size=8, selector=selector, max_padding_factor=2)
     _, n, (required, bucket, _, reason) = decide([60])
     assert (n, required, bucket, reason) == (60, 16, 64, None)
+
+
+def test_num_tokens_equal_to_the_sum_needs_no_second_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(decision, "check_num_tokens", _boom)
+    selector = decision.Selector.build((64, 128), {64: 16, 128: 32})
+    for n in (60, 61):
+        _, got, _ = decision.decide_lengths([20, 40], n, cp_size=4, align_size=8, selector=selector, max_padding_factor=2)
+        assert got == n

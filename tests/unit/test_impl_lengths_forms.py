@@ -204,6 +204,16 @@ def test_an_int64_sum_that_would_wrap_is_exact() -> None:
                 lengths, cp_size=4, align_size=8)
 
 
+def test_an_int64_sum_of_exactly_two_to_the_63_is_exact() -> None:
+    # Every length at the bound: 64 lengths of 2**57 sum to 2**63, one past int64; 2**57 - 1 stays inside.
+    for top in (2**57 - 1, 2**57):
+        lengths = [top] * 64
+        for form in (np.array(lengths, dtype=np.int64), torch.tensor(lengths)):
+            assert accept_lengths(form)[3] == sum(lengths)
+            assert decision.required_local_tokens(form, cp_size=4, align_size=8) == reference.required_local_tokens(
+                lengths, cp_size=4, align_size=8)
+
+
 def _zigzag_busiest_by_hand(lengths: Any, p: int) -> int:
     """docs/semantics.md's per-rank zigzag loads, vectorised over requests (one pass per rank)."""
     q, m = np.divmod(np.asarray(lengths, dtype=np.int64), 2 * p)
