@@ -23,6 +23,7 @@ from collections.abc import Callable
 import z3
 
 from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.setting import OTHER_STRATEGIES_MAX_P, STRATEGIES_FULL_SCOPE  # the end-to-end theorems' scope, one source
 from cpgraph.spec.batch import ClassBatch, class_batch, class_loads, is_a_batch, is_reachable
 from cpgraph.spec.strategies import STRATEGIES, rank_loads
 from cpgraph.spec.terms import BoolTerm, IntTerm, Loads, all_of, literal
@@ -70,15 +71,13 @@ def _ints(values: tuple[IntTerm, ...]) -> tuple[int, ...]:
     return tuple(v for v in out if v is not None)
 
 
-FULL_SCOPE_STRATEGIES = ("zigzag", "zigzag_pad")  # every P; the others up to OTHER_STRATEGIES_MAX_P
-OTHER_STRATEGIES_MAX_P = 8
 
 
 def _strategies_with_request_loads(cp_size: int) -> tuple[str, ...]:
     return tuple(
         sid
         for sid, row in STRATEGIES.items()
-        if row.request_loads is not None and (sid in FULL_SCOPE_STRATEGIES or cp_size <= OTHER_STRATEGIES_MAX_P)
+        if row.request_loads is not None and (sid in STRATEGIES_FULL_SCOPE or cp_size <= OTHER_STRATEGIES_MAX_P)
     )
 
 
@@ -101,6 +100,7 @@ def class_loads_track_request_loads(
     cp_size: int, *, request_loads: RequestLoads = _spec_request_loads,
     add: Callable[[ClassBatch, IntTerm, str], tuple[ClassBatch, BoolTerm]] = add_request,
     batch_facts: BatchFacts = is_a_batch,
+    batch_of: Callable[[int, str], ClassBatch] | None = None,
 ) -> tuple[Query, ...]:
     """Every batch of any number of requests has the loads and tokens of its remainder-class state:
     base (the empty batch) and step (one more request of any length moves the class formula exactly as
@@ -135,7 +135,7 @@ def class_loads_track_request_loads(
     # spec.batch.class_batch (what every end-to-end theorem quantifies over) is exactly this state: the same
     # Q and the same 2P long and 2P short counts (so the same tokens and requests), and it assumes exactly
     # is_a_batch.
-    theirs = _spec_class_batch(batch_facts)(p, "any")
+    theirs = (batch_of or _spec_class_batch(batch_facts))(p, "any")
     pairs = [(theirs.quotients, any_state.quotients), *zip(theirs.long_counts, any_state.long_counts),
              *zip(theirs.short_counts, any_state.short_counts)]
     same_classes = len(theirs.long_counts) == len(theirs.short_counts) == 2 * p

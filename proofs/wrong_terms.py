@@ -349,3 +349,11 @@ def _batch_facts_without(dropped: str) -> Callable[[ClassBatch], BoolTerm]:
 BATCH_FACTS_WITHOUT = {
     name: _batch_facts_without(name) for name in ("counts", "quotients", "no_long_no_quotient", "requests")
 }
+
+
+def class_batch_with_extra_quotient(cp_size: int, name: str) -> ClassBatch:
+    """spec.batch.class_batch with one quotient block too many (Q + 1), under the right facts."""
+    from cpgraph.spec.batch import class_batch
+
+    right = class_batch(cp_size, name)
+    return ClassBatch(cp_size, right.quotients + 1, right.long_counts, right.short_counts, right.holds)
