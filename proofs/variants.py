@@ -17,7 +17,7 @@ from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.registry import BY_NAME
 from cpgraph.proofs.wrong_terms import (
-    class_batch_with_extra_quotient,
+    class_batch_with_untied_quotient,
     BATCH_FACTS_WITHOUT,
     _add_without_quotient,
     _align_up_folding_down,
@@ -228,8 +228,8 @@ VARIANTS: tuple[Variant, ...] = (
             functools.partial(selection.padding_window_holds_n_for_every_factor, window_of=_window_one_short)),
     Variant("forgets_quotient", "class_loads_track_request_loads", "a request adds no quotient blocks", P, REFUTED,
             functools.partial(batch.class_loads_track_request_loads, add=_add_without_quotient)),
-    Variant("extra_quotient_block", "class_loads_track_request_loads", "class_batch counts one quotient block too many",
-            P, REFUTED, functools.partial(batch.class_loads_track_request_loads, batch_of=class_batch_with_extra_quotient)),
+    Variant("untied_quotient", "class_loads_track_request_loads", "class_batch's quotient sum is not the one its facts constrain",
+            P, REFUTED, functools.partial(batch.class_loads_track_request_loads, batch_of=class_batch_with_untied_quotient)),
     *(
         Variant(f"batch_facts_without_{name}", "class_loads_track_request_loads", description, P, REFUTED,
                 functools.partial(batch.class_loads_track_request_loads, batch_facts=BATCH_FACTS_WITHOUT[name]))

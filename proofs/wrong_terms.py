@@ -351,9 +351,9 @@ BATCH_FACTS_WITHOUT = {
 }
 
 
-def class_batch_with_extra_quotient(cp_size: int, name: str) -> ClassBatch:
-    """spec.batch.class_batch with one quotient block too many (Q + 1), under the right facts."""
+def class_batch_with_untied_quotient(cp_size: int, name: str) -> ClassBatch:
+    """spec.batch.class_batch whose quotient sum is a fresh variable, not the one its facts constrain."""
     from cpgraph.spec.batch import class_batch
 
     right = class_batch(cp_size, name)
-    return ClassBatch(cp_size, right.quotients + 1, right.long_counts, right.short_counts, right.holds)
+    return ClassBatch(cp_size, z3.Int(f"{name}.Q'"), right.long_counts, right.short_counts, right.holds)
