@@ -142,6 +142,20 @@ def test_token_at_and_locate_refuse_one_past_the_end() -> None:
         layout.locate(1, 6)
 
 
+def test_token_at_refuses_a_rank_outside_the_ranks() -> None:
+    layout = build_layout((8, 6), cp_size=2, rows=8)
+    assert layout.token_at(0, 0) is not None and layout.token_at(1, 0) is not None
+    for rank in (-1, 2):
+        with pytest.raises(ValueError, match=rf"rank must be in \[0, 2\), got {rank}"):
+            layout.token_at(rank, 0)
+
+
+@pytest.mark.parametrize("value", [5, None, "128", b"128"])
+def test_a_capture_list_that_is_not_a_sequence_of_ints_is_named(value: object) -> None:
+    with pytest.raises(TypeError, match="capture_num_tokens must be a sorted sequence of positive ints"):
+        check_capture_list("capture_num_tokens", value)
+
+
 def test_runner_and_capture_rule_refuse_zero_where_one_is_the_least() -> None:
     from cpgraph.reference import CaptureRule, ReferenceRunner
 
