@@ -74,6 +74,6 @@ def test_the_decider_takes_one_request_without_the_histogram(monkeypatch: pytest
 def test_num_tokens_equal_to_the_sum_needs_no_second_check(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(decision, "check_num_tokens", _boom)
     selector = decision.Selector.build((64, 128), {64: 16, 128: 32})
-    for n in (60, 61):
-        _, got, _ = decision.decide_lengths([20, 40], n, cp_size=4, align_size=8, selector=selector, max_padding_factor=2)
+    for lengths, n in (([20, 40], 60), ([20, 40], 61), ([1], 1)):
+        _, got, _ = decision.decide_lengths(lengths, n, cp_size=4, align_size=8, selector=selector, max_padding_factor=2)
         assert got == n

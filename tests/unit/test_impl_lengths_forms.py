@@ -96,6 +96,8 @@ REFUSED: list[tuple[Any, type[Exception], str]] = [
     (torch.tensor([8] * LONG + [-3, 9]), ValueError, rf"extend_seq_lens\[{LONG}\] must be an int >= 0, got -3"),
     (torch.tensor([8, -3, 9], dtype=torch.int8), ValueError, r"extend_seq_lens\[1\] must be an int >= 0, got -3"),
     (np.array([8] * LONG + [-(2**63)]), ValueError, rf"extend_seq_lens\[{LONG}\] must be an int >= 0, got -{2**63}"),
+    (np.array([8] * LONG + [-1]), ValueError, rf"extend_seq_lens\[{LONG}\] must be an int >= 0, got -1"),
+    (np.array([8, -1, 9]), ValueError, r"extend_seq_lens\[1\] must be an int >= 0, got -1"),
     (torch.empty(3, dtype=torch.int64, device="meta"), ValueError,
      r"got a tensor on meta \(copy it to the CPU once, outside the decision"),
 ]
