@@ -24,7 +24,8 @@ from cpgraph.proofs.bite import Bite
 # (``BOUNDARIES``: n >= 1, high >= n, required >= 0, n >= sum(lengths), capacity >= 0, ...): the edge (n = 1)
 # is admitted and the point past it (n = 0) excluded, so the domain is the one stated, neither narrower (a
 # case silently dropped) nor wider (a theorem about inputs that do not exist, e.g. an empty batch). A bound
-# is checked on the first query whose hypotheses mention all of its variables; a bound that no query
+# is checked on every query whose hypotheses mention all of its variables (the point past it on the first;
+# end-to-end theorems, which share one setting, on the first only); a bound that no query
 # mentions is itself a failure (the table and the theorem drifted apart).
 
 COVERAGE_PARAMETER = {"cp_size": 4, "cp_size_sampled": 4, "list_length": 3, "once": 0}
