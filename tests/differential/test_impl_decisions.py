@@ -221,7 +221,7 @@ def test_impl_plan_agrees_with_reference_runner_plan(
         assert (got.fallback.value if got.fallback else None) == (want.fallback.value if want.fallback else None)
 
 
-@pytest.mark.parametrize("p", [2, 3, 4, 8])
+@pytest.mark.parametrize("p", [1, 2, 3, 4, 8])
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_impl_plan_agrees_with_reference_at_every_gate_edge(p: int, strategy: str) -> None:
     """Each fallback gate at its edge and one past it (n = 2P with one request of 2P tokens, a request of
@@ -230,6 +230,7 @@ def test_impl_plan_agrees_with_reference_at_every_gate_edge(p: int, strategy: st
     ref = reference.ReferenceRunner(cp_size=p, capture_num_tokens=buckets, max_padding_factor=2, strategy=strategy)
     a = decision.default_align_size(cp_size=p, strategy=strategy)
     selector = decision.Selector.build(ref.capture_num_tokens, ref.bucket_local_tokens)
+    decide = decision.decider(cp_size=p, align_size=a, selector=selector, max_padding_factor=2, strategy=strategy)
     low = 2 * p
     cases = [((low,), low), ((low,), low + 1), ((low - 1,), low), ((low - 1,), low - 1), ((low, low - 1), 4 * low),
              ((low,), 8 * p), ((low,), 8 * p + 1), ((low, low), 8 * p), ((low, low + 1), 4 * p + 1)]
@@ -245,6 +246,10 @@ def test_impl_plan_agrees_with_reference_at_every_gate_edge(p: int, strategy: st
             assert (got.bucket, got.bucket_local_tokens, got.required_local_tokens) == (
                 want.bucket, want.bucket_local_tokens, want.required_local_tokens), (lengths, n)
             assert (got.fallback.value if got.fallback else None) == (want.fallback.value if want.fallback else None), (lengths, n)
+        # The dispatcher's bound decider (its own inlined gates) decides the same.
+        _, _, (required, bucket, capacity, reason) = decide(list(lengths), n)
+        assert (bucket, capacity, required) == (want.bucket, want.bucket_local_tokens, want.required_local_tokens), (lengths, n)
+        assert (reason.value if reason else None) == (want.fallback.value if want.fallback else None), (lengths, n)
 
 
 BAD_CALLS: list[dict[str, Any]] = [

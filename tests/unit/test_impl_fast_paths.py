@@ -50,8 +50,9 @@ def test_one_request_from_a_list_is_decided_inline(monkeypatch: pytest.MonkeyPat
                 (length,), cp_size=p, align_size=8)
 
 
-def test_cp_sizes_at_both_ends_need_no_second_check(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cp_sizes_and_align_sizes_at_their_ends_need_no_second_check(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(formulas, "check_cp_size", _boom)
+    monkeypatch.setattr(formulas, "check_int", _boom)
     assert formulas.required_local_tokens([7, 9], cp_size=1, align_size=1) == 16
     assert formulas.max_rank_load([7, 9], cp_size=1) == 16
     assert formulas.required_local_tokens([3 * MAX_CP_SIZE], cp_size=MAX_CP_SIZE, align_size=1) == 3
