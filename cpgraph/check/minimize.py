@@ -8,6 +8,7 @@ required rows, so the edge that exposed the bug survives the shrink.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -144,6 +145,7 @@ def candidates(batch: Batch, cp_sizes: tuple[int, ...], strategy: str | Knobs) -
     same_residue = tuple(max(active_floor, length % s + s) if length % s + s <= length else length for length in lengths)
     if same_residue != lengths:
         yield from _variants(batch, same_residue, p, knobs)
+    yield from _few_rounds(batch, lengths, p, knobs, active_floor)
     for i, length in enumerate(lengths):
         q, m = divmod(length, s)
         steps = {q // 2, q - 1} | {1 << k for k in range(max(q, 1).bit_length())}
@@ -169,6 +171,25 @@ def candidates(batch: Batch, cp_sizes: tuple[int, ...], strategy: str | Knobs) -
     preferred = DEFAULT_FACTOR if knobs.factors is None else knobs.factors[0]
     if batch.max_padding_factor != preferred and (knobs.factors is None or preferred in knobs.factors):
         yield replace(batch, max_padding_factor=preferred)
+
+
+_FEW_ROUNDS_MAX_REQUESTS = 4  # up to 4**4 = 256 joint candidates
+_FEW_ROUNDS = 4
+
+
+def _few_rounds(batch: Batch, lengths: tuple[int, ...], p: int, knobs: Knobs, active_floor: int) -> Iterator[Batch]:
+    """Every request shrunk at once to 1..4 whole rounds of 2P plus its own residue, smallest total first.
+    An overflow that needs the residues together (rank P-1 one row past an alignment edge) is lost by any
+    one-request shrink on the way down; the joint jump keeps every residue, so it keeps the busiest rank."""
+    s = 2 * p
+    if p < 2 or len(lengths) > _FEW_ROUNDS_MAX_REQUESTS or active_floor != s:
+        return
+    residues = [length % s for length in lengths]
+    picks = sorted(itertools.product(range(1, _FEW_ROUNDS + 1), repeat=len(lengths)), key=sum)
+    for rounds in picks:
+        shrunk = tuple(m + s * q for m, q in zip(residues, rounds))
+        if sum(shrunk) < sum(lengths):
+            yield from _variants(batch, shrunk, p, knobs)
 
 
 def minimize(

@@ -92,6 +92,18 @@ def test_minimiser_shrinks_the_seed_overflow_to_a_small_batch() -> None:
     assert small.num_tokens < 100 and small.cp_size <= 4 and len(small.extend_seq_lens) <= 3
 
 
+def test_minimiser_jumps_every_request_to_a_few_rounds_at_once() -> None:
+    # A local minimum of one-request shrinks: rank 3's one row past the alignment edge needs all three
+    # residues (4, 5, 5) together, so each single shrink loses it; the joint jump to few rounds keeps them.
+    policy = load_policy("cpgraph.proofs.mutants.one_request")
+    stuck = make_batch((348, 21, 13), (382,), cp_size=4, align_size=8)
+    assert breaks(policy, stuck, "capacity_fit")
+    small, _ = minimize(stuck, lambda b: breaks(policy, b, "capacity_fit"), cp_sizes=(4,), budget_s=3.0)
+    assert breaks(policy, small, "capacity_fit")
+    assert small.num_tokens <= 64 and len(small.extend_seq_lens) == 3
+    assert sorted(x % 8 for x in small.extend_seq_lens) == [4, 5, 5]
+
+
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
