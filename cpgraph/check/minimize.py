@@ -1,5 +1,6 @@
 """Shrink a counterexample greedily: a captured table when one reproduces it, then fewest requests, then
-fewest tokens (the pad of a padded n too), then smallest cp_size.
+fewest tokens (the pad of a padded n too; one request at a time, and every request at once to a few rounds
+of 2P with its own residue), then smallest cp_size.
 
 A candidate is kept only if it still breaks the same invariant. When lengths shrink, the capture list
 moves with n (n-1, n, F*n, F*n+1 stay at their edges) and an arbitrary table's rows move with the
