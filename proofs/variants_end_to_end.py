@@ -216,6 +216,13 @@ def _with_tripwire(tripwire: Callable[[Replay, RankSetup], BoolTerm]) -> Callabl
 
 # No tripwire: replay runs whatever its selector chose.
 replay_without_tripwire = _with_tripwire(lambda r, setup: z3.BoolVal(True))
+
+
+def replay_ignoring_its_decision(batch: ClassBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, **how: object) -> Replay:
+    """spec.replay that runs whenever the tripwire passes, even when its own selector call said run eagerly."""
+    r = spec_replay(batch, n, setup, rank, name, **how)  # type: ignore[arg-type]
+    return Replay(r.selection, z3.And(cp_active(batch, n), tripwire(setup.capture, r.selection.bucket, r.layout_loads)),
+                  r.layout_loads, r.required, r.holds)
 # The tripwire reads the capacity number but not whether it was recorded.
 tripwire_ignoring_record = _with_tripwire(lambda r, setup: all_of(
     z3.Or([z3.And(r.selection.bucket == b, c >= x) for b, c in zip(setup.capture.buckets, setup.capture.capacities)])
@@ -320,6 +327,8 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          functools.partial(e2e.replay_runs_only_into_a_listed_bucket_with_room, replay_fn=tripwire_ignoring_record)),
         ("ungated_replay", "replay_runs_only_into_a_listed_bucket_with_room", "replay skips the CP-active gates",
          functools.partial(e2e.replay_runs_only_into_a_listed_bucket_with_room, replay_fn=ungated_replay)),
+        ("replay_ignores_decision", "replay_runs_only_into_a_listed_bucket_with_room", "replay runs when its selector said eager",
+         functools.partial(e2e.replay_runs_only_into_a_listed_bucket_with_room, replay_fn=replay_ignoring_its_decision)),
     ]
     rows += [
         (f"doubled_alignment_{sid}", "admitted_bucket_is_the_least_that_fits", f"{sid} pads to twice its alignment",

@@ -78,3 +78,9 @@ def test_num_tokens_equal_to_the_sum_needs_no_second_check(monkeypatch: pytest.M
     for lengths, n in (([20, 40], 60), ([20, 40], 61), ([1], 1)):
         _, got, _ = decision.decide_lengths(lengths, n, cp_size=4, align_size=8, selector=selector, max_padding_factor=2)
         assert got == n
+
+
+def test_selector_capacity_is_none_for_a_bucket_not_listed() -> None:
+    selector = decision.Selector.build((64, 128), {64: 16, 128: 32})
+    assert (selector.capacity(64), selector.capacity(128)) == (16, 32)
+    assert selector.capacity(100) is None and selector.capacity(200) is None and selector.capacity(1) is None
