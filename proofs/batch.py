@@ -71,8 +71,6 @@ def _ints(values: tuple[IntTerm, ...]) -> tuple[int, ...]:
     return tuple(v for v in out if v is not None)
 
 
-
-
 def _strategies_with_request_loads(cp_size: int) -> tuple[str, ...]:
     return tuple(
         sid
@@ -84,23 +82,11 @@ def _strategies_with_request_loads(cp_size: int) -> tuple[str, ...]:
 BatchFacts = Callable[[ClassBatch], BoolTerm]
 
 
-def _spec_class_batch(facts: BatchFacts) -> Callable[[int, str], ClassBatch]:
-    """spec.batch.class_batch for the spec's own facts; for other facts (a variant) the same variables under them."""
-    if facts is is_a_batch:
-        return class_batch
-
-    def build(cp_size: int, name: str) -> ClassBatch:
-        fresh = state(cp_size, name)
-        return ClassBatch(cp_size, fresh.quotients, fresh.long_counts, fresh.short_counts, facts(fresh))
-
-    return build
-
-
 def class_loads_track_request_loads(
     cp_size: int, *, request_loads: RequestLoads = _spec_request_loads,
     add: Callable[[ClassBatch, IntTerm, str], tuple[ClassBatch, BoolTerm]] = add_request,
     batch_facts: BatchFacts = is_a_batch,
-    batch_of: Callable[[int, str], ClassBatch] | None = None,
+    batch_of: Callable[[int, str], ClassBatch] = class_batch,
 ) -> tuple[Query, ...]:
     """Every batch of any number of requests has the loads and tokens of its remainder-class state:
     base (the empty batch) and step (one more request of any length moves the class formula exactly as
@@ -135,7 +121,7 @@ def class_loads_track_request_loads(
     # spec.batch.class_batch (what every end-to-end theorem quantifies over) is exactly this state: the same
     # Q and the same 2P long and 2P short counts (so the same tokens and requests), and it assumes exactly
     # is_a_batch.
-    theirs = (batch_of or _spec_class_batch(batch_facts))(p, "any")
+    theirs = batch_of(p, "any")
     pairs = [(theirs.quotients, any_state.quotients), *zip(theirs.long_counts, any_state.long_counts),
              *zip(theirs.short_counts, any_state.short_counts)]
     same_classes = len(theirs.long_counts) == len(theirs.short_counts) == 2 * p

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import z3
 
-from cpgraph.proofs.induction import induction_chain, request_excess, symbolic_loads, within_headroom
+from cpgraph.proofs.induction import induction_chain, request_excess, state_so_far, symbolic_loads, within_headroom
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.replay import batch_replay
 from cpgraph.proofs.strategies import Split, ZigzagRankLoad
@@ -58,7 +58,7 @@ def headroom_bound_holds_for_any_number_of_requests(
             claim="P * max(loads) <= N + (P - 1) * (N >= 1)",
         ),
     )
-    prior, tokens, requests = z3.Int("a"), z3.Int("N"), z3.Int("k")
+    prior, tokens, requests = state_so_far()
     more, nonempty, limit = z3.Int("l"), z3.Int("j"), z3.Int("R")
     capped = bound(tokens, p, limit, "bound")
     # The step uses the request lemma through the same builder that states it (request_excess).
@@ -100,7 +100,8 @@ def headroom_bound_is_tight(
             claim="P * loads[-1] == N + P - 1",
         ),
     )
-    prior, tokens, requests, more = z3.Int("a"), z3.Int("N"), z3.Int("k"), z3.Int("l")
+    prior, tokens, requests = state_so_far()
+    more = z3.Int("l")
     exact = bound(tokens, p, requests, "bound")
 
     def so_far(a: IntLike, n: IntLike, k: IntLike) -> BoolTerm:

@@ -95,8 +95,6 @@ def _strictly_sorted() -> Boundary:
 def _scan(p: int) -> tuple[Boundary, ...]:
     return (*_bounds("n >= 1", "high >= n", "required >= 0", "cap.c0 >= 0", "cap.b0 >= 1")(p), _strictly_sorted())
 
-
-_SCAN = _scan
 BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
     "divmod_quotient_and_remainder_are_unique": _bounds("S >= 1"),
     "folded_literals_equal_their_terms": _bounds(),  # concrete inputs only: every query pins x and y
@@ -119,15 +117,15 @@ BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
     "capture_capacity_is_aligned_ceil_share": _bounds("B >= 1"),
     "headroom_capture_fits_first_bucket_at_or_above_n": lambda p: (
         *_bounds("k >= 0", "k <= N", "R >= 1", "n >= 1", "N <= n", "B >= n")(p), _busiest_at_headroom(p)),
-    "scan_selects_least_fitting_bucket": _SCAN,
+    "scan_selects_least_fitting_bucket": _scan,
     "scan_selects_least_fitting_bucket_for_any_list_length": _bounds("n >= 1", "high >= n", "required >= 0", "head.bucket >= 1"),
-    "scan_selects_a_captured_bucket": _SCAN,
-    "scan_respects_padding_limit": _SCAN,
-    "scan_bucket_has_room_for_required_rows": _SCAN,
-    "scan_selects_minimal_bucket": _SCAN,
-    "scan_never_falls_back_when_a_bucket_fits": _SCAN,
-    "least_fitting_bucket_is_unique": _SCAN,
-    "scan_selects_first_bucket_at_or_above_n_when_it_has_room": _SCAN,
+    "scan_selects_a_captured_bucket": _scan,
+    "scan_respects_padding_limit": _scan,
+    "scan_bucket_has_room_for_required_rows": _scan,
+    "scan_selects_minimal_bucket": _scan,
+    "scan_never_falls_back_when_a_bucket_fits": _scan,
+    "least_fitting_bucket_is_unique": _scan,
+    "scan_selects_first_bucket_at_or_above_n_when_it_has_room": _scan,
     "padding_window_holds_n_for_every_factor": _bounds("n >= 1", "F >= 1"),
     "class_loads_track_request_loads": _bounds("L >= 0"),
     **{name: _e2e_domain for name in (

@@ -35,6 +35,12 @@ def symbolic_loads(cp_size: int, prefix: str) -> Loads:
     return Loads(loads, z3.BoolVal(True))
 
 
+def state_so_far() -> tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef]:
+    """(a rank's load a, tokens N, non-empty requests k) of the batch so far: the state induction_chain's
+    step and bound assume the invariant at; a theorem builds its step and bound terms from these."""
+    return z3.Int("a"), z3.Int("N"), z3.Int("k")
+
+
 def batch_so_far(cp_size: int) -> tuple[Loads, IntTerm, IntTerm]:
     """(loads a_r, tokens N, non-empty requests k) of the batch laid out so far."""
     return symbolic_loads(cp_size, "a"), z3.Int("N"), z3.Int("k")
@@ -77,10 +83,9 @@ def induction_chain(
     (a, N, k) and re-establishes it at ``step_to`` (one more request); the bound assumes it at (a, N, k)
     and concludes ``bound``. So the invariant the step assumes is the one the base and the step prove,
     and the one the bound uses: the three compose into one checked chain."""
-    prior, tokens, requests = z3.Int("a"), z3.Int("N"), z3.Int("k")
-    held = invariant(prior, tokens, requests)
+    held = invariant(*state_so_far())
     return (
         Query("base", invariant(*EMPTY_BATCH), tuple(base_facts)),
         Query("step", invariant(*step_to), (held, *step_facts)),
-        Query("bound", bound, (held, *bound_facts), size=tokens),
+        Query("bound", bound, (held, *bound_facts), size=state_so_far()[1]),
     )

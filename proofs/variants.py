@@ -17,6 +17,7 @@ from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.registry import BY_NAME
 from cpgraph.proofs.wrong_terms import (
+    class_batch_under,
     class_batch_with_untied_quotient,
     BATCH_FACTS_WITHOUT,
     _add_without_quotient,
@@ -232,7 +233,8 @@ VARIANTS: tuple[Variant, ...] = (
             P, REFUTED, functools.partial(batch.class_loads_track_request_loads, batch_of=class_batch_with_untied_quotient)),
     *(
         Variant(f"batch_facts_without_{name}", "class_loads_track_request_loads", description, P, REFUTED,
-                functools.partial(batch.class_loads_track_request_loads, batch_facts=BATCH_FACTS_WITHOUT[name]))
+                functools.partial(batch.class_loads_track_request_loads, batch_facts=BATCH_FACTS_WITHOUT[name],
+                                  batch_of=class_batch_under(BATCH_FACTS_WITHOUT[name])))
         for name, description in (
             ("counts", "class_batch checks the sums of the class counts, not each count"),
             ("quotients", "class_batch admits fewer quotient blocks than long requests"),

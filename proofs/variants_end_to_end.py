@@ -21,7 +21,7 @@ from cpgraph.spec.admission import Admission, RankSetup, admit, cp_active, rank_
 from cpgraph.spec.arith import align_up
 from cpgraph.spec.batch import ClassBatch, class_loads
 from cpgraph.spec.capacity import required_local_tokens
-from cpgraph.spec.replay import Replay, capacity_of, live_layout, tripwire
+from cpgraph.spec.replay import Replay, capacity_of, tripwire
 from cpgraph.spec.replay import replay as spec_replay
 from cpgraph.spec.selection import NO_SELECTION, Selection, Window, padding_window, scan_select
 from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of
@@ -217,12 +217,6 @@ def _with_tripwire(tripwire: Callable[[Replay, RankSetup], BoolTerm]) -> Callabl
 # No tripwire: replay runs whatever its selector chose.
 replay_without_tripwire = _with_tripwire(lambda r, setup: z3.BoolVal(True))
 
-
-def replay_ignoring_its_decision(batch: ClassBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, **how: object) -> Replay:
-    """spec.replay that runs whenever the tripwire passes, even when its own selector call said run eagerly."""
-    r = spec_replay(batch, n, setup, rank, name, **how)  # type: ignore[arg-type]
-    return Replay(r.selection, z3.And(cp_active(batch, n), tripwire(setup.capture, r.selection.bucket, r.layout_loads)),
-                  r.layout_loads, r.required, r.holds)
 # The tripwire reads the capacity number but not whether it was recorded.
 tripwire_ignoring_record = _with_tripwire(lambda r, setup: all_of(
     z3.Or([z3.And(r.selection.bucket == b, c >= x) for b, c in zip(setup.capture.buckets, setup.capture.capacities)])
@@ -230,15 +224,29 @@ tripwire_ignoring_record = _with_tripwire(lambda r, setup: all_of(
 ))
 
 
+def replay_ignoring_its_decision(batch: ClassBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, **how: object) -> Replay:
+    """spec.replay that runs whenever the tripwire passes, even when its own selector call said run eagerly."""
+    r = spec_replay(batch, n, setup, rank, name, **how)  # type: ignore[arg-type]
+    return Replay(r.selection, z3.And(cp_active(batch, n), tripwire(setup.capture, r.selection.bucket, r.layout_loads)),
+                  r.layout_loads, r.required, r.holds)
+
+
 def ungated_replay(batch: ClassBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, *,
-                   layout: Callable[[ClassBatch, IntLike, str], ClassBatch] = live_layout, decide: Callable[..., tuple[Selection, IntTerm, BoolTerm]] = rank_decision) -> Replay:
+                   decide: Callable[..., tuple[Selection, IntTerm, BoolTerm]] = rank_decision, **how: object) -> Replay:
     """spec.replay without the CP-active gates: it replays whatever its selector call chose, for a batch
-    with a request shorter than 2P or with P = 1 too (the tripwire still checks the room)."""
-    laid_out = layout(batch, n, f"{name}.layout")
-    loads = class_loads(laid_out, setup.strategy, f"{name}.layout")
-    chosen, required, facts = decide(loads, rank, setup, n, name)
-    fits = tripwire(setup.capture, chosen.bucket, loads.loads)
-    return Replay(chosen, z3.And(chosen.admitted, fits), loads.loads, required, z3.And(laid_out.holds, facts))
+    with a request shorter than 2P or with P = 1 too (the tripwire still checks the room). The spec's own
+    replay builds the layout and calls the selector; only its gated verdict is replaced by the raw one."""
+    raw: list[Selection] = []
+
+    def noting(*args: object) -> tuple[Selection, IntTerm, BoolTerm]:
+        chosen, required, facts = decide(*args)
+        raw.append(chosen)
+        return chosen, required, facts
+
+    r = spec_replay(batch, n, setup, rank, name, decide=noting, **how)  # type: ignore[arg-type]
+    chosen = raw[0]
+    return Replay(chosen, z3.And(chosen.admitted, tripwire(setup.capture, chosen.bucket, r.layout_loads)),
+                  r.layout_loads, r.required, r.holds)
 
 
 # sglang 0.5.17's replay: pad to the first bucket >= n (no capacity check), lay out the live lengths.

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import z3
 
-from cpgraph.proofs.induction import induction_chain, request_excess, within_headroom
+from cpgraph.proofs.induction import induction_chain, request_excess, state_so_far, within_headroom
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.strategies import Split, ZigzagRankLoad
 from cpgraph.spec.terms import IntLike
@@ -51,7 +51,8 @@ def headroom_bound_holds_for_symbolic_cp_size(
     request re-establishes the invariant with one more request counted) and the bound, as one chain."""
     del parameter
     p, _, length, load, hypotheses, _ = _symbolic(split, rank_load)
-    prior, tokens, requests, more, limit = (z3.Int(x) for x in ("a", "N", "k", "l", "R"))
+    prior, tokens, requests = state_so_far()
+    more, limit = z3.Int("l"), z3.Int("R")
     capped = z3.If(limit <= tokens, limit, tokens)
     headroom = tokens + capped * (p - 1)  # the bound, stated once: P*a <= N + min(R, N)(P-1)
     return (

@@ -9,6 +9,7 @@ required rows, so the edge that exposed the bug survives the shrink.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections.abc import Callable, Iterator
@@ -178,6 +179,12 @@ _FEW_ROUNDS_MAX_REQUESTS = 4  # up to 4**4 = 256 joint candidates
 _FEW_ROUNDS = 4
 
 
+@functools.lru_cache(maxsize=_FEW_ROUNDS_MAX_REQUESTS)
+def _round_picks(requests: int) -> tuple[tuple[int, ...], ...]:
+    """Every choice of 1..4 rounds per request, fewest rounds in all first (built once per request count)."""
+    return tuple(sorted(itertools.product(range(1, _FEW_ROUNDS + 1), repeat=requests), key=sum))
+
+
 def _few_rounds(batch: Batch, lengths: tuple[int, ...], p: int, knobs: Knobs, active_floor: int) -> Iterator[Batch]:
     """Every request shrunk at once to 1..4 whole rounds of 2P plus its own residue, smallest total first.
     An overflow that needs the residues together (rank P-1 one row past an alignment edge) is lost by any
@@ -186,8 +193,7 @@ def _few_rounds(batch: Batch, lengths: tuple[int, ...], p: int, knobs: Knobs, ac
     if p < 2 or len(lengths) > _FEW_ROUNDS_MAX_REQUESTS or active_floor != s:
         return
     residues = [length % s for length in lengths]
-    picks = sorted(itertools.product(range(1, _FEW_ROUNDS + 1), repeat=len(lengths)), key=sum)
-    for rounds in picks:
+    for rounds in _round_picks(len(lengths)):
         shrunk = tuple(m + s * q for m, q in zip(residues, rounds))
         if sum(shrunk) < sum(lengths):
             yield from _variants(batch, shrunk, p, knobs)
