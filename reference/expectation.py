@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import add
 
 from cpgraph.reference.answers import AskedBatch, Factor
 from cpgraph.reference.capacity import align_up
@@ -54,15 +55,12 @@ def fitting_set(
 def _loads(lengths: tuple[int, ...], cp_size: int, strategy: str) -> tuple[int, ...]:
     """reference.rank_loads, memoised; for a strategy whose batch loads are the sum of its per-request
     loads (a table row with ``request_loads``) the memoised loads of each request (the
-    reference's own per-request loads, rank_loads of the one-request batch), summed rank by rank as
-    the row sums them. Arguments rank_loads would refuse go to it, for its error."""
-    if (
-        _per_request(strategy) and type(cp_size) is int and cp_size >= 1 and lengths
-        and all(type(x) is int and x >= 0 for x in lengths)
-    ):
-        if len(lengths) == 1:
-            return _one_request(lengths[0], cp_size, strategy)
-        return tuple(map(sum, zip(*[_one_request(x, cp_size, strategy) for x in lengths])))
+    reference's own per-request loads, rank_loads of the one-request batch: ``_request_loads``), summed
+    rank by rank as the row sums them. Arguments rank_loads would refuse go to it, for its error."""
+    if type(cp_size) is int and cp_size >= 1 and lengths and all(type(x) is int and x >= 0 for x in lengths):
+        memo = _request_loads(strategy, cp_size)
+        if memo is not None:
+            return memo[lengths[0]] if len(lengths) == 1 else tuple(map(sum, zip(*map(memo.__getitem__, lengths))))
     return rank_loads(lengths, cp_size=cp_size, strategy=strategy)
 
 
@@ -80,10 +78,38 @@ def _per_request(strategy: str) -> bool:
         return False
 
 
-@lru_cache(maxsize=65536)
-def _one_request(length: int, cp_size: int, strategy: str) -> tuple[int, ...]:
-    """reference.rank_loads of the one-request batch (length,), memoised (requests recur across batches)."""
-    return rank_loads((length,), cp_size=cp_size, strategy=strategy)
+class _RequestLoads(dict[int, tuple[int, ...]]):
+    """length -> the reference's loads of the one-request batch (length,) at one (strategy, P), filled on
+    first use: ``expected_bucket`` reads one entry per request of every batch, and a dict lookup costs a
+    fraction of an lru_cache call with three arguments."""
+
+    def __init__(self, strategy: str, cp_size: int) -> None:
+        super().__init__()
+        self.strategy, self.cp_size = strategy, cp_size
+
+    def __missing__(self, length: int) -> tuple[int, ...]:
+        if len(self) >= 65536:  # bounded, like the lru caches beside it
+            self.clear()
+        loads = self[length] = rank_loads((length,), cp_size=self.cp_size, strategy=self.strategy)
+        return loads
+
+
+_REQUEST_MEMOS: dict[str, dict[int, _RequestLoads]] = {}  # strategy -> P -> its per-request memo
+
+
+def _request_loads(strategy: str, cp_size: int) -> _RequestLoads | None:
+    """The per-request memo of (strategy, P) (made on first use); None for a strategy whose batch loads
+    are not the sum of its per-request loads (``_per_request``)."""
+    memo = _REQUEST_MEMOS.get(strategy, {}).get(cp_size)
+    if memo is not None:
+        return memo
+    if not _per_request(strategy):
+        return None
+    memos = _REQUEST_MEMOS.setdefault(strategy, {})
+    if len(memos) >= 64:
+        memos.clear()
+    made = memos[cp_size] = _RequestLoads(strategy, cp_size)
+    return made
 
 
 @lru_cache(maxsize=65536)
@@ -115,16 +141,27 @@ def expected_bucket(
     scan (selection.iter_fitting), of a CP-active batch. The arguments
     are not validated: for a batch whose fields are valid (what reference.fitting_buckets and
     is_cp_active accept, as every batch the checker generates is) it equals ``expected``'s; tests hold
-    the two equal. ``capacities``: ``batch.capacities`` when the caller already has it."""
+    the two equal. ``capacities``: ``batch.capacities`` when the caller already has it.
+
+    The loads of a batch of several requests are summed here from the memoised loads of each request
+    (not memoised as a batch: a generated batch rarely recurs, and a miss in a batch-keyed cache costs
+    more than the sum)."""
     lengths, p, n = batch.extend_seq_lens, batch.cp_size, batch.num_tokens
-    key = lengths if type(lengths) is tuple else tuple(lengths)
-    loads = _loads(key, p, strategy)
-    if p < 2 or n < 2 * p or min(lengths) < 2 * p:  # not CP-active
+    memo = _request_loads(strategy, p)
+    if memo is None or type(lengths) is not tuple:
+        loads = _loads(lengths if type(lengths) is tuple else tuple(lengths), p, strategy)
+    elif len(lengths) == 1:
+        loads = memo[lengths[0]]
+    elif len(lengths) == 2:
+        loads = tuple(map(add, memo[lengths[0]], memo[lengths[1]]))
+    else:
+        loads = tuple(map(sum, zip(*map(memo.__getitem__, lengths))))
+    low = 2 * p
+    if p < 2 or n < low or min(lengths) < low:  # not CP-active
         return None, loads, 0
     align = batch.align_size
     required = -(-max(loads) // align) * align  # align_up(max load, A), as _required
     caps = batch.capacities if capacities is None else capacities
-    top = window_top(n, batch.max_padding_factor)
-    for b in iter_fitting(n, required, batch.capture_num_tokens, caps, top):
+    for b in iter_fitting(n, required, batch.capture_num_tokens, caps, window_top(n, batch.max_padding_factor)):
         return b, loads, caps[b]
     return None, loads, 0

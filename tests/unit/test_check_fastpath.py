@@ -23,6 +23,8 @@ from cpgraph.check.calls import PolicyStop, bound, session
 from cpgraph.check.generate import exhaustive, random_cases
 from cpgraph.check.judging import ask_judge, spec_for
 from cpgraph.reference.judge import expected, expected_bucket, keeps_everything
+from cpgraph.reference.layout import rank_loads
+from cpgraph.check.batch import make_batch
 from cpgraph.strategies import batches
 
 
@@ -130,6 +132,7 @@ def test_expected_bucket_is_expecteds_bucket_on_generated_batches(strategy: str)
         assert spec == spec_for(batch, strategy)
         want, loads, capacity = expected_bucket(batch, strategy)
         assert (want, loads) == (spec.bucket, spec.loads), batch
+        assert loads == rank_loads(batch.extend_seq_lens, cp_size=batch.cp_size, strategy=strategy)  # not a memo
         assert capacity == (0 if want is None else batch.capacities[want])
 
 
@@ -137,6 +140,23 @@ def test_expected_bucket_is_expecteds_bucket_on_generated_batches(strategy: str)
 def test_expected_bucket_is_expecteds_bucket_on_random_batches(batch: Batch) -> None:
     spec = expected(batch)
     assert expected_bucket(batch)[:2] == (spec.bucket, spec.loads)
+    assert spec.loads == rank_loads(batch.extend_seq_lens, cp_size=batch.cp_size)  # the memo against the reference
+
+
+@pytest.mark.parametrize("strategy", ["zigzag", "interleave", "contiguous", "zigzag_pad"])
+def test_expected_bucket_sums_per_request_loads_for_any_request_count(strategy: str) -> None:
+    """1..6 requests (the sum has its own code for one, two and more), at P = 1..8, with the memo
+    emptied half way (it is bounded and cleared when full)."""
+    from cpgraph.reference import expectation
+
+    lengths = (2, 3, 17, 64, 129, 4095)
+    for p in (1, 2, 3, 8):
+        for count in range(1, 7):
+            if count == 4:
+                expectation._REQUEST_MEMOS.clear()
+            live = lengths[:count]
+            batch = make_batch(live, [sum(live), 2 * sum(live)], cp_size=p, strategy=strategy)
+            assert expected_bucket(batch, strategy)[1] == rank_loads(live, cp_size=p, strategy=strategy), (live, p)
 
 
 def test_an_asker_is_not_used_once_the_policys_functions_are_replaced() -> None:
