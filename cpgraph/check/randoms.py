@@ -49,7 +49,7 @@ _EDGES = 5  # then the edges: n, floor(F*n), just above n, the sum, floor(F*sum)
 _ABSENT = -(1 << 62)  # an arbitrary row's nudge that says "no recorded capacity"
 _FLOATS = 1 << 16  # about this many floats drawn per chunk: 1024 batches of up to 8 requests
 _CHUNK = 1024  # batches per chunk (fewer where max_requests is large)
-_DENSE = 1 << 22  # the dense rows cache's most entries (all tables together); past it, rows are looked up one by one
+_DENSE = 1 << 21  # the dense caches' most entries (all tables together); past it, rows are looked up one by one
 
 # One configuration of a batch, what the per-batch Python needs about it: cp_size, alignment, the table's
 # label ('captured', 'headroom:R' or 'arbitrary') and the batch's context_len label.
@@ -195,6 +195,7 @@ def random_cases(options: CheckOptions) -> Iterator[PhasedBatch]:
     fixed_steps = np.array([64, 128, 256], dtype=np.int64)
     batch_index = np.arange(chunk, dtype=np.int64)
     dense = np.full((len(tables), 1024), -1, dtype=np.int64)  # table x bucket -> rows (-1: not looked up yet)
+    made = np.empty(dense.shape, dtype=object)  # table x bucket -> the pair (bucket, rows) once looked up
 
     def floor_times(u: Any, w: Any) -> Ints:
         """floor(u * w) for floats u in [0, 1) and int widths w (broadcast)."""
@@ -291,8 +292,12 @@ def random_cases(options: CheckOptions) -> Iterator[PhasedBatch]:
             kept[empty] = 1
         flat = buckets[keep]  # the capture lists one after another, each ascending
 
-        # the tables: the rows of each bucket from its configuration's rows memo (through a dense cache
-        # while it stays small), an arbitrary table's nudged (never below 0) and absent ones dropped
+        # the tables: the rows of each bucket from its configuration's rows memo, an arbitrary table's
+        # nudged (never below 0) and absent ones dropped. While the dense cache stays small, rows come
+        # from it and each (bucket, rows) pair from a cache of the pairs made so far (a table's pair of a
+        # bucket is made once, not once per batch: made afresh for a whole chunk, the pairs outlive the
+        # garbage collector's youngest generation and cost more than their making); a nudged pair is
+        # made per chunk.
         owner = np.repeat(batch_index, kept)
         table = cfg_table_a[ci][owner]
         biggest = int(flat.max())
@@ -300,29 +305,41 @@ def random_cases(options: CheckOptions) -> Iterator[PhasedBatch]:
             grown = np.full((len(tables), max(2 * dense.shape[1], biggest + 1)), -1, dtype=np.int64)
             grown[:, : dense.shape[1]] = dense
             dense = grown
+            grown_pairs = np.empty(grown.shape, dtype=object)
+            grown_pairs[:, : made.shape[1]] = made
+            made = grown_pairs
+        nudge = nudge_of[ci[owner], floor_times(rng.random(len(flat)), 30)]
+        present = nudge != _ABSENT
         if biggest < dense.shape[1]:
             rows_at = dense[table, flat]
             missing = rows_at < 0
             if missing.any():
                 for t, b in set(zip(table[missing].tolist(), flat[missing].tolist())):
-                    dense[t, b] = tables[t][b]
+                    rows = tables[t][b]
+                    dense[t, b] = rows
+                    made[t, b] = (b, rows)
                 rows_at = dense[table, flat]
+            pairs_l = made[table[present], flat[present]].tolist()
+            moved = nudge[present] != 0
+            if moved.any():
+                at = np.nonzero(moved)[0]
+                for k, b, rows in zip(at.tolist(), flat[present][at].tolist(), np.maximum(rows_at[present][at] + nudge[present][at], 0).tolist()):
+                    pairs_l[k] = (b, rows)
         else:
             rows_at = np.array([tables[t][b] for t, b in zip(table.tolist(), flat.tolist())], dtype=np.int64)
-        nudge = nudge_of[ci[owner], floor_times(rng.random(len(flat)), 30)]
-        present = nudge != _ABSENT
-        cap_rows = np.maximum(rows_at + nudge, 0)[present]
-        cap_keys = flat[present]
+            pairs_l = list(zip(flat[present].tolist(), np.maximum(rows_at + nudge, 0)[present].tolist()))
         caps_kept = np.bincount(owner[present], minlength=chunk)
 
-        # per batch: slices of the chunk's flat tuples, and the record
+        # per batch: slices of the chunk's flat tuples (the lengths, the capture lists, the tables' pairs),
+        # and the record
         x_t = tuple(x[j_req < count[:, None]].tolist())
-        buckets_t, keys_t, rows_t = tuple(flat.tolist()), tuple(cap_keys.tolist()), tuple(cap_rows.tolist())
+        buckets_t = tuple(flat.tolist())
+        pairs_t = tuple(pairs_l)
         x_end = np.cumsum(count).tolist()
         b_end = np.cumsum(kept).tolist()
         c_end = np.cumsum(caps_kept).tolist()
         x0 = b0 = c0 = 0
         for c, f, n_i, x1, b1, c1 in zip(ci.tolist(), fi.tolist(), n.tolist(), x_end, b_end, c_end):
             p_i, align_i, label, context = configs[c]
-            yield ("random", record(p_i, align_i, n_i, x_t[x0:x1], buckets_t[b0:b1], tuple(zip(keys_t[c0:c1], rows_t[c0:c1])), fs[f], label, context))
+            yield ("random", record(p_i, align_i, n_i, x_t[x0:x1], buckets_t[b0:b1], pairs_t[c0:c1], fs[f], label, context))
             x0, b0, c0 = x1, b1, c1

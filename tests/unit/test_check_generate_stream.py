@@ -167,6 +167,47 @@ def test_the_vectorised_clamp_is_the_request_by_request_clamp() -> None:
             assert out == _clamp_one_by_one(raw, budget), (raw, budget)
 
 
+def test_the_caches_change_no_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dense rows and pairs caches are only caches: with them off (every row looked up one by one,
+    every pair made afresh) the same seed draws the same batches, rows included."""
+    import cpgraph.check.randoms as randoms
+
+    for kw in (OPTION_SETS[0], OPTION_SETS[2], OPTION_SETS[5]):
+        cached = tuple(itertools.islice(random_cases(_options(kw)), 3000))
+        with monkeypatch.context() as patch:
+            patch.setattr(randoms, "_DENSE", 0)
+            assert tuple(itertools.islice(random_cases(_options(kw)), 3000)) == cached
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"seed": 1, "max_tokens": 1 << 22, "padding_factors": (Fraction(2**41 + 1, 2**40),), "cp_sizes": (2, 64)},  # n * numerator past 2**63
+        {"seed": 2, "max_tokens": 5, "max_requests": 9, "cp_sizes": (1, 2, 3)},  # more requests than tokens
+        {"seed": 3, "max_requests": 300, "max_tokens": 100000, "cp_sizes": (1, 7), "capacities": ("arbitrary",)},  # wide rows, small chunks
+    ],
+    ids=["huge-products", "budget-below-requests", "many-requests"],
+)
+def test_edge_options_draw_valid_batches(kw: dict[str, object]) -> None:
+    """Options far from the defaults (products past int64, which take the Python-int path; a budget
+    below max_requests; hundreds of requests) draw valid batches with their edges where promised."""
+    opts = _options(kw)
+    factors = set(opts.padding_factors) if opts.padding_factors is not None else {opts.max_padding_factor, *SEARCHED_FACTORS}
+    batches = [b for _, b in itertools.islice(random_cases(opts), 400)]
+    for batch in batches:
+        p, n, lengths, buckets = batch.cp_size, batch.num_tokens, batch.extend_seq_lens, batch.capture_num_tokens
+        assert check_lengths("lengths", lengths) == lengths and 1 <= len(lengths) <= opts.max_requests and sum(lengths) <= opts.max_tokens
+        assert check_num_tokens(n, lengths) == n and batch.max_padding_factor in factors
+        assert check_capture_list("buckets", buckets) == buckets and buckets[0] >= 2 * p
+        assert buckets[-1] <= max(4 * opts.max_tokens, window_top(n, batch.max_padding_factor), n + 8 * p), batch
+        keys = [b for b, _ in batch.bucket_local_tokens]
+        assert keys == sorted(set(keys)) and set(keys) <= set(buckets)
+        assert check_capacities("rows", batch.capacities) == batch.capacities
+    assert sum(window_top(b.num_tokens, b.max_padding_factor) in b.capture_num_tokens for b in batches) > 0.25 * len(batches)
+    if opts.max_tokens < opts.max_requests:  # the clamp: every request 1 token, the batch ends at the budget's count
+        assert all(set(b.extend_seq_lens) == {1} for b in batches if len(b.extend_seq_lens) == opts.max_tokens)
+
+
 # --- every record is valid -----------------------------------------------------------------------------
 
 
