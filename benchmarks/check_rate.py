@@ -204,7 +204,7 @@ def generate_warm(warm: int = 300_000, timed: int = 200_000, seed: int = 0) -> d
     return {"us_per_batch": round((time.process_time() - t0) / timed * 1e6, 3), "warm": warm, "timed": timed, "loadavg": os.getloadavg()}
 
 
-def random_phase_catches(seeds: int = 20, cap: int = 20_000) -> dict[str, Any]:
+def random_phase_catches(seeds: int = 20, cap: int = 20_000, names: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The random phase alone finds every mutant: for each mutant of proofs/mutants, random_cases (default
     options and the mutant's declared knobs, boundary and exhaustive phases off), every rank asked and
     judged as the search loop does (judging.stepper), the number of batches until the first finding of
@@ -219,6 +219,8 @@ def random_phase_catches(seeds: int = 20, cap: int = 20_000) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with session(10.0):
         for name, invariant in MUTANTS.items():
+            if names is not None and name not in names:
+                continue
             policy = bound(load_policy(f"cpgraph.proofs.mutants.{name}"))
             wanted = frozenset((invariant,))
             firsts: list[int | None] = []
@@ -263,9 +265,12 @@ def main() -> int:
     parser.add_argument("--root", help="import cpgraph from this checkout instead (read before the imports)")
     parser.add_argument("--generate-warm", action="store_true", help="time the random phase alone, warm (us per batch) instead")
     parser.add_argument("--random-catches", action="store_true", help="batches the random phase alone needs to find each mutant instead")
+    parser.add_argument("--seeds", type=int, default=20, help="--random-catches: seeds 0..SEEDS-1 (default 20)")
+    parser.add_argument("--mutants", help="--random-catches: comma-separated mutants instead of all")
     args = parser.parse_args()
     if args.generate_warm or args.random_catches:
-        found = generate_warm() if args.generate_warm else {"random_phase_catches": random_phase_catches()}
+        names = tuple(args.mutants.split(",")) if args.mutants else None
+        found = generate_warm() if args.generate_warm else {"random_phase_catches": random_phase_catches(args.seeds, names=names)}
         print(json.dumps(found))
         if args.json:
             Path(args.json).write_text(json.dumps(found, indent=2) + "\n")
