@@ -194,8 +194,10 @@ def random_cases(options: CheckOptions) -> Iterator[PhasedBatch]:
     sentinel = np.iinfo(np.int64).max
     fixed_steps = np.array([64, 128, 256], dtype=np.int64)
     batch_index = np.arange(chunk, dtype=np.int64)
-    dense = np.full((len(tables), 1024), -1, dtype=np.int64)  # table x bucket -> rows (-1: not looked up yet)
-    made = np.empty(dense.shape, dtype=object)  # table x bucket -> the pair (bucket, rows) once looked up
+    n_tables = len(tables)
+    span = 1024 if n_tables * 1024 <= _DENSE else 0  # buckets a table the caches hold (0: no caches)
+    dense = np.full(n_tables * span, -1, dtype=np.int64)  # table * span + bucket -> rows (-1: not looked up yet)
+    made = np.empty(n_tables * span, dtype=object)  # table * span + bucket -> the pair (bucket, rows) once looked up
 
     def floor_times(u: Any, w: Any) -> Ints:
         """floor(u * w) for floats u in [0, 1) and int widths w (broadcast)."""
@@ -301,29 +303,32 @@ def random_cases(options: CheckOptions) -> Iterator[PhasedBatch]:
         owner = np.repeat(batch_index, kept)
         table = cfg_table_a[ci][owner]
         biggest = int(flat.max())
-        if biggest >= dense.shape[1] and len(tables) * (biggest + 1) <= _DENSE:
-            grown = np.full((len(tables), max(2 * dense.shape[1], biggest + 1)), -1, dtype=np.int64)
-            grown[:, : dense.shape[1]] = dense
-            dense = grown
-            grown_pairs = np.empty(grown.shape, dtype=object)
-            grown_pairs[:, : made.shape[1]] = made
-            made = grown_pairs
+        if biggest >= span and n_tables * (biggest + 1) <= _DENSE:  # grow the caches (table-major, span buckets a table)
+            wider = max(2 * span, biggest + 1)
+            grown = np.full((n_tables, wider), -1, dtype=np.int64)
+            grown[:, :span] = dense.reshape(n_tables, span)
+            grown_pairs = np.empty((n_tables, wider), dtype=object)
+            grown_pairs[:, :span] = made.reshape(n_tables, span)
+            dense, made, span = grown.reshape(-1), grown_pairs.reshape(-1), wider
         nudge = nudge_of[ci[owner], floor_times(rng.random(len(flat)), 30)]
         present = nudge != _ABSENT
-        if biggest < dense.shape[1]:
-            rows_at = dense[table, flat]
+        if biggest < span:
+            key = table * span + flat
+            rows_at = dense[key]
             missing = rows_at < 0
             if missing.any():
-                for t, b in set(zip(table[missing].tolist(), flat[missing].tolist())):
-                    rows = tables[t][b]
-                    dense[t, b] = rows
-                    made[t, b] = (b, rows)
-                rows_at = dense[table, flat]
-            pairs_l = made[table[present], flat[present]].tolist()
-            moved = nudge[present] != 0
+                for k in set(key[missing].tolist()):
+                    b = k % span
+                    rows = tables[k // span][b]
+                    dense[k] = rows
+                    made[k] = (b, rows)
+                rows_at = dense[key]
+            pairs_l = made[key[present]].tolist()
+            moved = (nudge != 0)[present]
             if moved.any():
                 at = np.nonzero(moved)[0]
-                for k, b, rows in zip(at.tolist(), flat[present][at].tolist(), np.maximum(rows_at[present][at] + nudge[present][at], 0).tolist()):
+                changed = np.maximum(rows_at + nudge, 0)[present][at]
+                for k, b, rows in zip(at.tolist(), flat[present][at].tolist(), changed.tolist()):
                     pairs_l[k] = (b, rows)
         else:
             rows_at = np.array([tables[t][b] for t, b in zip(table.tolist(), flat.tolist())], dtype=np.int64)
