@@ -2,24 +2,29 @@
 cp_size, residue mod 2P, padded n, capture list and table kind, drawn from one seeded numpy PCG64 stream
 per search process, a chunk of batches at a time.
 
-The stream. ``numpy.random.PCG64(seed)`` (its SeedSequence spreads the seed, any int >= 0) gives raw
-64-bit words with ``random_raw``; each word becomes a float in [0, 1) of 53 random bits (the word's top
-53 bits times 2**-53). A chunk of batches draws one block of such floats, a fixed number per batch (its
-columns are fixed slots: the configuration, the factor, the request count, three per possible request,
-the pad, the capture list's kind, step, count and values, the edges' coins and the per-bucket nudges;
-a slot a batch does not use is drawn all the same), then works the whole chunk out with numpy arrays:
-a coin is ``u < p``, an integer in [a, a + w) is ``a + floor(u * w)`` (w < 2**53), a choice indexes a
-precomputed table with such an integer. The per-batch Python work is slicing the chunk's lists and
-building the record. The integers are not exactly uniform: a float of 53 bits scaled to w values
-favours some values by at most w / 2**53 (under 1e-11 for the widths drawn here), which changes nothing
-the search looks for. The same seed and options give the same batches in every process and on every
-platform (PCG64 and SeedSequence are fixed algorithms; ``random_raw`` words, integer and IEEE double
-arithmetic, the draws in a fixed order; nothing depends on numpy's own float or integer samplers).
+The stream. ``numpy.random.Generator(numpy.random.PCG64(seed))`` (PCG64's SeedSequence spreads the seed,
+any int >= 0); every draw is one float of its ``random()``, which is one PCG64 64-bit word's top 53 bits
+times 2**-53 (tests/unit/test_check_generate_stream.py holds it to that formula, so a numpy whose float
+sampler changed would fail there instead of silently changing the stream). A chunk of batches (1024,
+fewer where max_requests is large: the chunk size depends on max_requests only) draws one block of floats
+with a fixed number per batch, in fixed columns: the configuration, the factor, the request count, three
+for each possible request, the pad's kind and size, the capture list's kind, step, count and values, the
+edges' coins and the 'just above n' offset (a column a batch does not use is drawn all the same); then
+one float per bucket of the chunk's capture lists, in order, for the arbitrary tables' nudges. The chunk
+is worked out with numpy arrays: a coin is ``u < p``, an integer in [a, a + w) is ``a + floor(u * w)``
+(w < 2**53), a choice indexes a precomputed table with such an integer; floor(F*n) is n * num // den in
+int64, or in Python ints where the product could pass 2**62. Each batch's own Python work is slicing the
+chunk's tuples and building its record. The integers are not exactly uniform: a float of 53 bits scaled
+to w values favours some values by at most w / 2**53 (under 1e-11 for the widths drawn here), which
+changes nothing the search looks for. The same seed and options give the same batches in every process
+and on every platform (PCG64 and SeedSequence are fixed algorithms, the floats their words scaled, then
+integer and IEEE double arithmetic in a fixed order; a test pins one stream's digest).
 
-This stream replaced one loop over one ``random.Random`` stream (one C ``random()`` call a draw, one
-batch at a time), which itself replaced one that reproduced randint/choice/sample exactly. A seed meets
-different batches than it did before either change; the distribution is the one ``random_cases``
-documents, as before.
+This stream (2026-12-01, second change that day) replaced one loop over one ``random.Random`` stream,
+one C ``random()`` call a draw and one batch at a time, which had itself replaced one that reproduced
+randint/choice/sample exactly. A seed meets different batches than it did before each change; the
+distribution is the one ``random_cases`` documents, as before. Warm, a batch costs about 2-2.5x less
+than under the scalar loop (benchmarks/check_rate.py --generate-warm).
 """
 
 from __future__ import annotations
