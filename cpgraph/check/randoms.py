@@ -23,8 +23,8 @@ integer and IEEE double arithmetic in a fixed order; a test pins one stream's di
 This stream (2026-12-01, second change that day) replaced one loop over one ``random.Random`` stream,
 one C ``random()`` call a draw and one batch at a time, which had itself replaced one that reproduced
 randint/choice/sample exactly. A seed meets different batches than it did before each change; the
-distribution is the one ``random_cases`` documents, as before. Warm, a batch costs about half what it did
-than under the scalar loop (benchmarks/check_rate.py --generate-warm).
+distribution is the one ``random_cases`` documents, as before. Warm, a batch costs about half what it
+did under the scalar loop (benchmarks/check_rate.py --generate-warm).
 """
 
 from __future__ import annotations
