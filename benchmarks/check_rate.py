@@ -3,6 +3,7 @@ correct pure-Python policies, and time-to-catch for every mutant in proofs/mutan
 
     .venv/bin/python benchmarks/check_rate.py [--budget-s 30] [--json PATH] [--skip-mutants]
     .venv/bin/python benchmarks/check_rate.py --breakdown [--budget-s 10] [--json PATH]
+    .venv/bin/python benchmarks/check_rate.py --generate-warm | --random-catches [--json PATH]
 
 ``--breakdown`` runs the search loop of run.py in this one process (no fork, no boundary solver) for
 each policy of BREAKDOWN and times its parts per batch: generating the batch, the reference's decision
@@ -10,6 +11,10 @@ each policy of BREAKDOWN and times its parts per batch: generating the batch, th
 per-call bound, calls.RankAsker), the judge's rules (only for a batch not every rank answered as the
 reference), and the loop; the rate is batches per CPU-minute of this process (process_time), the
 overhead the share of that time not spent in the policy.
+
+``--generate-warm`` times the random phase alone once its memos are warm (generate_warm);
+``--random-catches`` counts the batches the random phase alone needs to find each mutant with its own
+invariant over 20 seeds (random_phase_catches).
 
 Each policy runs through the CLI path's engine with the default options (cp_sizes 1,2,4,8, all three
 capacity kinds, boundary models on), in this process, one after another. The wall rate depends on
@@ -181,6 +186,66 @@ def breakdown(target: str, seconds: float, seed: int = 0, chunk: int = 100) -> d
     }
 
 
+def generate_warm(warm: int = 300_000, timed: int = 200_000, seed: int = 0) -> dict[str, Any]:
+    """The random phase alone (random_cases, default options, boundary off), warm: ``warm`` batches
+    consumed first (rows memos filled), then ``timed`` batches consumed (not kept: a list of them would
+    set off the garbage collector) under process_time; us per batch."""
+    import itertools
+
+    from cpgraph.check.options import make_options
+    from cpgraph.check.randoms import random_cases
+
+    stream = random_cases(make_options(boundary=False, seed=seed))
+    for _ in itertools.islice(stream, warm):
+        pass
+    t0 = time.process_time()
+    for _ in itertools.islice(stream, timed):
+        pass
+    return {"us_per_batch": round((time.process_time() - t0) / timed * 1e6, 3), "warm": warm, "timed": timed, "loadavg": os.getloadavg()}
+
+
+def random_phase_catches(seeds: int = 20, cap: int = 20_000, names: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The random phase alone finds every mutant: for each mutant of proofs/mutants, random_cases (default
+    options and the mutant's declared knobs, boundary and exhaustive phases off), every rank asked and
+    judged as the search loop does (judging.stepper), the number of batches until the first finding of
+    the mutant's own invariant, over seeds 0..seeds-1 (None past ``cap``)."""
+    from cpgraph.check.calls import bound, session
+    from cpgraph.check.judging import stepper
+    from cpgraph.check.options import make_options
+    from cpgraph.check.protocol import load_policy
+    from cpgraph.check.randoms import random_cases
+    from cpgraph.check.run import with_policy_knobs
+
+    out: dict[str, Any] = {}
+    with session(10.0):
+        for name, invariant in MUTANTS.items():
+            if names is not None and name not in names:
+                continue
+            policy = bound(load_policy(f"cpgraph.proofs.mutants.{name}"))
+            wanted = frozenset((invariant,))
+            firsts: list[int | None] = []
+            for seed in range(seeds):
+                opts = with_policy_knobs(make_options(boundary=False, seed=seed), policy)
+                step = stepper(policy, strategy=opts.strategy, ask_replay=opts.ask_replay)
+                first = None
+                for count, (_, batch) in enumerate(random_cases(opts), 1):
+                    _, findings = step(batch, wanted)
+                    if any(f.invariant == invariant for f in findings):
+                        first = count
+                        break
+                    if count >= cap:
+                        break
+                firsts.append(first)
+            found = sorted(x for x in firsts if x is not None)
+            median = None
+            if found:
+                mid = len(found) // 2
+                median = found[mid] if len(found) % 2 else (found[mid - 1] + found[mid]) / 2
+            out[name] = {"invariant": invariant, "found": f"{len(found)}/{seeds}", "median": median, "max": found[-1] if found else None}
+            print(f"{name:20s} {invariant:22s} found {len(found)}/{seeds} median {median} max {out[name]['max']}", flush=True)
+    return out
+
+
 CORRECT = ("benchmarks.check_rate:lean", "cpgraph.reference.policy", "cpgraph.impl.policy", "cpgraph.proofs.mutants.correct:scan", "cpgraph.proofs.mutants.correct:with_rows")
 
 
@@ -198,7 +263,18 @@ def main() -> int:
     parser.add_argument("--targets", help="comma-separated policies instead of the correct ones (and the breakdown's)")
     parser.add_argument("--breakdown", action="store_true", help="time the parts of the search loop per batch instead")
     parser.add_argument("--root", help="import cpgraph from this checkout instead (read before the imports)")
+    parser.add_argument("--generate-warm", action="store_true", help="time the random phase alone, warm (us per batch) instead")
+    parser.add_argument("--random-catches", action="store_true", help="batches the random phase alone needs to find each mutant instead")
+    parser.add_argument("--seeds", type=int, default=20, help="--random-catches: seeds 0..SEEDS-1 (default 20)")
+    parser.add_argument("--mutants", help="--random-catches: comma-separated mutants instead of all")
     args = parser.parse_args()
+    if args.generate_warm or args.random_catches:
+        names = tuple(args.mutants.split(",")) if args.mutants else None
+        found = generate_warm() if args.generate_warm else {"random_phase_catches": random_phase_catches(args.seeds, names=names)}
+        print(json.dumps(found))
+        if args.json:
+            Path(args.json).write_text(json.dumps(found, indent=2) + "\n")
+        return 0
     if args.breakdown:
         out: dict[str, Any] = {"python": platform.python_version(), "cpus": os.cpu_count(), "loadavg_before": os.getloadavg()}
         for target in args.targets.split(",") if args.targets else BREAKDOWN:

@@ -22,7 +22,7 @@ import pytest
 
 from cpgraph.check.batch import Batch, captured_rows, parse_table
 from cpgraph.check.options import SEARCHED_FACTORS, CheckOptions, make_options
-from cpgraph.check.randoms import random_cases
+from cpgraph.check.randoms import clamp, random_cases
 from cpgraph.reference import headroom_local_tokens
 from cpgraph.reference.judge import window_top
 from cpgraph.reference.validate import check_capacities, check_capture_list, check_lengths, check_num_tokens
@@ -95,6 +95,117 @@ def test_different_seeds_draw_different_batches() -> None:
     streams = [tuple(itertools.islice(random_cases(_options({"seed": seed})), 200)) for seed in (0, 1, 2, 7919)]
     for a, b in itertools.combinations(streams, 2):
         assert sum(x != y for x, y in zip(a, b)) > 190  # not one stream shifted or mostly shared
+
+
+# The stream's first 1500 batches of that option set, pinned (the rows left out: they are the reference's).
+# A change of the drawing (or of numpy's PCG64, SeedSequence or Generator.random) shows here first; a
+# deliberate change of the stream updates it and says so.
+PINNED = ({"seed": 3, "capacities": ("captured", "headroom:2", "arbitrary"), "padding_factors": (2, Fraction(3, 2))}, 1500)
+PINNED_DIGEST = "c4be7d5ea1e76a102cfa5d1669bd096915a75a3a5e2890cf5ecc1b7702cb97fd"
+
+
+def test_the_stream_is_pinned() -> None:
+    here: dict[str, Any] = {}
+    exec(_DIGEST, here)
+    assert here["digest"](*PINNED) == PINNED_DIGEST
+
+
+def test_the_floats_are_pcg64_words_scaled() -> None:
+    """Generator.random's floats are PCG64's 64-bit words' top 53 bits times 2**-53 (what the module
+    docstring promises, so the stream does not hang on numpy's float sampler staying as it is)."""
+    import numpy as np
+
+    for seed in (0, 3, 7919, 2**70 + 1):
+        words = np.random.PCG64(seed).random_raw(4096)
+        floats = np.random.Generator(np.random.PCG64(seed)).random(4096)
+        assert np.array_equal(floats, (words >> np.uint64(11)).astype(np.float64) * 2.0**-53)
+
+
+def _clamp_one_by_one(raw: list[int], budget: int) -> list[int]:
+    """The budget's clamp request by request (the generator's scalar loop before 2026-12-01's chunks)."""
+    out: list[int] = []
+    live = 0
+    for i, length in enumerate(raw):
+        room = budget - live - (len(raw) - i - 1)
+        if length > room:
+            length = room if room > 1 else 1
+        out.append(length)
+        live += length
+        if live >= budget:
+            break
+    return out
+
+
+def _clamp_rows(rows: list[list[int]], budget: int) -> list[list[int]]:
+    import numpy as np
+
+    width = max(map(len, rows))
+    x = np.array([row + [7] * (width - len(row)) for row in rows], dtype=np.int64)  # 7: past r, must not count
+    count, live = clamp(x, np.array([len(row) for row in rows], dtype=np.int64), budget)
+    out = [x[i, : count[i]].tolist() for i in range(len(rows))]
+    assert live.tolist() == [sum(row) for row in out]
+    return out
+
+
+def test_the_vectorised_clamp_is_the_request_by_request_clamp() -> None:
+    """clamp() on whole chunks equals the scalar clamp: every raw length vector of 1..4 requests with
+    lengths 1..budget + 3 at budgets 1..9, and random ones of up to 40 requests at larger budgets. No
+    batch with r <= budget is cut short (the scalar loop's early stop only fires at its last request)."""
+    import random
+
+    for budget in range(1, 10):
+        rows = [list(t) for r in range(1, 5) for t in itertools.product(range(1, budget + 4), repeat=r)]
+        got = _clamp_rows(rows, budget)
+        for raw, out in zip(rows, got):
+            assert out == _clamp_one_by_one(raw, budget), (raw, budget)
+            if len(raw) <= budget:
+                assert len(out) == len(raw)
+    rnd = random.Random(5)
+    for budget in (10, 37, 700, 4096, 1 << 20):
+        rows = [[1 + int(rnd.random() ** 3 * budget * 1.5) for _ in range(rnd.randint(1, 40))] for _ in range(3000)]
+        for raw, out in zip(rows, _clamp_rows(rows, budget)):
+            assert out == _clamp_one_by_one(raw, budget), (raw, budget)
+
+
+def test_the_caches_change_no_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dense rows and pairs caches are only caches: with them off (every row looked up one by one,
+    every pair made afresh) the same seed draws the same batches, rows included."""
+    import cpgraph.check.randoms as randoms
+
+    for kw in (OPTION_SETS[0], OPTION_SETS[2], OPTION_SETS[5]):
+        cached = tuple(itertools.islice(random_cases(_options(kw)), 3000))
+        with monkeypatch.context() as patch:
+            patch.setattr(randoms, "_DENSE", 0)
+            assert tuple(itertools.islice(random_cases(_options(kw)), 3000)) == cached
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"seed": 1, "max_tokens": 1 << 22, "padding_factors": (Fraction(2**41 + 1, 2**40),), "cp_sizes": (2, 64)},  # n * numerator past 2**63
+        {"seed": 2, "max_tokens": 5, "max_requests": 9, "cp_sizes": (1, 2, 3)},  # more requests than tokens
+        {"seed": 3, "max_requests": 300, "max_tokens": 100000, "cp_sizes": (1, 7), "capacities": ("arbitrary",)},  # wide rows, small chunks
+    ],
+    ids=["huge-products", "budget-below-requests", "many-requests"],
+)
+def test_edge_options_draw_valid_batches(kw: dict[str, object]) -> None:
+    """Options far from the defaults (products past int64, which take the Python-int path; a budget
+    below max_requests; hundreds of requests) draw valid batches with their edges where promised."""
+    opts = _options(kw)
+    factors = set(opts.padding_factors) if opts.padding_factors is not None else {opts.max_padding_factor, *SEARCHED_FACTORS}
+    batches = [b for _, b in itertools.islice(random_cases(opts), 400)]
+    for batch in batches:
+        p, n, lengths, buckets = batch.cp_size, batch.num_tokens, batch.extend_seq_lens, batch.capture_num_tokens
+        assert check_lengths("lengths", lengths) == lengths and 1 <= len(lengths) <= opts.max_requests and sum(lengths) <= opts.max_tokens
+        assert check_num_tokens(n, lengths) == n and batch.max_padding_factor in factors
+        assert check_capture_list("buckets", buckets) == buckets and buckets[0] >= 2 * p
+        assert buckets[-1] <= max(4 * opts.max_tokens, window_top(n, batch.max_padding_factor), n + 8 * p), batch
+        keys = [b for b, _ in batch.bucket_local_tokens]
+        assert keys == sorted(set(keys)) and set(keys) <= set(buckets)
+        assert check_capacities("rows", batch.capacities) == batch.capacities
+    assert sum(window_top(b.num_tokens, b.max_padding_factor) in b.capture_num_tokens for b in batches) > 0.25 * len(batches)
+    if opts.max_tokens < opts.max_requests:  # the clamp: every request 1 token, the batch ends at the budget's count
+        assert all(set(b.extend_seq_lens) == {1} for b in batches if len(b.extend_seq_lens) == opts.max_tokens)
 
 
 # --- every record is valid -----------------------------------------------------------------------------
