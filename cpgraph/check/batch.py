@@ -201,14 +201,17 @@ def record(
     capacities: tuple[tuple[int, int], ...], factor: Factor, table: str, context_len: int | None,
 ) -> Batch:
     """``Batch(...)`` without the frozen dataclass's per-field ``object.__setattr__`` (the generator makes
-    one per batch): the same frozen record, fields as given (no checks)."""
-    batch = object.__new__(Batch)
-    batch.__dict__.update(
-        cp_size=cp_size, align_size=align_size, num_tokens=num_tokens, extend_seq_lens=lengths,
-        capture_num_tokens=buckets, bucket_local_tokens=capacities, max_padding_factor=factor, table=table,
-        context_len=context_len,
-    )
+    one per batch): the same frozen record, fields as given (no checks), its ``__dict__`` set in one call."""
+    batch = _new(Batch)
+    _set(batch, "__dict__", {
+        "cp_size": cp_size, "align_size": align_size, "num_tokens": num_tokens, "extend_seq_lens": lengths,
+        "capture_num_tokens": buckets, "bucket_local_tokens": capacities, "max_padding_factor": factor, "table": table,
+        "context_len": context_len,
+    })
     return batch
+
+
+_new, _set = object.__new__, object.__setattr__
 
 
 def build(

@@ -382,3 +382,18 @@ def test_the_exhaustive_shards_together_are_the_whole_domain(shards: int) -> Non
     whole = Counter(b for _, b in exhaustive(opts))
     parts = [Counter(b for _, b in exhaustive(opts, shard=k, shards=shards)) for k in range(shards)]
     assert sum(parts, Counter()) == whole and all(parts)
+
+
+def test_record_is_the_constructors_frozen_batch() -> None:
+    """batch.record (the generator's fast constructor) sets every field of Batch, and nothing else: equal,
+    equally hashed and as frozen as Batch(...)."""
+    import dataclasses
+
+    from cpgraph.check.batch import record
+
+    fields = (4, 8, 100, (50, 50), (100, 200), ((100, 30), (200, 60)), Fraction(3, 2), "captured", 64)
+    made, built = record(*fields), Batch(*fields)
+    assert made == built and hash(made) == hash(built) and repr(made) == repr(built)
+    assert set(vars(made)) == {f.name for f in dataclasses.fields(Batch)}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.cp_size = 2  # type: ignore[misc]
