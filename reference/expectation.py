@@ -6,7 +6,7 @@ table row names its per-request loads. reference/judge.py judges the ranks' answ
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from operator import add
@@ -16,6 +16,7 @@ from cpgraph.reference.capacity import align_up
 from cpgraph.reference.layout import rank_loads
 from cpgraph.reference.selection import fitting_buckets, is_cp_active, iter_fitting, window_top
 from cpgraph.reference.strategies import strategy_row
+from cpgraph.reference.validate import MAX_CP_SIZE
 
 __all__ = ["Expectation", "expected", "expected_bucket", "fitting_set", "memo_loads"]
 
@@ -81,16 +82,22 @@ def _per_request(strategy: str) -> bool:
 class _RequestLoads(dict[int, tuple[int, ...]]):
     """length -> the reference's loads of the one-request batch (length,) at one (strategy, P), filled on
     first use: ``expected_bucket`` reads one entry per request of every batch, and a dict lookup costs a
-    fraction of an lru_cache call with three arguments."""
+    fraction of an lru_cache call with three arguments. A length rank_loads accepts (an int >= 0) is
+    filled by the strategy row's ``request_loads``, which is what rank_loads sums for a one-request batch
+    (without its argument checks: P was checked when the memo was made); any other key goes to rank_loads
+    for its error."""
 
-    def __init__(self, strategy: str, cp_size: int) -> None:
+    def __init__(self, strategy: str, cp_size: int, request_loads: Callable[..., tuple[int, ...]]) -> None:
         super().__init__()
-        self.strategy, self.cp_size = strategy, cp_size
+        self.strategy, self.cp_size, self.request_loads = strategy, cp_size, request_loads
 
     def __missing__(self, length: int) -> tuple[int, ...]:
         if len(self) >= 65536:  # bounded, like the lru caches beside it
             self.clear()
-        loads = self[length] = rank_loads((length,), cp_size=self.cp_size, strategy=self.strategy)
+        if type(length) is int and length >= 0:
+            loads = self[length] = tuple(self.request_loads(length, cp_size=self.cp_size))
+        else:
+            loads = self[length] = rank_loads((length,), cp_size=self.cp_size, strategy=self.strategy)
         return loads
 
 
@@ -99,16 +106,19 @@ _REQUEST_MEMOS: dict[str, dict[int, _RequestLoads]] = {}  # strategy -> P -> its
 
 def _request_loads(strategy: str, cp_size: int) -> _RequestLoads | None:
     """The per-request memo of (strategy, P) (made on first use); None for a strategy whose batch loads
-    are not the sum of its per-request loads (``_per_request``)."""
+    are not the sum of its per-request loads (``_per_request``) or a P rank_loads would refuse (the
+    caller then goes to rank_loads, for its error)."""
     memo = _REQUEST_MEMOS.get(strategy, {}).get(cp_size)
     if memo is not None:
         return memo
-    if not _per_request(strategy):
+    if not (_per_request(strategy) and type(cp_size) is int and 1 <= cp_size <= MAX_CP_SIZE):
         return None
+    request_loads = strategy_row(strategy).request_loads
+    assert request_loads is not None  # _per_request
     memos = _REQUEST_MEMOS.setdefault(strategy, {})
     if len(memos) >= 64:
         memos.clear()
-    made = memos[cp_size] = _RequestLoads(strategy, cp_size)
+    made = memos[cp_size] = _RequestLoads(strategy, cp_size, request_loads)
     return made
 
 
