@@ -102,7 +102,9 @@ def _policy_floor(raw: Any, batches: list[Any], always: bool) -> None:
 
 def breakdown(target: str, seconds: float, seed: int = 0, chunk: int = 100) -> dict[str, Any]:
     """The rate of run.py's search loop for ``target`` (one process, boundary models off: run_check with
-    one worker, uninstrumented), then where its time goes: the same batches in the same order, in chunks
+    one worker, uninstrumented, in a forked child so that it starts as cold as the parts after it; a
+    later target of the same run inherits the memos the earlier ones filled), then where its time goes:
+    the same batches in the same order, in chunks
     of ``chunk``, each part timed over a whole chunk (no timer inside the loop: a thread_time() call costs
     about 1 us, as much as a policy call): generating; asking every rank (the policy plus the bound);
     judging (the reference's expectation and the rules); and the policy alone in a plain loop over the
@@ -130,11 +132,33 @@ def breakdown(target: str, seconds: float, seed: int = 0, chunk: int = 100) -> d
     opts = with_policy_knobs(make_options(boundary=False, seed=seed, budget_s=seconds), policy)
     always = opts.ask_replay == "always"
     clock = time.process_time
-    with session(10.0):
-        cpu0 = clock()
-        report = run_check(policy, opts, workers=1)
-        loop_cpu = clock() - cpu0
-    assert report.ok, report
+    def loop() -> tuple[int, float, dict[str, int]]:
+        with session(10.0):
+            cpu0 = clock()
+            report = run_check(policy, opts, workers=1)
+            loop_cpu = clock() - cpu0
+        assert report.ok, report
+        return report.cases, loop_cpu, dict(report.phases)
+
+    # The loop runs in a forked child, so that it and the parts below both start cold (no memo filled
+    # yet, the exhaustive phase first): the parts then measure what the loop met, not a warmed-up rerun.
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the uninstrumented loop, its figures back through the pipe
+        try:
+            os.write(write, json.dumps(loop()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        loop_cases, loop_cpu, phases = json.loads(pipe.read())
+    os.waitpid(pid, 0)
+
+    class _Report:  # what the parts below read of the loop's report
+        pass
+
+    report: Any = _Report()
+    report.cases, report.phases = loop_cases, phases
     parts = dict.fromkeys(("generate", "expectation", "ask", "judge", "policy_alone"), 0.0)
     count = kept = 0
     stream = cases(opts)
@@ -165,13 +189,15 @@ def breakdown(target: str, seconds: float, seed: int = 0, chunk: int = 100) -> d
     us = 1e6 / count
     total = loop_cpu / report.cases * 1e6
     policy_us = parts["policy_alone"] * us
-    step = sum(parts[k] for k in ("generate", "expectation", "ask", "judge")) * us
+    step = sum(parts[k] for k in ("generate", "expectation", "ask", "judge")) * us  # the parts' own total
     return {
         "loop_batches": report.cases,
         "phases": dict(report.phases),
         "per_cpu_minute": round(report.cases / loop_cpu * 60),
         "us_per_batch_loop": round(total, 2),
         "overhead_share": round(1 - policy_us / total, 3),
+        "us_per_batch_parts_total": round(step, 2),
+        "overhead_share_parts": round(1 - policy_us / step, 3),
         "parts_batches": count,
         "kept_without_records_share": round(kept / count, 3),
         "us_per_batch_parts": {
@@ -182,7 +208,10 @@ def breakdown(target: str, seconds: float, seed: int = 0, chunk: int = 100) -> d
             "policy_alone": round(policy_us, 2),
             "loop_rest": round(total - step, 2),
         },
-        "clock": "process_time over whole chunks; loop_rest = the loop's total less the parts",
+        "clock": "process_time; the loop in a forked child, the parts in whole chunks in the parent, both cold; "
+        "overhead_share against the loop's total, overhead_share_parts against the parts' own total (one "
+        "process, so the machine's drift between the two runs does not enter it); loop_rest = the loop's "
+        "total less the parts",
     }
 
 
