@@ -266,7 +266,24 @@ def plan_lengths(
         max_padding_factor=max_padding_factor,
         strategy=strategy,
     )
-    return Plan(lengths_tuple(lengths), n, required, bucket, capacity, reason)
+    return make_plan(lengths_tuple(lengths), n, required, bucket, capacity, reason)
+
+
+def make_plan(
+    lengths: tuple[int, ...], num_tokens: int, required: int, bucket: int | None, capacity: int | None,
+    fallback: FallbackReason | None,
+) -> Plan:
+    """``Plan(...)`` without the frozen dataclass's per-field ``object.__setattr__`` (the dispatcher makes one per
+    batch): the same frozen record, fields as given, its ``__dict__`` set in one call (about 0.3 us less)."""
+    plan = _new(Plan)
+    _set(plan, "__dict__", {
+        "extend_seq_lens": lengths, "num_tokens": num_tokens, "required_local_tokens": required, "bucket": bucket,
+        "bucket_local_tokens": capacity, "fallback": fallback,
+    })
+    return plan
+
+
+_new, _set = object.__new__, object.__setattr__
 
 
 def plan_batch(
@@ -288,4 +305,4 @@ def plan_batch(
     required, bucket, capacity, reason = choose(
         accepted, num_tokens, cp_size, align_size, selector, max_padding_factor, formulas(strategy)
     )
-    return Plan(lengths, num_tokens, required, bucket, capacity, reason)
+    return make_plan(lengths, num_tokens, required, bucket, capacity, reason)

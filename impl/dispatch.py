@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from cpgraph.impl.decision import Plan, Selector, decider
+from cpgraph.impl.decision import Plan, Selector, decider, make_plan
 from cpgraph.impl.lengths import lengths_tuple
 from cpgraph.impl.graphs import BucketKey
 from cpgraph.reference.runner import ReplayError as ReplayError  # one error type for both runners (a shared record, like Plan)
@@ -62,7 +62,7 @@ class Dispatcher:
     def plan(self, extend_seq_lens: Sequence[int], num_tokens: int | None = None) -> Plan:
         # Validated once, at this boundary (a list, tuple, integer numpy array or CPU tensor), then planned.
         lengths, n, (required, bucket, capacity, reason) = self.decide(extend_seq_lens, num_tokens)
-        return Plan(lengths_tuple(lengths), n, required, bucket, capacity, reason)
+        return make_plan(lengths_tuple(lengths), n, required, bucket, capacity, reason)
 
     def key(self, plan: Plan) -> BucketKey:
         """The captured key a plan replays; tripwires name what was asked and what exists."""

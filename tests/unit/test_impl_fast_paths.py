@@ -84,3 +84,17 @@ def test_selector_capacity_is_none_for_a_bucket_not_listed() -> None:
     selector = decision.Selector.build((64, 128), {64: 16, 128: 32})
     assert (selector.capacity(64), selector.capacity(128)) == (16, 32)
     assert selector.capacity(100) is None and selector.capacity(200) is None and selector.capacity(1) is None
+
+
+def test_make_plan_is_the_constructors_frozen_plan() -> None:
+    """decision.make_plan (the dispatcher's fast constructor) sets every field of Plan and nothing else."""
+    import dataclasses
+
+    from cpgraph.impl.decision import FallbackReason, Plan, make_plan
+
+    for fields in (((300, 200), 500, 256, 512, 260, None), ((3,), 3, 4, None, None, FallbackReason.SHORT_REQUEST)):
+        made, built = make_plan(*fields), Plan(*fields)
+        assert made == built and hash(made) == hash(built) and repr(made) == repr(built)
+        assert set(vars(made)) == {f.name for f in dataclasses.fields(Plan)}
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            made.bucket = 1  # type: ignore[misc]
