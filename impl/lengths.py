@@ -180,9 +180,12 @@ def accept_lengths(value: object, name: str = "extend_seq_lens") -> Lengths:
     if kind is tuple or kind is list:
         count = len(value)  # type: ignore[arg-type]
         if count >= VECTOR_MIN_REQUESTS and _UFUNCS and _NUMPY[0] is not None:  # _from_sequence's long path, inline
+            # A list is copied into a tuple once here: ``pack(*list)`` would build that tuple anyway, and the
+            # facts then hold the lengths as the tuple a Plan records (lengths_tuple returns it, no second copy).
+            items: tuple[Any, ...] = value if kind is tuple else tuple(value)  # type: ignore[assignment,arg-type]
             try:
-                total = sum(value)  # type: ignore[call-overload]
-                vec = _UFUNCS[0]((_PACKERS.get(count) or _packer(count)).pack(*value), _DTYPES[0])  # type: ignore[misc]
+                total = sum(items)
+                vec = _UFUNCS[0]((_PACKERS.get(count) or _packer(count)).pack(*items), _DTYPES[0])
             except (TypeError, struct.error):  # a non-int item, or a length past int64: the exact/scalar path
                 return _exact(name, value)
             if type(total) is not int:  # a float, numpy scalar or Fraction among ints (packing took its __index__)
@@ -190,7 +193,7 @@ def accept_lengths(value: object, name: str = "extend_seq_lens") -> Lengths:
             low = vec.item(vec.argmin())
             if low < 2:  # a bool, a negative, or a legal 0/1 length: the exact check decides (and says why)
                 _exact(name, value)
-            return (value, vec, count, total, low)  # type: ignore[return-value]
+            return (items, vec, count, total, low)
         if count == 1:
             x = value[0]  # type: ignore[index]
             if type(x) is int and x >= 0:
