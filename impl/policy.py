@@ -154,7 +154,11 @@ def _decide(
     hi = bisect_right(buckets, factor * n, lo)
     if lo >= hi:
         return lengths, n, required, None, None, FallbackReason.NO_BUCKET_WITHIN_PADDING_LIMIT
-    for bucket in buckets[lo:hi] if hi - lo > 1 else (buckets[lo],):
+    bucket = buckets[lo]  # the least bucket in the window first, without the loop (it fits most batches)
+    rows = caps.get(bucket)
+    if type(rows) is int and rows >= required and rows >= 0:
+        return lengths, n, required, bucket, rows, None
+    for bucket in buckets[lo:hi]:
         rows = caps.get(bucket)
         if rows is not None:
             if type(rows) is not int or rows < 0:
