@@ -239,3 +239,19 @@ def test_the_histogram_tail_is_exact_on_both_sides_of_float32s_limit(p: int) -> 
         assert decision.max_rank_load(lengths, cp_size=p) == _zigzag_busiest_by_hand(lengths, p)
     skewed = np.full(limit + 5, 4 * p + 1, dtype=np.int64)  # every request leaves remainder 1: rank 0 busiest
     assert decision.max_rank_load(skewed, cp_size=p) == _zigzag_busiest_by_hand(skewed, p)
+
+
+@pytest.mark.parametrize("form", ["list", "array", "tensor"])
+def test_a_plan_keeps_its_own_tuple_of_the_lengths(form: str) -> None:
+    """The Plan records the lengths as a tuple of ints made at the boundary (for a long list, the one copy
+    the packing makes): changing the caller's list, array or tensor afterwards does not change the plan."""
+    lengths = _lengths(LONG, p=4)
+    given: Any = {"list": list(lengths), "array": np.array(lengths), "tensor": torch.tensor(lengths)}[form]
+    n = sum(lengths)
+    dispatcher = Dispatcher(cp_size=4, align_size=8, strategy="zigzag", max_padding_factor=2,
+                            capture_num_tokens=(n, 2 * n), captured={b: reference.capture_local_tokens(
+                                b, cp_size=4, align_size=8) for b in (n, 2 * n)})
+    plan = dispatcher.plan(given)
+    given[0] = 1
+    assert type(plan.extend_seq_lens) is tuple and plan.extend_seq_lens == tuple(lengths)
+    assert all(type(x) is int for x in plan.extend_seq_lens)
