@@ -45,7 +45,7 @@ from cpgraph import check_policy  # noqa: E402
 from cpgraph.proofs.mutants import MUTANTS  # noqa: E402
 from cpgraph.proofs.mutants._kit import correct_select  # noqa: E402
 
-BREAKDOWN = ("benchmarks.check_rate:lean", "cpgraph.proofs.mutants.correct:scan")
+BREAKDOWN = ("benchmarks.check_rate:lean", "benchmarks.check_rate:plain", "cpgraph.proofs.mutants.correct:scan")
 
 
 class _Lean:
@@ -73,6 +73,46 @@ class _Lean:
 
 
 lean = _Lean()
+
+
+class _Plain:
+    """A plain correct policy, decided afresh on every call as a straightforward serving-stack selector would
+    write it: not CP-active -> refuse; zigzag loads by a per-rank loop over the requests (L = 2Pq + m: rank r
+    holds 2q + [r < m] + [2P-1-r < m]); rows = align_up(max load, A); the least captured bucket in [n, F*n]
+    whose recorded rows hold them."""
+
+    @staticmethod
+    def _select(b: dict[str, Any]) -> int | None:
+        lengths, p, n = b["extend_seq_lens"], b["cp_size"], b["num_tokens"]
+        s = 2 * p
+        if p == 1 or n < s or min(lengths) < s:
+            return None
+        loads = [0] * p
+        for length in lengths:
+            q, m = divmod(length, s)
+            for r in range(p):
+                loads[r] += 2 * q + (r < m) + (s - 1 - r < m)
+        a = b["align_size"]
+        need = -(-max(loads) // a) * a
+        caps, limit = b["bucket_local_tokens"], b["max_padding_factor"] * n
+        for bucket in b["capture_num_tokens"]:
+            if bucket < n:
+                continue
+            if bucket > limit:
+                return None
+            rows = caps.get(bucket)
+            if rows is not None and rows >= need:
+                return bucket
+        return None
+
+    def admit(self, **b: Any) -> bool:
+        return self._select(b) is not None
+
+    def replay_bucket(self, **b: Any) -> int | None:
+        return self._select(b)
+
+
+plain = _Plain()
 
 
 def _policy_floor(raw: Any, batches: list[Any], always: bool) -> None:
@@ -275,7 +315,7 @@ def random_phase_catches(seeds: int = 20, cap: int = 20_000, names: tuple[str, .
     return out
 
 
-CORRECT = ("benchmarks.check_rate:lean", "cpgraph.reference.policy", "cpgraph.impl.policy", "cpgraph.proofs.mutants.correct:scan", "cpgraph.proofs.mutants.correct:with_rows")
+CORRECT = ("benchmarks.check_rate:lean", "benchmarks.check_rate:plain", "cpgraph.reference.policy", "cpgraph.impl.policy", "cpgraph.proofs.mutants.correct:scan", "cpgraph.proofs.mutants.correct:with_rows")
 
 
 def _cpu_seconds() -> float:
