@@ -171,8 +171,11 @@ def _interrupt(argv: list[str], ready: str) -> tuple[int, str]:
     """Start ``cpgraph ARGV`` in its own process group, wait for the line ``ready`` on stderr, then send
     SIGINT to the whole group, as a terminal's Ctrl-C does."""
     env = dict(os.environ, NO_COLOR="1")
+    # The child starts with Ctrl-C's default action whatever this process inherited: a test run launched in the
+    # background of a shell without job control ignores SIGINT, and a Python started that way keeps ignoring it.
     proc = subprocess.Popen([sys.executable, "-m", "cpgraph", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True, env=env)
+                            text=True, start_new_session=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stderr is not None
     guard = threading.Timer(120, lambda: os.killpg(proc.pid, signal.SIGKILL))  # a ready line that never comes
     guard.start()
