@@ -15,10 +15,10 @@ from cpgraph.reference.answers import AskedBatch, Factor
 from cpgraph.reference.capacity import align_up
 from cpgraph.reference.layout import rank_loads
 from cpgraph.reference.selection import fitting_buckets, is_cp_active, iter_fitting, window_top
-from cpgraph.reference.strategies import strategy_row
+from cpgraph.reference.strategies import capture_lengths, strategy_row
 from cpgraph.reference.validate import MAX_CP_SIZE
 
-__all__ = ["Expectation", "expected", "expected_bucket", "fitting_set", "memo_loads"]
+__all__ = ["Expectation", "capture_loads", "expected", "expected_bucket", "fitting_set", "memo_loads"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,38 @@ def _loads(lengths: tuple[int, ...], cp_size: int, strategy: str) -> tuple[int, 
 
 
 memo_loads = _loads  # reference.rank_loads(lengths, cp_size=, strategy=), memoised (positional arguments)
+
+
+def capture_loads(bucket: int, context_len: int | None, cp_size: int, strategy: str) -> tuple[int, ...]:
+    """reference.rank_loads(capture_lengths(bucket, context_len=context_len), cp_size=, strategy=), memoised,
+    without building the capture lengths when B is many context lengths (B / context_len requests: a
+    tuple of a million ones for B = 10**6 at context_len 1). Where a batch's loads are the rank-wise sum
+    of its requests' (a table row with request_loads), ``full`` requests of context_len tokens and one
+    of the rest load each rank with full * loads(context_len) + loads(rest); where they depend on the
+    total only (request_excess None), they are the loads of one request of B tokens. Arguments
+    rank_loads would refuse go to it, for its error."""
+    if (
+        context_len is None or type(bucket) is not int or type(context_len) is not int or context_len < 1
+        or bucket <= context_len
+    ):
+        return _loads(capture_lengths(bucket, context_len=context_len), cp_size, strategy)
+    full, rest = divmod(bucket, context_len)
+    memo = _request_loads(strategy, cp_size)
+    if memo is not None:
+        one = memo[context_len]
+        return tuple(full * x for x in one) if not rest else tuple(full * x + y for x, y in zip(one, memo[rest]))
+    if _total_only(strategy) and type(cp_size) is int and 1 <= cp_size <= MAX_CP_SIZE:
+        return _loads((bucket,), cp_size, strategy)
+    return _loads(capture_lengths(bucket, context_len=context_len), cp_size, strategy)
+
+
+@lru_cache(maxsize=16)
+def _total_only(strategy: str) -> bool:
+    """Do ``strategy``'s loads depend on a batch's total only (its table row's request_excess is None)?"""
+    try:
+        return strategy_row(strategy).request_excess is None
+    except ValueError:
+        return False
 
 
 @lru_cache(maxsize=16)

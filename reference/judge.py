@@ -41,6 +41,7 @@ from cpgraph.reference.expectation import (
     Expectation,
     _loads as _loads,
     _per_request as _per_request,
+    capture_loads as capture_loads,
     expected,
     expected_bucket,
     fitting_set,

@@ -9,8 +9,8 @@ from functools import lru_cache
 from typing import Any
 
 from cpgraph.reference import capture_local_tokens, default_align_size, headroom_local_tokens
-from cpgraph.reference.judge import memo_loads
-from cpgraph.reference.strategies import STRATEGY_TABLE, capture_lengths
+from cpgraph.reference.judge import capture_loads
+from cpgraph.reference.strategies import STRATEGY_TABLE
 from cpgraph.reference.validate import (
     MAX_CP_SIZE,
     check_capacities,
@@ -136,14 +136,15 @@ def _parse_table(spec: str) -> tuple[str, int]:
 def captured_rows(bucket: int, cp_size: int, align_size: int, strategy: str, context_len: int | None = None) -> int:
     """Upstream's recorded capacity of ``bucket`` (one request of B tokens, or context-length requests
     above ``context_len``), memoised: reference.capture_local_tokens, i.e. align_up(max rank load, A) of
-    the capture lengths, with the loads from the judge's memo (rank_loads of each request, shared with
-    the judge); arguments it would refuse go to it, for its error. Tests hold the two equal."""
+    the capture lengths, with the loads from the judge's memo (reference.judge.capture_loads: rank_loads
+    of each request, shared with the judge, and B / context_len requests of one length summed without
+    building them); arguments it would refuse go to it, for its error. Tests hold the two equal."""
     if (
         type(bucket) is int and bucket >= 1 and type(cp_size) is int and 1 <= cp_size <= MAX_CP_SIZE
         and type(align_size) is int and align_size >= 1 and strategy in STRATEGY_TABLE
         and (context_len is None or type(context_len) is int and context_len >= 1)
     ):
-        top = max(memo_loads(capture_lengths(bucket, context_len=context_len), cp_size, strategy))
+        top = max(capture_loads(bucket, context_len, cp_size, strategy))
         return -(-top // align_size) * align_size
     return capture_local_tokens(bucket, cp_size=cp_size, align_size=align_size, strategy=strategy, context_len=context_len)
 

@@ -275,3 +275,31 @@ def test_captured_rows_are_capture_local_tokens(bucket: int, cp_size: int, align
 
     want = capture_local_tokens(bucket, cp_size=cp_size, align_size=align, strategy=strategy, context_len=context_len)
     assert captured_rows.__wrapped__(bucket, cp_size, align, strategy, context_len) == want
+
+
+@pytest.mark.parametrize("strategy", ["zigzag", "interleave", "contiguous", "zigzag_pad"])
+def test_capture_loads_are_the_reference_loads_of_the_capture_lengths(strategy: str) -> None:
+    """reference.judge.capture_loads sums B / context_len requests without building them; it equals
+    rank_loads of reference's capture_lengths (no rest, a rest, B at or below the context length)."""
+    from cpgraph.reference.judge import capture_loads
+    from cpgraph.reference.strategies import capture_lengths
+
+    for p in (1, 2, 3, 8):
+        for ctx in (None, 1, 7, 64):
+            for bucket in (1, 6, 7, 8, 63, 64, 65, 128, 1000):
+                want = rank_loads(capture_lengths(bucket, context_len=ctx), cp_size=p, strategy=strategy)
+                assert capture_loads(bucket, ctx, p, strategy) == want, (bucket, ctx, p)
+
+
+def test_captured_rows_of_a_bucket_of_many_context_lengths_do_not_build_them() -> None:
+    """A 'captured' table at a context length far below the buckets (10**12 / 3 requests a bucket) is
+    recorded in closed form, equal to the loads of the one-rest case scaled."""
+    from cpgraph.check.batch import captured_rows
+    from cpgraph.reference.judge import capture_loads
+
+    bucket, ctx, p = 10**12 + 2, 3, 8
+    full = bucket // ctx
+    one, rest = rank_loads((ctx,), cp_size=p), rank_loads((bucket % ctx,), cp_size=p)
+    assert capture_loads(bucket, ctx, p, "zigzag") == tuple(full * a + b for a, b in zip(one, rest))
+    assert captured_rows(bucket, p, 2 * p, "zigzag", ctx) == -(-max(full * a + b for a, b in zip(one, rest)) // (2 * p)) * (2 * p)
+    assert capture_loads(bucket, ctx, p, "interleave") == rank_loads((bucket,), cp_size=p, strategy="interleave")
