@@ -194,16 +194,11 @@ def breakdown(target: str, seconds: float, seed: int = 0, chunk: int = 100) -> d
         loop_cases, loop_cpu, phases = json.loads(pipe.read())
     os.waitpid(pid, 0)
 
-    class _Report:  # what the parts below read of the loop's report
-        pass
-
-    report: Any = _Report()
-    report.cases, report.phases = loop_cases, phases
     parts = dict.fromkeys(("generate", "expectation", "ask", "judge", "policy_alone"), 0.0)
     count = kept = 0
     stream = cases(opts)
     with session(10.0):
-        while count < report.cases:  # the batches the loop met, in its order
+        while count < loop_cases:  # the batches the loop met, in its order
             t0 = clock()
             batches = [b for _, b in itertools.islice(stream, chunk)]
             t1 = clock()
@@ -227,13 +222,13 @@ def breakdown(target: str, seconds: float, seed: int = 0, chunk: int = 100) -> d
             kept += sum(a is None for a in answered)
     stream.close()
     us = 1e6 / count
-    total = loop_cpu / report.cases * 1e6
+    total = loop_cpu / loop_cases * 1e6
     policy_us = parts["policy_alone"] * us
     step = sum(parts[k] for k in ("generate", "expectation", "ask", "judge")) * us  # the parts' own total
     return {
-        "loop_batches": report.cases,
-        "phases": dict(report.phases),
-        "per_cpu_minute": round(report.cases / loop_cpu * 60),
+        "loop_batches": loop_cases,
+        "phases": phases,
+        "per_cpu_minute": round(loop_cases / loop_cpu * 60),
         "us_per_batch_loop": round(total, 2),
         "overhead_share": round(1 - policy_us / total, 3),
         "us_per_batch_parts_total": round(step, 2),

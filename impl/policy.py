@@ -156,7 +156,7 @@ def _decide(
         return lengths, n, required, None, None, FallbackReason.NO_BUCKET_WITHIN_PADDING_LIMIT
     bucket = buckets[lo]  # the least bucket in the window first, without the loop (it fits most batches)
     rows = caps.get(bucket)
-    if type(rows) is int and rows >= required and rows >= 0:
+    if type(rows) is int and rows >= required:  # required >= 0, so such rows are a valid capacity
         return lengths, n, required, bucket, rows, None
     for bucket in buckets[lo:hi]:
         rows = caps.get(bucket)

@@ -83,9 +83,10 @@ def induction_chain(
     (a, N, k) and re-establishes it at ``step_to`` (one more request); the bound assumes it at (a, N, k)
     and concludes ``bound``. So the invariant the step assumes is the one the base and the step prove,
     and the one the bound uses: the three compose into one checked chain."""
-    held = invariant(*state_so_far())
+    prior, tokens, requests = state_so_far()
+    held = invariant(prior, tokens, requests)
     return (
         Query("base", invariant(*EMPTY_BATCH), tuple(base_facts)),
         Query("step", invariant(*step_to), (held, *step_facts)),
-        Query("bound", bound, (held, *bound_facts), size=state_so_far()[1]),
+        Query("bound", bound, (held, *bound_facts), size=tokens),
     )

@@ -22,7 +22,7 @@ from cpgraph.spec.selection import (
     has_room,
     within_padding_limit,
 )
-from cpgraph.spec.batch import ClassBatch
+from cpgraph.spec.batch import ClassBatch, class_batch
 from cpgraph.spec.terms import BoolTerm, Defined, IntLike, IntTerm, Loads, all_of, any_of, int_term
 from cpgraph.spec.zigzag import zigzag_block_len, zigzag_rank_load, zigzag_split
 
@@ -363,7 +363,5 @@ BATCH_FACTS_WITHOUT = {
 
 def class_batch_with_untied_quotient(cp_size: int, name: str) -> ClassBatch:
     """spec.batch.class_batch whose quotient sum is a fresh variable, not the one its facts constrain."""
-    from cpgraph.spec.batch import class_batch
-
     right = class_batch(cp_size, name)
     return ClassBatch(cp_size, z3.Int(f"{name}.Q'"), right.long_counts, right.short_counts, right.holds)

@@ -61,8 +61,18 @@ def _loads(lengths: tuple[int, ...], cp_size: int, strategy: str) -> tuple[int, 
     if type(cp_size) is int and cp_size >= 1 and lengths and all(type(x) is int and x >= 0 for x in lengths):
         memo = _request_loads(strategy, cp_size)
         if memo is not None:
-            return memo[lengths[0]] if len(lengths) == 1 else tuple(map(sum, zip(*map(memo.__getitem__, lengths))))
+            return _summed(memo, lengths)
     return rank_loads(lengths, cp_size=cp_size, strategy=strategy)
+
+
+def _summed(memo: _RequestLoads, lengths: Sequence[int]) -> tuple[int, ...]:
+    """The batch's loads: each request's memoised loads, summed rank by rank (one and two requests, the
+    common batches, without the general zip)."""
+    if len(lengths) == 1:
+        return memo[lengths[0]]
+    if len(lengths) == 2:
+        return tuple(map(add, memo[lengths[0]], memo[lengths[1]]))
+    return tuple(map(sum, zip(*map(memo.__getitem__, lengths))))
 
 
 memo_loads = _loads  # reference.rank_loads(lengths, cp_size=, strategy=), memoised (positional arguments)
@@ -192,12 +202,8 @@ def expected_bucket(
     memo = _request_loads(strategy, p)
     if memo is None or type(lengths) is not tuple:
         loads = _loads(lengths if type(lengths) is tuple else tuple(lengths), p, strategy)
-    elif len(lengths) == 1:
-        loads = memo[lengths[0]]
-    elif len(lengths) == 2:
-        loads = tuple(map(add, memo[lengths[0]], memo[lengths[1]]))
     else:
-        loads = tuple(map(sum, zip(*map(memo.__getitem__, lengths))))
+        loads = _summed(memo, lengths)
     low = 2 * p
     if p < 2 or n < low or min(lengths) < low:  # not CP-active
         return None, loads, 0
