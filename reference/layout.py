@@ -9,14 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cpgraph.reference.strategies import (
+    STRATEGY_TABLE,
+    RankRows,
     Slot,
+    StrategyRow,
     contiguous_request_loads,
     strategy_row,
     zigzag_block_lens,
     zigzag_owned_blocks,
     zigzag_request_loads,
 )
-from cpgraph.reference.validate import check_cp_size, check_int, check_lengths
+from cpgraph.reference.validate import check_cp_size, check_int, check_is_prefilling, check_lengths
 
 __all__ = [
     "Layout",
@@ -39,12 +42,31 @@ def zigzag_block_starts(length: int, *, cp_size: int) -> tuple[int, ...]:
     return tuple(starts)
 
 
-def rank_loads(extend_seq_lens: object, *, cp_size: object, strategy: object = "zigzag") -> tuple[int, ...]:
-    """Rows each of the P ranks occupies for this batch (real tokens, plus a strategy's in-layout padding:
-    zigzag_pad pads every request to a multiple of 2P); for the other strategies they sum to the tokens."""
+def rank_loads(
+    extend_seq_lens: object, *, cp_size: object, strategy: object = "zigzag", is_prefilling: object = None
+) -> tuple[int, ...]:
+    """Rows each of the P ranks occupies for this batch: its real tokens, which sum to the batch's tokens
+    unless the strategy copies a request to every rank (a DualChunkSwap decode, replicated).
+    ``is_prefilling`` (one bool per request, default all True) marks decodes; only a strategy whose row
+    places decodes (the dual_chunk_swap rows) takes a batch with one."""
     lengths = check_lengths("extend_seq_lens", extend_seq_lens)
     p = check_cp_size("cp_size", cp_size)
-    return strategy_row(strategy).batch_loads(lengths, p)
+    row = strategy_row(strategy)
+    prefilling = check_is_prefilling("is_prefilling", is_prefilling, requests=len(lengths))
+    if prefilling is None:
+        return row.batch_loads(lengths, p)
+    return tuple(len(rows) for rows in _mixed_rows(row, lengths, prefilling, p))
+
+
+def _mixed_rows(row: StrategyRow, lengths: tuple[int, ...], prefilling: tuple[bool, ...], cp_size: int) -> RankRows:
+    if row.mixed_rows is None:
+        decode = prefilling.index(False)
+        mixed = ", ".join(s for s, r in STRATEGY_TABLE.items() if r.mixed_rows is not None)
+        raise ValueError(
+            f"is_prefilling[{decode}] is False but strategy {row.id!r} lays out prefills only; "
+            f"a batch with decodes needs one of {mixed}"
+        )
+    return row.mixed_rows(lengths, prefilling, cp_size)
 
 
 @dataclass(frozen=True)
@@ -56,7 +78,7 @@ class Layout:
     strategy: str
     rows: int
     rank_tokens: tuple[tuple[Slot | None, ...], ...]  # rank -> its occupied rows' (request, token) in row
-    # order; None marks a padding row inside the layout (zigzag_pad), rows past the end are padding too
+    # order; rows past the end are padding
 
     @property
     def loads(self) -> tuple[int, ...]:
@@ -95,7 +117,12 @@ class Layout:
 
 
 def build_layout(
-    extend_seq_lens: object, *, cp_size: object, rows: object = None, strategy: object = "zigzag"
+    extend_seq_lens: object,
+    *,
+    cp_size: object,
+    rows: object = None,
+    strategy: object = "zigzag",
+    is_prefilling: object = None,
 ) -> Layout:
     """Lay the batch out on P ranks, each padded to ``rows`` physical rows (default: the busiest rank's load).
 
@@ -104,7 +131,8 @@ def build_layout(
     lengths = check_lengths("extend_seq_lens", extend_seq_lens)
     p = check_cp_size("cp_size", cp_size)
     row = strategy_row(strategy)
-    ranks = row.rank_rows(lengths, p)
+    prefilling = check_is_prefilling("is_prefilling", is_prefilling, requests=len(lengths))
+    ranks = row.rank_rows(lengths, p) if prefilling is None else _mixed_rows(row, lengths, prefilling, p)
     busiest = max(len(tokens) for tokens in ranks)
     physical = busiest if rows is None else check_int("rows", rows, minimum=0)
     if physical < busiest:

@@ -3,12 +3,25 @@
 A row states, for its strategy:
 - ``align_factor``: upstream's default alignment is ``align_factor * P`` rows;
 - ``rank_rows``: the rank token order, i.e. for each rank the (request, token) of every physical row in
-  row order, with ``None`` for a padding row *inside* the layout (zigzag_pad pads each request);
-- ``batch_loads``: the rows each rank occupies for a batch (real tokens, plus in-layout padding);
+  row order (``None`` would mark a padding row inside the layout; no strategy of the table has one);
+- ``batch_loads``: the rows each rank occupies for a batch of prefills (they sum to the batch's tokens,
+  except where a strategy copies a request to every rank);
 - ``request_excess``: the most any one request can put on a rank beyond its mean, as P*l_r - L (so that
   P * max_r l_r <= N + R * excess over R requests), or ``None`` where loads depend on the total only;
 - ``request_loads``: one request's loads, where ``batch_loads`` is their rank-wise sum (``None`` where the
-  loads depend on the whole batch, as interleave's do).
+  loads depend on the whole batch, as interleave's do);
+- ``decodes``: where a request that is not prefilling goes (``None``: the strategy lays out prefills only,
+  a decode in its batch is a ValueError): ``"replicated"`` (the whole query on every rank),
+  ``"round_robin"`` (the k-th decode of the batch on rank k mod P), or ``"dcp"`` (replicated, and so is a
+  prefill too short to fill all 2P chunks, (2P-1) * ceil(L/2P) >= L);
+- ``mixed_rows``: the rank token order of a batch that may carry decodes (``is_prefilling`` per request),
+  for the rows whose ``decodes`` is not None.
+
+vLLM's layout ("DualChunkSwap", Model Runner V2's PCPManager) is three rows, one per placement of its
+decodes, as its releases and configurations place them: ``dual_chunk_swap_replicated`` (0.26-0.31, and
+0.26-0.29 with decode context parallel), ``dual_chunk_swap`` (0.32 on, where decodes are dealt
+round-robin when dcp = 1, the default) and ``dual_chunk_swap_dcp`` (0.30 on with dcp > 1). For a batch of
+prefills the three differ only in the dcp row's short prefills.
 
 The capture capacity of every strategy is one rule (``capture_lengths`` then the strategy's rows), so it
 is not a column. Adding a strategy adds one row here, one in ``spec/strategies.py`` and one in
@@ -20,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Final
 
 Slot = tuple[int, int]  # (request, token) or (rank, row)
 RankRows = list[list[Slot | None]]
@@ -43,10 +57,26 @@ def zigzag_request_loads(length: int, *, cp_size: int) -> tuple[int, ...]:
     return tuple(sum(sizes[b] for b in zigzag_owned_blocks(r, cp_size=cp_size)) for r in range(cp_size))
 
 
-def zigzag_pad_request_rows(length: int, *, cp_size: int) -> tuple[int, ...]:
-    """Rows of one sequence on each rank when it is first padded up to a multiple of 2P: 2*ceil(L/2P)."""
-    block = -(-length // (2 * cp_size))
-    return (2 * block,) * cp_size
+def dual_chunk_swap_chunk_lens(length: int, *, cp_size: int) -> tuple[int, ...]:
+    """vLLM's 2P chunks of one prefill: c = ceil(L/2P) tokens each, chunk j holding min(c, max(0, L - j*c))
+    (the trailing chunks short or empty; unlike zigzag the remainder does not go to the leading blocks)."""
+    chunks = 2 * cp_size
+    c = -(-length // chunks)
+    return tuple(min(c, max(0, length - j * c)) for j in range(chunks))
+
+
+def dual_chunk_swap_request_loads(length: int, *, cp_size: int) -> tuple[int, ...]:
+    """Tokens of one prefill held by each rank under DualChunkSwap: chunks r and 2P-1-r
+    (L = 300, P = 4: (72, 76, 76, 76); L = 3, P = 4: (1, 1, 1, 0))."""
+    sizes = dual_chunk_swap_chunk_lens(length, cp_size=cp_size)
+    return tuple(sizes[r] + sizes[2 * cp_size - 1 - r] for r in range(cp_size))
+
+
+def is_short_for_dcp(length: int, *, cp_size: int) -> bool:
+    """vLLM (0.30 on) with decode context parallel copies a prefill whose last chunk is empty,
+    (2P-1) * ceil(L/2P) >= L, to every rank instead of splitting it."""
+    chunks = 2 * cp_size
+    return (chunks - 1) * (-(-length // chunks)) >= length
 
 
 def contiguous_request_loads(length: int, *, cp_size: int) -> tuple[int, ...]:
@@ -81,15 +111,62 @@ def _zigzag_rows(lengths: tuple[int, ...], cp_size: int) -> RankRows:
     return ranks
 
 
-def _zigzag_pad_rows(lengths: tuple[int, ...], cp_size: int) -> RankRows:
-    # Each request is padded to 2P*c tokens (c = ceil(L/2P)); block j is [j*c, (j+1)*c); positions >= L pad.
+def _dual_chunk_swap_prefill(ranks: RankRows, i: int, length: int, cp_size: int) -> None:
+    sizes = dual_chunk_swap_chunk_lens(length, cp_size=cp_size)
+    c = sizes[0]
+    for r in range(cp_size):
+        for j in (r, 2 * cp_size - 1 - r):
+            ranks[r].extend((i, k) for k in range(j * c, j * c + sizes[j]))
+
+
+def _dual_chunk_swap_rows(lengths: tuple[int, ...], cp_size: int) -> RankRows:
     ranks: RankRows = [[] for _ in range(cp_size)]
     for i, length in enumerate(lengths):
-        c = -(-length // (2 * cp_size))
-        for r in range(cp_size):
-            for b in zigzag_owned_blocks(r, cp_size=cp_size):
-                ranks[r].extend((i, k) if k < length else None for k in range(b * c, (b + 1) * c))
+        _dual_chunk_swap_prefill(ranks, i, length, cp_size)
     return ranks
+
+
+def _placed_rows(decodes: str) -> Callable[[tuple[int, ...], tuple[bool, ...], int], RankRows]:
+    """The rank token order of a DualChunkSwap batch with decodes placed as ``decodes`` says. Rows on a
+    rank follow request order, chunk r before chunk 2P-1-r (vLLM reorders a rank's segments for its
+    attention kernels; the order inside a rank does not change its row count)."""
+
+    def rows(lengths: tuple[int, ...], is_prefilling: tuple[bool, ...], cp_size: int) -> RankRows:
+        ranks: RankRows = [[] for _ in range(cp_size)]
+        ordinal = 0  # vLLM deals only the copied requests, in batch order, skipping empty ones
+        for i, (length, prefill) in enumerate(zip(lengths, is_prefilling)):
+            if length == 0:
+                continue
+            copied = not prefill or (decodes == "dcp" and is_short_for_dcp(length, cp_size=cp_size))
+            if not copied:
+                _dual_chunk_swap_prefill(ranks, i, length, cp_size)
+            elif decodes == "round_robin":
+                ranks[ordinal % cp_size].extend((i, k) for k in range(length))
+                ordinal += 1
+            else:
+                for r in range(cp_size):
+                    ranks[r].extend((i, k) for k in range(length))
+        return ranks
+
+    return rows
+
+
+def _prefills_only(
+    rows: Callable[[tuple[int, ...], tuple[bool, ...], int], RankRows],
+) -> Callable[[tuple[int, ...], int], RankRows]:
+    return lambda lengths, cp_size: rows(lengths, (True,) * len(lengths), cp_size)
+
+
+def _dcp_request_loads(length: int, *, cp_size: int) -> tuple[int, ...]:
+    if length and is_short_for_dcp(length, cp_size=cp_size):
+        return (length,) * cp_size
+    return dual_chunk_swap_request_loads(length, cp_size=cp_size)
+
+
+def _dcp_excess(cp_size: int) -> int:
+    # The longest prefill dcp copies is L = 2P(2P-2) + 1 (q = 2P-1-m with m = 1): (P-1) * L beyond its mean.
+    longest = 2 * cp_size * (2 * cp_size - 2) + 1
+    return max(2 * cp_size - 1, (cp_size - 1) * longest)
 
 
 def _contiguous_rows(lengths: tuple[int, ...], cp_size: int) -> RankRows:
@@ -121,10 +198,13 @@ class StrategyRow:
     batch_loads: Callable[[tuple[int, ...], int], tuple[int, ...]]
     request_excess: Callable[[int], int] | None
     request_loads: Callable[..., tuple[int, ...]] | None = None
+    decodes: str | None = None
+    mixed_rows: Callable[[tuple[int, ...], tuple[bool, ...], int], RankRows] | None = None
 
     def align_size(self, cp_size: int) -> int:
-        """Upstream's default alignment for this strategy at ``cp_size`` ranks."""
-        return self.align_factor * cp_size
+        """Upstream's default alignment for this strategy at ``cp_size`` ranks (``align_factor`` 0: none,
+        A = 1, as vLLM pads a rank's rows to the graph size and nothing else)."""
+        return self.align_factor * cp_size if self.align_factor else 1
 
 
 STRATEGY_TABLE: Mapping[str, StrategyRow] = MappingProxyType(
@@ -137,12 +217,22 @@ STRATEGY_TABLE: Mapping[str, StrategyRow] = MappingProxyType(
             "contiguous", 1, _contiguous_rows, _per_request(contiguous_request_loads), lambda p: p - 1,
             contiguous_request_loads,
         ),
-        "zigzag_pad": StrategyRow(
-            "zigzag_pad", 2, _zigzag_pad_rows, _per_request(zigzag_pad_request_rows), lambda p: 2 * p - 1,
-            zigzag_pad_request_rows,
+        "dual_chunk_swap": StrategyRow(
+            "dual_chunk_swap", 0, _dual_chunk_swap_rows, _per_request(dual_chunk_swap_request_loads),
+            lambda p: 2 * p - 1, dual_chunk_swap_request_loads, "round_robin", _placed_rows("round_robin"),
+        ),
+        "dual_chunk_swap_replicated": StrategyRow(
+            "dual_chunk_swap_replicated", 0, _dual_chunk_swap_rows, _per_request(dual_chunk_swap_request_loads),
+            lambda p: 2 * p - 1, dual_chunk_swap_request_loads, "replicated", _placed_rows("replicated"),
+        ),
+        "dual_chunk_swap_dcp": StrategyRow(
+            "dual_chunk_swap_dcp", 0, _prefills_only(_placed_rows("dcp")),
+            _per_request(_dcp_request_loads), _dcp_excess, _dcp_request_loads, "dcp", _placed_rows("dcp"),
         ),
     }
 )
+
+DUAL_CHUNK_SWAP: Final = tuple(s for s, row in STRATEGY_TABLE.items() if row.decodes is not None)
 
 
 def strategy_row(strategy: object) -> StrategyRow:

@@ -58,6 +58,22 @@ def check_lengths(name: str, value: object) -> tuple[int, ...]:
     return items
 
 
+def check_is_prefilling(name: str, value: object, *, requests: int) -> tuple[bool, ...] | None:
+    """None (every request is a prefill) or a sequence of exactly ``requests`` bools, one per request,
+    returned as a tuple; an all-True sequence is returned as None, the same batch."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be None or a sequence of {requests} bools (one per request), got {value!r}")
+    items = tuple(value)
+    for i, item in enumerate(items):
+        if type(item) is not bool:
+            raise TypeError(f"{name}[{i}] must be a bool (True: the request is a prefill), got {item!r} in {name}={value!r}")
+    if len(items) != requests:
+        raise ValueError(f"{name} must hold one bool per request ({requests}), got {len(items)}: {value!r}")
+    return None if all(items) else items
+
+
 def check_strategy(strategy: object) -> str:
     """``strategy`` if it is a strategy id of the table; ValueError naming the allowed ids otherwise."""
     return strategy_row(strategy).id
