@@ -32,7 +32,9 @@ def assert_policy_sound(
     return report
 
 
-def assert_batch_sound(policy: object, batch: Batch, *, strategy: str = "zigzag", safety_only: bool = False) -> None:
+def assert_batch_sound(
+    policy: object, batch: Batch, *, strategy: str = "zigzag", safety_only: bool = False, keying: str = "global"
+) -> None:
     """Ask every rank of ``policy`` about one batch (e.g. drawn from cpgraph.strategies.batches()) and
     fail naming each broken invariant and every rank's answer."""
     __tracebackhide__ = True
@@ -43,7 +45,7 @@ def assert_batch_sound(policy: object, batch: Batch, *, strategy: str = "zigzag"
         from cpgraph.check.judging import SAFETY
 
         wanted = frozenset(SAFETY)
-    found = judge(batch, answers, strategy=strategy, invariants=wanted)
+    found = judge(batch, answers, strategy=strategy, invariants=wanted, keying=keying)
     if found:
         ranks = "\n".join(f"  rank {a.rank}: {a.describe()}" for a in answers)
         broken = "\n".join(f"  {f.invariant}: {f.why}" for f in found)

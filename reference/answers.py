@@ -52,6 +52,7 @@ class RankAnswer:
     rows: tuple[object, ...] | None
     rows_error: str | None
     replay_asked: bool = True
+    admitted: object = None  # the size the rank's admission chose (admitted_bucket), when the policy says
 
     @property
     def decision(self) -> tuple[object, object]:
@@ -71,6 +72,8 @@ class RankAnswer:
         else:
             replay = repr(self.bucket)
         text = f"admit={admit} replay_bucket={replay}"
+        if self.admitted is not None:
+            text = f"admit={admit} admitted_bucket={self.admitted!r} replay_bucket={replay}"
         if self.rows is not None:
             text += f" local_rows={list(self.rows)}"
         elif self.rows_error is not None:
@@ -86,6 +89,7 @@ class RankAnswer:
             "admit": self.admit,
             "admit_error": self.admit_error,
             "replay_asked": self.replay_asked,
+            "admitted_bucket": self.admitted if self.admitted is None or type(self.admitted) is int else repr(self.admitted),
             "replay_bucket": bucket,
             "replay_error": self.replay_error,
             "local_rows": rows,
@@ -97,14 +101,14 @@ class RankAnswer:
 
 def rank_answer(
     rank: int, admit: bool | None, admit_error: str | None, bucket: object, replay_error: str | None,
-    rows: tuple[object, ...] | None, rows_error: str | None, replay_asked: bool,
+    rows: tuple[object, ...] | None, rows_error: str | None, replay_asked: bool, admitted: object = None,
 ) -> RankAnswer:
     """``RankAnswer(...)`` without the frozen dataclass's per-field ``object.__setattr__`` (a checker
     builds one per rank per batch; this is 2.5x cheaper). The record is the same frozen RankAnswer."""
     answer = object.__new__(RankAnswer)
     answer.__dict__.update(
         rank=rank, admit=admit, admit_error=admit_error, bucket=bucket, replay_error=replay_error,
-        rows=rows, rows_error=rows_error, replay_asked=replay_asked,
+        rows=rows, rows_error=rows_error, replay_asked=replay_asked, admitted=admitted,
     )
     return answer
 

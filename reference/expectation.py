@@ -13,6 +13,7 @@ from operator import add
 
 from cpgraph.reference.answers import AskedBatch, Factor
 from cpgraph.reference.capacity import align_up
+from cpgraph.reference.keying import keying_row
 from cpgraph.reference.layout import rank_loads
 from cpgraph.reference.selection import fitting_buckets, is_cp_active, iter_fitting, window_top
 from cpgraph.reference.strategies import capture_lengths, strategy_row
@@ -23,12 +24,16 @@ __all__ = ["Expectation", "capture_loads", "expected", "expected_bucket", "fitti
 
 @dataclass(frozen=True)
 class Expectation:
-    """What the reference says about a batch: CP-active?, the live loads, rows required, the fitting set."""
+    """What the reference says about a batch: CP-active? (under ``global`` keying; every batch is keyed
+    under ``local``), the live loads, rows required, the fitting set, and the keying it was computed
+    under with its key (reference/keying.py: n under global, the largest rank-local rows under local)."""
 
     active: bool
     loads: tuple[int, ...]
     required: int
     fitting: tuple[int, ...]
+    keying: str = "global"
+    key: int = 0
 
     @property
     def bucket(self) -> int | None:
@@ -39,6 +44,11 @@ class Expectation:
         choice = f"replay bucket {self.bucket}" if self.bucket is not None else "run eagerly (admit False, replay refuses)"
         if not self.active:
             choice = "not CP-active (P > 1, n >= 2P, every length >= 2P): any admitted bucket must still be safe"
+        if self.keying == "local":
+            return (
+                f"spec (keyed by rank-local rows): loads {self.loads} -> key {self.key}, required {self.required} rows; "
+                f"fitting sizes {self.fitting[:8]}{' ...' if len(self.fitting) > 8 else ''} -> {choice}"
+            )
         return f"spec: loads {self.loads} -> required {self.required} rows; fitting buckets {self.fitting} -> {choice}"
 
 
@@ -170,10 +180,47 @@ def _required(lengths: tuple[int, ...], cp_size: int, align_size: int, strategy:
     return align_up(max(_loads(lengths, cp_size, strategy)), align_size)
 
 
-def expected(batch: AskedBatch, strategy: str = "zigzag") -> Expectation:
-    """The reference's verdict on ``batch``: loads (reference.rank_loads), rows required
-    (align_up(max load, A), reference.required_local_tokens from the live lengths), the fitting set (reference.fitting_buckets
-    at ``num_tokens``, which may exceed the lengths' sum) and CP-activity (reference.is_cp_active)."""
+def prefilling_of(batch: AskedBatch) -> tuple[bool, ...] | None:
+    """The batch's ``is_prefilling`` (None: every request is a prefill), for batches that carry one."""
+    flags: tuple[bool, ...] | None = getattr(batch, "is_prefilling", None)
+    return flags
+
+
+def _keyed_loads(batch: AskedBatch, strategy: str) -> tuple[int, ...]:
+    flags = prefilling_of(batch)
+    if flags is None:
+        lengths = batch.extend_seq_lens
+        return _loads(lengths if type(lengths) is tuple else tuple(lengths), batch.cp_size, strategy)
+    return rank_loads(batch.extend_seq_lens, cp_size=batch.cp_size, strategy=strategy, is_prefilling=flags)
+
+
+def _local(batch: AskedBatch, strategy: str) -> Expectation:
+    """``expected`` under local keying: key m = max live rank-local rows, every captured size s >= the
+    rows required (align_up(m, A)) fits (a size s holds s rows on every rank), no window, no gate."""
+    loads = _keyed_loads(batch, strategy)
+    key = max(loads)
+    required = align_up(key, batch.align_size)
+    fitting = tuple(s for s in batch.capture_num_tokens if s >= required)
+    return Expectation(True, loads, required, fitting, "local", key)
+
+
+def expected(batch: AskedBatch, strategy: str = "zigzag", keying: str = "global") -> Expectation:
+    """The reference's verdict on ``batch`` under ``keying`` (reference/keying.py). Global: loads
+    (reference.rank_loads), rows required (align_up(max load, A), reference.required_local_tokens from the
+    live lengths), the fitting set (reference.fitting_buckets at ``num_tokens``, which may exceed the
+    lengths' sum) and CP-activity (reference.is_cp_active). Local: see ``_local``. A batch's
+    ``is_prefilling`` (when it has one) places its decodes as the strategy row says."""
+    if keying_row(keying).id == "local":
+        return _local(batch, strategy)
+    if prefilling_of(batch) is not None:
+        loads = _keyed_loads(batch, strategy)
+        required = align_up(max(loads), batch.align_size)
+        fitting = fitting_set(
+            num_tokens=batch.num_tokens, required=required, capture_num_tokens=batch.capture_num_tokens,
+            capacities=batch.capacities, factor=batch.max_padding_factor,
+        )
+        active = is_cp_active(batch.extend_seq_lens, num_tokens=batch.num_tokens, cp_size=batch.cp_size)
+        return Expectation(active, loads, required, fitting, "global", batch.num_tokens)
     lengths, p = tuple(batch.extend_seq_lens), batch.cp_size
     loads = _loads(lengths, p, strategy)
     required = _required(lengths, p, batch.align_size, strategy)
@@ -182,11 +229,11 @@ def expected(batch: AskedBatch, strategy: str = "zigzag") -> Expectation:
         capacities=batch.capacities, factor=batch.max_padding_factor,
     )
     active = is_cp_active(lengths, num_tokens=batch.num_tokens, cp_size=p)
-    return Expectation(active, loads, required, fitting)
+    return Expectation(active, loads, required, fitting, "global", batch.num_tokens)
 
 
 def expected_bucket(
-    batch: AskedBatch, strategy: str = "zigzag", capacities: Mapping[int, int] | None = None
+    batch: AskedBatch, strategy: str = "zigzag", capacities: Mapping[int, int] | None = None, keying: str = "global"
 ) -> tuple[int | None, tuple[int, ...], int]:
     """``expected(batch, strategy)``'s ``bucket``, its ``loads`` and that bucket's capacity (0 when the
     bucket is None), without building the fitting set or the record: the first bucket of the reference's
@@ -197,7 +244,11 @@ def expected_bucket(
 
     The loads of a batch of several requests are summed here from the memoised loads of each request
     (not memoised as a batch: a generated batch rarely recurs, and a miss in a batch-keyed cache costs
-    more than the sum)."""
+    more than the sum). Under ``local`` keying, or for a batch with decodes, it reads ``expected``."""
+    if keying != "global" or prefilling_of(batch) is not None:
+        made = expected(batch, strategy, keying)
+        bucket = made.bucket
+        return bucket, made.loads, 0 if bucket is None else (bucket if made.keying == "local" else batch.capacities[bucket])
     lengths, p, n = batch.extend_seq_lens, batch.cp_size, batch.num_tokens
     memo = _request_loads(strategy, p)
     if memo is None or type(lengths) is not tuple:

@@ -116,6 +116,11 @@ def _admission_replay(case: JudgedBatch) -> str | None:
             return f"rank {a.rank}: admit raised {a.admit_error}; admit must answer True or False"
         if a.admit and a.bucket is None:
             return f"rank {a.rank} admitted but replay_bucket refused ({a.replay_error})"
+        if a.admit and a.admitted is not None and a.admitted != a.bucket:
+            return (
+                f"rank {a.rank} admitted for size {a.admitted!r} but replays under {a.bucket!r}: the graph chosen "
+                "at admission is not the one replayed"
+            )
         if not a.admit and a.bucket is not None and case.replay_always:
             return f"rank {a.rank} did not admit but replay_bucket returned {a.bucket!r} (--ask-replay always)"
     return None
@@ -132,6 +137,12 @@ def _captured_bucket(case: JudgedBatch) -> str | None:
 
 
 def _padding_limit(case: JudgedBatch) -> str | None:
+    if case.expect.keying == "local":  # keyed by rank-local rows: no window, the size only holds the key
+        m = case.expect.key
+        for a, b in case.replayed():
+            if isinstance(b, int) and not isinstance(b, bool) and b < m:
+                return f"rank {a.rank} replays size {b} below the key m = {m} (the largest rank-local rows)"
+        return None
     n, f = case.batch.num_tokens, case.batch.max_padding_factor
     top = window_top(n, f)
     for a, b in case.replayed():
@@ -225,10 +236,12 @@ def keeps_everything(batch: AskedBatch, answers: Sequence[RankAnswer], spec: Exp
             if a.admit is not False or a.bucket is not None or a.admit_error is not None or a.rows_error is not None:
                 return False
         return True
-    capacity = batch.capacities[want]
+    capacity = batch.capacities[want] if spec.keying == "global" else want
     loads = spec.loads
     for a in answers:
         if a.admit is not True or type(a.bucket) is not int or a.bucket != want or a.admit_error is not None:
+            return False
+        if a.admitted is not None and a.admitted != want:
             return False
         if a.rows is not None or a.rows_error is not None:
             rows = a.rows
@@ -248,11 +261,12 @@ def judge_answers(
     invariants: frozenset[str] | None = None,
     expect: Expectation | None = None,
     replay_always: bool = False,
+    keying: str = "global",
 ) -> list[Finding]:
     """Every invariant in ``invariants`` (default: all) that the ranks' ``answers`` break on ``batch``,
-    in INVARIANT_TABLE order. ``expect`` defaults to ``expected(batch, strategy)``; ``replay_always``
+    in INVARIANT_TABLE order. ``expect`` defaults to ``expected(batch, strategy, keying)``; ``replay_always``
     says replay was asked of every rank (then a rank that did not admit must refuse)."""
-    spec = expect if expect is not None else expected(batch, strategy)
+    spec = expect if expect is not None else expected(batch, strategy, keying)
     if keeps_everything(batch, answers, spec):
         return []
     case = JudgedBatch(batch, tuple(answers), spec, replay_always)

@@ -6,7 +6,9 @@ from collections.abc import Mapping, Sequence
 from typing import TypedDict, Unpack
 
 from cpgraph.reference.capacity import required_local_tokens
+from cpgraph.reference.layout import rank_loads
 from cpgraph.reference.selection import is_cp_active, select_replay_bucket
+from cpgraph.reference.validate import check_capture_list, check_strategy
 
 
 class PolicyBatch(TypedDict):
@@ -70,3 +72,54 @@ def local_rows(*, bucket: int, **batch: Unpack[PolicyBatch]) -> tuple[int, ...]:
     check_batch_keywords("local_rows", batch)
     p = batch["cp_size"]
     return (required_local_tokens(batch["extend_seq_lens"], cp_size=p, align_size=batch["align_size"]),) * p
+
+
+class LocalPolicy:
+    """The reference of the ``local`` keying (vLLM 0.29 on) as a policy: every rank computes the key m, the
+    largest live rank-local rows of the batch over all ranks (decodes placed as ``strategy``'s row says),
+    admits iff some captured size s >= m exists, and replays the least such s, which is also the size it
+    admitted; the layout is padded to s rows on every rank. ``bucket_local_tokens`` and
+    ``max_padding_factor`` are not read (a size s holds s rows; there is no window)."""
+
+    keying = "local"
+    align_size = 1
+
+    def __init__(self, strategy: str = "dual_chunk_swap") -> None:
+        self.strategy = check_strategy(strategy)
+
+    def _size(self, caller: str, batch: Mapping[str, object]) -> int | None:
+        extra = dict(batch)
+        flags = extra.pop("is_prefilling", None)
+        check_batch_keywords(caller, extra)
+        p = batch["cp_size"]
+        loads = rank_loads(batch["extend_seq_lens"], cp_size=p, strategy=self.strategy, is_prefilling=flags)
+        key = max(loads)
+        a = batch["align_size"]
+        required = -(-key // a) * a if isinstance(a, int) and a >= 1 else key
+        sizes = check_capture_list("capture_num_tokens", batch["capture_num_tokens"])
+        return next((s for s in sizes if s >= required), None)
+
+    def admit(self, **batch: object) -> bool:
+        """Is there a captured size for this batch's key?"""
+        return self._size("admit", batch) is not None
+
+    def admitted_bucket(self, **batch: object) -> int | None:
+        """The size admission chose (None: eager)."""
+        return self._size("admitted_bucket", batch)
+
+    def replay_bucket(self, **batch: object) -> int:
+        """The size the layout is padded to and the graph replayed under; LookupError when none fits."""
+        size = self._size("replay_bucket", batch)
+        if size is None:
+            raise LookupError(f"no captured size holds the key of extend_seq_lens={batch['extend_seq_lens']!r}")
+        return size
+
+    def local_rows(self, *, bucket: int, **batch: object) -> tuple[int, ...]:
+        """The live rows each rank holds (the layout pads every rank to ``bucket``)."""
+        extra = dict(batch)
+        flags = extra.pop("is_prefilling", None)
+        check_batch_keywords("local_rows", extra)
+        return rank_loads(batch["extend_seq_lens"], cp_size=batch["cp_size"], strategy=self.strategy, is_prefilling=flags)
+
+
+local = LocalPolicy()  # `cpgraph check cpgraph.reference.policy:local`: DualChunkSwap, keyed by rank-local rows

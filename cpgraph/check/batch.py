@@ -16,12 +16,13 @@ from cpgraph.reference.validate import (
     check_capacities,
     check_capture_list,
     check_int,
+    check_is_prefilling,
     check_lengths,
     check_num_tokens,
     check_strategy,
 )
 
-TABLE_KINDS = ("captured", "headroom", "arbitrary")
+TABLE_KINDS = ("captured", "headroom", "arbitrary", "sizes")  # sizes: every size s holds s rows (local keying)
 
 Factor = int | Fraction  # a padding factor: an int, or an exact rational (Fraction(3, 2))
 
@@ -39,7 +40,8 @@ class Batch:
     (upstream's n is the padded len(input_ids)). ``max_padding_factor`` is an int or an exact rational.
     ``table`` says how the capacities were made ('captured', 'headroom:R' or 'arbitrary') and
     ``context_len`` the context length a 'captured' table was recorded with; both are labels, never
-    passed to the policy."""
+    passed to the policy. ``is_prefilling`` (None: every request is a prefill) marks decodes, one bool
+    per request; it is passed to the policy only when set (only to a policy that takes it)."""
 
     cp_size: int
     align_size: int
@@ -50,6 +52,12 @@ class Batch:
     max_padding_factor: Factor = 2
     table: str = "arbitrary"
     context_len: int | None = None
+    is_prefilling: tuple[bool, ...] | None = None
+
+    @property
+    def decodes(self) -> int:
+        """How many requests are decodes (not prefilling)."""
+        return 0 if self.is_prefilling is None else self.is_prefilling.count(False)
 
     @property
     def pad(self) -> int:
@@ -61,8 +69,9 @@ class Batch:
         return dict(self.bucket_local_tokens)
 
     def kwargs(self) -> dict[str, Any]:
-        """The protocol's keyword arguments (without ``cp_rank``); the capacity mapping is a fresh dict."""
-        return {
+        """The protocol's keyword arguments (without ``cp_rank``); the capacity mapping is a fresh dict;
+        ``is_prefilling`` only when the batch has decodes."""
+        out = {
             "cp_size": self.cp_size,
             "align_size": self.align_size,
             "num_tokens": self.num_tokens,
@@ -71,10 +80,13 @@ class Batch:
             "bucket_local_tokens": dict(self.bucket_local_tokens),
             "max_padding_factor": self.max_padding_factor,
         }
+        if self.is_prefilling is not None:
+            out["is_prefilling"] = self.is_prefilling
+        return out
 
     def kwargs_less_table(self) -> dict[str, Any]:
         """``kwargs()`` without ``bucket_local_tokens`` (the same keys, in the same order)."""
-        return {
+        out = {
             "cp_size": self.cp_size,
             "align_size": self.align_size,
             "num_tokens": self.num_tokens,
@@ -82,6 +94,9 @@ class Batch:
             "capture_num_tokens": self.capture_num_tokens,
             "max_padding_factor": self.max_padding_factor,
         }
+        if self.is_prefilling is not None:
+            out["is_prefilling"] = self.is_prefilling
+        return out
 
     def to_json(self) -> dict[str, Any]:
         """The counterexample as JSON: the protocol's keywords (capacity keys become strings in JSON)."""
@@ -93,6 +108,7 @@ class Batch:
             "capture_num_tokens": list(self.capture_num_tokens),
             "bucket_local_tokens": {str(b): rows for b, rows in self.bucket_local_tokens},
             "max_padding_factor": self.max_padding_factor if isinstance(self.max_padding_factor, int) else factor_text(self.max_padding_factor),
+            **({} if self.is_prefilling is None else {"is_prefilling": list(self.is_prefilling)}),
         }
 
     def literal(self) -> str:
@@ -102,6 +118,7 @@ class Batch:
             f"cp_size={self.cp_size}, align_size={self.align_size}, num_tokens={self.num_tokens}, "
             f"extend_seq_lens={self.extend_seq_lens!r}, capture_num_tokens={self.capture_num_tokens!r}, "
             f"bucket_local_tokens={table}, max_padding_factor={self.max_padding_factor!r}"
+            + ("" if self.is_prefilling is None else f", is_prefilling={self.is_prefilling!r}")
         )
 
 
@@ -120,16 +137,16 @@ _PARSED: dict[str, tuple[str, int]] = {}  # the few table specs of a run, parsed
 
 def _parse_table(spec: str) -> tuple[str, int]:
     if not isinstance(spec, str):
-        raise TypeError(f"capacities must be a str (captured, headroom:R or arbitrary), got {spec!r}")
+        raise TypeError(f"capacities must be a str (captured, headroom:R, arbitrary or sizes), got {spec!r}")
     kind, _, arg = spec.partition(":")
-    if kind in ("captured", "arbitrary") and not arg:
+    if kind in ("captured", "arbitrary", "sizes") and not arg:
         return kind, 1
     if kind == "headroom":
         if not arg:
             return kind, 2
         if arg.isdigit() and int(arg) >= 1:
             return kind, int(arg)
-    raise ValueError(f"capacities entry must be captured, headroom:R (R an int >= 1) or arbitrary; got {spec!r}")
+    raise ValueError(f"capacities entry must be captured, headroom:R (R an int >= 1), arbitrary or sizes; got {spec!r}")
 
 
 @lru_cache(maxsize=65536)
@@ -193,6 +210,8 @@ def recorded(
     table: str, buckets: tuple[int, ...], *, cp_size: int, align_size: int, strategy: str, context_len: int | None = None
 ) -> tuple[tuple[int, int], ...]:
     """Capacities of ``buckets`` under a 'captured' (at ``context_len``) or 'headroom:R' rule."""
+    if table == "sizes":  # local keying: a size s holds s rows on every rank
+        return tuple(zip(buckets, buckets))
     rows = rows_table(table, cp_size=cp_size, align_size=align_size, strategy=strategy, context_len=context_len)
     return tuple(zip(buckets, map(rows.__getitem__, buckets)))
 
@@ -200,6 +219,7 @@ def recorded(
 def record(
     cp_size: int, align_size: int, num_tokens: int, lengths: tuple[int, ...], buckets: tuple[int, ...],
     capacities: tuple[tuple[int, int], ...], factor: Factor, table: str, context_len: int | None,
+    is_prefilling: tuple[bool, ...] | None = None,
 ) -> Batch:
     """``Batch(...)`` without the frozen dataclass's per-field ``object.__setattr__`` (the generator makes
     one per batch): the same frozen record, fields as given (no checks), its ``__dict__`` set in one call."""
@@ -207,7 +227,7 @@ def record(
     _set(batch, "__dict__", {
         "cp_size": cp_size, "align_size": align_size, "num_tokens": num_tokens, "extend_seq_lens": lengths,
         "capture_num_tokens": buckets, "bucket_local_tokens": capacities, "max_padding_factor": factor, "table": table,
-        "context_len": context_len,
+        "context_len": context_len, "is_prefilling": is_prefilling,
     })
     return batch
 
@@ -227,10 +247,12 @@ def build(
     pad: int = 0,
     align_size: int | None = None,
     context_len: int | None = None,
+    is_prefilling: tuple[bool, ...] | None = None,
 ) -> Batch:
     """A batch of ``lengths`` (num_tokens = their sum + ``pad``) meeting ``buckets`` with capacities by
-    ``table`` (captured at ``context_len``), or the explicit ``rows`` for an 'arbitrary' table (buckets
-    missing from ``rows`` are absent). ``align_size`` defaults to the strategy's (2P for zigzag)."""
+    ``table`` (captured at ``context_len``; 'sizes': each size holds itself), or the explicit ``rows``
+    for an 'arbitrary' table (buckets missing from ``rows`` are absent). ``align_size`` defaults to the
+    strategy's (2P for zigzag). ``is_prefilling``: one bool per request (None, or all True: no decodes)."""
     align = default_align_size(cp_size=cp_size, strategy=strategy) if align_size is None else align_size
     clean = tuple(sorted({b for b in buckets if b >= 1}))
     if rows is not None:
@@ -239,7 +261,8 @@ def build(
     else:
         caps = recorded(table, clean, cp_size=cp_size, align_size=align, strategy=strategy, context_len=context_len)
     ctx = context_len if table == "captured" else None
-    return record(cp_size, align, sum(lengths) + pad, lengths, clean, caps, factor, table, ctx)
+    flags = None if is_prefilling is None or all(is_prefilling) else is_prefilling
+    return record(cp_size, align, sum(lengths) + pad, lengths, clean, caps, factor, table, ctx, flags)
 
 
 def parse_factor(name: str, value: object) -> Factor:
@@ -270,6 +293,7 @@ def make_batch(
     num_tokens: int | None = None,
     align_size: int | None = None,
     context_len: int | None = None,
+    is_prefilling: Sequence[bool] | None = None,
 ) -> Batch:
     """A batch with buckets sorted and deduplicated, and capacities made by ``table`` ('captured' at
     ``context_len``, 'headroom:R') or given explicitly (``capacities``; missing buckets are absent).
@@ -286,7 +310,8 @@ def make_batch(
     rows = None if capacities is None else check_capacities("capacities", capacities)
     if rows is None:
         parse_table(table)
+    flags = check_is_prefilling("is_prefilling", is_prefilling, requests=len(lengths))
     return build(
         lengths, buckets, table, cp_size=p, strategy=strategy, factor=factor, rows=rows,
-        pad=n - sum(lengths), align_size=align, context_len=ctx,
+        pad=n - sum(lengths), align_size=align, context_len=ctx, is_prefilling=flags,
     )

@@ -83,11 +83,15 @@ def bound(policy: Policy) -> Policy:
     if getattr(policy.admit, "__cpgraph_bounded__", False):
         return policy
     rows = policy.local_rows
-    signed = [False, False, False]  # each method's signature checked at its first call, by either path
+    signed = [False, False, False, False, False]  # each method's signature checked at its first call, by either path
     wrappers = (
         _bounded(policy.name, 0, policy.admit, signed),
         _bounded(policy.name, 1, policy.replay_bucket, signed),
         None if rows is None else _bounded(policy.name, 2, rows, signed),
     )
     asker = RankAsker(policy.name, (policy.admit, policy.replay_bucket, rows), wrappers, signed)
-    return replace(policy, admit=wrappers[0], replay_bucket=wrappers[1], local_rows=wrappers[2], asker=asker)
+    admitted = policy.admitted_bucket
+    return replace(
+        policy, admit=wrappers[0], replay_bucket=wrappers[1], local_rows=wrappers[2], asker=asker,
+        admitted_bucket=None if admitted is None else _bounded(policy.name, 4, admitted, signed),
+    )

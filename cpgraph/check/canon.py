@@ -29,10 +29,11 @@ def _values(low: int, high: int) -> Iterator[int]:
 
 def _with_buckets(batch: Batch, buckets: tuple[int, ...], strategy: str) -> Batch:
     old = batch.capture_num_tokens
-    if batch.table.partition(":")[0] in ("captured", "headroom"):  # the rule records the new bucket's rows
+    if batch.table.partition(":")[0] in ("captured", "headroom", "sizes"):  # the rule records the new bucket's rows
         return build(
             batch.extend_seq_lens, buckets, batch.table, cp_size=batch.cp_size, strategy=strategy,
             factor=batch.max_padding_factor, pad=batch.pad, align_size=batch.align_size, context_len=batch.context_len,
+            is_prefilling=batch.is_prefilling,
         )
     moved = dict(zip(old, buckets))
     rows = tuple((moved[b], r) for b, r in batch.bucket_local_tokens)
@@ -44,7 +45,7 @@ def canonical(batch: Batch, fails: Callable[[Batch], bool], *, strategy: str, ma
     that keeps ``fails``; and the number of candidates tried."""
     tries = 0
     best = batch
-    floor = 2 * best.cp_size if best.cp_size > 1 else 1
+    floor = 2 * best.cp_size if best.cp_size > 1 and best.table != "sizes" else 1  # sizes: local keying, no gate
     for i in range(len(best.capture_num_tokens)):
         current = best.capture_num_tokens
         low = max(floor, current[i - 1] + 1 if i else floor)
@@ -56,7 +57,7 @@ def canonical(batch: Batch, fails: Callable[[Batch], bool], *, strategy: str, ma
             if fails(candidate):
                 best = candidate
                 break
-    if best.table.partition(":")[0] in ("captured", "headroom"):
+    if best.table.partition(":")[0] in ("captured", "headroom", "sizes"):
         return best, tries
     for index in range(len(best.bucket_local_tokens)):
         table = best.bucket_local_tokens

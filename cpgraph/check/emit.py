@@ -85,7 +85,10 @@ def _stem(module: str) -> str:
     return os.path.splitext(os.path.basename(module))[0] if _is_path(module) else module.split(".")[-1]
 
 
-def regression_test(target: str, violations: tuple[Violation, ...], *, strategy: str = "zigzag", test_path: str | None = None) -> str:
+def regression_test(
+    target: str, violations: tuple[Violation, ...], *, strategy: str = "zigzag", test_path: str | None = None,
+    keying: str = "global",
+) -> str:
     """Source of a pytest module with one test per violation. Each imports the policy ``target``
     (MODULE:ATTR) by module name when that imports from anywhere, else by a path relative to the test
     file (``test_path``, default ./test_regression.py), and asserts the invariant on the minimised batch:
@@ -109,13 +112,14 @@ def regression_test(target: str, violations: tuple[Violation, ...], *, strategy:
         "",
         f"POLICY = {policy_expr}",
         f"STRATEGY = {strategy!r}",
+        f"KEYING = {keying!r}",
         "",
         "",
         "def _broken(batch: Batch, invariant: str) -> str:",
         '    """Why the policy breaks ``invariant`` on ``batch`` (every rank asked), or "" when it keeps it."""',
         "    policy = load_policy(POLICY)",
         "    answers = ask(policy, batch)",
-        "    found = judge(batch, answers, strategy=STRATEGY, invariants=frozenset((invariant,)))",
+        "    found = judge(batch, answers, strategy=STRATEGY, invariants=frozenset((invariant,)), keying=KEYING)",
         '    ranks = "\\n".join(f"  rank {a.rank}: {a.describe()}" for a in answers)',
         '    return f"{found[0].why}\\n{ranks}" if found else ""',
     ]
@@ -136,6 +140,7 @@ def regression_test(target: str, violations: tuple[Violation, ...], *, strategy:
             f"        bucket_local_tokens={table},  # (bucket, rows); a bucket not listed has no capacity",
             f"        max_padding_factor={b.max_padding_factor!r},  # an int, or an exact Fraction",
             f"        table={b.table!r},",
+            *([] if b.is_prefilling is None else [f"        is_prefilling={b.is_prefilling!r},  # False: a decode"]),
             "    )",
             f"    # spec: {v.spec.describe(b).removeprefix('spec: ')}",
             f"    why = _broken(batch, {v.invariant!r})",
@@ -144,9 +149,11 @@ def regression_test(target: str, violations: tuple[Violation, ...], *, strategy:
     return "\n".join(lines) + "\n"
 
 
-def write_regression_test(path: str, target: str, violations: tuple[Violation, ...], *, strategy: str = "zigzag") -> str:
+def write_regression_test(
+    path: str, target: str, violations: tuple[Violation, ...], *, strategy: str = "zigzag", keying: str = "global"
+) -> str:
     """Write the regression test to ``path`` (parent folders created); returns the path."""
-    source = regression_test(target, violations, strategy=strategy, test_path=path)
+    source = regression_test(target, violations, strategy=strategy, test_path=path, keying=keying)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:

@@ -24,12 +24,33 @@ from cpgraph.check.boundary import PhasedBatch, BoundaryFeed
 from cpgraph.check.judging import live_loads
 from cpgraph.check.options import CheckOptions
 from cpgraph.check.randoms import random_cases as random_cases  # the random phase
+from cpgraph.check.randoms_keyed import local_random_cases
+from cpgraph.reference.layout import rank_loads
+from cpgraph.reference.strategies import strategy_row
 from cpgraph.reference import default_align_size
 from cpgraph.reference.judge import window_top
 
 
+def _key_edges(
+    lengths: tuple[int, ...], cp_size: int, options: CheckOptions, align: int, factor: Factor, flags: tuple[bool, ...] | None
+) -> Iterator[Batch]:
+    """Under local keying: capture lists around the batch's key m (the largest rank-local rows) and the
+    rows it needs, align_up(m, A): sizes m - 1, m, m + 1, the first that fits, 2m; and one list with no
+    size that holds the key (the batch must run eagerly)."""
+    s = options.strategy
+    m = max(rank_loads(lengths, cp_size=cp_size, strategy=s, is_prefilling=flags))
+    need = -(-m // align) * align
+    kw = dict(cp_size=cp_size, strategy=s, factor=factor, align_size=align, is_prefilling=flags)
+    yield build(lengths, {b for b in (m - 1, m, m + 1, need, need + 1, 2 * m) if b >= 1}, "sizes", **kw)  # type: ignore[arg-type]
+    yield build(lengths, {need, 2 * need + 1}, "sizes", **kw)  # type: ignore[arg-type]
+    below = {b for b in (1, m // 2, need - 1) if 1 <= b < need}
+    if below:
+        yield build(lengths, below, "sizes", **kw)  # type: ignore[arg-type]
+
+
 def _edge_batches(
-    lengths: tuple[int, ...], cp_size: int, options: CheckOptions, *, pad: int = 0, factor: Factor = 2, align: int | None = None
+    lengths: tuple[int, ...], cp_size: int, options: CheckOptions, *, pad: int = 0, factor: Factor = 2, align: int | None = None,
+    flags: tuple[bool, ...] | None = None,
 ) -> Iterator[Batch]:
     """Capture lists and tables around this batch's n (sum + ``pad``) and required rows (see the module
     docstring). With a pad, buckets in [sum, n) and (F*sum, F*n] are among the edges, so a selector that
@@ -37,6 +58,9 @@ def _edge_batches(
     s, f, ctx = options.strategy, factor, options.context_len
     n = sum(lengths) + pad
     a = default_align_size(cp_size=cp_size, strategy=s) if align is None else align
+    if options.keying == "local":
+        yield from _key_edges(lengths, cp_size, options, a, f, flags)
+        return
     req = -(-max(live_loads(lengths, cp_size, s)) // a) * a
     top = window_top(n, f)
     # captured rows are about align_up(ceil(B/P), A); the first B >= n with rows >= req:
@@ -80,8 +104,8 @@ def pad_choices(total: int, cp_size: int, align: int, options: CheckOptions, tur
 def _small_lengths(cp_size: int, options: CheckOptions) -> list[tuple[int, ...]]:
     """Every multiset of up to 3 lengths from [2P, 2P + W), smallest n first: W = max(4P, 16) below P = 8
     (several rounds of L mod 2P), one round W = 2P from P = 8 (every residue once)."""
-    lo = 1 if cp_size == 1 else 2 * cp_size
-    hi = 6 if cp_size == 1 else lo + max(4 * cp_size, 16) if cp_size < 8 else lo + 2 * cp_size
+    lo = 1 if cp_size == 1 or options.keying == "local" else 2 * cp_size  # local keying has no CP-active gate
+    hi = 6 if cp_size == 1 else 2 * cp_size + max(4 * cp_size, 16) if cp_size < 8 else 4 * cp_size
     out: list[tuple[int, ...]] = []
     for r in range(1, min(3, options.max_requests) + 1):
         out.extend(c for c in itertools.combinations_with_replacement(range(lo, hi), r) if sum(c) <= options.max_tokens)
@@ -95,15 +119,30 @@ def _domain(cp_size: int, options: CheckOptions, shard: int = 0, shards: int = 1
     the batches it checks (the shards together are the whole domain)."""
     factors, aligns = options.factors, options.aligns(cp_size)
     group = 0
+    decodes = options.decodes and strategy_row(options.strategy).mixed_rows is not None
     for turn, lengths in enumerate(_small_lengths(cp_size, options)):
         f, a = factors[turn % len(factors)], aligns[turn % len(aligns)]
         for pad in pad_choices(sum(lengths), cp_size, a, options, turn):
-            group += 1
-            if group % shards != shard:
-                continue
-            for batch in _edge_batches(lengths, cp_size, options, pad=pad, factor=f, align=a):
-                if batch.capture_num_tokens:
-                    yield batch
+            for mixed, flags in _with_decodes(lengths, decodes and pad == 0, turn):
+                group += 1
+                if group % shards != shard:
+                    continue
+                for batch in _edge_batches(mixed, cp_size, options, pad=pad, factor=f, align=a, flags=flags):
+                    if batch.capture_num_tokens:
+                        yield batch
+
+
+def _with_decodes(lengths: tuple[int, ...], decodes: bool, turn: int) -> Iterator[tuple[tuple[int, ...], tuple[bool, ...] | None]]:
+    """The lengths as prefills, and (where decodes are on) with one-token decodes before, between or after
+    them: one decode, and two on alternate turns (round-robin placement deals them to different ranks)."""
+    yield lengths, None
+    if not decodes:
+        return
+    prefills = (True,) * len(lengths)
+    yield lengths + (1,), prefills + (False,)
+    yield (1,) + lengths, (False,) + prefills
+    if turn % 2:
+        yield (1,) + lengths + (1,), (False,) + prefills + (False,)
 
 
 def exhaustive(options: CheckOptions, *, shard: int = 0, shards: int = 1) -> Iterator[PhasedBatch]:
@@ -143,7 +182,8 @@ def cases(options: CheckOptions, *, shard: int = 0, shards: int = 1) -> Generato
     (one length multiset at one n), its own random seed, and the boundary models on shard 0 only."""
     feed = BoundaryFeed(options) if options.boundary and shard == 0 else None
     mine = exhaustive(options, shard=shard, shards=shards)
-    random_stream = random_cases(replace(options, seed=options.seed + 7919 * shard))
+    seeded = replace(options, seed=options.seed + 7919 * shard)
+    random_stream = local_random_cases(seeded) if options.keying == "local" else random_cases(seeded)
     try:
         for i, case in enumerate(_mix(mine, random_stream, every=RANDOM_EVERY)):
             if feed is not None and not i % FEED_EVERY:

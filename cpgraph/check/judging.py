@@ -28,10 +28,11 @@ def live_loads(lengths: tuple[int, ...], cp_size: int, strategy: str) -> tuple[i
 
 
 @lru_cache(maxsize=16384)
-def spec_for(batch: Batch, strategy: str = "zigzag") -> Expectation:
+def spec_for(batch: Batch, strategy: str = "zigzag", keying: str = "global") -> Expectation:
     """reference.judge.expected(batch) (rows from the live lengths, the fitting set at num_tokens,
-    CP-activity), memoised: the same batch meets many ranks and the minimiser."""
-    return expected(batch, strategy)
+    CP-activity; under ``local`` keying the key's), memoised: the same batch meets many ranks and the
+    minimiser."""
+    return expected(batch, strategy, keying)
 
 
 def spec_by_reference(batch: Batch, strategy: str = "zigzag") -> Expectation:
@@ -53,39 +54,42 @@ def judge(
     strategy: str = "zigzag",
     invariants: frozenset[str] | None = None,
     replay_always: bool = False,
+    keying: str = "global",
 ) -> list[Finding]:
     """Every invariant in ``invariants`` (default: all) that the ranks' answers break on ``batch``:
     reference.judge.judge_answers (a freshly generated batch is seen once, so its expectation is not
     memoised here; its loads are). ``replay_always``: replay was asked of
     every rank (--ask-replay always), so a rank that did not admit must also refuse."""
     return judge_answers(
-        batch, answers, strategy=strategy, invariants=invariants, expect=expected(batch, strategy), replay_always=replay_always
+        batch, answers, strategy=strategy, invariants=invariants, expect=expected(batch, strategy, keying),
+        replay_always=replay_always, keying=keying,
     )
 
 
 Step = Callable[[Batch, "frozenset[str] | None"], "tuple[tuple[RankAnswer, ...] | None, list[Finding]]"]
 
 
-def stepper(policy: Policy, *, strategy: str = "zigzag", ask_replay: str = "admitted") -> Step:
+def stepper(policy: Policy, *, strategy: str = "zigzag", ask_replay: str = "admitted", keying: str = "global") -> Step:
     """``ask_judge`` for one policy and one run's knobs, with what does not change between batches
-    looked up once (the search loop calls it for every batch)."""
+    looked up once (the search loop calls it for every batch). A policy that says which size it admitted
+    (``admitted_bucket``) is asked through protocol.ask, which asks that too."""
     always = ask_replay == "always"
     asker = policy.asker
-    if asker is None or ask_replay not in ASK_REPLAY or not asker.serves(policy):
+    if asker is None or ask_replay not in ASK_REPLAY or not asker.serves(policy) or policy.admitted_bucket is not None:
 
         def slow(batch: Batch, invariants: frozenset[str] | None) -> tuple[tuple[RankAnswer, ...] | None, list[Finding]]:
             answers = ask(policy, batch, ask_replay=ask_replay)
-            return answers, judge(batch, answers, strategy=strategy, invariants=invariants, replay_always=always)
+            return answers, judge(batch, answers, strategy=strategy, invariants=invariants, replay_always=always, keying=keying)
 
         return slow
 
     def step(batch: Batch, invariants: frozenset[str] | None) -> tuple[tuple[RankAnswer, ...] | None, list[Finding]]:
         table = dict(batch.bucket_local_tokens)  # read by the decision; each rank is given its own copy
-        want, loads, capacity = expected_bucket(batch, strategy, table)
+        want, loads, capacity = expected_bucket(batch, strategy, table, keying)
         answers: tuple[RankAnswer, ...] | None = asker(batch, None, always, want, loads, capacity, table)
         if answers is None:
             return None, []
-        return answers, judge(batch, answers, strategy=strategy, invariants=invariants, replay_always=always)
+        return answers, judge(batch, answers, strategy=strategy, invariants=invariants, replay_always=always, keying=keying)
 
     return step
 
@@ -97,6 +101,7 @@ def ask_judge(
     strategy: str = "zigzag",
     invariants: frozenset[str] | None = None,
     ask_replay: str = "admitted",
+    keying: str = "global",
 ) -> tuple[tuple[RankAnswer, ...] | None, list[Finding]]:
     """``ask`` then ``judge``, the search loop's step: every rank asked, every invariant in ``invariants``
     judged, the same findings. For a bound policy (calls.bound) with the reference's decision in hand
@@ -104,4 +109,4 @@ def ask_judge(
     (None, []) without building the answer records or the expectation (reference.judge.keeps_everything
     says no rule can fire then); otherwise the answers and ``judge``'s findings. ``batch`` must be a
     valid batch (a generated one): expected_bucket does not validate."""
-    return stepper(policy, strategy=strategy, ask_replay=ask_replay)(batch, invariants)
+    return stepper(policy, strategy=strategy, ask_replay=ask_replay, keying=keying)(batch, invariants)

@@ -23,7 +23,7 @@ from cpgraph.reference import default_align_size
 from cpgraph.reference.judge import window_top
 
 DEFAULT_FACTOR = 2  # docs/semantics.md's F; a counterexample at another F is shown at F = 2 when it still fails
-_TABLE_RANK = {"captured": 0, "headroom": 1}
+_TABLE_RANK = {"captured": 0, "sizes": 0, "headroom": 1}
 
 
 def size(batch: Batch) -> tuple[int, ...]:
@@ -32,6 +32,7 @@ def size(batch: Batch) -> tuple[int, ...]:
     return (
         _TABLE_RANK.get(batch.table.partition(":")[0], 2),
         len(batch.extend_seq_lens),
+        batch.decodes,
         batch.num_tokens,
         batch.cp_size,
         len(batch.capture_num_tokens),
@@ -52,12 +53,13 @@ class Knobs:
     align_sizes: tuple[str, ...] | None = None
     min_pad: int = 0
     context_len: int | None = None
+    keying: str = "global"
 
     @classmethod
     def of(cls, options: CheckOptions) -> Knobs:
         return cls(
             options.strategy, options.padding_factors, options.align_sizes,
-            1 if options.num_tokens == "padded" else 0, options.context_len,
+            1 if options.num_tokens == "padded" else 0, options.context_len, options.keying,
         )
 
     def align(self, batch: Batch, cp_size: int) -> int:
@@ -74,7 +76,10 @@ class Knobs:
 
 
 def _rule_based(batch: Batch) -> bool:
-    return batch.table == "captured" or batch.table.startswith("headroom")
+    return batch.table in ("captured", "sizes") or batch.table.startswith("headroom")
+
+
+_SAME: tuple[bool, ...] = ()  # _rebuild's flags: keep the batch's is_prefilling where the request count is unchanged
 
 
 def _rebuild(
@@ -86,14 +91,22 @@ def _rebuild(
     shift_buckets: bool,
     shift_rows: bool,
     pad: int | None = None,
+    flags: tuple[bool, ...] | None = _SAME,
 ) -> Batch:
-    """``batch`` with new lengths / cp_size / pad; buckets and rows optionally moved with n and required rows."""
+    """``batch`` with new lengths / cp_size / pad (and ``flags``: its is_prefilling, by default the batch's
+    where the request count is unchanged, else none); buckets and rows optionally moved with n and
+    required rows."""
     f, n_old = batch.max_padding_factor, batch.num_tokens
     pad = batch.pad if pad is None else pad
     n_new = sum(lengths) + pad
     top_old, top_new = window_top(n_old, f), window_top(n_new, f)
     align = knobs.align(batch, cp_size)
-    kw = dict(cp_size=cp_size, strategy=knobs.strategy, factor=f, pad=pad, align_size=align, context_len=batch.context_len)
+    if flags is _SAME:
+        flags = batch.is_prefilling if len(lengths) == len(batch.extend_seq_lens) else None
+    kw = dict(
+        cp_size=cp_size, strategy=knobs.strategy, factor=f, pad=pad, align_size=align, context_len=batch.context_len,
+        is_prefilling=flags,
+    )
 
     def move(b: int) -> int:
         if not shift_buckets:
@@ -109,22 +122,28 @@ def _rebuild(
     delta = 0
     if shift_rows:
         probe = build(lengths, (n_new,), "captured", **kw)  # type: ignore[arg-type]
-        delta = spec_for(batch, knobs.strategy).required - spec_for(probe, knobs.strategy).required
+        delta = spec_for(batch, knobs.strategy, knobs.keying).required - spec_for(probe, knobs.strategy, knobs.keying).required
     caps = batch.capacities
     rows = {buckets[b]: max(0, caps[b] - delta) for b in batch.capture_num_tokens if b in caps}
     return build(lengths, set(buckets.values()), "", rows=rows, **kw)  # type: ignore[arg-type]
 
 
-def _variants(batch: Batch, lengths: tuple[int, ...], cp_size: int, knobs: Knobs, pad: int | None = None) -> Iterator[Batch]:
+def _variants(
+    batch: Batch, lengths: tuple[int, ...], cp_size: int, knobs: Knobs, pad: int | None = None,
+    flags: tuple[bool, ...] | None = _SAME,
+) -> Iterator[Batch]:
     for shift_buckets in (True, False):
         for shift_rows in (True, False) if not _rule_based(batch) else (False,):
-            yield _rebuild(batch, lengths, cp_size, knobs, shift_buckets=shift_buckets, shift_rows=shift_rows, pad=pad)
+            yield _rebuild(
+                batch, lengths, cp_size, knobs, shift_buckets=shift_buckets, shift_rows=shift_rows, pad=pad, flags=flags
+            )
 
 
 def _as_captured(batch: Batch, knobs: Knobs) -> Batch:
     return build(
-        batch.extend_seq_lens, batch.capture_num_tokens, "captured", cp_size=batch.cp_size, strategy=knobs.strategy,
-        factor=batch.max_padding_factor, pad=batch.pad, align_size=batch.align_size, context_len=knobs.context_len,
+        batch.extend_seq_lens, batch.capture_num_tokens, "sizes" if knobs.keying == "local" else "captured",
+        cp_size=batch.cp_size, strategy=knobs.strategy, factor=batch.max_padding_factor, pad=batch.pad,
+        align_size=batch.align_size, context_len=knobs.context_len, is_prefilling=batch.is_prefilling,
     )
 
 
@@ -134,13 +153,18 @@ def candidates(batch: Batch, cp_sizes: tuple[int, ...], strategy: str | Knobs) -
     lengths, p = batch.extend_seq_lens, batch.cp_size
     if not _rule_based(batch):
         yield _as_captured(batch, knobs)
+    flags = batch.is_prefilling
     for i in range(len(lengths)):
         if len(lengths) > 1:
-            yield from _variants(batch, lengths[:i] + lengths[i + 1 :], p, knobs)
+            kept = None if flags is None or all(flags[:i] + flags[i + 1 :]) else flags[:i] + flags[i + 1 :]
+            yield from _variants(batch, lengths[:i] + lengths[i + 1 :], p, knobs, flags=kept)
+    if flags is not None:  # every decode a prefill of the same length: simpler when it still fails
+        yield from _variants(batch, lengths, p, knobs, flags=None)
     for pad in sorted({knobs.min_pad, max(knobs.min_pad, 1), batch.pad // 2}):
         if pad < batch.pad:
             yield from _variants(batch, lengths, p, knobs, pad=pad)
-    active_floor = 2 * p if p > 1 and min(lengths) >= 2 * p else 1
+    gated = knobs.keying == "global" and p > 1 and min(lengths) >= 2 * p
+    active_floor = 2 * p if gated else 1
     s = 2 * p
     # Residues mod 2P decide which rank is busiest, so shrink by whole rounds of 2P first (all at once,
     # then one by one), and only then by single tokens.
@@ -161,15 +185,18 @@ def candidates(batch: Batch, cp_sizes: tuple[int, ...], strategy: str | Knobs) -
             # the same residues mod 2q, one round each: a smaller P usually needs shorter requests too
             if q > 1 and min(lengths) >= 2 * p:
                 yield from _variants(batch, tuple(length % (2 * q) + 2 * q for length in lengths), q, knobs)
-    kw = dict(cp_size=p, strategy=knobs.strategy, factor=batch.max_padding_factor, pad=batch.pad, align_size=batch.align_size)
+    kw = dict(
+        cp_size=p, strategy=knobs.strategy, factor=batch.max_padding_factor, pad=batch.pad, align_size=batch.align_size,
+        is_prefilling=flags,
+    )
     for b in batch.capture_num_tokens:
         if len(batch.capture_num_tokens) > 1:
-            kept = {c for c in batch.capture_num_tokens if c != b}
+            others = {c for c in batch.capture_num_tokens if c != b}
             if _rule_based(batch):
-                yield build(lengths, kept, batch.table, context_len=batch.context_len, **kw)  # type: ignore[arg-type]
+                yield build(lengths, others, batch.table, context_len=batch.context_len, **kw)  # type: ignore[arg-type]
             else:
                 rows = {c: r for c, r in batch.bucket_local_tokens if c != b}
-                yield build(lengths, kept, "", rows=rows, **kw)  # type: ignore[arg-type]
+                yield build(lengths, others, "", rows=rows, **kw)  # type: ignore[arg-type]
     preferred = DEFAULT_FACTOR if knobs.factors is None else knobs.factors[0]
     if batch.max_padding_factor != preferred and (knobs.factors is None or preferred in knobs.factors):
         yield replace(batch, max_padding_factor=preferred)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TypeVar
 
@@ -11,6 +11,7 @@ from cpgraph.check.batch import Factor, parse_factor, parse_table
 from cpgraph.check.judging import EFFICIENCY, INVARIANTS, SAFETY
 from cpgraph.check.protocol import ASK_REPLAY, align_text
 from cpgraph.reference import STRATEGIES, default_align_size
+from cpgraph.reference.keying import keying_row
 
 T = TypeVar("T")
 DEFAULT_CAPACITIES = ("captured", "headroom:2", "arbitrary")
@@ -42,6 +43,9 @@ class CheckOptions:
     num_tokens: str = "both"
     context_len: int | None = None
     strategy_fixed: bool = True  # False: the strategy was not given, so a policy's declared one wins
+    keying: str = "global"  # reference/keying.py: what the policy's graphs are keyed by
+    keying_fixed: bool = True  # False: the keying was not given, so a policy's declared one wins
+    decodes: bool = True  # batches with decodes (is_prefilling) where the strategy places them and the policy takes them
 
     @property
     def checked(self) -> frozenset[str]:
@@ -67,6 +71,7 @@ class CheckOptions:
             "ask_replay": self.ask_replay,
             "context_len": self.context_len,
             "strategy": self.strategy,
+            "keying": self.keying,
             "cp_sizes": list(self.cp_sizes),
         }
 
@@ -119,6 +124,8 @@ def make_options(
     align_sizes: Iterable[int | str] | str | None = None,
     num_tokens: str = "both",
     context_len: int | None = None,
+    keying: str | None = None,
+    decodes: bool = True,
 ) -> CheckOptions:
     """Validate and freeze the options of ``check_policy`` (TypeError/ValueError on bad input)."""
     if isinstance(cp_sizes, (str, bytes)) or not isinstance(cp_sizes, Iterable):
@@ -155,7 +162,11 @@ def make_options(
     factors = None if padding_factors is None else _list("padding_factors", padding_factors, parse_factor)
     aligns = None if align_sizes is None else _list("align_sizes", align_sizes, align_text)
     ctx = None if context_len is None else _int("context_len", context_len, 1)
-    return CheckOptions(
+    keying_fixed = keying is not None
+    keyed = keying_row("global" if keying is None else keying).id
+    if not isinstance(decodes, bool):
+        raise TypeError(f"decodes must be a bool, got {decodes!r}")
+    made = CheckOptions(
         cp_sizes=sizes,
         strategy=strategy,
         max_requests=max_r,
@@ -175,7 +186,20 @@ def make_options(
         num_tokens=num_tokens,
         context_len=ctx,
         strategy_fixed=strategy_fixed,
+        keying=keyed,
+        keying_fixed=keying_fixed,
+        decodes=decodes,
     )
+    return keyed_options(made) if keyed == "local" else made
+
+
+def keyed_options(opts: CheckOptions) -> CheckOptions:
+    """``opts`` as a check under its keying: under ``local`` every batch meets a 'sizes' table (a size s
+    holds s rows), n is the lengths' sum (vLLM has no padded n), and the boundary models (stated for the
+    global keying's window) are not asked; the small-domain edges are the key's instead."""
+    if opts.keying != "local":
+        return opts
+    return replace(opts, capacities=("sizes",), num_tokens="live", boundary=False)
 
 
 def _list(name: str, value: object, parse: Callable[[str, object], T]) -> tuple[T, ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import operator
 import os
 import sys
@@ -18,12 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cpgraph.check.batch import Batch, Factor, parse_factor
+from cpgraph.reference.keying import keying_row
 from cpgraph.reference.validate import check_strategy
 from cpgraph.reference.judge import NOT_ASKED as NOT_ASKED, REFUSED as REFUSED, RankAnswer as RankAnswer, rank_answer
 
 ASK_REPLAY = ("admitted", "always")  # protocol v2 (replay only after admission) / the strict total replay
 
-KNOBS = ("max_padding_factor", "align_size", "strategy")  # fixed knobs a policy may declare as attributes
+KNOBS = ("max_padding_factor", "align_size", "strategy", "keying")  # fixed knobs a policy may declare as attributes
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class Policy:
     local_rows: Callable[..., Any] | None
     knobs: tuple[tuple[str, object], ...] = ()
     asker: Any = field(default=None, compare=False, repr=False)  # calls.RankAsker, set by calls.bound
+    admitted_bucket: Callable[..., Any] | None = None  # optional: the size admission chose
+    takes_prefilling: bool = False  # its functions accept ``is_prefilling`` (batches with decodes)
 
     def knob(self, name: str) -> object:
         """The declared value of knob ``name``, or None."""
@@ -73,7 +77,27 @@ def _declared_knobs(policy: object, label: str) -> tuple[tuple[str, object], ...
     strategy = getattr(policy, "strategy", None)
     if isinstance(strategy, str):
         out.append(("strategy", check_strategy(strategy)))
+    keying = getattr(policy, "keying", None)
+    if keying is not None and not callable(keying):
+        try:
+            out.append(("keying", keying_row(keying).id))
+        except ValueError as exc:
+            raise ValueError(f"policy {label}.keying: {exc}") from None
     return tuple(out)
+
+
+def _takes_prefilling(*fns: Callable[..., Any] | None) -> bool:
+    """Do all of ``fns`` accept the keyword ``is_prefilling`` (by name or through **kwargs)?"""
+    for fn in fns:
+        if fn is None:
+            continue
+        try:
+            params = inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):
+            return False
+        if not any(p.name == "is_prefilling" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            return False
+    return True
 
 
 def _error(exc: BaseException) -> str:
@@ -100,8 +124,13 @@ def as_policy(policy: object, name: str | None = None) -> Policy:
     rows = getattr(policy, "local_rows", None)
     if rows is not None and not callable(rows):
         raise TypeError(f"policy {label}.local_rows must be callable when present, got {rows!r}")
+    admitted = getattr(policy, "admitted_bucket", None)
+    if admitted is not None and not callable(admitted):
+        raise TypeError(f"policy {label}.admitted_bucket must be callable when present, got {admitted!r}")
     knobs = _declared_knobs(policy, str(label))
-    return Policy(str(label), getattr(policy, "admit"), getattr(policy, "replay_bucket"), rows, knobs)
+    admit_fn, replay_fn = getattr(policy, "admit"), getattr(policy, "replay_bucket")
+    takes = _takes_prefilling(admit_fn, replay_fn, rows, admitted)
+    return Policy(str(label), admit_fn, replay_fn, rows, knobs, admitted_bucket=admitted, takes_prefilling=takes)
 
 
 def load_policy(target: str) -> Policy:
@@ -176,12 +205,13 @@ def ask(
     if not always and ask_replay != "admitted":
         raise ValueError(f"ask_replay must be one of {', '.join(ASK_REPLAY)}; got {ask_replay!r}")
     asker = policy.asker
-    if asker is not None and asker.serves(policy):  # a bound policy: the same calls, with no wrapper between
+    if asker is not None and asker.serves(policy) and policy.admitted_bucket is None:  # bound: no wrapper between
         given: tuple[RankAnswer, ...] = asker(batch, ranks, always)
         return given
     base = batch.kwargs()
     table = base.pop("bucket_local_tokens")
     admit_fn, replay_fn, rows_fn = policy.admit, policy.replay_bucket, policy.local_rows
+    admitted_fn = policy.admitted_bucket
     answers = []
     for rank in range(batch.cp_size) if ranks is None else ranks:
         kw = base.copy()
@@ -194,6 +224,12 @@ def ask(
             admit = bool(admit_fn(**kw))
         except Exception as exc:
             admit, admit_error = None, _error(exc)
+        admitted: object = None
+        if admitted_fn is not None and admit is True:
+            try:
+                admitted = _as_int(admitted_fn(**kw))
+            except Exception as exc:
+                admit, admit_error = None, f"admitted_bucket raised {_error(exc)}"
         bucket: object = None
         asked = always or admit is True
         if asked:
@@ -208,5 +244,5 @@ def ask(
                 rows = tuple(_as_int(r) for r in rows_fn(bucket=bucket, **kw))
             except Exception as exc:
                 rows_error = _error(exc)
-        answers.append(rank_answer(rank, admit, admit_error, bucket, replay_error, rows, rows_error, asked))
+        answers.append(rank_answer(rank, admit, admit_error, bucket, replay_error, rows, rows_error, asked, admitted))
     return tuple(answers)

@@ -24,7 +24,7 @@ from cpgraph.check.calls import PolicyStop, bound, session
 from cpgraph.check.generate import cases
 from cpgraph.check.judging import INVARIANTS, judge, spec_for, stepper
 from cpgraph.check.minimize import Knobs, minimize, size
-from cpgraph.check.options import CheckOptions, make_options
+from cpgraph.check.options import CheckOptions, keyed_options, make_options
 from cpgraph.check.protocol import Policy, RankAnswer, as_policy, ask, load_policy
 from cpgraph.check.report import CheckReport, Violation
 
@@ -32,10 +32,14 @@ PROGRESS_EVERY_S = 5.0
 _STOP = 0  # shared[0]: perf_counter time at which every worker stops; shared[1 + i]: INVARIANTS[i] broken
 
 
-def breaks(policy: Policy, batch: Batch, invariant: str, strategy: str = "zigzag", ask_replay: str = "admitted") -> bool:
+def breaks(
+    policy: Policy, batch: Batch, invariant: str, strategy: str = "zigzag", ask_replay: str = "admitted", keying: str = "global"
+) -> bool:
     """Does ``policy`` break ``invariant`` on ``batch`` (every rank asked)?"""
     answers = ask(policy, batch, ask_replay=ask_replay)
-    found = judge(batch, answers, strategy=strategy, invariants=frozenset((invariant,)), replay_always=ask_replay == "always")
+    found = judge(
+        batch, answers, strategy=strategy, invariants=frozenset((invariant,)), replay_always=ask_replay == "always", keying=keying
+    )
     return any(f.invariant == invariant for f in found)
 
 
@@ -52,7 +56,12 @@ def with_policy_knobs(opts: CheckOptions, policy: Policy) -> CheckOptions:
     strategy = policy.knob("strategy")
     if isinstance(strategy, str) and not opts.strategy_fixed:
         opts = replace(opts, strategy=strategy)
-    return opts
+    keying = policy.knob("keying")
+    if isinstance(keying, str) and not opts.keying_fixed:
+        opts = replace(opts, keying=keying)
+    if not policy.takes_prefilling:
+        opts = replace(opts, decodes=False)
+    return keyed_options(opts)
 
 
 @dataclass
@@ -69,15 +78,15 @@ def _violation(policy: Policy, batch: Batch, answers: tuple[RankAnswer, ...], wh
     """Minimise the batch for ``inv`` and build the Violation from a fresh ask of the minimised batch."""
 
     def fails(candidate: Batch) -> bool:
-        return breaks(policy, candidate, inv, opts.strategy, opts.ask_replay)
+        return breaks(policy, candidate, inv, opts.strategy, opts.ask_replay, opts.keying)
 
     small, _ = minimize(batch, fails, cp_sizes=opts.cp_sizes, strategy=Knobs.of(opts), budget_s=opts.minimize_s)
     again = ask(policy, small, ask_replay=opts.ask_replay)
     always = opts.ask_replay == "always"
-    for f in judge(small, again, strategy=opts.strategy, invariants=frozenset((inv,)), replay_always=always):
-        return Violation(inv, small, again, spec_for(small, opts.strategy), f.why, phase, count, batch)
+    for f in judge(small, again, strategy=opts.strategy, invariants=frozenset((inv,)), replay_always=always, keying=opts.keying):
+        return Violation(inv, small, again, spec_for(small, opts.strategy, opts.keying), f.why, phase, count, batch)
     # the policy answered differently the second time (it is not a function of the batch): keep it as found
-    return Violation(inv, batch, answers, spec_for(batch, opts.strategy), why, phase, count, batch)
+    return Violation(inv, batch, answers, spec_for(batch, opts.strategy, opts.keying), why, phase, count, batch)
 
 
 def _search(
@@ -95,7 +104,7 @@ def _search(
     kinds: dict[str, str] = {}  # phase -> its kind ('boundary:...' -> 'boundary'), split once
     open_ = frozenset(checked)
     next_note = start + PROGRESS_EVERY_S
-    step = stepper(policy, strategy=opts.strategy, ask_replay=opts.ask_replay)  # judging.ask_judge, per batch
+    step = stepper(policy, strategy=opts.strategy, ask_replay=opts.ask_replay, keying=opts.keying)  # judging.ask_judge, per batch
     stream = cases(opts, shard=shard, shards=shards)
     for phase, batch in stream:
         now = time.perf_counter()

@@ -18,6 +18,7 @@ PROTOCOL_REQUIRES = {
     "admit": "a bool (True: replay a graph; False: run eagerly)",
     "replay_bucket": "an int bucket from capture_num_tokens (raise, or return None, to refuse)",
     "local_rows": "a sequence of cp_size ints (the rows on each rank)",
+    "admitted_bucket": "an int, the size admission chose (or None: it chose to run eagerly)",
 }
 
 
@@ -122,7 +123,7 @@ def _check_answer(method: str, value: object) -> tuple[str | None, object]:
         if isinstance(value, bool) or type(value).__name__ == "bool_":  # numpy.bool_ is a bool too
             return None, value
         return f"returned {_short(value)} ({type(value).__name__})", value
-    if method == "replay_bucket":
+    if method in ("replay_bucket", "admitted_bucket"):
         if value is None:
             return None, value
         if not isinstance(value, bool):

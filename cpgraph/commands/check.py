@@ -37,7 +37,15 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("target", metavar="MODULE:ATTR", help="policy to import, e.g. reference.policy or mypkg.sel:policy (MODULE may be a .py path)")
     parser.add_argument("--cp-sizes", default="1,2,4,8", help=f"comma-separated cp_size values in 1..{MAX_CP_SIZE} (default 1,2,4,8)")
     parser.add_argument("--strategy", default=None,
-                        help="layout strategy: zigzag, interleave, contiguous or zigzag_pad (default: the policy's strategy attribute, else zigzag)")
+                        help="layout strategy: zigzag, interleave, contiguous, dual_chunk_swap, dual_chunk_swap_replicated or "
+                             "dual_chunk_swap_dcp (default: the policy's strategy attribute, else zigzag)")
+    parser.add_argument("--keying", choices=("global", "local"), default=None,
+                        help="what the policy's graphs are keyed by: global (a bucket of n tokens with recorded per-rank "
+                             "capacities, sglang) or local (a size of rank-local rows, vLLM 0.29+); default: the policy's "
+                             "keying attribute, else global")
+    parser.add_argument("--no-decodes", action="store_true",
+                        help="no batches with decode requests (is_prefilling), even where the strategy places them and "
+                             "the policy takes them")
     parser.add_argument("--max-requests", type=bounded_int("--max-requests", 1, MAX_REQUESTS), default=3,
                         help=f"most requests in a batch, 1..{MAX_REQUESTS} (default 3)")
     parser.add_argument("--max-tokens", type=bounded_int("--max-tokens", 2, MAX_TOKENS), default=4096,
@@ -61,7 +69,7 @@ def add_parser(subparsers: Any) -> None:
                              "F = 2 with one random batch in five at F in 1..4, or the policy's max_padding_factor attribute")
     parser.add_argument("--align-sizes", metavar="A1,A2", default=None,
                         help="fix align_size: ints or multiples of cp_size (2P, P, 16); default: the strategy's "
-                             "(2P zigzag and zigzag_pad, P interleave and contiguous), or the policy's align_size attribute")
+                             "(2P zigzag, P interleave and contiguous, 1 dual_chunk_swap), or the policy's align_size attribute")
     parser.add_argument("--num-tokens", choices=("live", "padded", "both"), default="both",
                         help="num_tokens = sum(extend_seq_lens) (live), a padded n above it (padded), or both (default)")
     parser.add_argument("--context-len", type=bounded_int("--context-len", 1, 2**31 - 1), default=None,
@@ -127,6 +135,8 @@ def _options(args: argparse.Namespace) -> CheckOptions:
             align_sizes=args.align_sizes,
             num_tokens=args.num_tokens,
             context_len=args.context_len,
+            keying=args.keying,
+            decodes=not args.no_decodes,
         )
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
@@ -185,7 +195,8 @@ def _write_artifacts(
     if args.emit_test and report.violations:
         from cpgraph.check.emit import write_regression_test
 
-        write_regression_test(args.emit_test, args.target, report.violations, strategy=strategy)
+        keying = str(dict(report.knobs).get("keying", options.keying))
+        write_regression_test(args.emit_test, args.target, report.violations, strategy=strategy, keying=keying)
         out.note(f"wrote regression test {args.emit_test}")
     if plot and report.violations:
         from cpgraph.check.plot import plot_violation
