@@ -12,7 +12,8 @@ from cpgraph.reference.invariants import EFFICIENCY as EFFICIENCY, INVARIANTS as
 from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.check.protocol import ASK_REPLAY, Policy, ask
 from cpgraph.reference.judge import Expectation, Finding as Finding, RankAnswer, expected, expected_bucket, judge_answers
-from cpgraph.reference.capacity import required_local_tokens
+from cpgraph.reference.capacity import align_up
+from cpgraph.reference.keying import keying_row
 from cpgraph.reference.layout import rank_loads
 from cpgraph.reference.selection import fitting_buckets, is_cp_active
 
@@ -35,16 +36,23 @@ def spec_for(batch: Batch, strategy: str = "zigzag", keying: str = "global") -> 
     return expected(batch, strategy, keying)
 
 
-def spec_by_reference(batch: Batch, strategy: str = "zigzag") -> Expectation:
-    """``spec_for`` computed call by call through reference/'s public, validating functions (slow; tests
-    hold it equal to ``spec_for``)."""
-    required = required_local_tokens(batch.extend_seq_lens, cp_size=batch.cp_size, align_size=batch.align_size, strategy=strategy)
-    fitting = fitting_buckets(
-        num_tokens=batch.num_tokens, required_local_tokens=required, capture_num_tokens=batch.capture_num_tokens,
-        bucket_local_tokens=batch.capacities, max_padding_factor=batch.max_padding_factor,
-    )
-    active = is_cp_active(batch.extend_seq_lens, num_tokens=batch.num_tokens, cp_size=batch.cp_size)
-    return Expectation(active, rank_loads(batch.extend_seq_lens, cp_size=batch.cp_size, strategy=strategy), required, fitting)
+def spec_by_reference(batch: Batch, strategy: str = "zigzag", keying: str = "global") -> Expectation:
+    """``spec_for`` computed call by call through reference/'s public, validating functions and the keying
+    table's row (slow; tests hold it equal to ``spec_for``)."""
+    row = keying_row(keying)
+    loads = rank_loads(batch.extend_seq_lens, cp_size=batch.cp_size, strategy=strategy, is_prefilling=batch.is_prefilling)
+    key = row.key(batch.num_tokens, loads)
+    required = align_up(max(loads), batch.align_size)
+    capacities = row.capacities(batch.capture_num_tokens, batch.capacities)
+    if row.windowed:
+        fitting = fitting_buckets(
+            num_tokens=key, required_local_tokens=required, capture_num_tokens=batch.capture_num_tokens,
+            bucket_local_tokens=capacities, max_padding_factor=batch.max_padding_factor,
+        )
+    else:  # no window: every captured size from the key up whose capacity holds the rows
+        fitting = tuple(b for b in batch.capture_num_tokens if b >= key and capacities.get(b, -1) >= required)
+    active = is_cp_active(batch.extend_seq_lens, num_tokens=batch.num_tokens, cp_size=batch.cp_size) if row.gated else True
+    return Expectation(active, loads, required, fitting, row.id, key)
 
 
 def judge(

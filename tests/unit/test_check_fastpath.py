@@ -125,7 +125,7 @@ def _generated(strategy: str, **options: Any) -> list[Batch]:
     return ex + [b for _, b in itertools.islice(random_cases(opts), 1500)]
 
 
-@pytest.mark.parametrize("strategy", ["zigzag", "interleave", "contiguous", "zigzag_pad"])
+@pytest.mark.parametrize("strategy", ["zigzag", "interleave", "contiguous", "dual_chunk_swap"])
 def test_expected_bucket_is_expecteds_bucket_on_generated_batches(strategy: str) -> None:
     for batch in _generated(strategy, padding_factors=(1, Fraction(3, 2), 2, 4)) + _generated(strategy):
         spec = expected(batch, strategy)
@@ -143,7 +143,7 @@ def test_expected_bucket_is_expecteds_bucket_on_random_batches(batch: Batch) -> 
     assert spec.loads == rank_loads(batch.extend_seq_lens, cp_size=batch.cp_size)  # the memo against the reference
 
 
-@pytest.mark.parametrize("strategy", ["zigzag", "interleave", "contiguous", "zigzag_pad"])
+@pytest.mark.parametrize("strategy", ["zigzag", "interleave", "contiguous", "dual_chunk_swap"])
 def test_expected_bucket_sums_per_request_loads_for_any_request_count(strategy: str) -> None:
     """1..6 requests (the sum has its own code for one, two and more), at P = 1..8, with the memo
     emptied half way (it is bounded and cleared when full)."""
@@ -176,7 +176,7 @@ def test_an_asker_is_not_used_once_the_policys_functions_are_replaced() -> None:
 @given(
     lengths=st.lists(st.integers(0, 5000), min_size=1, max_size=6).map(tuple),
     cp_size=st.integers(1, 16),
-    strategy=st.sampled_from(["zigzag", "interleave", "contiguous", "zigzag_pad"]),
+    strategy=st.sampled_from(["zigzag", "interleave", "contiguous", "dual_chunk_swap"]),
 )
 def test_memoised_loads_are_rank_loads(lengths: tuple[int, ...], cp_size: int, strategy: str) -> None:
     from cpgraph.reference.judge import _loads
@@ -188,7 +188,7 @@ def test_memoised_loads_are_rank_loads(lengths: tuple[int, ...], cp_size: int, s
 def test_per_request_strategies_are_recognised() -> None:
     from cpgraph.reference.judge import _per_request
 
-    assert [_per_request(s) for s in ("zigzag", "interleave", "contiguous", "zigzag_pad", "nope")] == [True, False, True, True, False]
+    assert [_per_request(s) for s in ("zigzag", "interleave", "contiguous", "dual_chunk_swap", "nope")] == [True, False, True, True, False]
 
 
 def _misbehaving(mode: dict[str, str]) -> Policy:
@@ -266,7 +266,7 @@ def test_kwargs_less_table_is_kwargs_without_the_table_in_order(batch: Batch) ->
     bucket=st.integers(1, 40000),
     cp_size=st.integers(1, 16),
     align=st.integers(1, 64),
-    strategy=st.sampled_from(["zigzag", "interleave", "contiguous", "zigzag_pad"]),
+    strategy=st.sampled_from(["zigzag", "interleave", "contiguous", "dual_chunk_swap"]),
     context_len=st.none() | st.integers(1, 5000),
 )
 def test_captured_rows_are_capture_local_tokens(bucket: int, cp_size: int, align: int, strategy: str, context_len: int | None) -> None:
@@ -277,7 +277,7 @@ def test_captured_rows_are_capture_local_tokens(bucket: int, cp_size: int, align
     assert captured_rows.__wrapped__(bucket, cp_size, align, strategy, context_len) == want
 
 
-@pytest.mark.parametrize("strategy", ["zigzag", "interleave", "contiguous", "zigzag_pad"])
+@pytest.mark.parametrize("strategy", ["zigzag", "interleave", "contiguous", "dual_chunk_swap"])
 def test_capture_loads_are_the_reference_loads_of_the_capture_lengths(strategy: str) -> None:
     """reference.judge.capture_loads sums B / context_len requests without building them; it equals
     rank_loads of reference's capture_lengths (no rest, a rest, B at or below the context length)."""

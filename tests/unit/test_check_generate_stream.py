@@ -32,7 +32,7 @@ OPTION_SETS: list[dict[str, object]] = [
     {"seed": 11, "num_tokens": "padded", "strategy": "interleave"},
     {"seed": 5, "padding_factors": (1, Fraction(3, 2), 4), "capacities": ("arbitrary",), "context_len": 300},
     {"seed": 2, "num_tokens": "live", "cp_sizes": (1, 3, 16), "max_requests": 8, "max_tokens": 700, "align_sizes": ("P", "16")},
-    {"seed": 9, "capacities": ("captured", "headroom:5"), "max_tokens": 20000, "strategy": "zigzag_pad"},
+    {"seed": 9, "capacities": ("captured", "headroom:5"), "max_tokens": 20000, "strategy": "zigzag"},
     {"seed": 4, "cp_sizes": (2, 8), "align_sizes": ("P", "2P", "64"), "max_padding_factor": "5/4", "capacities": ("headroom:3", "arbitrary")},
 ]
 IDS = ["defaults", "padded-interleave", "fixed-factors-arbitrary", "live-odd-sizes", "big-budget", "aligns-rational-F"]

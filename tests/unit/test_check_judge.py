@@ -184,7 +184,7 @@ class _Strategic:
         return bucket
 
 
-@pytest.mark.parametrize("strategy", ["interleave", "contiguous", "zigzag_pad"])
+@pytest.mark.parametrize("strategy", ["interleave", "contiguous", "dual_chunk_swap"])
 def test_other_strategies_pass_their_own_policy_and_catch_the_zigzag_one(strategy: str) -> None:
     from cpgraph import check_policy
 

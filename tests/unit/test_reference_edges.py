@@ -26,10 +26,16 @@ def test_interleave_headroom_is_the_ceil_share_of_the_total() -> None:
 @pytest.mark.parametrize("strategy", [s for s, row in STRATEGY_TABLE.items() if row.request_excess is not None])
 @pytest.mark.parametrize("cp_size", [2, 3, 4, 8])
 def test_the_headroom_bound_is_attained_for_every_strategy_with_an_excess(strategy: str, cp_size: int) -> None:
-    # Requests at each strategy's worst remainder make the busiest rank reach floor((N + R*e)/P) exactly.
-    worst = {"zigzag": cp_size + 1, "contiguous": 1, "zigzag_pad": 1}[strategy]
+    # Requests at each strategy's worst remainder make the busiest rank reach floor((N + R*e)/P) exactly:
+    # DualChunkSwap's at L mod 2P = 1 once every chunk but the last is full (q >= 2P - 2), dcp's at the
+    # longest prefill it copies to every rank, 2P(2P - 2) + 1.
     period = 2 * cp_size
-    lengths = [period * q + worst for q in (1, 2, 3)]
+    if strategy == "dual_chunk_swap_dcp":
+        lengths = [period * (period - 2) + 1] * 3
+    else:
+        worst = {"zigzag": cp_size + 1, "contiguous": 1}.get(strategy, 1)
+        quotients = (1, 2, 3) if strategy in ("zigzag", "contiguous") else (period - 2, period - 1, period)
+        lengths = [period * q + worst for q in quotients]
     n = sum(lengths)
     bound = reference.headroom_bound(n, cp_size=cp_size, max_requests=len(lengths), strategy=strategy)
     assert max(reference.rank_loads(lengths, cp_size=cp_size, strategy=strategy)) == bound
