@@ -10,6 +10,7 @@ from cpgraph.check.batch import Batch
 from cpgraph.check.calls import CallStop, last_traceback
 from cpgraph.check.judging import CLAIMS, SAFETY, Spec
 from cpgraph.check.protocol import RankAnswer
+from cpgraph.reference.invariants import INVARIANT_TABLE
 
 MAX_LINES = 15
 
@@ -41,9 +42,10 @@ class Violation:
         kind = "safety" if self.invariant in SAFETY else "efficiency"
         b = self.batch
         lines = [
-            f"{self.invariant} violated ({kind}: {CLAIMS[self.invariant]})",
+            f"{self.invariant} violated ({kind}: {INVARIANT_TABLE[self.invariant].stated(self.spec.keying)})",
             f"  batch: cp_size={b.cp_size} align_size={b.align_size} num_tokens={b.num_tokens} "
-            f"extend_seq_lens={list(b.extend_seq_lens)} max_padding_factor={b.max_padding_factor}",
+            f"extend_seq_lens={list(b.extend_seq_lens)} max_padding_factor={b.max_padding_factor}"
+            + ("" if b.is_prefilling is None else f" is_prefilling={list(b.is_prefilling)}"),
             f"  capture_num_tokens={list(b.capture_num_tokens)} bucket_local_tokens="
             + "{" + ", ".join(f"{k}: {v}" for k, v in b.bucket_local_tokens) + "}"
             + f" ({b.table}; absent: {[k for k in b.capture_num_tokens if k not in b.capacities] or 'none'})",
@@ -80,7 +82,10 @@ class Violation:
             "counterexample": self.batch.to_json(),
             "detail": self.why,
             "answers": [a.to_json() for a in self.answers],
-            "spec": {"active": self.spec.active, "loads": list(self.spec.loads), "required": self.spec.required, "fitting": list(self.spec.fitting)},
+            "spec": {
+                "active": self.spec.active, "loads": list(self.spec.loads), "required": self.spec.required,
+                "fitting": list(self.spec.fitting), "keying": self.spec.keying, "key": self.spec.key,
+            },
             "table": self.batch.table,
             "phase": self.phase,
             "found_after": self.found_after,

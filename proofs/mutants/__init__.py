@@ -31,6 +31,10 @@ MUTANTS: Final = {
     "stale_cache": "capacity_fit",  # decision memoised by lengths only, not the capture table
     "lengths_lower_bound": "padding_limit",  # window's lower end from sum(lengths), not the padded n
     "lengths_cap": "no_needless_fallback",  # window's upper end F*sum(lengths), not F*n
+    # keyed by rank-local rows (each declares keying = "local" and its DualChunkSwap strategy)
+    "dispatch_by_total": "admission_replay",  # vLLM 0.26-0.28: dispatched by the total, replayed by the rows
+    "own_rank_key": "rank_consensus",  # keyed by this rank's rows, not the largest over all ranks
+    "replicated_decodes": "capacity_fit",  # keyed with decodes dealt, laid out with decodes copied
 }
 
-CORRECT: Final = ("scan", "fitting_set", "bisected", "cached", "blockwise", "with_rows")
+CORRECT: Final = ("scan", "fitting_set", "bisected", "cached", "blockwise", "with_rows", "local_keyed")

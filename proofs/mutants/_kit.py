@@ -72,3 +72,43 @@ def protocol(select: Selector) -> tuple[Callable[..., bool], Callable[..., int]]
         return bucket
 
     return admit, replay_bucket
+
+
+def dual_chunk_swap_loads(lengths: Sequence[int], flags: Sequence[bool] | None, cp_size: int) -> list[int]:
+    """Per-rank rows under vLLM's DualChunkSwap, written plainly: a prefill cut into 2P chunks of
+    ceil(L/2P) (rank r takes chunks r and 2P-1-r), the k-th decode on rank k mod P."""
+    s = 2 * cp_size
+    loads = [0] * cp_size
+    decode = 0
+    for i, length in enumerate(lengths):
+        if flags is not None and not flags[i]:
+            loads[decode % cp_size] += length
+            decode += 1
+            continue
+        c = -(-length // s)
+        for r in range(cp_size):
+            loads[r] += max(0, min(c, length - r * c)) + max(0, min(c, length - (s - 1 - r) * c))
+    return loads
+
+
+def local_protocol(dispatch: Selector, replay: Selector) -> tuple[Callable[..., bool], Callable[..., int], Selector]:
+    """(admit, replay_bucket, admitted_bucket) of a local-keyed policy whose admission dispatches with
+    ``dispatch`` and whose replay pads to ``replay``'s size (the two must be one selector when correct)."""
+
+    def admit(**batch: Any) -> bool:
+        return dispatch(**batch) is not None
+
+    def replay_bucket(**batch: Any) -> int:
+        if dispatch(**batch) is None:
+            raise LookupError("no captured size holds this batch; run eagerly")
+        size = replay(**batch)
+        assert size is not None
+        return size
+
+    return admit, replay_bucket, dispatch
+
+
+def local_select(**batch: Any) -> int | None:
+    """The local keying's selection: the least captured size >= the largest rank-local rows."""
+    key = max(dual_chunk_swap_loads(batch["extend_seq_lens"], batch.get("is_prefilling"), batch["cp_size"]))
+    return next((s for s in batch["capture_num_tokens"] if s >= key), None)

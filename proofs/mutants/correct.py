@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from cpgraph.proofs.mutants._kit import align_up, correct_select, cp_active, zigzag_loads
+from cpgraph.proofs.mutants._kit import align_up, correct_select, cp_active, local_select, zigzag_loads
 
 
 class _Protocol:
@@ -121,3 +121,25 @@ bisected = Bisected()
 cached = Cached()
 blockwise = Blockwise()
 with_rows = WithRows()
+
+
+class LocalKeyed:
+    """vLLM 0.29 on, written plainly: one selector for admission and replay, keyed by the largest
+    rank-local rows of a DualChunkSwap layout with decodes dealt round-robin."""
+
+    keying, strategy, align_size = "local", "dual_chunk_swap", 1
+
+    def admit(self, **batch: Any) -> bool:
+        return local_select(**batch) is not None
+
+    def admitted_bucket(self, **batch: Any) -> int | None:
+        return local_select(**batch)
+
+    def replay_bucket(self, **batch: Any) -> int:
+        size = local_select(**batch)
+        if size is None:
+            raise RuntimeError("no captured size holds this batch; run eagerly")
+        return size
+
+
+local_keyed = LocalKeyed()
