@@ -149,3 +149,15 @@ def test_a_decode_batch_for_a_prefill_only_strategy_is_refused_when_judged() -> 
     batch = make_batch([8, 1], (8,), cp_size=2, strategy="zigzag", is_prefilling=[True, False])
     with pytest.raises(ValueError, match="lays out prefills only"):
         expected(batch, "zigzag")
+
+
+def test_docs_state_every_invariant_under_both_keyings_as_the_table_does() -> None:
+    import os
+
+    from cpgraph.reference.invariants import INVARIANT_TABLE
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "docs", "semantics.md"), encoding="utf-8") as f:
+        docs = f.read()
+    for row in INVARIANT_TABLE.values():
+        assert f"| `{row.id}` | {row.kind} | {row.sentence} | {row.local_sentence} |" in docs
