@@ -14,7 +14,7 @@ from cpgraph.check.batch import Batch
 from cpgraph.check.batch import build
 from cpgraph.reference import capture_local_tokens, default_align_size
 
-__all__ = ["batches", "capture_lists", "capture_tables", "cp_sizes", "extend_seq_lens"]
+__all__ = ["batches", "capture_lists", "capture_tables", "cp_sizes", "extend_seq_lens", "local_batches"]
 
 
 @st.composite
@@ -80,3 +80,29 @@ def batches(
         rows = draw(capture_tables(buckets, p, strategy=strategy))
         return build(lengths, buckets, "", cp_size=p, strategy=strategy, factor=max_padding_factor, rows=rows)
     return build(lengths, buckets, table, cp_size=p, strategy=strategy, factor=max_padding_factor)
+
+
+@st.composite
+def local_batches(
+    draw: st.DrawFn,
+    *,
+    cp_size_choices: Sequence[int] = (1, 2, 4, 8),
+    max_requests: int = 4,
+    max_tokens: int = 2048,
+    strategy: str = "dual_chunk_swap",
+    decodes: bool = True,
+) -> Batch:
+    """A checker input for a policy keyed by rank-local rows (vLLM's design): lengths of any size (no
+    CP-active gate), one-token decodes among them when ``decodes`` (``is_prefilling``), and a sorted list
+    of sizes around the batch's key m (the largest rank-local rows), each size holding itself."""
+    p = draw(cp_sizes(cp_size_choices))
+    count = draw(st.integers(1, max_requests))
+    per = max(1, max_tokens // count)
+    flags = tuple(draw(st.lists(st.booleans(), min_size=count, max_size=count))) if decodes else (True,) * count
+    lengths = tuple(draw(st.integers(1, per)) if prefill else 1 for prefill in flags)
+    from cpgraph.reference.layout import rank_loads
+
+    key = max(rank_loads(lengths, cp_size=p, strategy=strategy, is_prefilling=flags))
+    edges = st.sampled_from(sorted({max(1, key - 1), key, key + 1, 2 * key}))
+    sizes = tuple(sorted(set(draw(st.lists(st.one_of(edges, st.integers(1, 2 * key + 2)), min_size=1, max_size=8)))))
+    return build(lengths, sizes, "sizes", cp_size=p, strategy=strategy, factor=2, align_size=1, is_prefilling=flags)

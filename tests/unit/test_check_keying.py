@@ -161,3 +161,12 @@ def test_docs_state_every_invariant_under_both_keyings_as_the_table_does() -> No
         docs = f.read()
     for row in INVARIANT_TABLE.values():
         assert f"| `{row.id}` | {row.kind} | {row.sentence} | {row.local_sentence} |" in docs
+
+
+@given(st.data())
+def test_the_local_reference_policy_keeps_every_invariant_on_drawn_local_batches(data: st.DataObject) -> None:
+    from cpgraph.strategies import local_batches
+    from cpgraph.testing import assert_batch_sound
+
+    batch = data.draw(local_batches())
+    assert_batch_sound(LocalPolicy(), batch, strategy="dual_chunk_swap", keying="local")
