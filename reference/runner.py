@@ -1,4 +1,9 @@
-"""The admit/replay runner model: one ``plan`` per batch, consumed by both admission and replay."""
+"""The admit/replay runner model: one ``plan`` per batch, consumed by both admission and replay.
+
+The runner takes either graph keying of reference/keying.py: ``global`` (sglang: buckets of n tokens with
+recorded capacities, the [n, F*n] window, CP-active batches only) or ``local`` (vLLM 0.29 on: sizes of
+rank-local rows, the key m = the largest live rank-local rows, the least size s >= m, s rows on every
+rank, every batch)."""
 
 from __future__ import annotations
 
@@ -8,18 +13,21 @@ from fractions import Fraction
 from dataclasses import dataclass, field
 
 from cpgraph.reference.capacity import (
+    align_up,
     capture_local_tokens,
     default_align_size,
     headroom_local_tokens,
     required_local_tokens,
 )
-from cpgraph.reference.layout import Layout, build_layout
+from cpgraph.reference.keying import keying_row
+from cpgraph.reference.layout import Layout, build_layout, rank_loads
 from cpgraph.reference.selection import select_replay_bucket
 from cpgraph.reference.validate import (
     check_cp_size,
     check_capacities,
     check_capture_list,
     check_int,
+    check_is_prefilling,
     check_lengths,
     check_num_tokens,
     check_padding_factor,
@@ -36,6 +44,7 @@ class FallbackReason(str, enum.Enum):
     TOO_MANY_TOKENS = "too_many_tokens"  # n above the largest captured bucket
     NO_BUCKET_WITHIN_PADDING_LIMIT = "no_bucket_within_padding_limit"  # no captured B in [n, F*n]
     NO_CAPACITY_WITHIN_PADDING_LIMIT = "no_capacity_within_padding_limit"  # none there has room
+    TOO_MANY_ROWS = "too_many_rows"  # local keying: the key m is above the largest captured size
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,8 @@ class Plan:
     bucket: int | None
     bucket_local_tokens: int | None
     fallback: FallbackReason | None
+    is_prefilling: tuple[bool, ...] | None = None  # None: every request a prefill
+    key: int | None = None  # what the selector compared: n (global) or the largest rank-local rows (local)
 
     @property
     def admitted(self) -> bool:
@@ -104,9 +115,11 @@ class ReferenceRunner:
         strategy: str = "zigzag",
         max_padding_factor: int | Fraction = 2,
         capture_rule: CaptureRule | None = None,
+        keying: str = "global",
     ) -> None:
         self.cp_size = check_cp_size("cp_size", cp_size)
         self.strategy = check_strategy(strategy)
+        self.keying = keying_row(keying).id
         self.align_size = (
             default_align_size(cp_size=self.cp_size, strategy=self.strategy)
             if align_size is None
@@ -114,6 +127,16 @@ class ReferenceRunner:
         )
         self.max_padding_factor = check_padding_factor("max_padding_factor", max_padding_factor)
         listed = check_capture_list("capture_num_tokens", capture_num_tokens)
+        if self.keying == "local":  # every size is kept: a size s holds s rows, whatever the batch
+            if capture_rule is not None:
+                raise ValueError(
+                    f"capture_rule={capture_rule!r} applies to keying 'global' only; under keying 'local' a size s "
+                    "holds s rows on every rank"
+                )
+            self.capture_num_tokens = listed
+            self.capture_rule = CaptureRule()
+            self.bucket_local_tokens: dict[int, int] = {s: s for s in listed}
+            return
         # Buckets below 2P can never hold a CP-active batch; upstream drops them at start-up.
         self.capture_num_tokens = tuple(b for b in listed if b >= 2 * self.cp_size)
         if not self.capture_num_tokens:
@@ -122,14 +145,25 @@ class ReferenceRunner:
                 "a CP graph runner needs at least one"
             )
         self.capture_rule = capture_rule if capture_rule is not None else CaptureRule()
-        self.bucket_local_tokens: dict[int, int] = self.capture_rule.capacities(
+        self.bucket_local_tokens = self.capture_rule.capacities(
             self.capture_num_tokens, cp_size=self.cp_size, align_size=self.align_size, strategy=self.strategy
         )
 
-    def plan(self, extend_seq_lens: Sequence[int], num_tokens: int | None = None) -> Plan:
-        """Decide once for this batch. ``num_tokens`` defaults to sum(extend_seq_lens)."""
+    def plan(
+        self, extend_seq_lens: Sequence[int], num_tokens: int | None = None, is_prefilling: Sequence[bool] | None = None
+    ) -> Plan:
+        """Decide once for this batch. ``num_tokens`` defaults to sum(extend_seq_lens); ``is_prefilling``
+        (one bool per request, default all True) marks decodes, for a strategy that places them."""
         lengths = check_lengths("extend_seq_lens", extend_seq_lens)
         n = check_num_tokens(sum(lengths) if num_tokens is None else num_tokens, lengths)
+        flags = check_is_prefilling("is_prefilling", is_prefilling, requests=len(lengths))
+        if self.keying == "local":
+            return self._plan_local(lengths, n, flags)
+        if flags is not None:
+            raise ValueError(
+                f"is_prefilling={flags!r}: the global keying models sglang's prefill-only batches; "
+                "a batch with decodes is planned under keying 'local'"
+            )
         p = self.cp_size
         required = required_local_tokens(lengths, cp_size=p, align_size=self.align_size, strategy=self.strategy)
 
@@ -155,11 +189,22 @@ class ReferenceRunner:
         )
         if bucket is None:
             return fallback(FallbackReason.NO_CAPACITY_WITHIN_PADDING_LIMIT)
-        return Plan(lengths, n, required, bucket, self.bucket_local_tokens[bucket], None)
+        return Plan(lengths, n, required, bucket, self.bucket_local_tokens[bucket], None, None, n)
 
-    def admit(self, extend_seq_lens: Sequence[int], num_tokens: int | None = None) -> bool:
+    def _plan_local(self, lengths: tuple[int, ...], n: int, flags: tuple[bool, ...] | None) -> Plan:
+        loads = rank_loads(lengths, cp_size=self.cp_size, strategy=self.strategy, is_prefilling=flags)
+        key = max(loads)
+        required = align_up(key, self.align_size)
+        size = next((s for s in self.capture_num_tokens if s >= required), None)
+        if size is None:
+            return Plan(lengths, n, required, None, None, FallbackReason.TOO_MANY_ROWS, flags, key)
+        return Plan(lengths, n, required, size, size, None, flags, key)
+
+    def admit(
+        self, extend_seq_lens: Sequence[int], num_tokens: int | None = None, is_prefilling: Sequence[bool] | None = None
+    ) -> bool:
         """Admission is the plan's verdict; there is no second selector."""
-        return self.plan(extend_seq_lens, num_tokens).admitted
+        return self.plan(extend_seq_lens, num_tokens, is_prefilling).admitted
 
     def replay(self, plan: Plan) -> Layout:
         """The live layout padded to the admitted bucket's capacity. Raises ReplayError if admission was
@@ -169,6 +214,9 @@ class ReferenceRunner:
                 f"replay called for a batch that was not admitted (fallback {plan.fallback}); "
                 "call plan() and run eagerly when it falls back"
             )
-        if plan != self.plan(plan.extend_seq_lens, plan.num_tokens):
+        if plan != self.plan(plan.extend_seq_lens, plan.num_tokens, plan.is_prefilling):
             raise ReplayError(f"plan {plan} was not made by this runner")
-        return build_layout(plan.extend_seq_lens, cp_size=self.cp_size, rows=plan.bucket_local_tokens, strategy=self.strategy)
+        return build_layout(
+            plan.extend_seq_lens, cp_size=self.cp_size, rows=plan.bucket_local_tokens, strategy=self.strategy,
+            is_prefilling=plan.is_prefilling,
+        )
