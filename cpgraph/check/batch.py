@@ -311,6 +311,12 @@ def make_batch(
     if rows is None:
         parse_table(table)
     flags = check_is_prefilling("is_prefilling", is_prefilling, requests=len(lengths))
+    if flags is not None and STRATEGY_TABLE[strategy].decodes is None:
+        placed = ", ".join(s for s, row in STRATEGY_TABLE.items() if row.decodes is not None)
+        raise ValueError(
+            f"is_prefilling={list(flags)!r} marks decodes, but strategy {strategy!r} lays out prefills only; "
+            f"a batch with decodes needs one of {placed}"
+        )
     return build(
         lengths, buckets, table, cp_size=p, strategy=strategy, factor=factor, rows=rows,
         pad=n - sum(lengths), align_size=align, context_len=ctx, is_prefilling=flags,

@@ -145,10 +145,12 @@ def test_checking_a_local_policy_as_global_reports_the_design_difference() -> No
     assert report.violation("padding_limit") is not None or report.violation("capacity_fit") is not None
 
 
-def test_a_decode_batch_for_a_prefill_only_strategy_is_refused_when_judged() -> None:
-    batch = make_batch([8, 1], (8,), cp_size=2, strategy="zigzag", is_prefilling=[True, False])
+def test_a_decode_batch_for_a_prefill_only_strategy_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"is_prefilling=\[True, False\] marks decodes, but strategy 'zigzag' lays out prefills only"):
+        make_batch([8, 1], (8,), cp_size=2, strategy="zigzag", is_prefilling=[True, False])
+    batch = make_batch([8, 1], (8,), cp_size=2, strategy="dual_chunk_swap", is_prefilling=[True, False])
     with pytest.raises(ValueError, match="lays out prefills only"):
-        expected(batch, "zigzag")
+        expected(batch, "zigzag")  # judged under another strategy than the batch was made for
 
 
 def test_docs_state_every_invariant_under_both_keyings_as_the_table_does() -> None:
