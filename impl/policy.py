@@ -5,7 +5,8 @@ same formula table, bucket rule and reasons as the dispatcher's ``decision.choos
 disagree. ``cp_rank`` is validated and deliberately unused: the decision is rank-invariant. No ``Plan`` is built
 except by ``decide``.
 
-Beyond the batch keywords every function takes, keyword-only and optional: ``strategy`` (default zigzag),
+Beyond the batch keywords every function takes, optional (``PolicyOptions``; a call with the batch keywords alone
+takes the zigzag, global, all-prefill path without looking for them): ``strategy`` (default zigzag),
 ``keying`` ('global', sglang's and the default, or 'local', vLLM 0.29's: the key is the largest live rank-local rows
 m, the size the least captured s >= m, no window, no CP-active gate, and ``bucket_local_tokens`` is not read since
 a size s holds s rows) and ``is_prefilling`` (one bool per request; decodes, for the dual_chunk_swap rows).
@@ -209,12 +210,25 @@ def _decide(
     return lengths, n, required, None, None, FallbackReason.NO_CAPACITY_WITHIN_PADDING_LIMIT
 
 
-def decide(
-    *, strategy: str = "zigzag", keying: str = "global", is_prefilling: object = None, **batch: Unpack[PolicyBatch]
-) -> Plan:
+class PolicyOptions(PolicyBatch, total=False):
+    """The batch keywords and, optional, impl's own: the strategy id, the graph keying, which requests are prefills."""
+
+    strategy: str
+    keying: str
+    is_prefilling: object
+
+
+def _options(batch: PolicyOptions) -> tuple[StrategyFormulas, bool, object]:
+    """Take impl's optional keywords out of ``batch`` (leaving the protocol's): (formula row, local?, flags)."""
+    strategy = batch.pop("strategy", "zigzag")
+    keying = batch.pop("keying", "global")
+    return _row(strategy), _local(keying), batch.pop("is_prefilling", None)
+
+
+def decide(**batch: Unpack[PolicyOptions]) -> Plan:
     """The one plan for this batch under the given capture table."""
-    lengths, n, required, bucket, rows, reason = _decide(
-        "decide", batch, _row(strategy), True, _local(keying), is_prefilling)
+    row, local, flags = _options(batch)
+    lengths, n, required, bucket, rows, reason = _decide("decide", batch, row, True, local, flags)
     return Plan(lengths_tuple(lengths), n, required, bucket, rows, reason)
 
 
@@ -239,35 +253,34 @@ def bucket_of(plan: Plan) -> int:
     return plan.bucket
 
 
-def admit(
-    *, strategy: str = "zigzag", keying: str = "global", is_prefilling: object = None, **batch: Unpack[PolicyBatch]
-) -> bool:
+def admit(**batch: Unpack[PolicyOptions]) -> bool:
     """Would this rank replay a graph for this batch?"""
-    row = _ZIGZAG if strategy == "zigzag" and type(strategy) is str else _row(strategy)
-    return _decide("admit", batch, row, False, _local(keying), is_prefilling)[3] is not None
+    if len(batch) == _KEYWORD_COUNT:  # the protocol's keywords alone: zigzag, global keying, every request a prefill
+        return _decide("admit", batch, _ZIGZAG)[3] is not None
+    row, local, flags = _options(batch)
+    return _decide("admit", batch, row, False, local, flags)[3] is not None
 
 
-def replay_bucket(
-    *, strategy: str = "zigzag", keying: str = "global", is_prefilling: object = None, **batch: Unpack[PolicyBatch]
-) -> int:
+def replay_bucket(**batch: Unpack[PolicyOptions]) -> int:
     """The bucket (global) or size (local) this rank pads to; raises LookupError (naming the fallback reason) when
     not admitted."""
-    row = _ZIGZAG if strategy == "zigzag" and type(strategy) is str else _row(strategy)
-    _, _, _, bucket, _, reason = _decide("replay_bucket", batch, row, False, _local(keying), is_prefilling)
+    if len(batch) == _KEYWORD_COUNT:
+        _, _, _, bucket, _, reason = _decide("replay_bucket", batch, _ZIGZAG)
+    else:
+        row, local, flags = _options(batch)
+        _, _, _, bucket, _, reason = _decide("replay_bucket", batch, row, False, local, flags)
     if bucket is None:
         raise _refusal(batch, reason)
     return bucket
 
 
-def local_rows(
-    *, bucket: int, strategy: str = "zigzag", keying: str = "global", is_prefilling: object = None,
-    **batch: Unpack[PolicyBatch],
-) -> tuple[int, ...]:
+def local_rows(*, bucket: int, **batch: Unpack[PolicyOptions]) -> tuple[int, ...]:
     """Physical rows per rank the live layout needs at ``bucket``: every rank pads to align_up(max load, A)
     (global), or the largest live rows m with no alignment (local; the layout is then padded to the size).
 
     Built from the live lengths (never the padded count); ``bucket`` only selects which buffer they go into.
     """
+    row, local, is_prefilling = _options(batch)
     if batch.keys() != BATCH_KEYWORDS:
         check_batch_keywords("local_rows", batch)
     if not (type(bucket) is int and bucket >= 1):
@@ -278,11 +291,9 @@ def local_rows(
     if not (type(a) is int and a >= 1):
         a = check_int("align_size", a, minimum=1)
     lengths = accept_lengths(batch["extend_seq_lens"])
-    row = formulas(strategy)
-    local = _local(keying)
     prefilling = None if is_prefilling is None else accept_is_prefilling(is_prefilling, lengths[2])
     rows = busiest_mixed(lengths, p, row, prefilling)
     return ((rows if local else align_up(rows, a)),) * p
 
 
-__all__ = ["admit", "bucket_of", "decide", "local_rows", "replay_bucket"]
+__all__ = ["PolicyOptions", "admit", "bucket_of", "decide", "local_rows", "replay_bucket"]
