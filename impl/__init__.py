@@ -1,4 +1,5 @@
-"""A PyTorch CUDA-graph prefill runner with zigzag context parallelism, checked against reference/.
+"""A PyTorch CUDA-graph prefill runner with context parallelism (zigzag, DualChunkSwap; global or local graph keying),
+checked against reference/.
 
 The decision path (this namespace) needs no torch; the runner, model and layouts are imported lazily so that
 ``cpgraph check impl.policy`` does not pay for torch.

@@ -4,14 +4,15 @@ Validation is not what the differential tests compare, so it is written once, in
 ``check_lengths`` is impl/lengths.py's boundary (C-speed accept of the common case, arrays and tensors too), which
 falls back to the reference's validator, and so to its messages, for anything it does not accept at once. The strategy ids are impl's own:
 they key impl's formula table (impl/decision.py) and index builders (impl/layout.py), which are independent of
-the reference's table; tests/differential checks that every reference id is here.
+the reference's table; tests/differential checks that every reference id is here. So are the graph keyings
+(``KEYING_IDS``, ``check_keying``): impl's own ids, held equal to reference/keying.py's by the differential tests.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from cpgraph.impl.lengths import accept_lengths, lengths_tuple
+from cpgraph.impl.lengths import accept_is_prefilling as check_is_prefilling, accept_lengths, lengths_tuple
 from cpgraph.reference.validate import (
     MAX_CP_SIZE,
     check_capacities,
@@ -23,9 +24,14 @@ from cpgraph.reference.validate import (
     is_int,
 )
 
-# impl's strategy ids, in the order its tables list them (impl/decision.py FORMULAS, impl/layout.py BUILDERS).
-STRATEGY_IDS: Final = ("zigzag", "interleave", "contiguous", "zigzag_pad")
+# impl's strategy ids, in the order its tables list them (impl/formulas.py FORMULAS, impl/layout.py BUILDERS).
+STRATEGY_IDS: Final = (
+    "zigzag", "interleave", "contiguous", "dual_chunk_swap", "dual_chunk_swap_replicated", "dual_chunk_swap_dcp",
+)
 STRATEGIES: Final = STRATEGY_IDS
+# impl's graph keyings: "global" (a bucket of n tokens, recorded capacity per bucket, padding window, CP-active
+# gate) and "local" (a size s of rank-local rows keyed by the largest live rows over the ranks, capacity s).
+KEYING_IDS: Final = ("global", "local")
 
 
 def check_lengths(name: str, value: object) -> tuple[int, ...]:
@@ -41,7 +47,15 @@ def check_strategy(strategy: object) -> str:
     return strategy
 
 
+def check_keying(keying: object) -> str:
+    """``keying`` if it is one of impl's graph keyings; ValueError naming the allowed ids otherwise (never a default)."""
+    if not isinstance(keying, str) or keying not in KEYING_IDS:
+        raise ValueError(f"keying must be one of {', '.join(KEYING_IDS)}; got {keying!r}")
+    return keying
+
+
 __all__ = [
+    "KEYING_IDS",
     "MAX_CP_SIZE",
     "check_cp_size",
     "STRATEGIES",
@@ -49,6 +63,8 @@ __all__ = [
     "check_capacities",
     "check_capture_list",
     "check_int",
+    "check_is_prefilling",
+    "check_keying",
     "check_lengths",
     "check_num_tokens",
     "check_padding_factor",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from cpgraph.impl.agreement import Control, ConsensusError, StartupError, disagreement, where
-from cpgraph.impl.checks import check_capture_list, check_cp_size, check_int, check_strategy
+from cpgraph.impl.checks import check_capture_list, check_cp_size, check_int, check_keying, check_strategy
 from cpgraph.impl.decision import default_align_size
 from cpgraph.impl.graphs import canonical_device, explain
 from cpgraph.impl.model import CPTransformer
@@ -26,7 +26,8 @@ STARTUP_TOLERANCE = {torch.float64: (1e-9, 1e-9), torch.float32: (1e-4, 1e-4),
 
 @dataclass(frozen=True)
 class RunnerConfig:
-    """Every constructor argument, validated; ``capture_num_tokens`` already without the buckets below 2P."""
+    """Every constructor argument, validated; ``capture_num_tokens`` already without the buckets below 2P (global
+    keying; under local keying it lists sizes of rank-local rows, every one kept: every batch is keyed)."""
 
     cp_size: int
     capture_num_tokens: tuple[int, ...]
@@ -41,6 +42,7 @@ class RunnerConfig:
     use_cuda_graph: bool
     warmup_iters: int
     hidden: int
+    keying: str = "global"
 
     def summary(self) -> str:
         """What every rank must share (the device index is per rank and left out)."""
@@ -48,12 +50,13 @@ class RunnerConfig:
                 f"strategy={self.strategy} max_padding_factor={self.max_padding_factor} "
                 f"capture_rule={self.capture_rule} max_requests={self.max_requests} device_type={self.device.type} "
                 f"dtype={self.dtype} use_cuda_graph={self.use_cuda_graph} warmup_iters={self.warmup_iters} "
-                f"hidden={self.hidden}")
+                f"hidden={self.hidden} keying={self.keying}")
 
     @staticmethod
     def validate(model: object, *, cp_size: object, capture_num_tokens: object, align_size: object,
                  strategy: object, max_padding_factor: object, capture_rule: object, max_requests: object,
-                 device: object, dtype: object, use_cuda_graph: object, warmup_iters: object) -> RunnerConfig:
+                 device: object, dtype: object, use_cuda_graph: object, warmup_iters: object,
+                 keying: object = "global") -> RunnerConfig:
         """Raise TypeError/ValueError naming the argument, its value and what is allowed; else the config."""
         if not isinstance(model, CPTransformer):
             raise TypeError(f"model must be a CPTransformer, got {type(model).__name__}")
@@ -65,11 +68,15 @@ class RunnerConfig:
         if not isinstance(capture_rule, str) or capture_rule not in CAPTURE_RULES:
             error = TypeError if not isinstance(capture_rule, str) else ValueError
             raise error(f"capture_rule must be one of {', '.join(CAPTURE_RULES)}; got {capture_rule!r}")
+        keyed = check_keying(keying)
+        if capture_rule == "headroom" and keyed == "local":
+            raise ValueError("capture_rule 'headroom' is a global-keying rule; under keying='local' a size s holds s "
+                             "rows on every rank (use capture_rule='captured')")
         if capture_rule == "headroom" and kind != "zigzag":
             raise ValueError(f"capture_rule 'headroom' is defined for zigzag only, got strategy={kind!r}")
         requests = check_int("max_requests", max_requests, minimum=1)
         listed = check_capture_list("capture_num_tokens", capture_num_tokens)
-        kept = tuple(b for b in listed if b >= 2 * p)
+        kept = listed if keyed == "local" else tuple(b for b in listed if b >= 2 * p)
         if not kept:
             raise ValueError(f"capture_num_tokens={listed!r} has no bucket >= 2*cp_size = {2 * p}; "
                              "a CP graph runner needs at least one")
@@ -85,9 +92,9 @@ class RunnerConfig:
         if graphs and dev.type != "cuda":
             raise ValueError(f"use_cuda_graph=True needs a CUDA device, got device={dev}")
         warmup = check_int("warmup_iters", warmup_iters, minimum=1)
-        below = tuple(b for b in listed if b < 2 * p)
+        below = () if keyed == "local" else tuple(b for b in listed if b < 2 * p)
         return RunnerConfig(p, kept, below, align, kind, factor, capture_rule, requests, dev, dtype, graphs,
-                            warmup, model.config.hidden)
+                            warmup, model.config.hidden, keyed)
 
 
 def _check_device(model: CPTransformer, device: object) -> torch.device:

@@ -3,28 +3,41 @@ here), and one frozen plan per batch.
 
 The boundary (``accept_lengths``) validates once and accepts a list, a tuple, an integer numpy array or a CPU
 torch tensor; nothing inside validates again. This module lays nothing out (impl/layout.py does).
+
+Two graph keyings (``keying``, impl/checks.py ``KEYING_IDS``):
+- ``global`` (sglang's, the default): the key is the batch's n tokens; only CP-active batches (P > 1, n >= 2P,
+  every length >= 2P) are keyed; the bucket is the least captured B with n <= B <= F*n whose recorded capacity
+  holds align_up(max_r l_r, A) rows.
+- ``local`` (vLLM 0.29 on): the key is m = the largest live rank-local rows over the ranks (no alignment, no
+  gate: every batch is keyed, P = 1 included); the size is the least captured s >= m (no window; a size s holds
+  s rows on every rank, the layout padded to s); above the largest size the batch runs eagerly
+  (``too_many_tokens``). The plan records m as ``required_local_tokens`` and s as bucket and capacity.
+``is_prefilling`` (optional, one bool per request) marks decodes, which the dual_chunk_swap rows place; the rows
+the decision reads include them.
 """
 
 from __future__ import annotations
 
 import sys
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import cast
+from typing import Protocol, cast
 
 from cpgraph.impl.checks import (
     check_capacities,
     check_cp_size,
     check_capture_list,
     check_int,
+    check_keying,
     check_num_tokens,
     check_padding_factor,
 )
 
 from cpgraph.impl.lengths import (
     Lengths,
+    accept_is_prefilling as accept_is_prefilling,
     accept_lengths as accept_lengths,
     lengths_tuple,
     trusted_lengths,
@@ -37,6 +50,7 @@ from cpgraph.impl.formulas import (
     FORMULAS as FORMULAS,
     StrategyFormulas as StrategyFormulas,
     align_up as align_up,
+    busiest_mixed as busiest_mixed,
     busiest_rows as busiest_rows,
     capture_lengths as capture_lengths,
     capture_local_tokens as capture_local_tokens,
@@ -45,6 +59,7 @@ from cpgraph.impl.formulas import (
     headroom_local_tokens as headroom_local_tokens,
     is_cp_active as is_cp_active,
     max_rank_load as max_rank_load,
+    rank_loads as rank_loads,
     required_local_tokens as required_local_tokens,
 )
 
@@ -137,14 +152,31 @@ Decision = tuple[int, int | None, int | None, FallbackReason | None]
 
 
 def choose(
-    lengths: Lengths, n: int, p: int, align_size: int, selector: Selector, factor: int | Fraction, row: StrategyFormulas
+    lengths: Lengths, n: int, p: int, align_size: int, selector: Selector, factor: int | Fraction, row: StrategyFormulas,
+    keying: str = "global", prefilling: tuple[bool, ...] | None = None,
 ) -> Decision:
-    """The decision for accepted lengths; every other argument trusted (a dispatcher's own configuration)."""
-    required = -(-busiest_rows(lengths, p, row) // align_size) * align_size
+    """The decision for accepted lengths (and accepted ``prefilling``); every other argument trusted (a
+    dispatcher's own configuration)."""
+    rows = busiest_rows(lengths, p, row) if prefilling is None else busiest_mixed(lengths, p, row, prefilling)
     buckets = selector.capture_num_tokens
+    if keying == "local":
+        return pick_local(buckets, selector.capacities, rows)
+    required = -(-rows // align_size) * align_size
     if p == 1 or n < 2 * p or lengths[4] < 2 * p or n > buckets[-1]:
         return required, None, None, fallback_before_selection(lengths, n, p, buckets[-1])
     return pick(buckets, selector.capacities, selector.monotone, n, required, factor)
+
+
+def pick_local(sizes: tuple[int, ...], caps: tuple[int | None, ...], rows: int) -> Decision:
+    """Local keying: the least captured size s >= ``rows`` (the key m), holding s rows on every rank; a listed size
+    with no capacity (not captured) is skipped. Above the largest size: too_many_tokens; only uncaptured sizes at
+    or above m: no_capacity_within_padding_limit."""
+    i = bisect_left(sizes, rows)
+    for j in range(i, len(sizes)):
+        if caps[j] is not None:
+            return rows, sizes[j], sizes[j], None
+    return rows, None, None, (FallbackReason.TOO_MANY_TOKENS if i == len(sizes)
+                              else FallbackReason.NO_CAPACITY_WITHIN_PADDING_LIMIT)
 
 
 def pick(
@@ -169,20 +201,28 @@ def pick(
     return required, None, None, FallbackReason.NO_CAPACITY_WITHIN_PADDING_LIMIT
 
 
-Decide = Callable[[object, "int | None"], tuple[Lengths, int, Decision]]
+class Decide(Protocol):
+    """A dispatcher's bound decision: ``decide(extend_seq_lens, num_tokens=None, is_prefilling=None)`` ->
+    (accepted lengths, n, decision)."""
+
+    def __call__(
+        self, extend_seq_lens: object, num_tokens: int | None = None, is_prefilling: object = None
+    ) -> tuple[Lengths, int, Decision]: ...
 
 
 def decider(
-    *, cp_size: int, align_size: int, selector: Selector, max_padding_factor: int | Fraction, strategy: str = "zigzag"
+    *, cp_size: int, align_size: int, selector: Selector, max_padding_factor: int | Fraction, strategy: str = "zigzag",
+    keying: str = "global",
 ) -> Decide:
     """``decide_lengths`` with the dispatcher's configuration bound once: ``decide(extend_seq_lens, num_tokens)``.
 
     The configuration is the dispatcher's own, validated when it was built (``cp_size`` and ``align_size`` ints
-    >= 1, ``strategy`` an id; checked here once). The batch is validated on every call, exactly as
+    >= 1, ``strategy`` and ``keying`` ids; checked here once). The batch is validated on every call, exactly as
     ``decide_lengths`` does, and the decision is the same; only the per-call lookups of the configuration go.
     """
     p = check_cp_size("cp_size", cp_size)
     a = check_int("align_size", align_size, minimum=1)
+    local = check_keying(keying) == "local"
     factor = max_padding_factor
     row = formulas(strategy)
     one_request, scalar_rows, vector_rows = row.one_request, row.scalar, row.vector
@@ -190,7 +230,9 @@ def decider(
     two_p, largest = 2 * p, buckets[-1]
     modules = sys.modules
 
-    def decide(extend_seq_lens: object, num_tokens: int | None = None) -> tuple[Lengths, int, Decision]:
+    def decide(
+        extend_seq_lens: object, num_tokens: int | None = None, is_prefilling: object = None
+    ) -> tuple[Lengths, int, Decision]:
         lengths = accept_lengths(extend_seq_lens)
         values, vector, count, total, low = lengths
         if num_tokens is None:
@@ -199,12 +241,21 @@ def decider(
             n = num_tokens
         else:
             n = check_num_tokens(num_tokens, (total,))
-        if count == 1:
+        prefilling = None if is_prefilling is None else accept_is_prefilling(is_prefilling, count)
+        if prefilling is not None:
+            rows = busiest_mixed(lengths, p, row, prefilling)
+        elif count == 1:
             rows = one_request(total, p)
         elif vector is not None and vector_rows is not None:
             rows = vector_rows(modules["numpy"], vector, total, p)  # an array implies numpy is imported
         else:
             rows = scalar_rows(() if values is None else values, total, p)
+        if local:
+            if monotone:  # every size captured: the least s >= m by bisection
+                i = bisect_left(buckets, rows)
+                if i < len(buckets):
+                    return lengths, n, (rows, buckets[i], buckets[i], None)
+            return lengths, n, pick_local(buckets, caps, rows)
         required = -(-rows // a) * a
         if p == 1 or n < two_p or low < two_p or n > largest:
             return lengths, n, (required, None, None, fallback_before_selection(lengths, n, p, largest))
@@ -228,10 +279,15 @@ def decide_lengths(
     selector: Selector,
     max_padding_factor: int | Fraction,
     strategy: str = "zigzag",
+    keying: str = "global",
+    is_prefilling: object = None,
 ) -> tuple[Lengths, int, Decision]:
     """The boundary of a dispatcher: validate the batch once (a list, tuple, integer numpy array or CPU tensor;
-    ``num_tokens`` defaults to the sum and may exceed it, never fall short), then decide. The configuration
-    arguments are the dispatcher's own, validated when it was built. Returns (accepted lengths, n, decision)."""
+    ``num_tokens`` defaults to the sum and may exceed it, never fall short; ``is_prefilling`` None or one bool per
+    request), then decide. The configuration arguments are the dispatcher's own, validated when it was built,
+    except ``keying``, checked here (an unknown id is a ValueError naming the allowed ones). Returns (accepted
+    lengths, n, decision)."""
+    kind = keying if keying == "global" or keying == "local" else check_keying(keying)
     lengths = accept_lengths(extend_seq_lens)
     total = lengths[3]
     if num_tokens is None:
@@ -243,7 +299,8 @@ def decide_lengths(
     row = FORMULAS.get(strategy) if type(strategy) is str else None
     if row is None:
         row = formulas(strategy)
-    return lengths, n, choose(lengths, n, cp_size, align_size, selector, max_padding_factor, row)
+    prefilling = None if is_prefilling is None else accept_is_prefilling(is_prefilling, lengths[2])
+    return lengths, n, choose(lengths, n, cp_size, align_size, selector, max_padding_factor, row, kind, prefilling)
 
 
 def plan_lengths(
@@ -255,6 +312,8 @@ def plan_lengths(
     selector: Selector,
     max_padding_factor: int | Fraction,
     strategy: str = "zigzag",
+    keying: str = "global",
+    is_prefilling: object = None,
 ) -> Plan:
     """``decide_lengths`` as the frozen ``Plan`` record (which holds the lengths as a tuple of ints)."""
     lengths, n, (required, bucket, capacity, reason) = decide_lengths(
@@ -265,6 +324,8 @@ def plan_lengths(
         selector=selector,
         max_padding_factor=max_padding_factor,
         strategy=strategy,
+        keying=keying,
+        is_prefilling=is_prefilling,
     )
     return make_plan(lengths_tuple(lengths), n, required, bucket, capacity, reason)
 
@@ -295,14 +356,18 @@ def plan_batch(
     selector: Selector,
     max_padding_factor: int | Fraction,
     strategy: str = "zigzag",
+    keying: str = "global",
+    is_prefilling: tuple[bool, ...] | None = None,
 ) -> Plan:
     """Decide once from rank-invariant inputs only (the max over ranks, never a rank's own load).
 
     Arguments are trusted (callers validate; ``plan_lengths`` is the validating boundary); ``num_tokens`` is not
-    checked against sum(lengths) here.
+    checked against sum(lengths) here; ``is_prefilling`` is None or holds a False (as ``accept_is_prefilling``
+    returns it).
     """
     accepted = trusted_lengths(lengths)
     required, bucket, capacity, reason = choose(
-        accepted, num_tokens, cp_size, align_size, selector, max_padding_factor, formulas(strategy)
+        accepted, num_tokens, cp_size, align_size, selector, max_padding_factor, formulas(strategy),
+        check_keying(keying), is_prefilling,
     )
     return make_plan(lengths, num_tokens, required, bucket, capacity, reason)

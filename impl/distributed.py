@@ -22,6 +22,7 @@ from cpgraph.impl.decision import Plan
 from cpgraph.impl.dispatch import RunResult
 from cpgraph.impl.graphs import GraphRunner, Placement, explain
 from cpgraph.impl.launch import SpawnError, spawn
+from cpgraph.impl.lengths import accept_is_prefilling
 from cpgraph.impl.model import AllGather, CPTransformer, batch_hidden, build_model
 from cpgraph.impl.runner import PrefillGraphRunner
 from cpgraph.impl.agreement import ConsensusError, StartupError, StepResult, disagreement, where
@@ -129,11 +130,11 @@ class GroupControl:
         return StepResult(None, {r: t for r, t in enumerate(texts) if t is not None}, local)
 
 
-def plan_digest(plan: Plan) -> int:
-    """A signed 64-bit digest of everything a plan decides (fits an int64 tensor)."""
+def plan_digest(plan: Plan, is_prefilling: tuple[bool, ...] | None = None) -> int:
+    """A signed 64-bit digest of everything a plan decides, and of the batch's decodes (fits an int64 tensor)."""
     fallback = None if plan.fallback is None else plan.fallback.value
     text = repr((plan.extend_seq_lens, plan.num_tokens, plan.required_local_tokens, plan.bucket,
-                 plan.bucket_local_tokens, fallback))
+                 plan.bucket_local_tokens, fallback) + (() if is_prefilling is None else (is_prefilling,)))
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little", signed=True)
 
 
@@ -142,7 +143,8 @@ def _describe(plan: Plan) -> str:
     return f"extend_seq_lens={plan.extend_seq_lens} num_tokens={plan.num_tokens} -> {decision}"
 
 
-def agree_batch(control: GroupControl, plan: Plan | None, error: Exception | None) -> None:
+def agree_batch(control: GroupControl, plan: Plan | None, error: Exception | None,
+                is_prefilling: tuple[bool, ...] | None = None) -> None:
     """The per-batch guard, one fixed-size collective: (input ok, plan digest) from every rank.
 
     Raises on every rank alike: BatchRejectedError naming each rank whose input failed its checks (with
@@ -150,7 +152,7 @@ def agree_batch(control: GroupControl, plan: Plan | None, error: Exception | Non
     every rank's plan on a tie). Returns on every rank when all agree.
     """
     ok = error is None and plan is not None
-    rows = control.gather_ints([int(ok), plan_digest(plan) if ok and plan is not None else 0])
+    rows = control.gather_ints([int(ok), plan_digest(plan, is_prefilling) if ok and plan is not None else 0])
     if not all(flag for flag, _ in rows):
         texts = control.all_gather_object(None if ok else explain(error) if error else "no plan")
         bad = {r: t for r, t in enumerate(texts) if t is not None}
@@ -188,14 +190,17 @@ class DistributedPrefillRunner:
         self.runner = PrefillGraphRunner(model, cp_size=world, capture_num_tokens=capture_num_tokens,
                                          placement=placement, control=self.control, **kwargs)
 
-    def run(self, hidden: Tensor, extend_seq_lens: Sequence[int], num_tokens: int | None = None) -> RunResult:
+    def run(self, hidden: Tensor, extend_seq_lens: Sequence[int], num_tokens: int | None = None,
+            is_prefilling: object = None) -> RunResult:
         plan: Plan | None = None
         error: Exception | None = None
+        flags: tuple[bool, ...] | None = None
         try:
-            plan = self.runner.plan(extend_seq_lens, num_tokens)
-            self.runner.validate_batch(hidden, extend_seq_lens, plan)
+            plan = self.runner.plan(extend_seq_lens, num_tokens, is_prefilling)
+            flags = accept_is_prefilling(is_prefilling, len(plan.extend_seq_lens))
+            self.runner.validate_batch(hidden, extend_seq_lens, plan, flags)
         except Exception as exc:  # any local failure is agreed below, never raised alone
             error = exc
-        agree_batch(self.control, plan, error)
+        agree_batch(self.control, plan, error, flags)
         assert plan is not None
-        return self.runner.run(hidden, extend_seq_lens, plan=plan)
+        return self.runner.run(hidden, extend_seq_lens, plan=plan, is_prefilling=flags)

@@ -84,10 +84,13 @@ def explain(exc: BaseException) -> str:
 
 @dataclass(frozen=True)
 class BucketKey:
-    """A captured shape: the global token bucket B and the rows per rank its buffers hold."""
+    """A captured shape: its key and the rows per rank its buffers hold. Under global keying the key is the
+    global token bucket B (``num_tokens``) with its recorded rows; under local keying it is the size s of
+    rank-local rows, and ``num_tokens`` == ``local_tokens`` == s (a size s holds s rows on every rank)."""
 
     num_tokens: int
     local_tokens: int
+    keying: str = "global"
 
 
 @dataclass(frozen=True)
@@ -186,12 +189,19 @@ class GraphRunner:
             raise ValueError(f"layout is for cp_size={layout.cp_size}, runner for {self.placement.cp_size}")
         static_hidden, static_request_id, static_position = self.inputs(key.local_tokens)
         first, g, rows = self.placement.first_rank, self.placement.local_ranks, key.local_tokens
+        static_hidden.zero_()
+        flat = static_hidden.view(-1, self.hidden)
         dest, src = layout.dest, hidden
         if g != layout.cp_size:  # this process holds a slice of the ranks
             mine = (dest >= first * rows) & (dest < (first + g) * rows)
             dest, src = dest[mine] - first * rows, hidden[mine]
-        static_hidden.zero_()
-        static_hidden.view(-1, self.hidden).index_copy_(0, dest, src.to(self.dtype))
+        flat.index_copy_(0, dest, src.to(self.dtype))
+        if layout.copies:  # a replicated request's further copies (its first copy is in ``dest``)
+            dest, src = layout.copy_dest, hidden.index_select(0, layout.copy_token)
+            if g != layout.cp_size:
+                mine = (dest >= first * rows) & (dest < (first + g) * rows)
+                dest, src = dest[mine] - first * rows, src[mine]
+            flat.index_copy_(0, dest, src.to(self.dtype))
         static_request_id.copy_(layout.request_id[first : first + g])
         static_position.copy_(layout.position[first : first + g])
 

@@ -47,12 +47,14 @@ def _close(actual: Tensor, expected: Tensor, atol: float, rtol: float) -> tuple[
 
 
 def compare_with_eager(
-    runner: PrefillGraphRunner, lengths: tuple[int, ...], hidden: Tensor, *, atol: float, rtol: float
+    runner: PrefillGraphRunner, lengths: tuple[int, ...], hidden: Tensor, *, atol: float, rtol: float,
+    is_prefilling: object = None,
 ) -> Comparison:
-    """Run the batch through ``runner`` and both eager controls."""
-    result = runner.run(hidden, lengths)
+    """Run the batch (``is_prefilling`` marking decodes) through ``runner`` and both eager controls."""
+    result = runner.run(hidden, lengths, is_prefilling=is_prefilling)
     err, ok = _close(result.output, runner.run_eager(hidden, lengths), atol, rtol)
-    exact = torch.equal(result.output, runner.run_padded_eager(hidden, result.plan)) if result.plan.admitted else None
+    exact = (torch.equal(result.output, runner.run_padded_eager(hidden, result.plan, is_prefilling))
+             if result.plan.admitted else None)
     return Comparison(lengths, runner.cp_size, result.mode, result.plan.bucket, result.reason, err, ok, exact)
 
 
@@ -62,7 +64,7 @@ def compare_at_bucket(
     """Replay a captured bucket directly, bypassing the dispatcher (cp_size = 1 is never CP-active upstream,
     yet its graphs must still equal eager)."""
     rows = runner.bucket_local_tokens[bucket]
-    key = BucketKey(bucket, rows)
+    key = BucketKey(bucket, rows, runner.keying)
     layout = build_torch_layout(lengths, cp_size=runner.cp_size, rows=rows, strategy=runner.strategy, device=runner.device)
     g = runner.graph_runner
     replayed = g.replay(key, layout, hidden)

@@ -9,6 +9,10 @@ the scalar path), ``total`` the exact sum as a Python int.
 numpy is imported lazily, on the first batch long enough to want it (it comes with matplotlib, a core
 dependency; without it every batch takes the scalar path). torch is never imported here: a tensor is recognised
 only when its caller has already imported torch, so ``cpgraph check cpgraph.impl.policy`` pays for neither.
+
+``accept_is_prefilling`` is the same boundary for the optional per-request ``is_prefilling`` (which requests are
+prefills; a False one is a decode): None, a list/tuple of bools, a 1-d bool numpy array or CPU bool tensor, one
+per request; an all-True batch is returned as None (the same batch as no flags), any other as a tuple of bools.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from cpgraph.reference.validate import check_lengths
+from cpgraph.reference.validate import check_is_prefilling, check_lengths
 
 if TYPE_CHECKING:
     import numpy as np
@@ -233,3 +237,45 @@ def trusted_lengths(lengths: tuple[int, ...]) -> Lengths:
         else:
             return (lengths, vec, count, total, vec.item(vec.argmin()))
     return (lengths, None, count, total, min(lengths))
+
+
+ALLOWED_FLAGS = "a 1-d bool numpy array or CPU torch tensor"
+
+
+def accept_is_prefilling(value: object, requests: int, name: str = "is_prefilling") -> tuple[bool, ...] | None:
+    """Validate ``is_prefilling`` once for a batch of ``requests`` requests: None (every request a prefill), a
+    list/tuple of exactly ``requests`` bools (the reference's messages, word for word), or a 1-d bool numpy array
+    or CPU torch tensor of that length. Returns None when every request is a prefill, else the flags as a tuple."""
+    if value is None:
+        return None
+    kind = type(value)
+    if kind is tuple or kind is list:
+        items: Sequence[object] = value  # type: ignore[assignment]
+        if len(items) == requests and set(map(type, items)) == {bool}:  # C-speed accept of the common case
+            return None if all(items) else tuple(items)  # type: ignore[arg-type]
+        return check_is_prefilling(name, value, requests=requests)
+    np_mod = sys.modules.get("numpy")
+    torch_mod = sys.modules.get("torch")
+    array: Any = None
+    if np_mod is not None and isinstance(value, np_mod.ndarray):
+        if value.dtype != np_mod.bool_:
+            raise TypeError(f"{name} must be None, a sequence of {requests} bools (one per request) or "
+                            f"{ALLOWED_FLAGS}; got dtype {value.dtype}")
+        array = value
+    elif torch_mod is not None and isinstance(value, torch_mod.Tensor):
+        if not value.is_cpu:
+            raise ValueError(f"{name} must be None, a sequence of {requests} bools or {ALLOWED_FLAGS}; got a "
+                             f"tensor on {value.device} (copy it to the CPU once, outside the decision)")
+        if value.dtype != torch_mod.bool:
+            raise TypeError(f"{name} must be None, a sequence of {requests} bools (one per request) or "
+                            f"{ALLOWED_FLAGS}; got dtype {value.dtype}")
+        array = value
+    if array is None:
+        return check_is_prefilling(name, value, requests=requests)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be {ALLOWED_FLAGS} of one bool per request; got shape {tuple(array.shape)}")
+    if array.shape[0] != requests:
+        raise ValueError(f"{name} must hold one bool per request ({requests}), got {array.shape[0]}: {value!r}")
+    if bool(array.all()):
+        return None
+    return tuple(bool(x) for x in array.tolist())

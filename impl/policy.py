@@ -5,6 +5,12 @@ same formula table, bucket rule and reasons as the dispatcher's ``decision.choos
 disagree. ``cp_rank`` is validated and deliberately unused: the decision is rank-invariant. No ``Plan`` is built
 except by ``decide``.
 
+Beyond the batch keywords every function takes, optional (``PolicyOptions``; a call with the batch keywords alone
+takes the zigzag, global, all-prefill path without looking for them): ``strategy`` (default zigzag),
+``keying`` ('global', sglang's and the default, or 'local', vLLM 0.29's: the key is the largest live rank-local rows
+m, the size the least captured s >= m, no window, no CP-active gate, and ``bucket_local_tokens`` is not read since
+a size s holds s rows) and ``is_prefilling`` (one bool per request; decodes, for the dual_chunk_swap rows).
+
 The capture table is not rebuilt on every call. A validated capture list is remembered (``_CaptureCache``,
 keyed on its content: the same tuple object, or a list/tuple with equal exact-int items), and a validated
 capacity mapping is remembered by object (or by equal content with exact-int keys and rows). The capacities the
@@ -20,17 +26,26 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Unpack
 
-from cpgraph.impl.checks import MAX_CP_SIZE, check_capacities, check_capture_list, check_cp_size, check_int, check_padding_factor
+from cpgraph.impl.checks import (
+    MAX_CP_SIZE,
+    check_capacities,
+    check_capture_list,
+    check_cp_size,
+    check_int,
+    check_keying,
+    check_padding_factor,
+)
 from cpgraph.impl.decision import (
     FORMULAS,
     FallbackReason,
     Plan,
     StrategyFormulas,
     align_up,
+    busiest_mixed,
     busiest_rows,
     formulas,
 )
-from cpgraph.impl.lengths import Lengths, accept_lengths, lengths_tuple
+from cpgraph.impl.lengths import Lengths, accept_is_prefilling, accept_lengths, lengths_tuple
 from cpgraph.reference.policy import BATCH_KEYWORDS, PolicyBatch, check_batch_keywords
 
 _CACHE_SIZE = 8
@@ -112,11 +127,28 @@ CP_DISABLED, TOO_FEW_TOKENS = FallbackReason.CP_DISABLED, FallbackReason.TOO_FEW
 SHORT_REQUEST, TOO_MANY_TOKENS = FallbackReason.SHORT_REQUEST, FallbackReason.TOO_MANY_TOKENS
 
 
+def _local(keying: object) -> bool:
+    """True for local keying, False for global; ValueError naming the allowed ids otherwise."""
+    if type(keying) is str:
+        if keying == "global":
+            return False
+        if keying == "local":
+            return True
+    return check_keying(keying) == "local"  # raises
+
+
+def _row(strategy: object) -> StrategyFormulas:
+    row = FORMULAS.get(strategy) if type(strategy) is str else None
+    return row if row is not None else formulas(strategy)
+
+
 def _decide(
-    caller: str, batch: PolicyBatch, row: StrategyFormulas, want_rows: bool = False
+    caller: str, batch: PolicyBatch, row: StrategyFormulas, want_rows: bool = False, local: bool = False,
+    is_prefilling: object = None,
 ) -> tuple[Lengths, int, int, int | None, int | None, FallbackReason | None]:
     """(lengths, n, required rows, bucket, its capacity, fallback reason) for one policy call. The rows are
-    computed whenever a bucket is looked for; on an earlier fallback only when ``want_rows`` (else -1)."""
+    computed whenever a bucket is looked for; on an earlier fallback only when ``want_rows`` (else -1). Under
+    local keying (``local``) the required rows are the key m and the bucket the least listed size >= m."""
     if len(batch) != _KEYWORD_COUNT:
         check_batch_keywords(caller, batch)
     try:  # exactly the batch keywords: the right count and no KeyError
@@ -141,12 +173,22 @@ def _decide(
     buckets = _CACHE.last_buckets if capture is _CACHE.last_list else _CACHE.buckets(capture)
     if caps is not _CACHE.last_map:
         _CACHE.capacities(caps)
+    prefilling = None if is_prefilling is None else accept_is_prefilling(is_prefilling, lengths[2])
+    if local:  # every batch keyed by its largest rank-local rows; a size s holds s rows (no table read)
+        key = busiest_mixed(lengths, p, row, prefilling)
+        i = bisect_left(buckets, key)
+        if i < len(buckets):
+            return lengths, n, key, buckets[i], buckets[i], None
+        return lengths, n, key, None, None, TOO_MANY_TOKENS
     two_p = 2 * p
     reason = (CP_DISABLED if p == 1 else TOO_FEW_TOKENS if n < two_p else SHORT_REQUEST if lengths[4] < two_p
               else TOO_MANY_TOKENS if n > buckets[-1] else None)
     if reason is not None and not want_rows:  # admit and replay_bucket need no rows to refuse
         return lengths, n, -1, None, None, reason
-    required = row.one_request(lengths[3], p) if lengths[2] == 1 else busiest_rows(lengths, p, row)
+    if prefilling is not None:
+        required = busiest_mixed(lengths, p, row, prefilling)
+    else:
+        required = row.one_request(lengths[3], p) if lengths[2] == 1 else busiest_rows(lengths, p, row)
     required = -(-required // a) * a
     if reason is not None:
         return lengths, n, required, None, None, reason
@@ -168,9 +210,25 @@ def _decide(
     return lengths, n, required, None, None, FallbackReason.NO_CAPACITY_WITHIN_PADDING_LIMIT
 
 
-def decide(*, strategy: str = "zigzag", **batch: Unpack[PolicyBatch]) -> Plan:
+class PolicyOptions(PolicyBatch, total=False):
+    """The batch keywords and, optional, impl's own: the strategy id, the graph keying, which requests are prefills."""
+
+    strategy: str
+    keying: str
+    is_prefilling: object
+
+
+def _options(batch: PolicyOptions) -> tuple[StrategyFormulas, bool, object]:
+    """Take impl's optional keywords out of ``batch`` (leaving the protocol's): (formula row, local?, flags)."""
+    strategy = batch.pop("strategy", "zigzag")
+    keying = batch.pop("keying", "global")
+    return _row(strategy), _local(keying), batch.pop("is_prefilling", None)
+
+
+def decide(**batch: Unpack[PolicyOptions]) -> Plan:
     """The one plan for this batch under the given capture table."""
-    lengths, n, required, bucket, rows, reason = _decide("decide", batch, formulas(strategy), True)
+    row, local, flags = _options(batch)
+    lengths, n, required, bucket, rows, reason = _decide("decide", batch, row, True, local, flags)
     return Plan(lengths_tuple(lengths), n, required, bucket, rows, reason)
 
 
@@ -195,24 +253,34 @@ def bucket_of(plan: Plan) -> int:
     return plan.bucket
 
 
-def admit(**batch: Unpack[PolicyBatch]) -> bool:
+def admit(**batch: Unpack[PolicyOptions]) -> bool:
     """Would this rank replay a graph for this batch?"""
-    return _decide("admit", batch, _ZIGZAG)[3] is not None
+    if len(batch) == _KEYWORD_COUNT:  # the protocol's keywords alone: zigzag, global keying, every request a prefill
+        return _decide("admit", batch, _ZIGZAG)[3] is not None
+    row, local, flags = _options(batch)
+    return _decide("admit", batch, row, False, local, flags)[3] is not None
 
 
-def replay_bucket(**batch: Unpack[PolicyBatch]) -> int:
-    """The bucket this rank pads to; raises LookupError (naming the fallback reason) when not admitted."""
-    _, _, _, bucket, _, reason = _decide("replay_bucket", batch, _ZIGZAG)
+def replay_bucket(**batch: Unpack[PolicyOptions]) -> int:
+    """The bucket (global) or size (local) this rank pads to; raises LookupError (naming the fallback reason) when
+    not admitted."""
+    if len(batch) == _KEYWORD_COUNT:
+        _, _, _, bucket, _, reason = _decide("replay_bucket", batch, _ZIGZAG)
+    else:
+        row, local, flags = _options(batch)
+        _, _, _, bucket, _, reason = _decide("replay_bucket", batch, row, False, local, flags)
     if bucket is None:
         raise _refusal(batch, reason)
     return bucket
 
 
-def local_rows(*, bucket: int, strategy: str = "zigzag", **batch: Unpack[PolicyBatch]) -> tuple[int, ...]:
-    """Physical rows per rank the live layout needs at ``bucket``: every rank pads to align_up(max load, A).
+def local_rows(*, bucket: int, **batch: Unpack[PolicyOptions]) -> tuple[int, ...]:
+    """Physical rows per rank the live layout needs at ``bucket``: every rank pads to align_up(max load, A)
+    (global), or the largest live rows m with no alignment (local; the layout is then padded to the size).
 
     Built from the live lengths (never the padded count); ``bucket`` only selects which buffer they go into.
     """
+    row, local, is_prefilling = _options(batch)
     if batch.keys() != BATCH_KEYWORDS:
         check_batch_keywords("local_rows", batch)
     if not (type(bucket) is int and bucket >= 1):
@@ -223,8 +291,9 @@ def local_rows(*, bucket: int, strategy: str = "zigzag", **batch: Unpack[PolicyB
     if not (type(a) is int and a >= 1):
         a = check_int("align_size", a, minimum=1)
     lengths = accept_lengths(batch["extend_seq_lens"])
-    row = formulas(strategy)
-    return (align_up(busiest_rows(lengths, p, row), a),) * p
+    prefilling = None if is_prefilling is None else accept_is_prefilling(is_prefilling, lengths[2])
+    rows = busiest_mixed(lengths, p, row, prefilling)
+    return ((rows if local else align_up(rows, a)),) * p
 
 
-__all__ = ["admit", "bucket_of", "decide", "local_rows", "replay_bucket"]
+__all__ = ["PolicyOptions", "admit", "bucket_of", "decide", "local_rows", "replay_bucket"]

@@ -38,6 +38,12 @@ class PrefillGraphRunner:
     ``max_requests`` requests), then replays every graph once against eager before serving. A capture that
     fails on CUDA stops start-up naming the bucket; in emulation the bucket is dropped (``dropped`` says why);
     zero captured buckets is a StartupError. ``control`` agrees each step across ranks (impl/distributed.py).
+
+    ``keying`` says what a graph is keyed by: "global" (the default, sglang's: buckets of global tokens, each with
+    the rows its capture rule records, buckets below 2P dropped, only CP-active batches admitted) or "local"
+    (vLLM 0.29's: ``capture_num_tokens`` are sizes of rank-local rows, a size s captured with s rows on every rank;
+    a batch replays the least size >= its largest live rank-local rows, its layout padded to that size, and runs
+    eagerly above the largest). ``is_prefilling`` on ``plan``/``run`` marks decodes (dual_chunk_swap rows).
     """
 
     def __init__(
@@ -57,18 +63,20 @@ class PrefillGraphRunner:
         placement: Placement | None = None,
         warmup_iters: int = 2,
         control: Control | None = None,
+        keying: str = "global",
     ) -> None:
         control = LocalControl() if control is None else control
         config = agree_config(control, lambda: self._validate(
             model, placement, cp_size=cp_size, capture_num_tokens=capture_num_tokens, align_size=align_size,
             strategy=strategy, max_padding_factor=max_padding_factor, capture_rule=capture_rule,
             max_requests=max_requests, device=device, dtype=dtype, use_cuda_graph=use_cuda_graph,
-            warmup_iters=warmup_iters))
+            warmup_iters=warmup_iters, keying=keying))
         if config.below_2p:
             log.info("dropped buckets below 2P=%d: %s", 2 * config.cp_size, list(config.below_2p))
         self.config = config
         self.model = model
         self.cp_size, self.strategy, self.align_size = config.cp_size, config.strategy, config.align_size
+        self.keying = config.keying
         self.max_padding_factor, self.capture_rule = config.max_padding_factor, config.capture_rule
         self.max_requests, self.capture_num_tokens = config.max_requests, config.capture_num_tokens
         self.device, self.dtype = config.device, config.dtype
@@ -89,7 +97,8 @@ class PrefillGraphRunner:
         self.reserved_bytes = torch.cuda.memory_reserved(self.device) - reserved_before if cuda else self.static_bytes
         self.dispatcher = Dispatcher(cp_size=self.cp_size, align_size=self.align_size, strategy=self.strategy,
                                      max_padding_factor=self.max_padding_factor,
-                                     capture_num_tokens=self.capture_num_tokens, captured=self.bucket_local_tokens)
+                                     capture_num_tokens=self.capture_num_tokens, captured=self.bucket_local_tokens,
+                                     keying=self.keying)
         self.startup_checks: dict[int, StartupCheck] = verify_buckets(
             config, self.graph_runner, control, self.bucket_local_tokens)
 
@@ -115,9 +124,11 @@ class PrefillGraphRunner:
 
     # -- serving -------------------------------------------------------------------------------------------
 
-    def plan(self, extend_seq_lens: Sequence[int], num_tokens: int | None = None) -> Plan:
+    def plan(
+        self, extend_seq_lens: Sequence[int], num_tokens: int | None = None, is_prefilling: object = None
+    ) -> Plan:
         """The one decision for this batch (consumed by ``run``; not recomputed there)."""
-        return self.dispatcher.plan(extend_seq_lens, num_tokens)
+        return self.dispatcher.plan(extend_seq_lens, num_tokens, is_prefilling)
 
     def _check_hidden(self, hidden: Tensor, lengths: tuple[int, ...]) -> None:
         if not isinstance(hidden, Tensor):
@@ -133,10 +144,13 @@ class PrefillGraphRunner:
         if not same_device(hidden.device, self.device):
             raise ValueError(f"hidden is on {hidden.device}, the runner on {self.device}")
 
-    def validate_batch(self, hidden: Tensor, extend_seq_lens: Sequence[int], plan: Plan) -> tuple[int, ...]:
+    def validate_batch(
+        self, hidden: Tensor, extend_seq_lens: Sequence[int], plan: Plan, is_prefilling: object = None
+    ) -> tuple[int, ...]:
         """Every check ``run`` makes before it touches a buffer or a collective; returns the lengths.
 
-        Raises ValueError/TypeError for bad input, ReplayError for a plan this runner did not make.
+        Raises ValueError/TypeError for bad input, ReplayError for a plan this runner did not make (for an
+        admitted plan, one whose rows are not this batch's: another ``is_prefilling``, say).
         """
         lengths = check_lengths("extend_seq_lens", extend_seq_lens)
         if plan.extend_seq_lens != lengths:
@@ -144,6 +158,12 @@ class PrefillGraphRunner:
         self._check_hidden(hidden, lengths)
         if plan.admitted:
             self.dispatcher.key(plan)
+            _, _, (required, _, _, _) = self.dispatcher.decide(lengths, plan.num_tokens, is_prefilling)
+            if required != plan.required_local_tokens:
+                raise ReplayError(
+                    f"plan records {plan.required_local_tokens} rows per rank but this batch needs {required} "
+                    f"(is_prefilling={is_prefilling!r}); the plan was made for another batch"
+                )
         return lengths
 
     def run(
@@ -153,21 +173,24 @@ class PrefillGraphRunner:
         num_tokens: int | None = None,
         *,
         plan: Plan | None = None,
+        is_prefilling: object = None,
     ) -> RunResult:
-        """Prefill one packed batch hidden [n, H]: replay the planned bucket, or run eagerly and say why."""
+        """Prefill one packed batch hidden [n, H]: replay the planned bucket (global) or size (local), or run
+        eagerly and say why. ``is_prefilling`` (one bool per request) marks decodes: copied whole to every rank or
+        dealt round-robin, as the strategy's row says; eagerly they are ordinary requests."""
         if plan is None:
-            plan = self.plan(extend_seq_lens, num_tokens)  # validates the lengths once, at the boundary
+            plan = self.plan(extend_seq_lens, num_tokens, is_prefilling)  # validated once, at the boundary
             lengths = plan.extend_seq_lens
             self._check_hidden(hidden, lengths)
         else:
-            lengths = self.validate_batch(hidden, extend_seq_lens, plan)
+            lengths = self.validate_batch(hidden, extend_seq_lens, plan, is_prefilling)
         if not plan.admitted:
             return RunResult(self._eager(hidden, lengths), plan, "eager")
         key = self.dispatcher.key(plan)
-        # Built from the live lengths at the captured capacity; raises (never truncates) if it would not fit.
-        layout = build_torch_layout(
-            lengths, cp_size=self.cp_size, rows=key.local_tokens, strategy=self.strategy, device=self.device
-        )
+        # Built from the live lengths, padded to the captured rows (under local keying the size s itself);
+        # raises (never truncates) if it would not fit.
+        layout = build_torch_layout(lengths, cp_size=self.cp_size, rows=key.local_tokens, strategy=self.strategy,
+                                    device=self.device, is_prefilling=is_prefilling)
         return RunResult(self.graph_runner.replay(key, layout, hidden), plan, self.mode)
 
     def run_eager(self, hidden: Tensor, extend_seq_lens: Sequence[int]) -> Tensor:
@@ -182,25 +205,26 @@ class PrefillGraphRunner:
         out: Tensor = self.model(hidden[None], packed.request_id, packed.position)
         return out[0]
 
-    def run_padded_eager(self, hidden: Tensor, plan: Plan) -> Tensor:
+    def run_padded_eager(self, hidden: Tensor, plan: Plan, is_prefilling: object = None) -> Tensor:
         """The admitted plan's padded CP computation, run eagerly through the same static buffers (no graph)."""
         self._check_hidden(hidden, plan.extend_seq_lens)
         key = self.dispatcher.key(plan)
-        layout = build_torch_layout(
-            plan.extend_seq_lens, cp_size=self.cp_size, rows=key.local_tokens, strategy=self.strategy, device=self.device
-        )
+        layout = build_torch_layout(plan.extend_seq_lens, cp_size=self.cp_size, rows=key.local_tokens,
+                                    strategy=self.strategy, device=self.device, is_prefilling=is_prefilling)
         return self.graph_runner.eager(key, layout, hidden)
 
     # -- the policy protocol (``cpgraph check``), through the same plan_batch the dispatcher uses ----------
 
-    def admit(self, **batch: Unpack[PolicyBatch]) -> bool:
-        return policy.decide(strategy=self.strategy, **batch).admitted
+    def admit(self, *, is_prefilling: object = None, **batch: Unpack[PolicyBatch]) -> bool:
+        return policy.decide(strategy=self.strategy, keying=self.keying, is_prefilling=is_prefilling, **batch).admitted
 
-    def replay_bucket(self, **batch: Unpack[PolicyBatch]) -> int:
-        return policy.bucket_of(policy.decide(strategy=self.strategy, **batch))
+    def replay_bucket(self, *, is_prefilling: object = None, **batch: Unpack[PolicyBatch]) -> int:
+        return policy.bucket_of(policy.decide(strategy=self.strategy, keying=self.keying, is_prefilling=is_prefilling,
+                                              **batch))
 
-    def local_rows(self, *, bucket: int, **batch: Unpack[PolicyBatch]) -> tuple[int, ...]:
-        return policy.local_rows(bucket=bucket, strategy=self.strategy, **batch)
+    def local_rows(self, *, bucket: int, is_prefilling: object = None, **batch: Unpack[PolicyBatch]) -> tuple[int, ...]:
+        return policy.local_rows(bucket=bucket, strategy=self.strategy, keying=self.keying,
+                                 is_prefilling=is_prefilling, **batch)
 
     def describe(self) -> dict[str, object]:
         """A JSON-ready summary of start-up: what was captured, with how many rows, how long it took, and the
@@ -210,6 +234,7 @@ class PrefillGraphRunner:
             "device": str(self.device),
             "cp_size": self.cp_size,
             "strategy": self.strategy,
+            "keying": self.keying,
             "align_size": self.align_size,
             "capture_rule": self.capture_rule,
             "max_requests": self.max_requests,

@@ -3,7 +3,8 @@ capture of every bucket and the replay-vs-eager check, each step agreed across r
 
 Order (nothing is served before the last step passes):
 1. ``capacities``: impl's rows per bucket (its own layout code) against the reference's rule
-   (``cpgraph.reference.capture_local_tokens`` / ``headroom_local_tokens``): a mismatch stops start-up.
+   (``cpgraph.reference.capture_local_tokens`` / ``headroom_local_tokens``; under local keying the keying table's
+   capacity, a size s holding s rows): a mismatch stops start-up.
 2. ``capture_buckets``: largest first, one agreed step per bucket. On CUDA a failed capture stops start-up
    naming the bucket (torch leaves a failed capture's state undefined); in emulation the bucket is dropped on
    every rank. The per-bucket outcomes are agreed, then the final table is compared once more; zero captured
@@ -22,9 +23,10 @@ from dataclasses import dataclass
 import torch
 
 from cpgraph import reference
+from cpgraph.reference.keying import keying_row
 from cpgraph.impl.agreement import Control, ConsensusError, StartupError, disagreement, where
 from cpgraph.impl.config import STARTUP_TOLERANCE, RunnerConfig
-from cpgraph.impl.decision import align_up, headroom_local_tokens, required_local_tokens
+from cpgraph.impl.decision import align_up, headroom_local_tokens, max_rank_load, required_local_tokens
 from cpgraph.impl.graphs import BucketKey, GraphRunner
 from cpgraph.impl.layout import build_torch_layout
 
@@ -35,7 +37,8 @@ def capacities(config: RunnerConfig) -> dict[int, int]:
     """Rows per rank for each bucket by impl's rule, checked against the reference's rule (the tripwire)."""
     rows = {}
     for b in config.capture_num_tokens:
-        mine, expected, name = _rule_rows(config, b), _reference_rows(config, b), _REFERENCE_RULE[config.capture_rule]
+        mine, expected = _rule_rows(config, b), _reference_rows(config, b)
+        name = "keying table" if config.keying == "local" else _REFERENCE_RULE[config.capture_rule]
         if mine != expected:
             raise StartupError(
                 f"bucket {b}: impl's {config.capture_rule!r} rule gives {mine} rows per rank but the reference's "
@@ -49,7 +52,11 @@ _REFERENCE_RULE = {"captured": "capture_local_tokens", "headroom": "headroom_loc
 
 
 def _rule_rows(config: RunnerConfig, bucket: int) -> int:
-    """impl's own rows: its headroom formula, or one request of B tokens laid out by impl/layout.py."""
+    """impl's own rows: its headroom formula, or one request of B tokens laid out by impl/layout.py; under local
+    keying the size itself once that layout fits it (a size s holds s rows on every rank)."""
+    if config.keying == "local":
+        single = build_torch_layout((bucket,), cp_size=config.cp_size, strategy=config.strategy, rows=bucket)
+        return single.rows
     if config.capture_rule == "headroom":
         return headroom_local_tokens(bucket, cp_size=config.cp_size, align_size=config.align_size,
                                      max_requests=config.max_requests)
@@ -58,6 +65,10 @@ def _rule_rows(config: RunnerConfig, bucket: int) -> int:
 
 
 def _reference_rows(config: RunnerConfig, bucket: int) -> int:
+    if config.keying == "local":
+        capacity = keying_row("local").capacity(bucket, {})
+        assert capacity is not None  # a local size always has one
+        return capacity
     if config.capture_rule == "headroom":
         return reference.headroom_local_tokens(bucket, cp_size=config.cp_size, align_size=config.align_size,
                                                max_requests=config.max_requests)
@@ -81,7 +92,7 @@ def capture_buckets(config: RunnerConfig, graph_runner: GraphRunner, control: Co
     dropped: dict[int, str] = {}
     seconds: dict[int, float] = {}
     for b in reversed(config.capture_num_tokens):
-        key = BucketKey(b, rows[b])
+        key = BucketKey(b, rows[b], config.keying)
         layout = build_torch_layout((b,), cp_size=config.cp_size, rows=key.local_tokens, strategy=config.strategy,
                                     device=config.device)
         hidden = torch.randn(b, config.hidden, generator=torch.Generator().manual_seed(b)).to(config.device)
@@ -139,10 +150,17 @@ def synthetic_lengths(config: RunnerConfig, bucket: int, rows: int) -> tuple[int
     exercises request boundaries and padding rows the capture batch did not)."""
     thirds = (bucket // 3, bucket // 3, bucket - 2 * (bucket // 3))
     for lengths in (thirds, (bucket // 2, bucket - bucket // 2), (bucket - 1,), (bucket,)):
-        if min(lengths) >= 1 and required_local_tokens(
-                lengths, cp_size=config.cp_size, align_size=config.align_size, strategy=config.strategy) <= rows:
+        if min(lengths) >= 1 and _needed(config, lengths) <= rows:
             return lengths
     return (bucket,)
+
+
+def _needed(config: RunnerConfig, lengths: tuple[int, ...]) -> int:
+    """The rows the plan records for ``lengths``: the largest live rows (local) or them aligned (global)."""
+    if config.keying == "local":
+        return max_rank_load(lengths, cp_size=config.cp_size, strategy=config.strategy)
+    return required_local_tokens(lengths, cp_size=config.cp_size, align_size=config.align_size,
+                                 strategy=config.strategy)
 
 
 def verify_buckets(config: RunnerConfig, graph_runner: GraphRunner, control: Control,
@@ -156,7 +174,7 @@ def verify_buckets(config: RunnerConfig, graph_runner: GraphRunner, control: Con
         hidden = torch.randn(sum(lengths), config.hidden, generator=gen).to(config.device, config.dtype)
         layout = build_torch_layout(lengths, cp_size=config.cp_size, rows=rows, strategy=config.strategy,
                                     device=config.device)
-        key = BucketKey(b, rows)
+        key = BucketKey(b, rows, config.keying)
 
         def check() -> StartupCheck:
             replayed = graph_runner.replay(key, layout, hidden)

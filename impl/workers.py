@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from cpgraph.impl.checks import check_capture_list, check_int, check_lengths
+from cpgraph.impl.checks import check_capture_list, check_int, check_is_prefilling, check_keying, check_lengths, check_strategy
 from cpgraph.impl.distributed import ConsensusError, DistributedPrefillRunner
 from cpgraph.impl.model import AllGather, CPTransformer, ModelConfig, batch_hidden, one_device_all_gather
 from cpgraph.impl.config import CAPTURE_RULES
@@ -47,7 +47,8 @@ class PrefillJob:
     """What each rank runs: a model built from ``seed``, the capture list, and batches of lengths.
 
     ``overrides`` maps (batch index, rank) to the lengths that rank is fed instead (to exercise the guard);
-    ``faults`` injects failures (Fault).
+    ``faults`` injects failures (Fault). ``strategy`` and ``keying`` configure the runner; ``is_prefilling`` holds
+    one entry per batch (None: all prefills), or nothing (every batch all prefills).
     """
 
     config: ModelConfig
@@ -59,6 +60,9 @@ class PrefillJob:
     max_requests: int = 1
     device: str = "cpu"  # "cuda": rank r uses cuda:r (NCCL)
     faults: tuple[Fault, ...] = ()
+    strategy: str = "zigzag"
+    keying: str = "global"
+    is_prefilling: tuple[tuple[bool, ...] | None, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.config, ModelConfig):
@@ -78,6 +82,13 @@ class PrefillJob:
             raise ValueError(f"device must be 'cpu' or 'cuda', got {self.device!r}")
         if not all(isinstance(f, Fault) for f in self.faults):
             raise TypeError(f"faults must be Fault records, got {self.faults!r}")
+        check_strategy(self.strategy)
+        check_keying(self.keying)
+        if self.is_prefilling and len(self.is_prefilling) != len(self.batches):
+            raise ValueError(f"is_prefilling must hold one entry per batch ({len(self.batches)}) or none, got "
+                             f"{len(self.is_prefilling)}")
+        for i, flags in enumerate(self.is_prefilling):
+            check_is_prefilling(flags, len(self.batches[i]), f"is_prefilling[{i}]")
 
 
 class RaisesWhileCapturing(CPTransformer):
@@ -128,7 +139,8 @@ def prefill_worker(rank: int, world: int, job: PrefillJob) -> dict[str, Any]:
     record per batch in ``batches``: outputs (as lists) and the decision, or the guard's refusal."""
     device = torch.device(f"cuda:{rank}" if job.device == "cuda" else "cpu")
     faults = [f for f in job.faults if f.rank == rank]
-    kwargs: dict[str, Any] = {"capture_rule": job.capture_rule, "max_requests": job.max_requests}
+    kwargs: dict[str, Any] = {"capture_rule": job.capture_rule, "max_requests": job.max_requests,
+                              "strategy": job.strategy, "keying": job.keying}
     capture = job.capture_num_tokens
     for f in faults:
         if f.kind == "capture_list":
@@ -149,8 +161,9 @@ def prefill_worker(rank: int, world: int, job: PrefillJob) -> dict[str, Any]:
                 _serving_fault(f, rank, i)
                 hidden = hidden[:-1] if f.kind == "bad_hidden" else hidden
                 mine = (-1, *mine) if f.kind == "bad_lengths" else mine
+        flags = job.is_prefilling[i] if job.is_prefilling else None
         try:
-            result = runner.run(hidden, mine)
+            result = runner.run(hidden, mine, is_prefilling=flags)
         except ConsensusError as exc:
             records.append({"error": str(exc), "type": type(exc).__name__})
             continue

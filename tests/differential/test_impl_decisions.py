@@ -21,6 +21,7 @@ from cpgraph.impl import decision, policy
 from cpgraph.impl.checks import STRATEGY_IDS
 from cpgraph.impl.lengths import VECTOR_MIN_REQUESTS
 from cpgraph.reference import policy as reference_policy
+from cpgraph.reference.keying import keying_row
 from cpgraph.reference.validate import STRATEGIES
 
 
@@ -128,7 +129,8 @@ WORKED = dict(cp_rank=1, cp_size=4, align_size=8, num_tokens=2048, extend_seq_le
 
 @given(lengths=batches(max_requests=40, max_len=5000), p=cp_sizes(), a=st.integers(1, 40),
        strategy=st.sampled_from(STRATEGIES))
-@example(lengths=(5,), p=2, a=4, strategy="zigzag_pad")
+@example(lengths=(5,), p=2, a=4, strategy="dual_chunk_swap")
+@example(lengths=(300, 3, 49, 50), p=4, a=1, strategy="dual_chunk_swap_dcp")
 @example(lengths=(1534, 161, 353), p=4, a=8, strategy="zigzag")
 @example(lengths=(0,), p=16, a=1, strategy="contiguous")
 def test_impl_agrees_with_reference_on_required_local_tokens(
@@ -303,3 +305,161 @@ def test_impl_agrees_with_reference_exhaustively_on_small_batches(p: int) -> Non
                     assert policy.admit(**batch) == admitted, batch  # type: ignore[arg-type]
                     if admitted:
                         assert policy.replay_bucket(**batch) == reference_policy.replay_bucket(**batch), batch  # type: ignore[arg-type]
+
+
+# -- per-rank loads and decodes ----------------------------------------------------------------------------------
+
+
+@st.composite
+def flagged_batches(draw: st.DrawFn, *, max_requests: int = 3 * VECTOR_MIN_REQUESTS) -> tuple[
+        tuple[int, ...], int, str, tuple[bool, ...] | None]:
+    """(lengths, P, strategy, is_prefilling): decodes (short, mostly one token) only for the strategies that
+    place them; short and long batches (scalar and vectorised paths)."""
+    p = draw(st.sampled_from((1, 2, 3, 4, 5, 8, 16)))
+    strategy = draw(st.sampled_from(STRATEGIES))
+    count = draw(st.integers(1, max_requests))
+    flags = None
+    if reference.STRATEGY_TABLE[strategy].decodes is not None and draw(st.integers(0, 3)):
+        flags = tuple(draw(st.lists(st.booleans(), min_size=count, max_size=count)))
+    lengths = tuple(
+        draw(st.integers(0, 3) if flags is not None and not flags[i] else st.integers(0, 4 * p * p + 600))
+        for i in range(count))
+    return lengths, p, strategy, flags
+
+
+@given(case=flagged_batches(), form=st.sampled_from(FORMS), flag_form=st.sampled_from(("tuple", "list", "numpy", "tensor")))
+@example(case=((300, 1, 1, 1, 1, 1), 4, "dual_chunk_swap", (True, False, False, False, False, False)), form="tuple",
+         flag_form="tuple")
+@example(case=((170, 161, 153), 4, "dual_chunk_swap", None), form="list", flag_form="tuple")
+@example(case=((49, 50, 3, 0, 1), 4, "dual_chunk_swap_dcp", (True, True, True, True, False)), form="numpy",
+         flag_form="numpy")
+def test_impl_rank_loads_agree_with_reference_with_decodes(
+    case: tuple[tuple[int, ...], int, str, tuple[bool, ...] | None], form: str, flag_form: str
+) -> None:
+    lengths, p, strategy, flags = case
+    want = reference.rank_loads(lengths, cp_size=p, strategy=strategy, is_prefilling=flags)
+    given_flags: Any = flags
+    if flags is not None and flag_form == "list":
+        given_flags = list(flags)
+    elif flags is not None and flag_form == "numpy":
+        given_flags = np.array(flags, dtype=bool)
+    elif flags is not None and flag_form == "tensor":
+        given_flags = torch.tensor(flags, dtype=torch.bool)
+    given_lengths = _as(form, lengths)
+    assert decision.rank_loads(given_lengths, cp_size=p, strategy=strategy, is_prefilling=given_flags) == want
+    assert decision.max_rank_load(given_lengths, cp_size=p, strategy=strategy, is_prefilling=given_flags) == max(want)
+    a = reference.default_align_size(cp_size=p, strategy=strategy)
+    assert decision.required_local_tokens(given_lengths, cp_size=p, align_size=a, strategy=strategy,
+                                          is_prefilling=given_flags) == reference.align_up(max(want), a)
+
+
+# -- keyed decisions: global (with decodes) and local, against the reference's selection and keying tables ----------
+
+
+@st.composite
+def keyed_batches(draw: st.DrawFn) -> dict[str, Any]:
+    lengths, p, strategy, flags = draw(flagged_batches(max_requests=40))
+    sizes = tuple(sorted(draw(st.sets(st.integers(1, 3000), min_size=1, max_size=12))))
+    if draw(st.booleans()):  # a size right at the key, or one past it
+        key = max(reference.rank_loads(lengths, cp_size=p, strategy=strategy, is_prefilling=flags))
+        sizes = tuple(sorted(set(sizes) | {max(1, key + draw(st.sampled_from((-1, 0, 0, 1))))}))
+    return dict(lengths=lengths, p=p, strategy=strategy, flags=flags, sizes=sizes,
+                a=draw(st.sampled_from((1, p, 2 * p))), extra=draw(st.sampled_from((0, 0, 3))),
+                factor=draw(st.sampled_from((1, 2, 3))))
+
+
+def _expected_local(case: dict[str, Any]) -> tuple[int, int | None]:
+    """The reference's local keying: key m = the largest rank_loads (keying table's key), size = the least listed
+    s >= m (a size s holds s rows: the table's capacities)."""
+    row = keying_row("local")
+    loads = reference.rank_loads(case["lengths"], cp_size=case["p"], strategy=case["strategy"],
+                                 is_prefilling=case["flags"])
+    key = row.key(_n(case), loads)
+    capacities = row.capacities(case["sizes"], {})
+    fitting = [s for s in case["sizes"] if s >= key and (capacities.get(s) or 0) >= key]
+    assert key == max(loads) and not row.windowed and not row.gated
+    return key, (fitting[0] if fitting else None)
+
+
+def _expected_global(case: dict[str, Any], caps: dict[int, int | None]) -> tuple[int, int | None]:
+    lengths, p, n = case["lengths"], case["p"], _n(case)
+    loads = reference.rank_loads(lengths, cp_size=p, strategy=case["strategy"], is_prefilling=case["flags"])
+    required = reference.align_up(max(loads), case["a"])
+    if not reference.is_cp_active(lengths, num_tokens=n, cp_size=p):
+        return required, None
+    return required, reference.select_replay_bucket(
+        num_tokens=n, required_local_tokens=required, capture_num_tokens=case["sizes"], bucket_local_tokens=caps,
+        max_padding_factor=case["factor"])
+
+
+def _n(case: dict[str, Any]) -> int:
+    lengths: tuple[int, ...] = case["lengths"]
+    extra: int = case["extra"]
+    return max(1, sum(lengths) + extra)
+
+
+def _impl_decisions(case: dict[str, Any], keying: str, caps: dict[int, int | None],
+                    policy_caps: dict[int, int | None] | None = None) -> list[tuple[int, int | None]]:
+    """(required rows, bucket) from every door of impl's decision path; the policy's doors are handed
+    ``policy_caps`` (default ``caps``) as the batch's bucket_local_tokens."""
+    lengths, p, strategy, flags, n = case["lengths"], case["p"], case["strategy"], case["flags"], _n(case)
+    table = caps if policy_caps is None else policy_caps
+    a, factor, sizes = case["a"], case["factor"], case["sizes"]
+    selector = decision.Selector.build(sizes, caps)
+    config: dict[str, Any] = dict(cp_size=p, align_size=a, selector=selector, max_padding_factor=factor,
+                                  strategy=strategy, keying=keying)
+    out = []
+    _, _, (required, bucket, capacity, _) = decision.decider(**config)(list(lengths), n, flags)
+    out.append((required, bucket))
+    for got in (decision.plan_lengths(np.array(lengths, dtype=np.int64), n, is_prefilling=flags, **config),
+                decision.plan_batch(lengths, num_tokens=n, is_prefilling=flags, **config),
+                policy.decide(strategy=strategy, keying=keying, is_prefilling=flags, cp_rank=p - 1, cp_size=p,
+                              align_size=a, num_tokens=n, extend_seq_lens=lengths, capture_num_tokens=sizes,
+                              bucket_local_tokens=table, max_padding_factor=factor)):
+        out.append((got.required_local_tokens, got.bucket))
+        if keying == "local" and got.bucket is not None:
+            assert got.bucket_local_tokens == got.bucket  # a size s holds s rows
+    batch: dict[str, Any] = dict(cp_rank=0, cp_size=p, align_size=a, num_tokens=n, extend_seq_lens=lengths,
+                                 capture_num_tokens=sizes, bucket_local_tokens=table, max_padding_factor=factor)
+    admitted = policy.admit(strategy=strategy, keying=keying, is_prefilling=flags, **batch)
+    try:
+        replayed: int | None = policy.replay_bucket(strategy=strategy, keying=keying, is_prefilling=flags, **batch)
+    except LookupError:
+        replayed = None
+    assert admitted == (replayed is not None)
+    if replayed is not None:
+        rows = policy.local_rows(bucket=replayed, strategy=strategy, keying=keying, is_prefilling=flags, **batch)
+        out.append((rows[0], replayed))
+        assert len(set(rows)) == 1 and len(rows) == p
+    return out
+
+
+@given(case=keyed_batches())
+@example(case=dict(lengths=(170, 161, 153), p=4, strategy="dual_chunk_swap", flags=None,
+                   sizes=(1, 2, 4, *range(8, 256, 8), *range(256, 513, 16)), a=1, extra=0, factor=2))
+@example(case=dict(lengths=(300, 1, 1, 1, 1, 1), p=4, strategy="dual_chunk_swap_replicated",
+                   flags=(True, False, False, False, False, False), sizes=(80, 81, 96), a=1, extra=0, factor=2))
+@example(case=dict(lengths=(3,), p=1, strategy="zigzag", flags=None, sizes=(2, 3), a=2, extra=0, factor=1))
+def test_impl_local_keyed_decisions_agree_with_reference(case: dict[str, Any]) -> None:
+    """Under local keying every door (the dispatcher's bound decider, plan_lengths, plan_batch, the policy's
+    decide/admit/replay_bucket/local_rows) picks the least captured size >= max(reference.rank_loads), and
+    records that key as the rows; no CP-active gate, no window, no capacity table read."""
+    key, size = _expected_local(case)
+    captured: dict[int, int | None] = {s: s for s in case["sizes"]}
+    recorded: dict[int, int | None] = {s: (s * 7919) % 50 or None for s in case["sizes"][::2]}  # not read
+    for got in _impl_decisions(case, "local", captured, recorded):
+        assert got == (key, size), case
+
+
+@given(case=keyed_batches(), kind=st.sampled_from(("captured", "arbitrary")))
+def test_impl_global_keyed_decisions_with_decodes_agree_with_reference(case: dict[str, Any], kind: str) -> None:
+    """Under global keying, with decodes: the required rows are align_up(max(reference.rank_loads), A) and the
+    bucket is the reference's selection over the recorded capacities, behind its CP-active gate."""
+    p, a, strategy = case["p"], case["a"], case["strategy"]
+    caps: dict[int, int | None] = (
+        {b: reference.capture_local_tokens(b, cp_size=p, align_size=a, strategy=strategy) for b in case["sizes"]}
+        if kind == "captured" else {b: (b * 7919) % 700 or None for b in case["sizes"]})
+    want_required, want_bucket = _expected_global(case, caps)
+    for required, bucket in _impl_decisions(case, "global", caps):
+        assert bucket == want_bucket, case
+        assert required in (want_required, -1)  # policy refusals before selection compute no rows

@@ -84,6 +84,35 @@ def test_a_tie_reports_ranks_disagree_with_each_ranks_plan(group: tuple[int, lis
             assert f"rank {r}: extend_seq_lens={(30, 30) if r < p // 2 else (30, 31)}" in message, message
 
 
+def test_local_keying_with_replicated_decodes_across_processes() -> None:
+    """vLLM's keying and layout with one rank per process: each process fills only its rank's rows, a replicated
+    decode's copy included; every rank returns the one-device runner's outputs and the reference's size."""
+    from cpgraph import reference
+
+    p, sizes = 2, (1, 2, 4, 8, 16, 32, 64)
+    batches = ((40, 1, 30), (3, 1, 1), (60,), (5, 2, 9, 1))
+    flags: tuple[tuple[bool, ...] | None, ...] = (
+        (True, False, True), (True, False, False), None, (True, False, True, False))
+    strategy = "dual_chunk_swap_replicated"
+    work = PrefillJob(CONFIG, seed=3, capture_num_tokens=sizes, batches=batches, strategy=strategy, keying="local",
+                      is_prefilling=flags)
+    results = [r["batches"] for r in spawn(prefill_worker, p, work, timeout_s=180)]
+    one = PrefillGraphRunner(build_model(CONFIG, seed=3), cp_size=p, capture_num_tokens=sizes, strategy=strategy,
+                             keying="local")
+    for i, lengths in enumerate(batches):
+        hidden = batch_hidden(lengths, CONFIG.hidden, 3, i)
+        local = one.run(hidden, lengths, is_prefilling=flags[i])
+        key = max(reference.rank_loads(lengths, cp_size=p, strategy=strategy, is_prefilling=flags[i]))
+        assert local.plan.bucket == min(s for s in sizes if s >= key)
+        for rank in range(p):
+            record = results[rank][i]
+            assert "error" not in record, record
+            assert (record["bucket"], record["mode"]) == (local.plan.bucket, "emulation"), (rank, i)
+            out = torch.tensor(record["output"])
+            torch.testing.assert_close(out, local.output, atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(out, one.run_eager(hidden, lengths), atol=1e-5, rtol=1e-5)
+
+
 def test_spawn_reports_each_failed_rank_with_its_error() -> None:
     bad = PrefillJob(CONFIG, seed=0, capture_num_tokens=(1, 2), batches=((8,),))
     with pytest.raises(SpawnError, match=r"(?s)rank 0 raised StartupError: start-up refused on every rank: invalid "

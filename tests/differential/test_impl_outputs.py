@@ -125,3 +125,62 @@ def test_other_strategies_replay_equal_to_eager(strategy: str) -> None:
         assert c.within_tolerance and c.bit_exact is not False, c.message(ATOL, RTOL)
         replayed += c.bit_exact is True
     assert replayed >= 3
+
+
+# -- vLLM's layout and keying: dual_chunk_swap rows with decodes, keyed by rank-local rows --------------------------
+
+SIZES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128)
+DCS_RUNNERS: dict[tuple[int, str, str], PrefillGraphRunner] = {}
+
+
+def dcs_runner(p: int, strategy: str, keying: str) -> PrefillGraphRunner:
+    if (p, strategy, keying) not in DCS_RUNNERS:
+        DCS_RUNNERS[p, strategy, keying] = PrefillGraphRunner(
+            build_model(CONFIG, seed=p), cp_size=p, capture_num_tokens=SIZES if keying == "local" else BUCKETS,
+            strategy=strategy, keying=keying)
+    return DCS_RUNNERS[p, strategy, keying]
+
+
+@st.composite
+def dcs_batches(draw: st.DrawFn) -> tuple[int, str, str, tuple[int, ...], tuple[bool, ...] | None, int]:
+    p = draw(st.sampled_from((1, 2, 4)))
+    strategy = draw(st.sampled_from(("dual_chunk_swap", "dual_chunk_swap_replicated", "dual_chunk_swap_dcp")))
+    keying = draw(st.sampled_from(("local", "local", "global")))
+    count = draw(st.integers(1, 10))
+    flags = tuple(draw(st.lists(st.booleans(), min_size=count, max_size=count))) if draw(st.booleans()) else None
+    lengths = tuple(draw(st.integers(0, 2) if flags is not None and not flags[i] else st.integers(0, 60))
+                    for i in range(count))
+    if sum(lengths) == 0:
+        lengths = (1,) + lengths[1:]
+    return p, strategy, keying, lengths, flags, draw(st.integers(0, 2**16))
+
+
+@given(case=dcs_batches())
+@example(case=(4, "dual_chunk_swap", "local", (60, 55, 50), None, 1))
+@example(case=(4, "dual_chunk_swap_replicated", "local", (40, 1, 1, 1, 1, 1), (True, False, False, False, False, False), 2))
+@example(case=(2, "dual_chunk_swap_dcp", "local", (3, 9, 1), (True, True, False), 3))
+@example(case=(4, "dual_chunk_swap_replicated", "global", (40, 1, 30), (True, False, True), 4))
+def test_dual_chunk_swap_replays_equal_eager_with_decodes(
+    case: tuple[int, str, str, tuple[int, ...], tuple[bool, ...] | None, int]
+) -> None:
+    """The size the runner replays is the reference's (local: the least s >= max(rank_loads); global: the
+    reference's selection over recorded capacities with decodes' rows); the output equals non-CP eager within
+    tolerance (a replicated decode's keys are seen once per rank, each equally often: the softmax is unchanged)
+    and the padded eager computation bit for bit."""
+    p, strategy, keying, lengths, flags, seed = case
+    runner = dcs_runner(p, strategy, keying)
+    loads = reference.rank_loads(lengths, cp_size=p, strategy=strategy, is_prefilling=flags)
+    if keying == "local":
+        want = next((s for s in SIZES if s >= max(loads)), None)
+    else:
+        n = sum(lengths)
+        required = reference.align_up(max(loads), runner.align_size)
+        want = reference.select_replay_bucket(
+            num_tokens=n, required_local_tokens=required, capture_num_tokens=runner.capture_num_tokens,
+            bucket_local_tokens=runner.bucket_local_tokens, max_padding_factor=runner.max_padding_factor,
+        ) if reference.is_cp_active(lengths, num_tokens=n, cp_size=p) else None
+    hidden = batch_hidden(lengths, CONFIG.hidden, seed, 0)
+    c = compare_with_eager(runner, lengths, hidden, atol=ATOL, rtol=RTOL, is_prefilling=flags)
+    assert c.bucket == want, (case, loads)
+    assert c.within_tolerance, c.message(ATOL, RTOL)
+    assert c.bit_exact is (True if want is not None else None), c.message(ATOL, RTOL)

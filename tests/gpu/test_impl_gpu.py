@@ -135,3 +135,28 @@ def test_a_failed_capture_stops_start_up_naming_the_bucket_and_restores_the_stre
                                            r"CUDA graph capture of bucket 128"):
         PrefillGraphRunner(model, cp_size=4, capture_num_tokens=(64, 128))
     assert torch.cuda.current_stream() == torch.cuda.default_stream()
+
+
+@pytest.mark.parametrize("strategy", ["dual_chunk_swap", "dual_chunk_swap_replicated", "dual_chunk_swap_dcp"])
+@pytest.mark.parametrize("p", [1, 2, 4, 8])
+def test_local_keying_replays_real_graphs_with_decodes(p: int, strategy: str) -> None:
+    """vLLM's keying on real graphs: sizes of rank-local rows, each captured with s rows on every rank; a batch
+    (prefills and decodes) replays the least size >= its largest live rows, equal to eager within tolerance and
+    bit for bit to the padded eager computation."""
+    from cpgraph.impl.harness import compare_with_eager
+
+    sizes = (1, 2, 4, 8, *range(16, 257, 16))
+    model = build_model(CONFIG, seed=p, device="cuda")
+    runner = PrefillGraphRunner(model, cp_size=p, capture_num_tokens=sizes, strategy=strategy, keying="local")
+    assert runner.mode == "cuda_graph" and runner.bucket_local_tokens == {s: s for s in sizes}
+    assert all(c.bit_exact for c in runner.startup_checks.values()), runner.describe()["startup_checks"]
+    rng = random.Random(7 * p)
+    atol, rtol = TOLERANCE[torch.float32]
+    for i in range(max(4, REPLAYS // 4)):
+        count = rng.randint(1, 12)
+        flags = tuple(rng.random() < 0.6 for _ in range(count))
+        lengths = tuple(rng.randint(1, 400) if f else rng.randint(1, 2) for f in flags)
+        hidden = batch_hidden(lengths, CONFIG.hidden, p, i).to("cuda")
+        c = compare_with_eager(runner, lengths, hidden, atol=atol, rtol=rtol, is_prefilling=flags)
+        assert c.within_tolerance, c.message(atol, rtol)
+        assert c.bit_exact is not False, c.message(atol, rtol)

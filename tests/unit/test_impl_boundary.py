@@ -17,6 +17,7 @@ import torch
 
 from cpgraph import reference
 from cpgraph.impl import decision, policy
+from cpgraph.impl.checks import STRATEGY_IDS
 from cpgraph.impl.lengths import VECTOR_MIN_REQUESTS, accept_lengths, lengths_tuple
 
 LONG = VECTOR_MIN_REQUESTS + 5
@@ -198,7 +199,7 @@ def test_without_numpy_every_list_takes_the_scalar_path_with_the_same_answer(mon
 
     boundary.numpy_module()
     monkeypatch.setattr(boundary, "_NUMPY", [None])
-    for strategy in ("zigzag", "interleave", "contiguous", "zigzag_pad"):
+    for strategy in STRATEGY_IDS:
         for p in (1, 3, 4, 64):
             lengths = [(i * 7919) % 3000 for i in range(3 * LONG)]
             facts = accept_lengths(lengths)

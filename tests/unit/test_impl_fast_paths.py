@@ -98,3 +98,24 @@ def test_make_plan_is_the_constructors_frozen_plan() -> None:
         assert set(vars(made)) == {f.name for f in dataclasses.fields(Plan)}
         with pytest.raises(dataclasses.FrozenInstanceError):
             made.bucket = 1  # type: ignore[misc]
+
+
+def test_the_protocol_batch_alone_does_not_look_for_impl_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cpgraph.impl import policy
+
+    monkeypatch.setattr(policy, "_options", _boom)
+    batch = dict(cp_rank=0, cp_size=4, align_size=8, num_tokens=2048, extend_seq_lens=[1534, 161, 353],
+                 capture_num_tokens=(2048, 2304, 2560), bucket_local_tokens={2048: 512, 2304: 576, 2560: 640},
+                 max_padding_factor=2)
+    assert policy.admit(**batch) is True  # type: ignore[arg-type]
+    assert policy.replay_bucket(**batch) == 2304  # type: ignore[arg-type]
+
+
+def test_local_keying_with_every_size_captured_bisects(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(decision, "pick_local", _boom)
+    sizes = (8, 16, 32, 64, 128)
+    selector = decision.Selector.build(sizes, {s: s for s in sizes})
+    decide = decision.decider(cp_size=4, align_size=1, selector=selector, max_padding_factor=2,
+                              strategy="dual_chunk_swap", keying="local")
+    assert decide([170, 161, 153])[2] == (126, 128, 128, None)
+    assert decide([300, 1, 1], None, (True, False, False))[2] == (77, 128, 128, None)

@@ -18,7 +18,8 @@ from cpgraph.impl.dispatch import Dispatcher
 from cpgraph.impl.lengths import VECTOR_MIN_REQUESTS, accept_lengths, lengths_tuple
 
 LONG = VECTOR_MIN_REQUESTS + 5
-STRATEGIES = ("zigzag", "interleave", "contiguous", "zigzag_pad")
+STRATEGIES = ("zigzag", "interleave", "contiguous", "dual_chunk_swap", "dual_chunk_swap_replicated",
+              "dual_chunk_swap_dcp")
 
 
 def _lengths(count: int, p: int = 4) -> list[int]:
@@ -182,7 +183,8 @@ def test_the_bound_decider_checks_its_configuration_once() -> None:
         decision.decider(cp_size=0, align_size=8, selector=selector, max_padding_factor=2)
     with pytest.raises(TypeError, match=r"align_size must be an int >= 1, got 8.0 \(float\)"):
         decision.decider(cp_size=4, align_size=8.0, selector=selector, max_padding_factor=2)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"strategy must be one of zigzag, interleave, contiguous, zigzag_pad; got 'ring'"):
+    with pytest.raises(ValueError, match=r"strategy must be one of zigzag, interleave, contiguous, dual_chunk_swap, "
+                       r"dual_chunk_swap_replicated, dual_chunk_swap_dcp; got 'ring'"):
         decision.decider(cp_size=4, align_size=8, selector=selector, max_padding_factor=2, strategy="ring")
 
 

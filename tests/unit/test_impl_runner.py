@@ -322,3 +322,133 @@ def test_graph_runner_arguments_are_validated() -> None:
     ]:
         with pytest.raises(error, match=message):
             GraphRunner(model, **{**common, **change})  # type: ignore[arg-type]
+
+
+# -- local keying (vLLM 0.29 on): sizes of rank-local rows, the layout padded to the size -------------------------
+
+SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
+DCS = ("dual_chunk_swap", "dual_chunk_swap_replicated", "dual_chunk_swap_dcp")
+
+
+def _local_size(lengths: tuple[int, ...], p: int, strategy: str, flags: tuple[bool, ...] | None) -> tuple[int, int | None]:
+    key = max(reference.rank_loads(lengths, cp_size=p, strategy=strategy, is_prefilling=flags))
+    return key, next((s for s in SIZES if s >= key), None)
+
+
+def test_local_keying_captures_every_size_with_its_own_rows() -> None:
+    runner = make(buckets=SIZES, strategy="dual_chunk_swap", keying="local")
+    assert runner.capture_num_tokens == SIZES  # nothing dropped below 2P: every batch is keyed
+    assert runner.bucket_local_tokens == {s: s for s in SIZES}  # a size s holds s rows on every rank
+    assert runner.graph_runner.max_local_tokens == 128
+    assert {key.keying for key in runner.graph_runner.static_output} == {"local"}
+    assert all(tuple(out.shape[:2]) == (4, key.local_tokens) == (4, key.num_tokens)
+               for key, out in runner.graph_runner.static_output.items())
+    assert runner.describe()["keying"] == "local"
+    assert set(runner.startup_checks) == set(SIZES)
+
+
+def test_local_keying_replays_the_issue_example_at_size_128() -> None:
+    """P = 4, [170, 161, 153]: the largest live rows are 126, so size 128 is replayed with the layout padded to
+    128 rows on every rank; its output equals eager."""
+    runner = make(buckets=SIZES, strategy="dual_chunk_swap", keying="local")
+    lengths = (170, 161, 153)
+    hidden = batch_hidden(lengths, CONFIG.hidden, 0, 0)
+    result = runner.run(hidden, lengths)
+    assert (result.plan.required_local_tokens, result.plan.bucket, result.plan.bucket_local_tokens) == (126, 128, 128)
+    assert result.mode == "emulation" and result.reason is None
+    torch.testing.assert_close(result.output, runner.run_eager(hidden, lengths), atol=1e-5, rtol=1e-5)
+    assert torch.equal(result.output, runner.run_padded_eager(hidden, result.plan))
+    _, request_id, _ = runner.graph_runner.inputs(128)  # the replayed layout: 128 rows, real rows first
+    assert ((request_id >= 0).sum(1)).tolist() == [106, 126, 126, 126]
+    assert runner.dispatcher.key(result.plan) == BucketKey(128, 128, "local")
+
+
+@pytest.mark.parametrize("strategy", DCS)
+def test_local_keying_with_decodes_replays_equal_to_eager(strategy: str) -> None:
+    runner = make(buckets=SIZES, strategy=strategy, keying="local")
+    cases: list[tuple[tuple[int, ...], tuple[bool, ...] | None]] = [
+        ((300, 1, 1, 1, 1, 1), (True, False, False, False, False, False)),
+        ((3, 1, 49, 50, 2), (True, False, True, True, False)),
+        ((1,), (False,)),
+        ((5, 0, 7), None),
+        ((130, 1), (True, False)),
+    ]
+    for i, (lengths, flags) in enumerate(cases):
+        hidden = batch_hidden(lengths, CONFIG.hidden, i, 0)
+        result = runner.run(hidden, lengths, is_prefilling=flags)
+        key, size = _local_size(lengths, 4, strategy, flags)
+        assert (result.plan.required_local_tokens, result.plan.bucket) == (key, size), (lengths, flags)
+        torch.testing.assert_close(result.output, runner.run_eager(hidden, lengths), atol=1e-5, rtol=1e-5)
+        if size is not None:
+            assert torch.equal(result.output, runner.run_padded_eager(hidden, result.plan, flags))
+
+
+def test_local_keying_runs_eagerly_above_the_largest_size_and_keys_at_p_1() -> None:
+    runner = make(buckets=SIZES, strategy="dual_chunk_swap", keying="local")
+    lengths = (2000,)  # 8 chunks of 250: 500 rows a rank > 128
+    result = runner.run(batch_hidden(lengths, CONFIG.hidden, 0, 0), lengths)
+    assert (result.mode, result.reason, result.plan.required_local_tokens) == ("eager", "too_many_tokens", 500)
+    one = make(p=1, buckets=(8, 32), strategy="zigzag", keying="local")
+    assert one.capture_num_tokens == (8, 32)
+    result = one.run(batch_hidden((3, 4), CONFIG.hidden, 0, 0), (3, 4))
+    assert (result.mode, result.plan.bucket) == ("emulation", 8)  # global keying would say cp_disabled
+
+
+def test_a_plan_made_for_other_decodes_is_refused() -> None:
+    """P = 4, (60, 3): as prefills the rows are [13, 17, 17, 16] (key 17); with the 3 a replicated decode they are
+    [15, 19, 19, 19]. A plan made without the flags does not serve the batch with them, though size 32 holds both."""
+    runner = make(buckets=SIZES, strategy="dual_chunk_swap_replicated", keying="local")
+    lengths, flags = (60, 3), (True, False)
+    hidden = batch_hidden(lengths, CONFIG.hidden, 0, 0)
+    plan = runner.plan(lengths)
+    assert (plan.required_local_tokens, plan.bucket) == (17, 32)
+    with pytest.raises(ReplayError, match=r"plan records 17 rows per rank but this batch needs 19 "
+                                          r"\(is_prefilling=\(True, False\)\); the plan was made for another batch"):
+        runner.run(hidden, lengths, plan=plan, is_prefilling=flags)
+    flagged = runner.plan(lengths, is_prefilling=flags)
+    assert (flagged.required_local_tokens, flagged.bucket) == (19, 32)
+    result = runner.run(hidden, lengths, plan=flagged, is_prefilling=list(flags))
+    assert result.mode == "emulation"
+    torch.testing.assert_close(result.output, runner.run_eager(hidden, lengths), atol=1e-5, rtol=1e-5)
+
+
+def test_decodes_under_a_strategy_that_does_not_place_them_are_refused() -> None:
+    runner = make()
+    with pytest.raises(ValueError, match=r"is_prefilling\[1\] is False but strategy 'zigzag' lays out prefills only"):
+        runner.run(batch_hidden((30, 20), CONFIG.hidden, 0, 0), (30, 20), is_prefilling=(True, False))
+    with pytest.raises(ValueError, match=r"is_prefilling must hold one bool per request \(2\), got 1"):
+        runner.plan((30, 20), is_prefilling=(True,))
+
+
+def test_runner_answers_the_policy_protocol_under_local_keying() -> None:
+    runner = make(buckets=SIZES, strategy="dual_chunk_swap", keying="local")
+    for lengths in [(170, 161, 153), (3,), (2000,), (300, 1, 1)]:
+        batch = dict(cp_rank=1, cp_size=4, align_size=1, num_tokens=sum(lengths), extend_seq_lens=lengths,
+                     capture_num_tokens=SIZES, bucket_local_tokens={}, max_padding_factor=2)
+        key, size = _local_size(lengths, 4, "dual_chunk_swap", None)
+        assert runner.admit(**batch) == (size is not None)  # type: ignore[arg-type]
+        if size is not None:
+            assert runner.replay_bucket(**batch) == size  # type: ignore[arg-type]
+            assert runner.local_rows(bucket=size, **batch) == (key,) * 4  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        (dict(keying="rank"), ValueError, "keying must be one of global, local; got 'rank'"),
+        (dict(keying=None), ValueError, "keying must be one of global, local; got None"),
+        (dict(keying="local", capture_rule="headroom"), ValueError,
+         "capture_rule 'headroom' is a global-keying rule; under keying='local' a size s holds s rows"),
+    ],
+)
+def test_keying_is_validated(kwargs: dict[str, object], error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        make(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_local_capacity_that_disagrees_with_the_keying_table_stops_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    rule_rows = startup._rule_rows
+    monkeypatch.setattr(startup, "_rule_rows", lambda config, b: rule_rows(config, b) + 1)
+    with pytest.raises(RuntimeError, match="bucket 1: impl's 'captured' rule gives 2 rows per rank but the "
+                                           "reference's keying table gives 1"):
+        make(buckets=SIZES, strategy="dual_chunk_swap", keying="local")
