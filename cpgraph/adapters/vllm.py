@@ -110,8 +110,8 @@ _MANAGERS = 64  # CudaGraphManagers kept per policy, one per capture list
 class Step:
     """What the release does with one batch on one rank. ``count``: what the model runner dispatches;
     ``mode``: the descriptor's cg_mode name; ``dispatched``: its num_tokens; ``padded``: the size handed
-    to the layout (None: none); ``replay``: the key replayed under (None when the layout refused the size,
-    ``refusal`` its error); ``rows``: the layout's rows on every rank."""
+    to the layout (None: none); ``replay``: the key replayed under (None when eager, or when the layout
+    refused the size, ``refusal`` its error); ``rows``: the layout's real rows on every rank."""
 
     count: int
     mode: str
@@ -163,13 +163,13 @@ class VllmPolicy:
     def __init__(
         self, root: str, *, planted: bool | str = False, dcp_size: int = 1, max_num_seqs: int = MAX_NUM_SEQS
     ) -> None:
-        self.root = check_root(root)
-        self.version = release_version(self.root)
         plant = "pre_fix" if planted is True else planted or None
         if plant is not None and plant not in PLANTS:
-            raise ValueError(f"planted must be False, True or one of {', '.join(PLANTS)}; got {planted!r}")
+            raise ValueError(f"planted must be False, True (= 'pre_fix') or one of {', '.join(PLANTS)}; got {planted!r}")
         self.dcp_size = _int("dcp_size", dcp_size, 1)
         self.max_num_seqs = _int("max_num_seqs", max_num_seqs, 1)
+        self.root = check_root(root)
+        self.version = release_version(self.root)
         self.glue: Glue = read_glue(self.root)
         self.family = self.glue.family
         if plant is not None and self.family != LOCAL_DISPATCH:
@@ -286,7 +286,7 @@ class VllmPolicy:
         # 0.29 max(num_tokens, batch_desc.num_tokens), :1396 in 0.33.0), the replay key.
         desc = self._dispatch(sizes, len(lengths), n)
         admitted = desc.cg_mode != self.mode.NONE  # type: ignore[attr-defined]
-        replay = max(n, desc.num_tokens) if self.family == LOCAL_DISPATCH else desc.num_tokens
+        replay = (max(n, desc.num_tokens) if self.family == LOCAL_DISPATCH else desc.num_tokens) if admitted else None
         return Step(n, desc.cg_mode.name, admitted, desc.num_tokens, None, replay, None, (sum(lengths),))
 
     def _ranks(
@@ -325,6 +325,8 @@ class VllmPolicy:
             _, rows = manager._build_batch_layout(*batch.layout_args())
             return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, None, str(exc), tuple(int(r) for r in rows))
         real = tuple(int(r) for r in rows)
+        if not admitted:  # eager: the layout is run, no graph is replayed
+            return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, None, None, real)
         # The replay key: BatchDescriptor(num_tokens=input_batch.num_tokens_after_padding) of the partitioned
         # batch (model_runner.py:1334 in 0.26.0, :1747 in 0.29.0, :2063 in 0.33.0), which the partition sets to
         # the padded size, or to max(per_rank_num_tokens) without one (pcp_manager.py:387 in 0.26.0, :545 in 0.33.0)
@@ -371,12 +373,13 @@ class VllmPolicy:
         extend_seq_lens: Sequence[int], capture_num_tokens: Sequence[int], bucket_local_tokens: object,
         max_padding_factor: object, is_prefilling: Sequence[bool] | None = None,
     ) -> list[int]:
-        """The real rows on every rank, as the release's ``_build_batch_layout`` returns them (laid out for
-        ``bucket`` where the release pads the layout to the replayed size: it raises below a rank's rows)."""
+        """The real rows on every rank, as the release's ``_build_batch_layout`` returns them: laid out for
+        ``bucket`` where the release pads the layout to the replayed size (it raises below a rank's rows),
+        else (and for an eager batch) as the release lays it out."""
         step = self.step(cp_rank=cp_rank, cp_size=cp_size, num_tokens=num_tokens, extend_seq_lens=extend_seq_lens,
                          capture_num_tokens=capture_num_tokens, is_prefilling=is_prefilling)
         size = _int("bucket", bucket, 0)
-        if size == step.replay or step.padded is None or cp_size == 1:
+        if size == step.replay or step.padded is None or not step.admitted or cp_size == 1:
             return list(step.rows)
         lengths = _ints("extend_seq_lens", extend_seq_lens, 0)
         with self.sandbox:
