@@ -98,3 +98,16 @@ def test_the_cli_refuses_an_adapter_root_without_the_stack(tmp_path: Path) -> No
 def test_the_cli_says_what_to_install_or_pass_when_sglang_is_missing() -> None:
     done = _cli("cpgraph.adapters.sglang:zigzag")
     assert done.returncode == 2 and "pip install sglang" in done.stderr and "--adapter-root DIR" in done.stderr
+
+
+def test_the_sandbox_hands_outside_packages_through_for_real(tmp_path: Path) -> None:
+    from cpgraph.adapters.shim import Sandbox, Stub
+
+    pkg = tmp_path / "fakepkg"
+    pkg.mkdir()
+    (pkg / "real.py").write_text("import numpy as np\nimport torch\ndef total(xs):\n    return int(np.asarray(xs).sum()), torch.zeros(3)\n")
+    box = Sandbox(str(tmp_path), "fakepkg", ["fakepkg.real"], outside=("numpy",))
+    real = box.load("fakepkg.real")
+    with box:
+        count, tensor = real.total([1, 2, 3])
+    assert count == 6 and isinstance(tensor, Stub) and real.np is sys.modules["numpy"]
