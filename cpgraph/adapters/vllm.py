@@ -17,6 +17,11 @@ layout copies to the GPU, the logger, the distributed groups) and the configurat
 cpgraph/adapters/vllm_stand_ins.py: the capture sizes, max_num_seqs 256, one DP and TP rank, no LoRA, no
 speculative decoding, cudagraph_mode PIECEWISE, the one mode PCP supports for prefills).
 
+Not modelled. FULL decode graphs (0.30 on accept FULL_AND_PIECEWISE, whose FULL routine serves batches of
+decodes only: such a batch is dispatched here as PIECEWISE), more than one DP rank (dispatch_cg_and_sync_dp
+then agrees the size over DP ranks), LoRA and speculative decoding, and the order the model runner sorts
+requests into (the batch's order is taken as given).
+
 What is restated. The model runner (model_runner.py) needs the whole server, so its glue is restated in
 ``VllmPolicy.step`` in a few lines, each citing the release's file and line; ``read_glue``
 (cpgraph/adapters/vllm_release.py) locates every restated step in the release's own syntax tree and
@@ -57,6 +62,7 @@ vLLM builds no PCPManager: the global count is dispatched and the only rank hold
 Declared knobs: ``keying = 'local'``, ``strategy`` (above), ``align_size = 1``, ``max_padding_factor =
 None``.
 
+``dcp_size`` (default 1) sets decode context parallel: the strategy follows (table above).
 ``planted=True`` (or ``'pre_fix'``) plants the 0.28 glue into a 0.29+ release (dispatch by the global
 count, partition with no padded size), for tests: it fails as 0.28 does. ``planted='global_dispatch'``
 plants only the global dispatch count: the layout is still padded to the dispatched size, so admission
