@@ -11,6 +11,8 @@ from collections.abc import Callable
 from types import FunctionType
 from typing import Any
 
+from cpgraph.adapters import AdapterError
+
 PACKAGE = "sglang"
 RUNNER = "sglang.srt.model_executor.runner.prefill_cuda_graph_runner"
 MODEL_RUNNER_FILE = ("sglang", "srt", "model_executor", "model_runner.py")
@@ -31,7 +33,7 @@ REAL_MODULES = (
 STRATEGIES = {"zigzag": ("ZigzagCPBCGInput", "2P"), "interleave": ("InterleaveCPBCGInput", "P")}
 
 
-class SglangAdapterError(RuntimeError):
+class SglangAdapterError(AdapterError):
     """The sglang at hand has no prefill-CP CUDA-graph selector this adapter can drive (what is missing
     is named)."""
 
@@ -40,7 +42,10 @@ def installed_root() -> str:
     """The folder holding the installed ``sglang`` package (found without importing it)."""
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise SglangAdapterError("sglang is not installed in this environment (pip install sglang), so there is no selector to check")
+        raise SglangAdapterError(
+            "sglang is not installed in this environment, so there is no selector to check: pip install sglang, or "
+            "unpack a wheel (pip download --no-deps sglang==VERSION -d DIR; unzip it into DIR) and pass --adapter-root DIR"
+        )
     return os.path.dirname(list(spec.submodule_search_locations)[0])
 
 

@@ -6,7 +6,9 @@ file names and line numbers. Every other module they import is a stub, except th
 the rest of the package, torch, triton, flashinfer, sgl_kernel and whatever else a GPU build needs. A
 stub module hands out ``Stub`` objects for any attribute; a ``Stub`` can be called, subscripted, used
 as a decorator or a base class, compared and combined, and is falsy (a feature it stands for is off).
-``overrides`` replace whole modules with plain namespaces (configuration the real code reads).
+``overrides`` replace whole modules with plain namespaces (configuration the real code reads);
+``outside`` names third-party packages the real modules get for real (numpy, whose arrays the code
+computes with), as the standard library is.
 
 The sandbox keeps its modules to itself: ``with sandbox:`` puts them into ``sys.modules`` for the
 duration (the real code imports lazily inside functions) and takes them out again, restoring whatever
@@ -147,10 +149,16 @@ class Sandbox:
     package folder), everything else of it stubbed, plus the third-party modules they import."""
 
     def __init__(
-        self, root: str, package: str, real: Iterable[str], overrides: Mapping[str, Mapping[str, object]] | None = None
+        self,
+        root: str,
+        package: str,
+        real: Iterable[str],
+        overrides: Mapping[str, Mapping[str, object]] | None = None,
+        outside: Iterable[str] = (),
     ) -> None:
         self.root = os.path.abspath(root)
         self.package = package
+        self.outside = frozenset(outside)
         self.real = frozenset(name for name in real if self._path_of(name) is not None)
         self.overrides: dict[str, Mapping[str, object]] = dict(overrides or {})
         self.modules: dict[str, types.ModuleType] = {}
@@ -173,7 +181,7 @@ class Sandbox:
 
     def stubs(self, name: str) -> bool:
         """Is ``name`` served as a stub (or an override)? The package's other modules and anything
-        outside the standard library are."""
+        outside the standard library and ``outside`` are."""
         if name in self.real:
             return False
         if name in self.overrides:
@@ -181,7 +189,7 @@ class Sandbox:
         top = name.split(".")[0]
         if top == self.package:
             return True
-        return top not in sys.stdlib_module_names and top != "cpgraph"
+        return top not in sys.stdlib_module_names and top != "cpgraph" and top not in self.outside
 
     def load(self, name: str) -> types.ModuleType:
         """Import ``name`` inside the sandbox and return it."""

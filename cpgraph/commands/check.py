@@ -35,6 +35,10 @@ def add_parser(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("target", metavar="MODULE:ATTR", help="policy to import, e.g. reference.policy or mypkg.sel:policy (MODULE may be a .py path)")
+    parser.add_argument("--adapter-root", metavar="DIR", default=None,
+                        help="check the release unpacked under DIR (a folder holding a wheel's package, e.g. its .py files) "
+                             "with an adapter policy (cpgraph.adapters.sglang:zigzag, cpgraph.adapters.vllm:pcp) instead of "
+                             "the installed one")
     parser.add_argument("--cp-sizes", default="1,2,4,8", help=f"comma-separated cp_size values in 1..{MAX_CP_SIZE} (default 1,2,4,8)")
     parser.add_argument("--strategy", default=None,
                         help="layout strategy: zigzag, interleave, contiguous, dual_chunk_swap, dual_chunk_swap_replicated or "
@@ -151,16 +155,22 @@ def _check_headroom_tables(capacities: str) -> None:
 
 def _load(args: argparse.Namespace) -> Policy:
     """The policy, imported under the call timeout (behind a supervisor process on the command line); a
-    policy that cannot be loaded is a usage error."""
+    policy that cannot be loaded, or an adapter's stack that is missing, is a usage error. With
+    --adapter-root the adapter module builds the policy from that folder (``policy_from(root, ATTR)``)."""
+    from cpgraph.adapters import AdapterError, policy_at
     from cpgraph.check import load_policy
     from cpgraph.check.calls import load_bounded, session, supervise
+    from cpgraph.check.protocol import as_policy
 
+    root = args.adapter_root
     if PROCESS.standalone:  # the command line: a supervisor process ends a call nothing in-process can stop
         supervise(args.target, args.call_timeout_s)  # (forked before the policy is imported: its threads stay)
     try:  # importing runs the policy's module: bounded like a call
         with session(args.call_timeout_s, hard_exit=True), contextlib.redirect_stdout(sys.stderr):
-            return load_bounded(lambda: load_policy(args.target), args.target)
-    except (ImportError, TypeError, ValueError) as exc:
+            if root is None:
+                return load_bounded(lambda: load_policy(args.target), args.target)
+            return load_bounded(lambda: as_policy(policy_at(args.target, root), args.target), args.target)
+    except (ImportError, TypeError, ValueError, AdapterError) as exc:
         raise UsageError(f"cannot load policy {args.target!r}: {exc}") from None
 
 

@@ -139,3 +139,19 @@ def test_the_cli_checks_the_sglang_on_the_path(wheels: dict[str, Path]) -> None:
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert '"ok": true' in done.stdout
+
+
+def test_the_cli_checks_a_release_given_by_adapter_root(wheels: dict[str, Path]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "cpgraph", "check", "cpgraph.adapters.sglang:zigzag", "--adapter-root", str(wheels[FIXED]),
+         "--padding-factors", "2", "--cp-sizes", "2,4", "--budget-s", "1.5", "--format", "json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert '"ok": true' in done.stdout
+    done = subprocess.run(
+        [sys.executable, "-m", "cpgraph", "check", "cpgraph.adapters.sglang:zigzag", "--adapter-root", str(wheels[FIRST]),
+         "--padding-factors", "2", "--cp-sizes", "4", "--capacities", "captured", "--budget-s", "3"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 1 and "capacity_fit violated" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]

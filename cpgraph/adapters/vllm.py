@@ -1,0 +1,437 @@
+"""vLLM's prefill context parallel (Model Runner V2) under PIECEWISE CUDA graphs, as a ``cpgraph check`` policy.
+
+    cpgraph check cpgraph.adapters.vllm:pcp                      # the installed vLLM
+    cpgraph check cpgraph.adapters.vllm:pcp --adapter-root DIR   # an unpacked wheel (its .py files)
+
+What is real. The policy runs the release's own code, loaded from its files in an import sandbox
+(cpgraph/adapters/shim.py): ``PCPManager`` (vllm/v1/worker/gpu/pcp_manager.py: ``_build_batch_layout``
+lays the batch out on every rank and, from 0.29, refuses a padded size below a rank's rows;
+``get_num_tokens_for_dispatch``, 0.29 on), ``CudaGraphManager`` (cudagraph_utils.py: built by its own
+``__init__`` and ``_init_candidates`` from ``cudagraph_capture_sizes``, marked as if every candidate had
+been captured; ``dispatch``) and ``dispatch_cg_and_sync_dp`` (dp_utils.py, one DP rank). ``CUDAGraphMode``
+(vllm/config/compilation.py) and ``ParallelConfig.pcp_shard_decode_requests`` (vllm/config/parallel.py,
+0.32 on) are compiled from their own source. numpy is real.
+
+What is stubbed. torch, triton, the rest of vLLM (the sandbox hands out falsy stubs: the tensors the
+layout copies to the GPU, the logger, the distributed groups) and the configuration (stand-ins in
+cpgraph/adapters/vllm_stand_ins.py: the capture sizes, max_num_seqs 256, one DP and TP rank, no LoRA, no
+speculative decoding, cudagraph_mode PIECEWISE, the one mode PCP supports for prefills).
+
+Not modelled. FULL decode graphs (0.30 on accept FULL_AND_PIECEWISE, whose FULL routine serves batches of
+decodes only: such a batch is dispatched here as PIECEWISE), more than one DP rank (dispatch_cg_and_sync_dp
+then agrees the size over DP ranks), LoRA and speculative decoding, and the order the model runner sorts
+requests into (the batch's order is taken as given).
+
+What is restated. The model runner (model_runner.py) needs the whole server, so its glue is restated in
+``VllmPolicy.step`` in a few lines, each citing the release's file and line; ``read_glue``
+(cpgraph/adapters/vllm_release.py) locates every restated step in the release's own syntax tree and
+refuses a release whose glue differs (``policy.citations()`` lists where each step is). The family is read
+from the code (does the model runner dispatch ``get_num_tokens_for_dispatch``, how does it hand the
+dispatched size to the partition, does PCPManager take ``shard_decode_requests``), not from the version
+string, which is only reported.
+
+| release | family | dispatched (admission) | replayed under | decodes | strategy |
+| --- | --- | --- | --- | --- | --- |
+| 0.26.0-0.28.0 | global_dispatch | least size >= the global count n | max per-rank rows, unpadded | copied to every rank | dual_chunk_swap_replicated |
+| 0.29.0 | local_dispatch | least size >= the largest rank-local rows m | the dispatched size | copied to every rank | dual_chunk_swap_replicated |
+| 0.30.0-0.31.0 | local_dispatch | as 0.29 | as 0.29 | copied (dcp > 1: short prefills too) | dual_chunk_swap_replicated (dcp > 1: dual_chunk_swap_dcp) |
+| 0.32.0-0.33.0 | local_dispatch | as 0.29 | as 0.29 | dealt round-robin (dcp > 1: copied, short prefills too) | dual_chunk_swap (dcp > 1: dual_chunk_swap_dcp) |
+
+Citations (model_runner.py unless named): the dispatched count at :1174 (0.26.0), :1440 (0.28.0), :1551
+(0.29.0), :1813 (0.33.0); the partition at :1053 (0.26.0, no padded size, so pcp_manager.py:387 pads to
+max(per_rank_num_tokens)), :1362 (0.29.0, padded_num_tokens=batch_desc.num_tokens), :1592 (0.33.0, the
+descriptor; pcp_manager.py:484 pads to batch_desc.num_tokens unless eager); the replay key
+``BatchDescriptor(num_tokens=input_batch.num_tokens_after_padding)`` at :1334 (0.26.0), :1747 (0.29.0),
+:2063 (0.33.0); one rank builds no PCPManager (pcp_manager.py:660 in 0.26.0, :903 in 0.33.0).
+
+So 0.26.0-0.28.0 admit by one size and replay under another (P = 4, [170, 161, 153]: dispatched 496,
+replayed under 126, a size never captured; [64] * 7: dispatched 448, replayed under 112, which is
+captured), fixed in 0.29.0 (vLLM PR #53515).
+
+The protocol. ``admit``: the dispatched descriptor's cg_mode is not NONE. ``admitted_bucket``: its
+num_tokens (None when eager). ``replay_bucket``: the key the release replays under (0.29 on: the
+dispatched size, once the release's own ``_build_batch_layout`` accepted it as ``padded_num_tokens``;
+0.26-0.28: the largest per-rank rows of the partition); raises when not admitted, or when the layout
+refuses the size. ``local_rows``: the per-rank rows ``_build_batch_layout`` returns. ``num_tokens`` is the
+global count the model runner dispatches in 0.26-0.28 and at cp_size 1; ``bucket_local_tokens``,
+``max_padding_factor`` and ``align_size`` are ignored (vLLM has no capacity table, no padding window and
+no alignment: a size s holds s rows on every rank). ``is_prefilling`` (one bool per request, default all
+True) says which requests are prefills; the rest are decodes. Requests are in the batch order the model
+runner hands PCPManager (it sorts them first), which is where round-robin decodes are dealt. At cp_size 1
+vLLM builds no PCPManager: the global count is dispatched and the only rank holds every token.
+Declared knobs: ``keying = 'local'``, ``strategy`` (above), ``align_size = 1``, ``max_padding_factor =
+None``.
+
+``dcp_size`` (default 1) sets decode context parallel: the strategy follows (table above).
+``planted=True`` (or ``'pre_fix'``) plants the 0.28 glue into a 0.29+ release (dispatch by the global
+count, partition with no padded size), for tests: it fails as 0.28 does. ``planted='global_dispatch'``
+plants only the global dispatch count: the layout is still padded to the dispatched size, so admission
+and replay agree, and the regression shows as wasted sizes (minimal_bucket) and needless eager batches
+(no_needless_fallback) instead.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cpgraph.adapters.shim import Sandbox, StubModule
+from cpgraph.adapters.vllm_release import (
+    CUDAGRAPH_UTILS,
+    DP_UTILS,
+    FAMILIES,
+    GLOBAL_DISPATCH,
+    LOCAL_DISPATCH,
+    OUTSIDE,
+    PACKAGE,
+    PCP_MANAGER,
+    REAL_MODULES,
+    Citation,
+    Glue,
+    VllmAdapterError,
+    check_root,
+    cuda_graph_mode,
+    installed_root,
+    read_glue,
+    release_version,
+    shard_decode_rule,
+)
+from cpgraph.adapters.vllm_stand_ins import MAX_NUM_SEQS, ScheduledBatch, parallel_config, vllm_config
+
+__all__ = [
+    "FAMILIES", "GLOBAL_DISPATCH", "LOCAL_DISPATCH", "PACKAGE", "PLANTS", "POLICIES", "REAL_MODULES", "Citation", "Glue",
+    "Step", "VllmAdapterError", "VllmPolicy", "installed_root", "policy_from",
+]
+
+POLICIES = ("pcp",)  # the module's policies (built from the installed vLLM on first use)
+PLANTS = ("pre_fix", "global_dispatch")
+STRATEGY_OF_DECODES = {"replicated": "dual_chunk_swap_replicated", "round_robin": "dual_chunk_swap", "dcp": "dual_chunk_swap_dcp"}
+_CACHE = 4096  # decided batches kept per policy (a rank asks admit, replay_bucket and local_rows of one batch)
+_MANAGERS = 64  # CudaGraphManagers kept per policy, one per capture list
+
+
+@dataclass(frozen=True)
+class Step:
+    """What the release does with one batch on one rank. ``count``: what the model runner dispatches;
+    ``mode``: the descriptor's cg_mode name; ``dispatched``: its num_tokens; ``padded``: the size handed
+    to the layout (None: none); ``replay``: the key replayed under (None when eager, or when the layout
+    refused the size, ``refusal`` its error); ``rows``: the layout's real rows on every rank."""
+
+    count: int
+    mode: str
+    admitted: bool
+    dispatched: int
+    padded: int | None
+    replay: int | None
+    refusal: str | None
+    rows: tuple[int, ...]
+
+
+def _ints(name: str, values: object, low: int) -> tuple[int, ...]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"{name} must be a sequence of ints >= {low}, got {values!r}")
+    if all(type(v) is int and v >= low for v in values):
+        return tuple(values)
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not hasattr(v, "__index__") or int(v) < low:
+            raise ValueError(f"{name} must hold ints >= {low}, got {v!r} in {values!r}")
+        out.append(int(v))
+    return tuple(out)
+
+
+def _int(name: str, value: object, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not hasattr(value, "__index__") or int(value) < low or (high is not None and int(value) > high):
+        allowed = f"an int >= {low}" if high is None else f"an int in {low}..{high}"
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return int(value)
+
+
+def _prefilling(value: object, count: int) -> tuple[bool, ...]:
+    if value is None:
+        return (True,) * count
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != count:
+        raise ValueError(f"is_prefilling must be None or one bool per request ({count}), got {value!r}")
+    if not all(isinstance(v, bool) or type(v).__name__ == "bool_" for v in value):
+        raise ValueError(f"is_prefilling must hold bools, got {value!r}")
+    return tuple(bool(v) for v in value)
+
+
+class VllmPolicy:
+    """One vLLM release's PCP dispatch, layout and replay key (see the module docstring)."""
+
+    keying = "local"
+    align_size = 1
+    max_padding_factor = None
+
+    def __init__(
+        self, root: str, *, planted: bool | str = False, dcp_size: int = 1, max_num_seqs: int = MAX_NUM_SEQS
+    ) -> None:
+        plant = "pre_fix" if planted is True else planted or None
+        if plant is not None and plant not in PLANTS:
+            raise ValueError(f"planted must be False, True (= 'pre_fix') or one of {', '.join(PLANTS)}; got {planted!r}")
+        self.dcp_size = _int("dcp_size", dcp_size, 1)
+        self.max_num_seqs = _int("max_num_seqs", max_num_seqs, 1)
+        self.root = check_root(root)
+        self.version = release_version(self.root)
+        self.glue: Glue = read_glue(self.root)
+        self.family = self.glue.family
+        if plant is not None and self.family != LOCAL_DISPATCH:
+            raise ValueError(
+                f"planted={planted!r} plants the pre-fix glue into a release that dispatches by rank-local rows "
+                f"(0.29.0 on); vLLM {self.version} ships the global dispatch already"
+            )
+        self.planted = plant
+        self.mode = cuda_graph_mode(self.root)
+        self.sandbox = Sandbox(self.root, PACKAGE, REAL_MODULES, outside=OUTSIDE)
+        for name in ("vllm.config", "vllm.config.compilation"):  # stubbed modules, with the real enum in them
+            module = StubModule(name)
+            setattr(module, "CUDAGraphMode", self.mode)
+            self.sandbox.modules[name] = module
+        try:
+            self.pcp = self.sandbox.load(PCP_MANAGER)
+            self.graphs = self.sandbox.load(CUDAGRAPH_UTILS)
+            self.dp = self.sandbox.load(DP_UTILS)
+        except ImportError as exc:
+            raise VllmAdapterError(f"numpy is needed to run vLLM's PCP code (pip install numpy): {exc}") from exc
+        manager = self.pcp.PCPManager
+        self._manager_params = frozenset(inspect.signature(manager.__init__).parameters)
+        self._dispatch_params = frozenset(inspect.signature(self.dp.dispatch_cg_and_sync_dp).parameters)
+        has_count = callable(getattr(manager, "get_num_tokens_for_dispatch", None))
+        pads = "padded_num_tokens" in inspect.signature(manager._build_batch_layout).parameters
+        if has_count != (self.family == LOCAL_DISPATCH) or pads != (self.family == LOCAL_DISPATCH):
+            raise VllmAdapterError(
+                f"vLLM {self.version} under {self.root}: the model runner's glue ({self.family}) does not match its "
+                f"PCPManager (get_num_tokens_for_dispatch: {has_count}, _build_batch_layout(padded_num_tokens=...): {pads})"
+            )
+        self.shard_rule = shard_decode_rule(self.root) if "shard_decode_requests" in self._manager_params else None
+        if "shard_decode_requests" in self._manager_params and self.shard_rule is None:
+            raise VllmAdapterError(f"vLLM {self.version}: PCPManager takes shard_decode_requests but ParallelConfig has no pcp_shard_decode_requests")
+        self.decodes = self._decodes(2)
+        self.strategy = STRATEGY_OF_DECODES[self.decodes]
+        self._managers: dict[tuple[int, int], Any] = {}
+        self._graph_managers: dict[tuple[int, ...], Any] = {}
+        self._steps: dict[tuple[object, ...], Step] = {}
+        self.__name__ = f"vllm:pcp@{self.version}" + (f"+planted:{plant}" if plant else "")
+
+    # -- the release's objects -------------------------------------------------------------------
+    def _decodes(self, cp_size: int) -> str:
+        """Where this release, at ``cp_size`` ranks and this dcp_size, puts decodes (and dcp's short prefills)."""
+        if self.shard_rule is not None and self.shard_rule(parallel_config(cp_size, self.dcp_size)):
+            return "round_robin"  # PCPManager(shard_decode_requests=...): pcp_manager.py:916 in 0.33.0
+        if self.dcp_size > 1 and callable(getattr(self.pcp.PCPManager, "replicated_requests", None)):
+            return "dcp"  # replicated_requests: a prefill too short for 2P chunks is copied (0.30 on)
+        return "replicated"
+
+    def _manager(self, cp_size: int, cp_rank: int) -> Any:
+        """PCPManager for one rank, built by its own __init__ as maybe_build_pcp_manager does (no buffers:
+        only the layout is asked of it)."""
+        key = (cp_size, cp_rank)
+        if key not in self._managers:
+            kw: dict[str, object] = {"pcp_world_size": cp_size, "pcp_rank": cp_rank, "device": "cpu", "dcp_world_size": self.dcp_size}
+            if self.shard_rule is not None:
+                kw["shard_decode_requests"] = bool(self.shard_rule(parallel_config(cp_size, self.dcp_size)))
+            self._managers[key] = self.pcp.PCPManager(**{k: v for k, v in kw.items() if k in self._manager_params})
+        return self._managers[key]
+
+    def _graph_manager(self, sizes: tuple[int, ...]) -> Any:
+        """CudaGraphManager for a capture list, PIECEWISE, built by its own __init__ (so ``_init_candidates``
+        reads ``cudagraph_capture_sizes``) and marked as captured, every candidate with a graph."""
+        if sizes not in self._graph_managers:
+            if len(self._graph_managers) >= _MANAGERS:
+                self._graph_managers.clear()
+            manager = self.graphs.CudaGraphManager(vllm_config(sizes, max_num_seqs=self.max_num_seqs), "cpu", self.mode.PIECEWISE, 1)  # type: ignore[attr-defined]
+            for descs in manager._capture_descs.values():
+                for desc in descs:
+                    manager.graphs[desc] = "captured"
+            manager._graphs_captured = True
+            self._graph_managers[sizes] = manager
+        return self._graph_managers[sizes]
+
+    def _dispatch(self, sizes: tuple[int, ...], num_reqs: int, count: int) -> Any:
+        """dispatch_cg_and_sync_dp at one DP rank, as execute_model calls it (model_runner.py:1832 in 0.33.0):
+        not eager (no profile run, no encoder inputs), no LoRA. The uniform decode count and the query-length
+        bound only select decode-routine graphs, which PIECEWISE has none of (cudagraph_utils.py _is_compatible),
+        so they are left unset."""
+        kw: dict[str, object] = {"need_eager": False, "num_active_loras": 0}
+        if "max_query_len" in self._dispatch_params:
+            kw["max_query_len"] = None
+        desc, _ = self.dp.dispatch_cg_and_sync_dp(self._graph_manager(sizes), num_reqs, count, None, 1, 0, **kw)
+        return desc
+
+    # -- the model runner's glue, restated ---------------------------------------------------------
+    def step(
+        self, *, cp_rank: int, cp_size: int, num_tokens: int, extend_seq_lens: Sequence[int],
+        capture_num_tokens: Sequence[int], is_prefilling: Sequence[bool] | None = None,
+    ) -> Step:
+        """What the release does with this batch on rank ``cp_rank``: execute_model's dispatch, the
+        partition's layout and the replay key (cached per batch)."""
+        size = _int("cp_size", cp_size, 1)
+        rank = _int("cp_rank", cp_rank, 0, size - 1)
+        lengths = _ints("extend_seq_lens", extend_seq_lens, 0)
+        count_n = _int("num_tokens", num_tokens, 0)
+        sizes = _ints("capture_num_tokens", capture_num_tokens, 1)
+        prefilling = _prefilling(is_prefilling, len(lengths))
+        key = (size, rank, lengths, prefilling, count_n, sizes)
+        found = self._steps.get(key)
+        if found is not None:
+            return found
+        with self.sandbox:
+            step = self._single(sizes, lengths, count_n) if size == 1 else self._ranks(size, rank, sizes, lengths, prefilling, count_n)
+        if len(self._steps) >= _CACHE:
+            self._steps.clear()
+        self._steps[key] = step
+        return step
+
+    def _single(self, sizes: tuple[int, ...], lengths: tuple[int, ...], n: int) -> Step:
+        # One rank: maybe_build_pcp_manager returns None (pcp_manager.py:660 in 0.26.0, :903 in 0.33.0), so
+        # execute_model dispatches the global count (model_runner.py:1174 in 0.26.0, :1807 in 0.33.0) and the
+        # batch is padded to the descriptor's size (prepare_inputs, model_runner.py:878 in 0.26.0; from
+        # 0.29 max(num_tokens, batch_desc.num_tokens), :1396 in 0.33.0), the replay key.
+        desc = self._dispatch(sizes, len(lengths), n)
+        admitted = desc.cg_mode != self.mode.NONE  # type: ignore[attr-defined]
+        replay = (max(n, desc.num_tokens) if self.family == LOCAL_DISPATCH else desc.num_tokens) if admitted else None
+        return Step(n, desc.cg_mode.name, admitted, desc.num_tokens, None, replay, None, (sum(lengths),))
+
+    def _ranks(
+        self, size: int, rank: int, sizes: tuple[int, ...], lengths: tuple[int, ...], prefilling: tuple[bool, ...], n: int
+    ) -> Step:
+        manager = self._manager(size, rank)
+        batch = ScheduledBatch.of(lengths, prefilling)
+        if self.family == GLOBAL_DISPATCH or self.planted is not None:
+            # 0.26-0.28: num_toks = the global count (model_runner.py:1174 in 0.26.0, :1440 in 0.28.0)
+            count = n
+        else:
+            # 0.29 on: num_toks = pcp_manager.get_num_tokens_for_dispatch(...) (model_runner.py:1551 in 0.29.0,
+            # :1813 in 0.33.0), the largest real rank-local rows
+            count = int(manager.get_num_tokens_for_dispatch(batch.num_scheduled_tokens, batch.is_prefilling))
+        desc = self._dispatch(sizes, len(lengths), count)
+        admitted = desc.cg_mode != self.mode.NONE  # type: ignore[attr-defined]
+        padded: int | None
+        if self.family == GLOBAL_DISPATCH or self.planted == "pre_fix":
+            # 0.26-0.28: pcp.maybe_partition_pcp_batch(self.pcp_manager, input_batch) with no size
+            # (model_runner.py:1053 in 0.26.0, :1301 in 0.28.0); the partition pads to max(per_rank_num_tokens)
+            # (pcp_manager.py:387 in 0.26.0)
+            padded = None
+        elif self.glue.partition == "padded_num_tokens":
+            # 0.29: maybe_partition_pcp_batch(..., padded_num_tokens=batch_desc.num_tokens) (model_runner.py:1362)
+            padded = int(desc.num_tokens)
+        else:
+            # 0.30 on: partition_batch(input_batch, batch_desc) pads to batch_desc.num_tokens unless the
+            # descriptor is eager (model_runner.py:1592 and pcp_manager.py:484 in 0.33.0)
+            padded = int(desc.num_tokens) if admitted else None
+        try:
+            if padded is None:
+                _, rows = manager._build_batch_layout(*batch.layout_args())
+            else:
+                _, rows = manager._build_batch_layout(*batch.layout_args(), padded_num_tokens=padded)
+        except ValueError as exc:  # 0.29 on: the padded size is below a rank's rows
+            _, rows = manager._build_batch_layout(*batch.layout_args())
+            return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, None, str(exc), tuple(int(r) for r in rows))
+        real = tuple(int(r) for r in rows)
+        if not admitted:  # eager: the layout is run, no graph is replayed
+            return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, None, None, real)
+        # The replay key: BatchDescriptor(num_tokens=input_batch.num_tokens_after_padding) of the partitioned
+        # batch (model_runner.py:1334 in 0.26.0, :1747 in 0.29.0, :2063 in 0.33.0), which the partition sets to
+        # the padded size, or to max(per_rank_num_tokens) without one (pcp_manager.py:387 in 0.26.0, :545 in 0.33.0)
+        replay = max(real) if padded is None else padded
+        return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, replay, None, real)
+
+    # -- the protocol ----------------------------------------------------------------------------
+    def admit(
+        self, *, cp_rank: int, cp_size: int, align_size: object, num_tokens: int, extend_seq_lens: Sequence[int],
+        capture_num_tokens: Sequence[int], bucket_local_tokens: object, max_padding_factor: object,
+        is_prefilling: Sequence[bool] | None = None,
+    ) -> bool:
+        """The dispatched descriptor runs a graph (its cg_mode is not NONE)."""
+        return self.step(cp_rank=cp_rank, cp_size=cp_size, num_tokens=num_tokens, extend_seq_lens=extend_seq_lens,
+                         capture_num_tokens=capture_num_tokens, is_prefilling=is_prefilling).admitted
+
+    def admitted_bucket(
+        self, *, cp_rank: int, cp_size: int, align_size: object, num_tokens: int, extend_seq_lens: Sequence[int],
+        capture_num_tokens: Sequence[int], bucket_local_tokens: object, max_padding_factor: object,
+        is_prefilling: Sequence[bool] | None = None,
+    ) -> int | None:
+        """The size admission dispatched (the descriptor's num_tokens), or None when it runs eagerly."""
+        step = self.step(cp_rank=cp_rank, cp_size=cp_size, num_tokens=num_tokens, extend_seq_lens=extend_seq_lens,
+                         capture_num_tokens=capture_num_tokens, is_prefilling=is_prefilling)
+        return step.dispatched if step.admitted else None
+
+    def replay_bucket(
+        self, *, cp_rank: int, cp_size: int, align_size: object, num_tokens: int, extend_seq_lens: Sequence[int],
+        capture_num_tokens: Sequence[int], bucket_local_tokens: object, max_padding_factor: object,
+        is_prefilling: Sequence[bool] | None = None,
+    ) -> int:
+        """The key the release replays this batch's PIECEWISE graph under; raises when it runs eagerly or
+        its layout refuses the dispatched size."""
+        step = self.step(cp_rank=cp_rank, cp_size=cp_size, num_tokens=num_tokens, extend_seq_lens=extend_seq_lens,
+                         capture_num_tokens=capture_num_tokens, is_prefilling=is_prefilling)
+        if not step.admitted:
+            raise RuntimeError(f"vLLM {self.version} runs this batch eagerly (dispatched {step.count}: cg_mode {step.mode})")
+        if step.replay is None:
+            raise ValueError(step.refusal)
+        return step.replay
+
+    def local_rows(
+        self, *, bucket: int, cp_rank: int, cp_size: int, align_size: object, num_tokens: int,
+        extend_seq_lens: Sequence[int], capture_num_tokens: Sequence[int], bucket_local_tokens: object,
+        max_padding_factor: object, is_prefilling: Sequence[bool] | None = None,
+    ) -> list[int]:
+        """The real rows on every rank, as the release's ``_build_batch_layout`` returns them: laid out for
+        ``bucket`` where the release pads the layout to the replayed size (it raises below a rank's rows),
+        else (and for an eager batch) as the release lays it out."""
+        step = self.step(cp_rank=cp_rank, cp_size=cp_size, num_tokens=num_tokens, extend_seq_lens=extend_seq_lens,
+                         capture_num_tokens=capture_num_tokens, is_prefilling=is_prefilling)
+        size = _int("bucket", bucket, 0)
+        if size == step.replay or step.padded is None or not step.admitted or cp_size == 1:
+            return list(step.rows)
+        lengths = _ints("extend_seq_lens", extend_seq_lens, 0)
+        with self.sandbox:
+            scheduled = ScheduledBatch.of(lengths, _prefilling(is_prefilling, len(lengths)))
+            _, rows = self._manager(cp_size, cp_rank)._build_batch_layout(*scheduled.layout_args(), padded_num_tokens=size)
+        return [int(r) for r in rows]
+
+    # -- provenance --------------------------------------------------------------------------------
+    def citations(self) -> dict[str, str]:
+        """Where each restated step of the model runner's glue is in this release (file:line)."""
+        return {name: str(cite) for name, cite in self.glue.steps}
+
+    def code_files(self) -> dict[str, str]:
+        """The file each function the policy runs comes from (for provenance checks)."""
+        manager, graphs = self.pcp.PCPManager, self.graphs.CudaGraphManager
+        out = {
+            "_build_batch_layout": manager._build_batch_layout.__code__.co_filename,
+            "CudaGraphManager.__init__": graphs.__init__.__code__.co_filename,
+            "_init_candidates": graphs._init_candidates.__code__.co_filename,
+            "dispatch": graphs.dispatch.__code__.co_filename,
+            "dispatch_cg_and_sync_dp": self.dp.dispatch_cg_and_sync_dp.__code__.co_filename,
+            "CUDAGraphMode": self.mode.decode_mode.__code__.co_filename,  # type: ignore[attr-defined]
+        }
+        if self.family == LOCAL_DISPATCH:
+            out["get_num_tokens_for_dispatch"] = manager.get_num_tokens_for_dispatch.__code__.co_filename
+        if self.shard_rule is not None:
+            out["pcp_shard_decode_requests"] = self.shard_rule.__code__.co_filename
+        return out
+
+
+def policy_from(root: str, policy: str = "pcp", *, planted: bool | str = False, dcp_size: int = 1) -> VllmPolicy:
+    """The ``policy`` of the vLLM release found under ``root`` (a folder holding an unpacked wheel's
+    ``vllm`` package; only its .py files are needed)."""
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {policy!r}")
+    return VllmPolicy(root, planted=planted, dcp_size=dcp_size)
+
+
+_BUILT: dict[str, VllmPolicy] = {}
+
+
+def __getattr__(name: str) -> VllmPolicy:
+    """``pcp``: the installed vLLM's PCP policy, built on first use."""
+    if name not in POLICIES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r} (policies: {', '.join(POLICIES)})")
+    if name not in _BUILT:
+        _BUILT[name] = VllmPolicy(installed_root())
+    return _BUILT[name]
+
