@@ -163,10 +163,16 @@ def _dcp_request_loads(length: int, *, cp_size: int) -> tuple[int, ...]:
     return dual_chunk_swap_request_loads(length, cp_size=cp_size)
 
 
+def _dual_chunk_swap_excess(cp_size: int) -> int:
+    # A rank holds at most 2c = 2*ceil(L/2P) <= (L + 2P - 1)/P rows of a request: P*l_r - L <= 2P - 1, attained
+    # at L mod 2P = 1 once every chunk but the last is full; one rank holds the whole request at P = 1.
+    return 2 * cp_size - 1 if cp_size > 1 else 0
+
+
 def _dcp_excess(cp_size: int) -> int:
     # The longest prefill dcp copies is L = 2P(2P-2) + 1 (q = 2P-1-m with m = 1): (P-1) * L beyond its mean.
     longest = 2 * cp_size * (2 * cp_size - 2) + 1
-    return max(2 * cp_size - 1, (cp_size - 1) * longest)
+    return max(_dual_chunk_swap_excess(cp_size), (cp_size - 1) * longest)
 
 
 def _contiguous_rows(lengths: tuple[int, ...], cp_size: int) -> RankRows:
@@ -219,11 +225,11 @@ STRATEGY_TABLE: Mapping[str, StrategyRow] = MappingProxyType(
         ),
         "dual_chunk_swap": StrategyRow(
             "dual_chunk_swap", 0, _dual_chunk_swap_rows, _per_request(dual_chunk_swap_request_loads),
-            lambda p: 2 * p - 1, dual_chunk_swap_request_loads, "round_robin", _placed_rows("round_robin"),
+            _dual_chunk_swap_excess, dual_chunk_swap_request_loads, "round_robin", _placed_rows("round_robin"),
         ),
         "dual_chunk_swap_replicated": StrategyRow(
             "dual_chunk_swap_replicated", 0, _dual_chunk_swap_rows, _per_request(dual_chunk_swap_request_loads),
-            lambda p: 2 * p - 1, dual_chunk_swap_request_loads, "replicated", _placed_rows("replicated"),
+            _dual_chunk_swap_excess, dual_chunk_swap_request_loads, "replicated", _placed_rows("replicated"),
         ),
         "dual_chunk_swap_dcp": StrategyRow(
             "dual_chunk_swap_dcp", 0, _prefills_only(_placed_rows("dcp")),
