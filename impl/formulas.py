@@ -314,10 +314,15 @@ def _dcs_vector(deal: str) -> Callable[[ModuleType, Int64Array, int, int], int]:
     return busiest
 
 
+def _dcs_excess(p: int) -> int:
+    # A split prefill puts at most P*2c - L <= 2P-1 on a rank beyond its mean; at P = 1 the one rank holds it all.
+    return 2 * p - 1 if p > 1 else 0
+
+
 def _dcp_excess(p: int) -> int:
     # A copied prefill puts (P-1)L beyond its mean; the longest one copied is L = (2P-1)^2 (c = 2P-1, the last
-    # chunk just empty). A split one puts at most P*2c - L <= 2P-1.
-    return max(2 * p - 1, (p - 1) * (2 * p - 1) ** 2)
+    # chunk just empty).
+    return max(_dcs_excess(p), (p - 1) * (2 * p - 1) ** 2)
 
 
 @dataclass(frozen=True)
@@ -365,11 +370,11 @@ FORMULAS: Mapping[str, StrategyFormulas] = MappingProxyType(
         ),
         "dual_chunk_swap": StrategyFormulas(
             "dual_chunk_swap", 0, _dcs_one, _dcs_scalar("round_robin"), _dcs_vector("round_robin"),
-            lambda p: 2 * p - 1, _dcs_loads("round_robin"), "round_robin",
+            _dcs_excess, _dcs_loads("round_robin"), "round_robin",
         ),
         "dual_chunk_swap_replicated": StrategyFormulas(
             "dual_chunk_swap_replicated", 0, _dcs_one, _dcs_scalar("replicated"), _dcs_vector("replicated"),
-            lambda p: 2 * p - 1, _dcs_loads("replicated"), "replicated",
+            _dcs_excess, _dcs_loads("replicated"), "replicated",
         ),
         "dual_chunk_swap_dcp": StrategyFormulas(
             "dual_chunk_swap_dcp", 0, _dcs_dcp_one, _dcs_scalar("dcp"), _dcs_vector("dcp"), _dcp_excess,
