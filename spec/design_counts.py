@@ -53,7 +53,9 @@ from cpgraph.spec.terms import BoolTerm, IntTerm, Loads, all_of
 Excess = Callable[[int, int, int], int]  # (P, m, r) -> e[m][r]
 Definition = Callable[[IntTerm, int, str], Loads]  # (length, P, name) -> one request's loads as terms
 
-MAX_SHORT_CLASSES: Final = 1024  # lengths counted apart in one review's encoding (DCS: P <= 13, P <= 11 for dcp)
+# Lengths one review's encoding counts apart, at most: dual_chunk_swap and its dcp row at cp_size <= 13 (600 and
+# 626 lengths); at 16 (930) the solver's rlimit runs out on some invariants (benchmarked: unknown, never wrong).
+MAX_SHORT_CLASSES: Final = 640
 
 
 def _exact_from_zero(cp_size: int) -> int:
@@ -143,13 +145,16 @@ def class_row(strategy: str) -> ClassRow:
     return row
 
 
-def check_short_classes(count: int, what: str) -> None:
-    """ValueError when a batch would count more than MAX_SHORT_CLASSES lengths apart (named by ``what``)."""
-    if count > MAX_SHORT_CLASSES:
-        raise ValueError(
-            f"{what}: the count encoding would count {count} request lengths apart, above its limit of "
-            f"{MAX_SHORT_CLASSES} (MAX_SHORT_CLASSES)"
-        )
+def largest_cp_size(strategy: str) -> int | None:
+    """The largest cp_size whose lengths counted apart (from 1 to the class table's exact range) stay within
+    MAX_SHORT_CLASSES (None: every cp_size, the table being exact from 0)."""
+    row = class_row(strategy)
+    if row.modulus is None or row.regular_from(64) == 0:
+        return None
+    p = 1
+    while row.regular_from(p + 1) - 1 <= MAX_SHORT_CLASSES:
+        p += 1
+    return p
 
 
 @functools.lru_cache(maxsize=256)

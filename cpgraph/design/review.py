@@ -30,7 +30,7 @@ from cpgraph.proofs.check import Value
 from cpgraph.proofs.design_search import Found, least, value
 from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.spec.design import DesignBatch, DesignSpec, DesignTerms, any_batch, design_terms, short_lengths
-from cpgraph.spec.design_counts import MAX_SHORT_CLASSES, Counts, realise, realise_total
+from cpgraph.spec.design_counts import MAX_SHORT_CLASSES, Counts, largest_cp_size, realise, realise_total
 
 DESCRIPTIONS = {i: row.sentence for i, row in INVARIANT_TABLE.items()}  # from the one invariant table
 
@@ -59,10 +59,13 @@ def check_scope(designs: tuple[Design, ...], what: str) -> None:
     count = short_lengths(tuple(spec_of(d) for d in designs))
     if count > MAX_SHORT_CLASSES:
         names = ", ".join(f"{d.name} ({d.strategy}, cp_size {d.cp_size})" for d in designs)
+        limits = ", ".join(
+            f"{d.strategy} cp_size <= {largest_cp_size(d.strategy)}" for d in designs if largest_cp_size(d.strategy)
+        )
         raise DesignError(
             f"{what} of {names}: the count encoding would count {count} request lengths apart, above its limit "
-            f"of {MAX_SHORT_CLASSES} (dual_chunk_swap counts every length below 2P(2P-3)+2 apart: cp_size <= 16; "
-            "its dcp row, below 2P(2P-2)+2: cp_size <= 15); plan and simulate take any cp_size"
+            f"of {MAX_SHORT_CLASSES} (MAX_SHORT_CLASSES: dual_chunk_swap counts every length below its exact "
+            f"range apart; allowed: {limits}); plan and simulate take any cp_size"
         )
 
 
