@@ -243,14 +243,18 @@ def test_dual_chunk_swap_busiest_range_matches_brute_force(strategy: str) -> Non
             assert (min(seen), max(seen)) == (rng.lo[n], rng.hi[n]), (strategy, p, n)
 
 
-@pytest.mark.parametrize(("old", "new"), [(LOCAL[1], LOCAL[0]), (LOCAL[0], LOCAL[1])])
+MIXED = "cp_size = 2\ncapture_num_tokens = [8, 12, 16]\n"  # global, n <= 16: the same enumeration covers it
+
+
+@pytest.mark.parametrize(("old", "new"), [(LOCAL[1], LOCAL[0]), (LOCAL[0], LOCAL[1]), (MIXED, LOCAL[0])])
 def test_local_diff_classes_and_envelopes_match_brute_force(old: str, new: str) -> None:
     from cpgraph.design.diff import _kind, _summary
 
     before, after = loads_design(old, name="old"), loads_design(new, name="new")
     truth: dict[str, set[int]] = {"fixed": set(), "regressed": set(), "changed": set()}
     least: dict[str, tuple[int, int]] = {}
-    for n in range(1, before.cp_size * max(max(before.buckets), max(after.buckets)) + 1):
+    top = max(d.cp_size * max(d.buckets) if not d.keyed.windowed else max(d.buckets) for d in (before, after))
+    for n in range(1, top + 1):
         for lengths in multisets(n, 1, 1):
             kind = _kind(_summary(evaluate(before, lengths)), _summary(evaluate(after, lengths)))
             if kind is not None:
