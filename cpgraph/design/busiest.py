@@ -84,10 +84,10 @@ def least_over_blocks(single: np.ndarray, cp_size: int, block: np.ndarray, exact
 
 def _growth(strategy: str, cp_size: int) -> tuple[int, bool]:
     """(step, exact_between) from one period of the strategy row's per-request loads: when every single
-    token added to a request raises exactly one rank by 1 (zigzag), or every rank by the same 0 or s
-    (zigzag_pad: s = 2), moving one token between two requests moves the busiest load by at most the step,
-    so every value between lo(n) and hi(n) in steps of it is reached; otherwise (contiguous, where a rank
-    can also drop) only the hull is known."""
+    token added to a request raises exactly one rank by 1 (zigzag), or every rank by the same 0 or s (a
+    layout padding each request to a multiple of 2P would, s = 2), moving one token between two requests
+    moves the busiest load by at most the step, so every value between lo(n) and hi(n) in steps of it is
+    reached; otherwise (contiguous and dual_chunk_swap, where a rank can also drop) only the hull is known."""
     p = cp_size
     rows = [_request_loads(strategy, p, x) for x in range(2 * p, 6 * p + 1)]
     deltas = [tuple(b - a for a, b in zip(before, after)) for before, after in zip(rows, rows[1:])]

@@ -1,8 +1,9 @@
 """A semantic diff of two designs: the batches on which they decide differently, for any number of requests.
 
 Both designs read one batch in the count encoding (spec/design.py ``shared_counts``: classes modulo the
-lcm of the two strategies' moduli, requests shorter than the larger design's 2P counted apart, the last
-request kept apart when a design pads). Each differing batch falls in one class:
+lcm of the two strategies' moduli, requests shorter than the larger design's 2P, or than a
+dual_chunk_swap table's exact range, counted apart one length each, the last request kept apart when a
+design pads). Each differing batch falls in one class:
 - fixed: the old design crashes on it (some safety invariant fails), the new one does not;
 - regressed: the old design replays it safely, the new one runs it eagerly, pads it to a larger bucket,
   or crashes;
@@ -11,11 +12,12 @@ How each figure is computed:
 - found / none and the least batch (fewest requests, then fewest tokens): one query per class on the
   shared count encoding, then iterative tightening (proofs/design_search.py); exact for every number of
   requests. The batch is replayed through both designs (cpgraph.design.evaluate) before it is shown.
-- token ranges: when both designs are keyed globally, share cp_size and strategy and lay out live lengths, each decision
+- token ranges: when both designs are keyed globally, share cp_size and strategy (not dual_chunk_swap,
+  whose least busiest load is not proved) and lay out live lengths, each decision
   reads only n and the busiest load M, and M ranges over lo(n)..hi(n) (cpgraph/design/busiest.py), so
   every n from 2P to the larger largest bucket is scanned exactly, M cut into the segments where neither
   design's decision changes; the class's ranges are the runs of n where some segment is in the class.
-  Otherwise (a local keying among them) the range is the envelope [least n, greatest n] of the class (two
+  Otherwise (a local keying among them, another strategy or P) the range is the envelope [least n, greatest n] of the class (two
   more queries), said so.
 - an unknown (rlimit) in any query makes that class unknown; ``cpgraph review`` then exits 3.
 """
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 
 import z3
 
-from cpgraph.design.busiest import BusiestRange, batch_with_busiest, busiest_range
+from cpgraph.design.busiest import BusiestRange, batch_with_busiest, busiest_range, exact_from
 from cpgraph.design.segments import runs, segment_points
 from cpgraph.design.evaluate import CRASHES, SAFETY, Outcome, decide_at, evaluate
 from cpgraph.design.review import check_scope, lengths_of, spec_of
@@ -142,11 +144,12 @@ class Scanned:
 
 def scannable(old: Design, new: Design) -> bool:
     """The exact token-range scan applies: both designs global (a decision reads n and the busiest load
-    only), one cp_size and strategy, live layouts."""
+    only), one cp_size and strategy whose least busiest load is exact (not dual_chunk_swap's), live layouts."""
     return (
         old.keyed.windowed
         and new.keyed.windowed
         and (old.cp_size, old.strategy) == (new.cp_size, new.strategy)
+        and exact_from(old.strategy, old.cp_size) == 2 * old.cp_size
         and old.layout_basis == new.layout_basis == "live"
         and old.cp_size > 1
     )
