@@ -290,9 +290,19 @@ def _envelope_class(pair: _Pair, kind: str, term: z3.BoolRef, first: Change, lea
     low_n, top_n = value(low.model, "objective.0"), -value(high.model, "objective.0")
     note = (
         "envelope [least n, greatest n] of the class over any number of requests (exact token ranges need a "
-        f"shared cp_size and strategy and live layouts); {least_note}"
+        f"shared cp_size and strategy and live layouts{_envelope_why(pair)}); {least_note}"
     )
     return DiffClass(kind, "found", (low_n, top_n), (first,), False, note)
+
+
+def _envelope_why(pair: _Pair) -> str:
+    """What else the exact scan needs, when that is why it did not apply (said only then: the text of a
+    global pair of differing strategies or P stays as it was)."""
+    if not (pair.old.keyed.windowed and pair.new.keyed.windowed):
+        return ", under global keying"
+    if (pair.old.cp_size, pair.old.strategy) == (pair.new.cp_size, pair.new.strategy):
+        return f", and a strategy whose least busiest load is exact ({pair.old.strategy}'s is not proved)"
+    return ""
 
 
 def _summary(outcome: Outcome) -> Decision:
