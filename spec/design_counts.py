@@ -1,28 +1,37 @@
 """The count encoding: a batch of any number of requests as counts per remainder class (nothing unrolled).
 
-Per request, the strategy's per-rank loads depend only on the quotient and the remainder of its length:
-L = S*q + m (0 <= m < S), loads_r(L) = c*q + e[m][r] (the class table below). A batch is then described
-exactly by the count c_m of requests in each class m and the total quotient Q:
+Per request, the strategy's per-rank loads depend only on the quotient and the remainder of its length, from
+the row's ``regular_from(P)`` on: L = S*q + m (0 <= m < S), loads_r(L) = c*q + e[m][r] (the class table
+below). Shorter lengths are counted apart, one count per length, with their loads as constants. A batch is
+then described exactly by the count c_m of (long) requests in each class m, the total quotient Q, and the
+count s_L of requests of each short length L:
 
-    R = sum_m c_m,   n = S*Q + sum_m m*c_m,   l_r = c*Q + sum_m c_m*e[m][r],   Q >= q_min*R
+    R = sum_m c_m + sum_L s_L,   n = S*Q + sum_m m*c_m + sum_L L*s_L,
+    l_r = c*Q + sum_m c_m*e[m][r] + sum_L s_L*loads_r(L),   Q >= sum_m q_min(m)*c_m
 
-(q_min: the least quotient of a CP-active length L >= 2P). Every such (c, Q) is realised by a batch (give
-each request of class m the length S*q_min + m, and the surplus quotient to one of them), so one solver
-query over the counts covers every number of requests, and a model reads back as a concrete batch.
+(q_min(m): the least quotient of a class-m length >= min_length, the batch's least long length). Every
+such (c, Q, s) is realised by a batch (give each long request of class m the least such length, the
+surplus quotient to one of them, each short one its length), so one solver query over the counts covers
+every number of requests, and a model reads back as a concrete batch.
 
-- zigzag:     S = 2P, c = 2, q_min = 1, e[m][r] = [r < m] + [2P-1-r < m]
-- contiguous: S = P,  c = 1, q_min = 2, e[m][r] = floor(m(r+1)/P) - floor(mr/P)
-- zigzag_pad: S = 2P, c = 2, q_min = 1, e[m][r] = 2*[m > 0]   (rows 2*ceil(L/2P) on every rank)
+- zigzag:     S = 2P, c = 2, exact from 0, e[m][r] = [r < m] + [2P-1-r < m]
+- contiguous: S = P,  c = 1, exact from 0, e[m][r] = floor(m(r+1)/P) - floor(mr/P)
+- dual_chunk_swap, dual_chunk_swap_replicated (vLLM; the same loads for prefills): S = 2P, c = 2, exact
+  from 2P(2P-3) + 2 (P >= 2), e[0] = 0, e[m] = (m - 2P + 2, 2, ..., 2): spec/design_dcs.py. Below that
+  (L = 9, P = 4: (2, 2, 2, 3)) the loads are not q*loads(2P) + loads(m), so every shorter length is its
+  own class: 2P(2P-3) + 2 classes, which bounds the cp_size a review takes (``MAX_SHORT_CLASSES``).
+- dual_chunk_swap_dcp: the same, exact from 2P(2P-2) + 2 (shorter prefills may be copied to every rank).
 - interleave: loads depend on the total only (floor(n/P) + [r < n mod P]); a batch is (n, R), n >= 2P*R.
 
 Two designs read one batch (a diff) with classes modulo the lcm M of their moduli (a class m mod M is
-class m mod S of each, with quotient (M/S)*q + m div S), and, when their cp_size differ, the requests
-shorter than the larger 2P counted apart per length (constant loads): such a batch is CP-active for the
-smaller P only. A single request (the padded layout's last one) is a counts batch of exactly one request.
+class m mod S of each, with quotient (M/S)*q + m div S), and every length below the larger least long
+length counted apart (constant loads): such a batch may be CP-active for one design only. A single
+request (the padded layout's last one) is a counts batch of exactly one request.
 
-proofs/design_lemmas.py proves, for every P in its scope, that the class table equals the spec's own
-per-request loads (spec/strategies.py) at every length, with wrong tables refuted. This module builds
-terms only (no solver); it reads the spec's strategy table, never reference/.
+proofs/design_lemmas.py proves, for every P in its scope, that the class table (short lengths included)
+equals the per-request loads at every length (the spec's strategy table's, or the row's own definition
+where the spec has none: spec/design_dcs.py), with wrong tables refuted. This module builds terms only
+(no solver); it reads the spec's strategy table and spec/design_dcs.py, never reference/.
 """
 
 from __future__ import annotations
@@ -32,32 +41,53 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
+from typing import Final, Mapping
 
 import z3
 
+from cpgraph.spec import design_dcs
 from cpgraph.spec.strategies import STRATEGIES, interleave_loads
 from cpgraph.spec.strategies import strategy as strategy_of
 from cpgraph.spec.terms import BoolTerm, IntTerm, Loads, all_of
 
 Excess = Callable[[int, int, int], int]  # (P, m, r) -> e[m][r]
+Definition = Callable[[IntTerm, int, str], Loads]  # (length, P, name) -> one request's loads as terms
+
+# Lengths one review's encoding counts apart, at most: dual_chunk_swap and its dcp row at cp_size <= 13 (600 and
+# 626 lengths); at 16 (930) the solver's rlimit runs out on some invariants (benchmarked: unknown, never wrong).
+MAX_SHORT_CLASSES: Final = 640
+
+
+def _exact_from_zero(cp_size: int) -> int:
+    return 0
 
 
 @dataclass(frozen=True)
 class ClassRow:
     """How one strategy's per-request loads split into a quotient part and a per-class excess.
 
-    ``modulus`` None: the strategy's loads depend on the batch total only (no classes)."""
+    ``modulus`` None: the strategy's loads depend on the batch total only (no classes). ``regular_from``:
+    the least length the class table is exact from (shorter lengths are counted apart). ``short_loads``:
+    one short length's loads as ints (None: the spec's strategy table computes them); ``definition``: the
+    per-request loads the abstraction lemma compares the table with (None: the spec's strategy table's)."""
 
     strategy: str
     modulus: Callable[[int], int] | None  # S as a function of P
     per_quotient: int  # c: rows per unit of quotient, on every rank
-    min_quotient: Callable[[int], int]  # least quotient of a length >= 2P
     excess: Excess | None
+    regular_from: Callable[[int], int] = _exact_from_zero
+    short_loads: Callable[[int, int], tuple[int, ...]] | None = None  # (length, P) -> loads
+    definition: Definition | None = None
 
     def table(self, cp_size: int) -> tuple[tuple[int, ...], ...]:
         """e[m][r] for every class m and rank r."""
         return _table(self.strategy, cp_size)
+
+    def loads_of_length(self, length: int, cp_size: int, name: str) -> tuple[IntTerm, ...]:
+        """One request of a concrete length, as constant terms."""
+        if self.short_loads is not None:
+            return tuple(z3.IntVal(x) for x in self.short_loads(length, cp_size))
+        return strategy_of(self.strategy).batch_loads((length,), cp_size, name).loads
 
 
 def _zigzag_excess(p: int, m: int, r: int) -> int:
@@ -68,25 +98,63 @@ def _contiguous_excess(p: int, m: int, r: int) -> int:
     return (m * (r + 1)) // p - (m * r) // p
 
 
-def _zigzag_pad_excess(p: int, m: int, r: int) -> int:
-    return 2 * int(m > 0)
+def _dcs_short(length: int, cp_size: int) -> tuple[int, ...]:
+    return design_dcs.short_loads("dcs", length, cp_size)
+
+
+def _dcp_short(length: int, cp_size: int) -> tuple[int, ...]:
+    return design_dcs.short_loads("dcp", length, cp_size)
+
+
+def _dcs_definition(length: IntTerm, cp_size: int, name: str) -> Loads:
+    return design_dcs.request_load_terms(length, cp_size, name)
+
+
+def _dcp_definition(length: IntTerm, cp_size: int, name: str) -> Loads:
+    return design_dcs.request_load_terms(length, cp_size, name, dcp=True)
+
+
+def _dcs_row(strategy: str, dcp: bool) -> ClassRow:
+    return ClassRow(
+        strategy, lambda p: 2 * p, 2, design_dcs.excess,
+        design_dcs.dcp_regular_from if dcp else design_dcs.regular_from,
+        _dcp_short if dcp else _dcs_short,
+        _dcp_definition if dcp else _dcs_definition,
+    )
 
 
 CLASS_TABLE: Mapping[str, ClassRow] = MappingProxyType(
     {
-        "zigzag": ClassRow("zigzag", lambda p: 2 * p, 2, lambda p: 1, _zigzag_excess),
-        "contiguous": ClassRow("contiguous", lambda p: p, 1, lambda p: 2, _contiguous_excess),
-        "zigzag_pad": ClassRow("zigzag_pad", lambda p: 2 * p, 2, lambda p: 1, _zigzag_pad_excess),
-        "interleave": ClassRow("interleave", None, 0, lambda p: 0, None),
+        "zigzag": ClassRow("zigzag", lambda p: 2 * p, 2, _zigzag_excess),
+        "contiguous": ClassRow("contiguous", lambda p: p, 1, _contiguous_excess),
+        "dual_chunk_swap": _dcs_row("dual_chunk_swap", False),
+        "dual_chunk_swap_replicated": _dcs_row("dual_chunk_swap_replicated", False),
+        "dual_chunk_swap_dcp": _dcs_row("dual_chunk_swap_dcp", True),
+        "interleave": ClassRow("interleave", None, 0, None),
     }
 )
 
 
 def class_row(strategy: str) -> ClassRow:
-    """The class-table row of ``strategy``; ValueError names the known ids (no silent default)."""
-    if strategy not in CLASS_TABLE or strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(CLASS_TABLE)}; got {strategy!r}")
-    return CLASS_TABLE[strategy]
+    """The class-table row of ``strategy``; ValueError names the known ids (no silent default). A row
+    without its own definition needs the spec's strategy table to have the strategy."""
+    row = CLASS_TABLE.get(strategy)
+    if row is None or (row.definition is None and strategy not in STRATEGIES):
+        known = [s for s, r in CLASS_TABLE.items() if r.definition is not None or s in STRATEGIES]
+        raise ValueError(f"strategy must be one of {', '.join(known)}; got {strategy!r}")
+    return row
+
+
+def largest_cp_size(strategy: str) -> int | None:
+    """The largest cp_size whose lengths counted apart (from 1 to the class table's exact range) stay within
+    MAX_SHORT_CLASSES (None: every cp_size, the table being exact from 0)."""
+    row = class_row(strategy)
+    if row.modulus is None or row.regular_from(64) == 0:
+        return None
+    p = 1
+    while row.regular_from(p + 1) - 1 <= MAX_SHORT_CLASSES:
+        p += 1
+    return p
 
 
 @functools.lru_cache(maxsize=256)
@@ -191,11 +259,13 @@ def counts_loads(strategy: str, cp_size: int, batch: Counts, name: str, *, row: 
     if row.modulus is None:
         split = interleave_loads(batch.tokens, p, f"{name}.total")
         return Loads(split.loads, split.holds)
-    short_loads = [
-        (count, strategy_of(strategy).batch_loads((length,), p, f"{name}.short{length}").loads)
-        for length, count in batch.short
-    ]
+    short_loads = [(count, row.loads_of_length(length, p, f"{name}.short{length}")) for length, count in batch.short]
     s = row.modulus(p)
+    if batch.counts and batch.min_length < row.regular_from(p):
+        raise ValueError(
+            f"{strategy}'s class table at cp_size={p} is exact from length {row.regular_from(p)}; the batch counts "
+            f"lengths from {batch.min_length} by class (count the shorter ones apart)"
+        )
     if batch.modulus % s:
         raise ValueError(f"the batch's modulus {batch.modulus} is not a multiple of {strategy}'s {s} at cp_size={p}")
     table = row.table(p) if row is CLASS_TABLE.get(strategy) else _excess_table(row, p)

@@ -1,8 +1,10 @@
-"""``cpgraph plan --workload FILE|NAME --cp-size P [--max-buckets K] [--max-requests R] [--out FILE]``.
+"""``cpgraph plan --workload FILE|NAME --cp-size P [--keying global|local] [--strategy S] [--max-buckets K] [--max-requests R] [--out FILE]``.
 
 Chooses a capture list of at most K buckets and a headroom for R requests that minimise padded rows
 plus eager fallbacks over the workload (see cpgraph/design/plan.py), proves the chosen design with the
-review, and compares it with the bundled upstream design on the same workload. Writes the design as
+review, and compares it with the bundled upstream design on the same workload. With --keying local
+(vLLM's keying) it chooses at most K sizes of rank-local rows for the strategy's largest rank-local rows
+(--strategy, default dual_chunk_swap) and compares with the bundled vllm_pcp design. Writes the design as
 TOML to --out (default: printed). Exit codes: 0 the planned design is proved; 1 an invariant of it is
 refuted; 3 not proved (unknown); 2 usage error; 130 interrupted.
 """
@@ -15,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from cpgraph.commands.simulate import workload
+from cpgraph.reference.keying import KEYINGS
+from cpgraph.reference.validate import STRATEGIES
 from cpgraph.output import (
     Output, UsageError, add_output_flags, bounded_int, md_table, solver_leaves_ctrl_c_to_python, text_table, writable_file,
 )
@@ -41,6 +45,10 @@ def add_parser(subparsers: Any) -> None:
                         help="headroom for batches of up to R requests (default: the workload's largest batch)")
     parser.add_argument("--eager-cost", type=bounded_int("--eager-cost", 0, MAX_EAGER_COST), default=512, metavar="ROWS",
                         help="rows one eager fallback is worth (default 512)")
+    parser.add_argument("--keying", choices=KEYINGS, default="global",
+                        help="global: buckets of n tokens with headroom (sglang); local: sizes of rank-local rows (vLLM)")
+    parser.add_argument("--strategy", choices=STRATEGIES, default=None,
+                        help="layout (default: zigzag under global keying, dual_chunk_swap under local)")
     parser.add_argument("--out", metavar="FILE", help="write the planned design TOML here")
     add_output_flags(parser)
     parser.set_defaults(run=run)
@@ -50,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from cpgraph.design.plan import plan_design
     from cpgraph.design.render import RENDERERS
     from cpgraph.design.report import review
-    from cpgraph.design.schema import dumps_design, load_design
+    from cpgraph.design.schema import DesignError, dumps_design, load_design
     from cpgraph.design.simulate import simulate, table
 
     out = Output.of(args, "plan")
@@ -73,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         planned = plan_design(
             batches, cp_size=args.cp_size, max_buckets=args.max_buckets,
             max_requests=args.max_requests, eager_cost=args.eager_cost, name=f"planned-{name}",
+            keying=args.keying, strategy=args.strategy,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -82,10 +91,15 @@ def run(args: argparse.Namespace) -> int:
         Path(args.out).write_text(text, encoding="utf-8")
         out.note(f"wrote {args.out}")
     out.note(f"reviewing {design.name} ...")
-    result = review(design, progress=not out.quiet)
-    compare = [design] + ([load_design("upstream")] if design.cp_size == 4 else [])
+    try:
+        result = review(design, progress=not out.quiet)
+    except DesignError as exc:  # a design past the review's encoding limits
+        raise UsageError(str(exc)) from None
+    bundled = "upstream" if design.keyed.recorded_capacity else "vllm_pcp"
+    compare = [design] + ([load_design(bundled)] if design.cp_size == 4 else [])
     rows = table([simulate(d, batches, name) for d in compare])
-    head = f"Planned design ({planned.active} CP-active of {planned.batches} batches, objective {planned.cost:.0f}):"
+    kind = "CP-active" if design.keyed.gated else "keyed"
+    head = f"Planned design ({planned.active} {kind} of {planned.batches} batches, objective {planned.cost:.0f}):"
     if out.format == "json":
         data = {
             "planned": {"active": planned.active, "batches": planned.batches, "objective": planned.cost, "toml": text},

@@ -4,7 +4,7 @@ With no DESIGN: review the bundled upstream design against the bundled pre-fix d
 Exit codes: 0 every invariant of DESIGN proved; 1 some invariant refuted (a counterexample is shown);
 3 some part unknown (an invariant of either design, a diff class or a lemma; each is named on stderr with
 the reason, and an unknown wins over a refutation); 2 usage error (bad design file, unknown name, unwritable
---plot); 130 interrupted.
+--plot, a design past the review's encoding limits: dual_chunk_swap above cp_size 16); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -58,7 +58,12 @@ def run(args: argparse.Namespace) -> int:
     design = load(name)
     old = load(against) if against else None
     out.note(f"{design.name}" + (f" against {old.name}" if old else "") + " ...")
-    result = review(design, against=old, progress=not out.quiet)
+    from cpgraph.design.schema import DesignError
+
+    try:
+        result = review(design, against=old, progress=not out.quiet)
+    except DesignError as exc:  # a design past the review's encoding limits (named in the message)
+        raise UsageError(str(exc)) from None
     out.result(RENDERERS[out.format](result))
     for part in result.unknowns:  # said even with --quiet: an unknown is why the exit code is 3
         print(f"cpgraph review: unknown: {part}", file=sys.stderr, flush=True)

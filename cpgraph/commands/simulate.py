@@ -46,6 +46,15 @@ def workload(ref: str) -> tuple[str, Any]:
         raise UsageError(f"workload {ref!r}: cannot be read: {exc}") from None
 
 
+def _why(violated: tuple[str, ...]) -> str:
+    """What the first crash does, in words: an overflow, or (vLLM 0.26-0.28) another graph replayed."""
+    if "capacity_fit" in violated or not violated:
+        return "replay overflows the captured buffer"
+    if "admission_replay" in violated and "rank_consensus" not in violated:
+        return "replay runs another graph than the one admitted"
+    return "replay breaks " + ", ".join(violated)
+
+
 def run(args: argparse.Namespace) -> int:
     from cpgraph.design.schema import BUNDLED
     from cpgraph.design.simulate import simulate, table
@@ -61,13 +70,13 @@ def run(args: argparse.Namespace) -> int:
     results = [simulate(d, batches, name) for d in designs]
     rows = table(results)
     crashes = [
-        f"{r.design.name}: {r.overflows} batches would crash (replay overflows the captured buffer), "
+        f"{r.design.name}: {r.overflows} batches would crash ({_why(r.first_violated)}), "
         f"first: extend_seq_lens={list(r.first_overflow or ())}"
         for r in results if r.overflows
     ]
     if out.format == "json":
         keys = ("batches", "graph", "eager", "overflows", "mean_pad", "p99_pad", "mean_rank_pad", "p99_rank_pad",
-                "static_rows", "static_bytes", "first_overflow")
+                "static_rows", "static_bytes", "first_overflow", "first_violated")
         data = [dict({"design": r.design.name, "workload": name}, **{k: getattr(r, k) for k in keys}) for r in results]
         out.result(json.dumps(data, indent=2))
     elif out.format == "junit":

@@ -1,8 +1,9 @@
 """A semantic diff of two designs: the batches on which they decide differently, for any number of requests.
 
 Both designs read one batch in the count encoding (spec/design.py ``shared_counts``: classes modulo the
-lcm of the two strategies' moduli, requests shorter than the larger design's 2P counted apart, the last
-request kept apart when a design pads). Each differing batch falls in one class:
+lcm of the two strategies' moduli, requests shorter than the larger design's 2P, or than a
+dual_chunk_swap table's exact range, counted apart one length each, the last request kept apart when a
+design pads). Each differing batch falls in one class:
 - fixed: the old design crashes on it (some safety invariant fails), the new one does not;
 - regressed: the old design replays it safely, the new one runs it eagerly, pads it to a larger bucket,
   or crashes;
@@ -11,11 +12,13 @@ How each figure is computed:
 - found / none and the least batch (fewest requests, then fewest tokens): one query per class on the
   shared count encoding, then iterative tightening (proofs/design_search.py); exact for every number of
   requests. The batch is replayed through both designs (cpgraph.design.evaluate) before it is shown.
-- token ranges: when both designs share cp_size and strategy and lay out live lengths, each decision
+- token ranges: when both designs are keyed globally, share cp_size and strategy (not dual_chunk_swap,
+  whose least busiest load is not proved) and lay out live lengths, each decision
   reads only n and the busiest load M, and M ranges over lo(n)..hi(n) (cpgraph/design/busiest.py), so
   every n from 2P to the larger largest bucket is scanned exactly, M cut into the segments where neither
   design's decision changes; the class's ranges are the runs of n where some segment is in the class.
-  Otherwise the range is the envelope [least n, greatest n] of the class (two more queries), said so.
+  Otherwise (a local keying among them, another strategy or P) the range is the envelope [least n, greatest n] of the class (two
+  more queries), said so.
 - an unknown (rlimit) in any query makes that class unknown; ``cpgraph review`` then exits 3.
 """
 
@@ -26,10 +29,10 @@ from dataclasses import dataclass, field
 
 import z3
 
-from cpgraph.design.busiest import BusiestRange, batch_with_busiest, busiest_range
+from cpgraph.design.busiest import BusiestRange, batch_with_busiest, busiest_range, exact_from
 from cpgraph.design.segments import runs, segment_points
 from cpgraph.design.evaluate import CRASHES, SAFETY, Outcome, decide_at, evaluate
-from cpgraph.design.review import lengths_of, spec_of
+from cpgraph.design.review import check_scope, lengths_of, spec_of
 from cpgraph.design.schema import Design
 from cpgraph.proofs.design_search import Found, least, value
 from cpgraph.spec.design import (
@@ -140,8 +143,13 @@ class Scanned:
 
 
 def scannable(old: Design, new: Design) -> bool:
+    """The exact token-range scan applies: both designs global (a decision reads n and the busiest load
+    only), one cp_size and strategy whose least busiest load is exact (not dual_chunk_swap's), live layouts."""
     return (
-        (old.cp_size, old.strategy) == (new.cp_size, new.strategy)
+        old.keyed.windowed
+        and new.keyed.windowed
+        and (old.cp_size, old.strategy) == (new.cp_size, new.strategy)
+        and exact_from(old.strategy, old.cp_size) == 2 * old.cp_size
         and old.layout_basis == new.layout_basis == "live"
         and old.cp_size > 1
     )
@@ -173,6 +181,7 @@ def scan_changes(old: Design, new: Design) -> Scanned:
 
 def diff_designs(old: Design, new: Design, *, progress: bool = False) -> Diff:
     """Every class of differing decisions between ``old`` and ``new``, for any number of requests."""
+    check_scope((old, new), "cpgraph review --against")
     specs = (spec_of(old), spec_of(new))
     modulus, _, _ = batch_shape(specs)
     if modulus > MAX_SHARED_MODULUS:
@@ -207,7 +216,8 @@ class _Pair:
     new_terms: DesignTerms
     base: list[BoolTerm]
     top: int  # the larger largest bucket
-    floor: int  # the least CP-active n of either design
+    floor: int  # the least n either design keys a batch with (2P for a global design, 1 for a local one)
+    ceiling: int  # the most tokens a differing batch can have (top, or P * top under local keying)
     scanned: Scanned | None
     # the latest answer of each query (least batch, envelope low, envelope high), freed when the next
     # query of its kind answers
@@ -220,12 +230,18 @@ def _pair(old: Design, new: Design, specs: tuple[DesignSpec, DesignSpec]) -> _Pa
     new_batch = design_batch(specs[1], counts, last, "d.new")
     old_terms = design_terms(specs[0], old_batch, "d.old", SAFETY)
     new_terms = design_terms(specs[1], new_batch, "d.new", SAFETY)
-    # every difference has a design admitting the batch, so a bucket >= n: n is at most the largest bucket
+    # every difference has a design admitting the batch, so a bucket >= its admission key: under global
+    # keying n is at most the largest bucket; under local, m is (and n <= P*m: the loads sum to at least n)
     top = max(max(old.buckets), max(new.buckets))
-    base = [facts, old_batch.holds, new_batch.holds, old_terms.holds, new_terms.holds, old_batch.num_tokens <= top]
-    floor = min(2 * old.cp_size, 2 * new.cp_size)
+    base = [facts, old_batch.holds, new_batch.holds, old_terms.holds, new_terms.holds]
+    if all(spec.windowed for spec in specs):
+        base.append(old_batch.num_tokens <= top)
+    else:
+        base.append(old_batch.num_tokens <= max(old.cp_size, new.cp_size) * top)
+    floor = min(spec.shortest for spec in specs)
     scanned = scan_changes(old, new) if scannable(old, new) else None
-    return _Pair(old, new, counts, last, old_batch, new_batch, old_terms, new_terms, base, top, floor, scanned)
+    ceiling = top if all(spec.windowed for spec in specs) else max(old.cp_size, new.cp_size) * top
+    return _Pair(old, new, counts, last, old_batch, new_batch, old_terms, new_terms, base, top, floor, ceiling, scanned)
 
 
 def _diff_class(pair: _Pair, kind: str, term: z3.BoolRef) -> DiffClass:
@@ -267,16 +283,26 @@ def _envelope_class(pair: _Pair, kind: str, term: z3.BoolRef, first: Change, lea
     """A found class with the envelope [least n, greatest n] over any number of requests (two more queries)."""
     n = pair.old_batch.num_tokens
     low = pair.held["low"] = least(pair.base + [term], [(n, pair.floor)])  # over every number of requests
-    high = pair.held["high"] = least(pair.base + [term], [(-n, -pair.top)])
+    high = pair.held["high"] = least(pair.base + [term], [(-n, -pair.ceiling)])
     if low.status != "found" or high.status != "found":
         reason = low.reason if low.status != "found" else high.reason
         return DiffClass(kind, "unknown", None, (first,), False, f"token envelope: solver gave up: {reason}")
     low_n, top_n = value(low.model, "objective.0"), -value(high.model, "objective.0")
     note = (
         "envelope [least n, greatest n] of the class over any number of requests (exact token ranges need a "
-        f"shared cp_size and strategy and live layouts); {least_note}"
+        f"shared cp_size and strategy and live layouts{_envelope_why(pair)}); {least_note}"
     )
     return DiffClass(kind, "found", (low_n, top_n), (first,), False, note)
+
+
+def _envelope_why(pair: _Pair) -> str:
+    """What else the exact scan needs, when that is why it did not apply (said only then: the text of a
+    global pair of differing strategies or P stays as it was)."""
+    if not (pair.old.keyed.windowed and pair.new.keyed.windowed):
+        return ", under global keying"
+    if (pair.old.cp_size, pair.old.strategy) == (pair.new.cp_size, pair.new.strategy):
+        return f", and a strategy whose least busiest load is exact ({pair.old.strategy}'s is not proved)"
+    return ""
 
 
 def _summary(outcome: Outcome) -> Decision:

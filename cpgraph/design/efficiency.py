@@ -14,7 +14,20 @@ every batch runs eagerly). How each figure is computed:
 - eager fallback: some batch of n tokens falls back iff hi(n) is above every considered bound; every
   batch falls back iff lo(n) is. Worst padding: the largest bucket some batch of n tokens takes, over n,
   divided by n (global B/n) or P*capacity(B)/n (CP-local); a batch attaining it is constructed and
-  shown. Contiguous: values between lo(n) and hi(n) are the hull (reported as an upper bound).
+  shown. Contiguous and dual_chunk_swap: values between lo(n) and hi(n) are the hull (reported as an upper
+  bound); dual_chunk_swap's lo(n) is the least over one request plus 2P-token requests (busiest.py: equal
+  to brute force where compared, not proved; the report says so).
+Under local keying (vLLM) the decision reads the keys: the largest rank-local rows m (every batch is keyed,
+lengths >= 1) and, for a design admitting by the token count, n. Batches of n tokens have every busiest
+load m from ceil(n/P) to n (busiest.local_range), so, with s(k) the size the scan takes for key k:
+- eager fallback: some batch of n tokens runs eagerly iff its largest key has no size (m = n, or n itself
+  when admitted by n), every batch iff its least key has none; n > P * (largest size) (admission by m) or
+  n > the largest size (admission by n) always runs eagerly;
+- worst padding: the size over its key s(m)/m (the first figure, the local analogue of B/n; admitted by
+  n, over the least m of that n), and P * s/n (rows executed over real tokens, the least n for that m);
+- the curve (n, least P*s/n, largest P*s/n) for --plot, up to CURVE_POINTS token counts.
+Exact for every strategy the closed form of busiest.local_range holds for; a design it does not (the dcp
+row copies short prefills) gets no figures, with a note saying why.
 """
 
 from __future__ import annotations
@@ -23,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cpgraph.design.busiest import BusiestRange, batch_with_busiest, busiest_range
-from cpgraph.design.evaluate import SAFETY, violations_at
+from cpgraph.design.busiest import BusiestRange, LocalRange, batch_with_busiest, busiest_range, local_range
+from cpgraph.design.evaluate import SAFETY, evaluate, select_keyed, violations_at
 from cpgraph.design.schema import Design
 from cpgraph.design.segments import Choice, breakpoints, choice_at, choices, considered, runs, segment_points
 from cpgraph.reference import capture_local_tokens
@@ -72,6 +85,14 @@ class Efficiency:
     largest_bucket: int
     curve: tuple[tuple[int, float, float], ...]  # (n, least B/n, largest B/n) over admitted batches
     note: str = ""  # how the figures are bounded where they are not exact (e.g. contiguous's hull)
+    keyed_locally: bool = False  # local keying: the first figure is s/m, the curve P*s/n
+    eager_above: int | None = None  # every batch of more tokens runs eagerly (None: the largest bucket)
+    computed: bool = True  # False: no figures (``note`` says why)
+
+    @property
+    def top(self) -> int:
+        """The token count above which every batch runs eagerly."""
+        return self.largest_bucket if self.eager_above is None else self.eager_above
 
     @property
     def static_rows(self) -> int:
@@ -87,6 +108,9 @@ def bucket_costs(design: Design) -> tuple[BucketCost, ...]:
     out = []
     for b in design.buckets:
         rows = caps.get(b)
+        if not design.keyed.recorded_capacity:  # a size s holds s rows: no single-request rule to compare
+            out.append(BucketCost(b, rows, None if rows is None else rows * design.bytes_per_row, None))
+            continue
         single = capture_local_tokens(b, cp_size=design.cp_size, align_size=design.align_size, strategy=design.strategy)
         out.append(
             BucketCost(
@@ -101,7 +125,10 @@ def bucket_costs(design: Design) -> tuple[BucketCost, ...]:
 
 def crash_region(design: Design) -> tuple[tuple[int, int], ...]:
     """Token ranges where some CP-active batch, of any number of requests, breaks a safety invariant (it
-    would crash a server); exact for live-layout designs, () for padded ones (their replay reads the pad)."""
+    would crash a server); exact for live-layout designs, () for padded ones (their replay reads the pad).
+    Local keying: ``_local_crash_region``."""
+    if not design.keyed.windowed:
+        return _local_crash_region(design)
     if design.layout_basis != "live" or design.cp_size < 2:
         return ()
     top = max(design.buckets)
@@ -190,6 +217,8 @@ def _extreme(rng: BusiestRange, worst: Worst | None) -> Extreme | None:
 
 def efficiency(design: Design) -> Efficiency:
     """Exact efficiency figures over every CP-active batch, of any number of requests (module docstring)."""
+    if not design.keyed.windowed:
+        return _local_efficiency(design)
     p = design.cp_size
     caps = design.capacities()[0]
     top = max(design.buckets)
@@ -212,7 +241,151 @@ def efficiency(design: Design) -> Efficiency:
             f"{design.strategy} at cp_size {p}: the eager regions are exact (they read lo(n) and hi(n) only); "
             "the padding figures take every busiest load between lo(n) and hi(n) as possible (an upper bound)"
         )
+    if not rng.lo_exact:
+        note = (
+            f"{design.strategy} at cp_size {p}: lo(n), the least busiest load, is the least over one request "
+            "plus 2P-token requests (equal to brute force where compared, not proved), so 'every batch eager' "
+            "and the padding figures rest on it; hi(n) and 'some batches eager' are exact"
+        )
     region = Region(0, runs(some), runs(every), len(some), len(sweep.ns))
     return Efficiency(
         0, _extreme(rng, worst_global), _extreme(rng, worst_local), (region,), bucket_costs(design), top, curve, note
     )
+
+
+CURVE_POINTS = 1 << 16  # token counts the local curve (for --plot) covers, at most
+
+
+def _sizes_by_key(design: Design, largest: int, required_of_key: bool) -> np.ndarray:
+    """s(k) for every key k in 0..largest: the size the scan takes (-1: none). ``required_of_key``: the
+    rows to fit are the key itself (admission by m); else the key is n and the rows m <= n always fit a
+    size >= n (capacity s)."""
+    caps = design.capacities()[0]
+    out = np.full(largest + 1, -1, dtype=np.int64)
+    for k in range(1, largest + 1):
+        got = select_keyed(design, k, k if required_of_key else 0, caps)
+        out[k] = -1 if got is None else got
+    return out
+
+
+def _local_efficiency(design: Design) -> Efficiency:
+    """The module docstring's local figures, exact (closed forms of busiest.local_range and the scan per key)."""
+    p, largest = design.cp_size, max(design.buckets)
+    try:
+        rng = local_range(design.strategy, p)
+    except ValueError as exc:
+        region = Region(0, (), (), 0, 0)
+        return Efficiency(0, None, None, (region,), bucket_costs(design), largest, (), f"not computed: {exc}",
+                          True, None, False)
+    by_tokens = design.admits_by == "num_tokens"
+    sizes = _sizes_by_key(design, largest, not by_tokens)
+    top = largest if by_tokens else _last_n(rng, largest)
+    some, every = _local_regions(rng, top, largest, by_tokens)
+    worst_key = _worst_key(design, rng, sizes, by_tokens)
+    worst_local = _worst_rows(design, rng, sizes, by_tokens)
+    curve = _local_curve(design, rng, sizes, top, by_tokens)
+    region = Region(0, runs(some), runs(every), len(some), top)
+    return Efficiency(0, worst_key, worst_local, (region,), bucket_costs(design), largest, curve, "", True, top)
+
+
+def _last_n(rng: LocalRange, largest: int) -> int:
+    """The most tokens a batch keyed by m <= the largest size can have (P * largest for per-request loads)."""
+    n = largest * rng.cp_size
+    while rng.lo(n) > largest:
+        n -= 1
+    return n
+
+
+def _local_regions(rng: LocalRange, top: int, largest: int, by_tokens: bool) -> tuple[list[int], list[int]]:
+    """n in 1..top where some / every batch runs eagerly: its largest / least key has no size (the scan
+    takes a size for every key up to the largest size, none above)."""
+    if by_tokens:
+        return [], []  # every n <= the largest size is admitted whatever its m; above it every batch is eager
+    some = [n for n in range(1, top + 1) if rng.hi(n) > largest]
+    every = [n for n in range(1, top + 1) if rng.lo(n) > largest]
+    return some, every
+
+
+def _worst_key(design: Design, rng: LocalRange, sizes: np.ndarray, by_tokens: bool) -> Extreme | None:
+    """The largest size over its key: s(m)/m over every m (admitted by n: s(n) over the least m of n)."""
+    best: tuple[float, int, int] | None = None  # (ratio, n, m)
+    for k in range(1, sizes.shape[0]):
+        s = int(sizes[k])
+        if s < 0:
+            continue
+        n, m = (k, rng.lo(k)) if by_tokens else (rng.cp_size * k, k)  # the most tokens for m: the fewest requests
+        ratio = s / m
+        if best is None or ratio > best[0]:
+            best = (ratio, n, m)
+    return None if best is None else _local_extreme(design, rng, best[0], best[1], best[2])
+
+
+def _worst_rows(design: Design, rng: LocalRange, sizes: np.ndarray, by_tokens: bool) -> Extreme | None:
+    """P * s over the tokens: the most rows executed per real token (the fewest tokens for that key)."""
+    p = design.cp_size
+    best: tuple[float, int, int] | None = None
+    for k in range(1, sizes.shape[0]):
+        s = int(sizes[k])
+        if s < 0:
+            continue
+        n, m = (k, rng.lo(k)) if by_tokens else (rng.least_tokens(k), k)
+        ratio = p * s / n
+        if best is None or ratio > best[0]:
+            best = (ratio, n, m)
+    return None if best is None else _local_extreme(design, rng, best[0], best[1], best[2])
+
+
+def _local_extreme(design: Design, rng: LocalRange, ratio: float, n: int, m: int) -> Extreme:
+    lengths = rng.batch(n, m)
+    bucket = evaluate(design, lengths).bucket
+    return Extreme(ratio, n, len(lengths), -1 if bucket is None else bucket, lengths)
+
+
+def _local_curve(
+    design: Design, rng: LocalRange, sizes: np.ndarray, top: int, by_tokens: bool
+) -> tuple[tuple[int, float, float], ...]:
+    """(n, least P*s/n, largest P*s/n) over the admitted batches of n tokens, n up to CURVE_POINTS."""
+    p, largest = design.cp_size, sizes.shape[0] - 1
+    out = []
+    for n in range(1, min(top, CURVE_POINTS) + 1):
+        if by_tokens:
+            keys = [n] if n <= largest else []
+        elif design.is_sorted:  # s(m) never drops as m grows: the ends of the key range hold the extremes
+            keys = sorted({rng.lo(n), min(rng.hi(n), largest)}) if rng.lo(n) <= largest else []
+        else:
+            keys = list(range(rng.lo(n), min(rng.hi(n), largest) + 1))
+        taken = [int(sizes[k]) for k in keys if sizes[k] >= 0]
+        if taken:
+            out.append((n, p * min(taken) / n, p * max(taken) / n))
+    return tuple(out)
+
+
+def _local_crash_region(design: Design) -> tuple[tuple[int, int], ...]:
+    """Token ranges where some batch breaks a safety invariant under local keying: every (n, m) with
+    ceil(n/P) <= m <= n, judged through ``evaluate`` on a batch of n tokens with busiest m. Admitted by m,
+    a decision reads m only: one batch per m, and n crashes iff some m in [lo(n), hi(n)] does. Admitted by
+    n, the graph admitted is s(n) and the one replayed is keyed by m: the keys lo(n), lo(n)+1 and hi(n)
+    stand for every m of that n (only m = s(n) can replay the admitted graph)."""
+    try:
+        rng = local_range(design.strategy, design.cp_size)
+    except ValueError:
+        return ()
+    largest = max(design.buckets)
+    hits = []
+    if design.admits_by == "num_tokens":
+        for n in range(1, largest + 1):
+            lo, hi = rng.lo(n), min(rng.hi(n), largest)
+            keys = sorted({lo, hi, min(lo + 1, hi)})
+            if any(set(evaluate(design, rng.batch(n, m)).violated) & set(SAFETY) for m in keys):
+                hits.append(n)
+        return runs(hits)
+    top = _last_n(rng, largest)
+    crash = np.zeros(largest + 2, dtype=np.int64)
+    for m in range(1, largest + 1):  # the most tokens for m: a batch of few requests
+        crash[m] = bool(set(evaluate(design, rng.batch(rng.cp_size * m, m)).violated) & set(SAFETY))
+    prefix = np.concatenate(([0], np.cumsum(crash)))
+    for n in range(1, top + 1):
+        lo, hi = rng.lo(n), min(rng.hi(n), largest)
+        if lo <= hi and prefix[hi + 1] - prefix[lo] > 0:
+            hits.append(n)
+    return runs(hits)

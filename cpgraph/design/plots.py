@@ -73,7 +73,7 @@ def panels_of(review: Review) -> list[Panel]:
     for design, eff, results in pairs:
         witnesses = _witnesses(results)
         bound = min(eff.request_bound, CRASH_REQUEST_BOUND)
-        crash = crash_rows(design, bound, eff.largest_bucket) if witnesses else ()
+        crash = crash_rows(design, bound, eff.top) if witnesses else ()
         out.append(Panel(design.name, eff, crash, witnesses))
     return out
 
@@ -109,7 +109,7 @@ def plot_regions(panels: Sequence[Panel], path: Path) -> Path:
                              gridspec_kw={"height_ratios": heights})
     for ax, panel in zip(axes[:, 0], panels):
         e = panel.efficiency
-        least = e.largest_bucket * MIN_VISIBLE
+        least = e.top * MIN_VISIBLE
         lanes = _lanes(panel)
         crash_row = None
         for y, (_, kind, data) in enumerate(lanes):
@@ -130,8 +130,8 @@ def plot_regions(panels: Sequence[Panel], path: Path) -> Path:
             ax.annotate(f"smallest crash: {requests} requests, n={n} ({invariant})", (n, y), xytext=(9, 9),
                         textcoords="offset points", fontsize=8, va="bottom", zorder=6,
                         bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "#999999", "alpha": 0.9})
-        ax.axvline(e.largest_bucket, color="k", lw=0.8, ls="--")
-        ax.set_xlim(0, e.largest_bucket * 1.03)
+        ax.axvline(e.top, color="k", lw=0.8, ls="--")
+        ax.set_xlim(0, e.top * 1.03)
         ax.set_ylim(len(lanes) - 0.5, -0.7)
         ax.set_yticks(range(len(lanes)), [label for label, _, _ in lanes], fontsize=8)
         spans = sum(len(data) for _, kind, data in lanes if kind == "crash")
@@ -146,7 +146,7 @@ def plot_regions(panels: Sequence[Panel], path: Path) -> Path:
         Patch(facecolor=CRASH, hatch="xx", edgecolor="#67000d", label="some batch of this n crashes (replay overflows)"),
         Line2D([], [], marker="X", color="black", markeredgecolor="white", ls="", markersize=9, label="smallest crashing batch (review)"),
         Line2D([], [], marker="v", color=CRASH, ls="", label="an isolated crash range too narrow to see"),
-        Line2D([], [], color="k", lw=0.8, ls="--", label="largest bucket (above: always eager)"),
+        Line2D([], [], color="k", lw=0.8, ls="--", label="largest bucket, or P x largest size (above: always eager)"),
     ]
     fig.legend(handles=key, loc="lower center", ncol=3, fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.62 / tall, 1, 1))
@@ -156,8 +156,9 @@ def plot_regions(panels: Sequence[Panel], path: Path) -> Path:
 
 
 def plot_padding(panels: Sequence[Panel], path: Path) -> Path:
-    """Rows executed per real token (B/n) against n, per design in its own colour: the band between the
-    least and the largest B/n over request mixes; the n where some batch of that design crashes in red."""
+    """Rows executed per real token (B/n; a design keyed by local rows: P*s/n) against n, per design in its own
+    colour: the band between the least and the largest over request mixes; the n where some batch of that
+    design crashes in red."""
     fig, ax = plt.subplots(figsize=(11, 4.4))
     handles: list[Any] = []
     top = 1.0
@@ -170,14 +171,16 @@ def plot_padding(panels: Sequence[Panel], path: Path) -> Path:
             ax.plot(xs, [c[2] for c in curve], color=colour, lw=1.6 - 0.4 * min(index, 2), ls=("-", "--", ":")[index % 3])
             top = max(top, max(c[2] for c in curve))
             handles.append(Line2D([], [], color=colour, lw=1.6 - 0.4 * min(index, 2), ls=("-", "--", ":")[index % 3],
-                                  label=f"{panel.name}: largest B/n (band: least..largest over request mixes)"))
+                                  label=f"{panel.name}: largest {'P*s/n' if panel.efficiency.keyed_locally else 'B/n'} "
+                                        "(band: least..largest over request mixes)"))
         spans = runs(sorted({n for _, s in panel.crash for lo, hi in s for n in range(lo, hi + 1)}))
         for lo, hi in spans:
             ax.axvspan(lo, hi + 1, ymin=0, ymax=0.04 + 0.03 * index, color=CRASH, alpha=0.9, lw=0)
         if spans:
             handles.append(Patch(color=CRASH, label=f"{panel.name}: n where some batch crashes (strip at the bottom)"))
     ax.set_xlabel("num_tokens n")
-    ax.set_ylabel("padding ratio B / n (admitted batches)")
+    local = any(panel.efficiency.keyed_locally for panel in panels)
+    ax.set_ylabel("padding ratio B / n" + (" (local keying: P*s / n)" if local else "") + " (admitted batches)")
     ax.set_ylim(0.95, top * 1.05)
     ax.set_title("global padding per design", fontsize=10, loc="left")
     ax.legend(handles=handles, fontsize=8, loc="upper right")

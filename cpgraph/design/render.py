@@ -19,6 +19,12 @@ MARK = {"proved": "PROVED", "refuted": "REFUTED", "bounded": "BOUNDED", "unknown
 def summary(design: Design) -> str:
     buckets = design.buckets
     listed = ", ".join(str(b) for b in buckets[:4]) + (f", ... {buckets[-1]}" if len(buckets) > 4 else "")
+    if not design.keyed.windowed:  # local keying: none of the global keying's knobs
+        split = f" admission={design.admits_by}" if design.split else ""
+        return (
+            f"{design.strategy} P={design.cp_size} keying={design.keying} (key {design.keyed.key_name}, a size s "
+            f"holds s rows){split} selector={design.selector} sizes={len(buckets)} [{listed}]"
+        )
     rule = design.capacity_rule + (f" R={design.max_requests}" if design.capacity_rule == "headroom" else "")
     return (
         f"{design.strategy} P={design.cp_size} A={design.align_size} F={design.max_padding_factor} "
@@ -29,6 +35,8 @@ def summary(design: Design) -> str:
 
 def witness_lines(w: Witness) -> list[str]:
     o = w.outcome
+    if o.key is not None:  # local keying: the key m, the size admitted and the one replayed
+        return _keyed_witness_lines(w)
     where = "eager" if o.bucket is None else f"bucket {o.bucket}"
     cap = "" if o.capacity[0] is None else f", capacity {o.capacity[0]} rows"
     rows = "" if o.replay_rows[0] is None else f", replay needs {o.replay_rows[0]} rows"
@@ -36,6 +44,22 @@ def witness_lines(w: Witness) -> list[str]:
         f"extend_seq_lens={list(w.extend_seq_lens)} (n={w.num_tokens}, {len(w.extend_seq_lens)} requests): "
         f"{where}{cap}{rows}; live required_local_tokens={o.required_local_tokens}",
         f"per-rank buckets {list(o.buckets)}; reference replay: {w.replay}",
+    ]
+
+
+def _keyed_witness_lines(w: Witness) -> list[str]:
+    o = w.outcome
+    if o.bucket is None:
+        where = "eager"
+    elif o.replayed_bucket != o.bucket:
+        where = f"admitted size {o.bucket}, replay keyed by {o.replayed_bucket}"
+    else:
+        where = f"size {o.bucket} ({o.capacity[0]} rows per rank)"
+    return [
+        f"extend_seq_lens={list(w.extend_seq_lens)} (n={w.num_tokens}, {len(w.extend_seq_lens)} requests): "
+        f"largest rank-local rows m={o.key}; {where}",
+        f"per-rank sizes admitted {list(o.buckets)}" + (f", replayed {list(o.replayed)}" if o.replayed else "")
+        + f"; reference replay: {w.replay}",
     ]
 
 
@@ -58,16 +82,24 @@ def _ranges(pairs: tuple[tuple[int, int], ...], limit: int = 4) -> str:
 
 def _efficiency_text(e: Efficiency, design: Design) -> list[str]:
     scope = "any number of requests" if e.request_bound == 0 else f"1..{e.request_bound} requests"
-    out = [f"Efficiency (exact over CP-active batches of {scope}):"]
-    for label, x in (("global padding ratio B/n", e.worst_global), ("CP-local padding ratio P*rows/n", e.worst_local)):
+    if not e.computed:
+        return [f"Efficiency: {e.note}"] + _static_text(e, design)
+    labels = ("global padding ratio B/n", "CP-local padding ratio P*rows/n")
+    if e.keyed_locally:
+        out = [f"Efficiency (exact over every batch of {scope}; keyed by the largest rank-local rows m):"]
+        labels = ("size over key s/m", "CP-local padding ratio P*s/n")
+    else:
+        out = [f"Efficiency (exact over CP-active batches of {scope}):"]
+    unit = "size" if e.keyed_locally else "bucket"
+    for label, x in zip(labels, (e.worst_global, e.worst_local)):
         if x is None:
             out.append(f"  worst {label}: no batch is admitted")
         else:
             out.append(
-                f"  worst {label}: {x.ratio:.3f} at n={x.num_tokens} ({x.requests} requests, bucket {x.bucket}), "
+                f"  worst {label}: {x.ratio:.3f} at n={x.num_tokens} ({x.requests} requests, {unit} {x.bucket}), "
                 f"e.g. {list(x.extend_seq_lens)}"
             )
-    out.append(f"  eager fallback by request count (token ranges; n > {e.largest_bucket} always runs eagerly):")
+    out.append(f"  eager fallback by request count (token ranges; n > {e.top} always runs eagerly):")
     for region in e.regions:
         share = region.eager_points / region.points if region.points else 0.0
         label = "any R" if region.requests == 0 else f"R={region.requests}"
@@ -77,7 +109,11 @@ def _efficiency_text(e: Efficiency, design: Design) -> list[str]:
         )
     if e.note:
         out.append(f"  note: {e.note}")
-    out.append(f"  static rows per rank per bucket (x {design.bytes_per_row} bytes/row):")
+    return out + _static_text(e, design)
+
+
+def _static_text(e: Efficiency, design: Design) -> list[str]:
+    out = [f"  static rows per rank per bucket (x {design.bytes_per_row} bytes/row):"]
     cells = []
     for b in e.buckets:
         extra = f" (+{b.extra_rows})" if b.extra_rows else ""
@@ -140,7 +176,14 @@ def _md_invariants(results: tuple[InvariantResult, ...]) -> list[str]:
     out = ["| invariant | verdict | scope | counterexample |", "| --- | --- | --- | --- |"]
     for x in results:
         cex = ""
-        if x.witness is not None:
+        if x.witness is not None and x.witness.outcome.key is not None:
+            o = x.witness.outcome
+            where = "eager" if o.bucket is None else (
+                f"admitted size {o.bucket}, replay keyed by {o.replayed_bucket}" if o.replayed_bucket != o.bucket
+                else f"size {o.bucket}"
+            )
+            cex = f"`extend_seq_lens={list(x.witness.extend_seq_lens)}` n={x.witness.num_tokens}: m={o.key}, {where}"
+        elif x.witness is not None:
             o = x.witness.outcome
             cex = (
                 f"`extend_seq_lens={list(x.witness.extend_seq_lens)}` n={x.witness.num_tokens}: bucket {o.bucket}, "

@@ -24,19 +24,19 @@ from dataclasses import dataclass
 import z3
 
 from cpgraph.design.evaluate import INVARIANTS, SAFETY, Outcome, evaluate, replay_message
-from cpgraph.design.schema import Design
+from cpgraph.design.schema import Design, DesignError
 from cpgraph.proofs.design_lemmas import design_lemmas
 from cpgraph.proofs.check import Value
 from cpgraph.proofs.design_search import Found, least, value
 from cpgraph.reference.invariants import INVARIANT_TABLE
-from cpgraph.spec.design import DesignBatch, DesignSpec, DesignTerms, any_batch, design_terms
-from cpgraph.spec.design_counts import Counts, realise, realise_total
+from cpgraph.spec.design import DesignBatch, DesignSpec, DesignTerms, any_batch, design_terms, short_lengths
+from cpgraph.spec.design_counts import MAX_SHORT_CLASSES, Counts, largest_cp_size, realise, realise_total
 
 DESCRIPTIONS = {i: row.sentence for i, row in INVARIANT_TABLE.items()}  # from the one invariant table
 
 
 def spec_of(design: Design) -> DesignSpec:
-    """The design as the spec's plain numbers."""
+    """The design as the spec's plain numbers (its keying's columns from reference/keying.py)."""
     return DesignSpec(
         strategy=design.strategy,
         cp_size=design.cp_size,
@@ -46,7 +46,27 @@ def spec_of(design: Design) -> DesignSpec:
         layout_basis=design.layout_basis,
         selector=design.selector,
         capacities=tuple(tuple(sorted(c.items())) for c in design.capacities()),
+        key=design.key,
+        admission_key=design.admits_by,
+        windowed=design.keyed.windowed,
+        gated=design.keyed.gated,
     )
+
+
+def check_scope(designs: tuple[Design, ...], what: str) -> None:
+    """DesignError when one batch for ``designs`` counts more lengths apart than the encoding's limit
+    (spec.design_counts.MAX_SHORT_CLASSES; dual_chunk_swap counts every length below 2P(2P-3)+2 apart)."""
+    count = short_lengths(tuple(spec_of(d) for d in designs))
+    if count > MAX_SHORT_CLASSES:
+        names = ", ".join(f"{d.name} ({d.strategy}, cp_size {d.cp_size})" for d in designs)
+        limits = ", ".join(
+            f"{d.strategy} cp_size <= {largest_cp_size(d.strategy)}" for d in designs if largest_cp_size(d.strategy)
+        )
+        raise DesignError(
+            f"{what} of {names}: the count encoding would count {count} request lengths apart, above its limit "
+            f"of {MAX_SHORT_CLASSES} (MAX_SHORT_CLASSES: dual_chunk_swap counts every length below its exact "
+            f"range apart; allowed: {limits}); plan and simulate take any cp_size"
+        )
 
 
 @dataclass(frozen=True)
@@ -126,13 +146,20 @@ def lengths_of(batch: DesignBatch, model: Mapping[str, Value]) -> tuple[int, ...
 def least_breaking(spec: DesignSpec, invariant: str) -> tuple[Found, tuple[int, ...] | None]:
     """The batch breaking ``invariant`` with the fewest requests, then the fewest tokens (None: no batch)."""
     batch, terms = _terms(spec)
-    # Implied bounds that prune the search (sound: a safety break needs an admitted bucket >= n, an
-    # efficiency break a fitting bucket >= n, so n <= the largest bucket, and every request has >= 2P tokens)
     top = max(spec.buckets)
-    bounds = [batch.num_tokens <= top, 2 * spec.cp_size * batch.requests <= top]
+    if spec.windowed:
+        # Implied bounds that prune the search (sound: a safety break needs an admitted bucket >= n, an
+        # efficiency break a fitting bucket >= n, so n <= the largest bucket, and every request has >= 2P tokens)
+        bounds = [batch.num_tokens <= top, 2 * spec.cp_size * batch.requests <= top]
+    else:
+        # keyed by m with no window: a safety break needs an admitted size >= its admission key (n or m),
+        # an efficiency break a fitting size >= m, and m <= n; the loads sum to at least n, so n <= P*m
+        # (sound, implied by the definitions)
+        m = batch.key("local_rows")
+        bounds = [m <= top, batch.num_tokens <= spec.cp_size * m, batch.requests <= batch.num_tokens]
     found = least(
         [batch.holds, terms.holds, batch.active, z3.Not(terms.claims[invariant]), *bounds],
-        [(batch.requests, 1), (batch.num_tokens, 2 * spec.cp_size)],
+        [(batch.requests, 1), (batch.num_tokens, spec.shortest)],
     )
     if found.status != "found":
         return found, None
@@ -171,6 +198,7 @@ def review_invariant(design: Design, spec: DesignSpec, invariant: str, lemmas_ok
 
 def review_invariants(design: Design, *, progress: bool = False) -> tuple[tuple[Lemma, ...], tuple[InvariantResult, ...]]:
     """Lemmas, then every invariant in docs/semantics.md order."""
+    check_scope((design,), "cpgraph review")
     spec = spec_of(design)
     lemmas = prove_lemmas(design)
     lemmas_ok = all(lemma.status == "proved" for lemma in lemmas)

@@ -4,7 +4,13 @@ A design is what ``cpgraph review`` proves and ``cpgraph simulate`` replays. Key
 
     name = "upstream"                  # optional, defaults to the file stem
     description = "..."                # optional, one line
-    strategy = "zigzag"                # zigzag | interleave | contiguous | zigzag_pad
+    strategy = "zigzag"                # zigzag | interleave | contiguous | dual_chunk_swap
+                                       #   | dual_chunk_swap_replicated | dual_chunk_swap_dcp
+    keying = "global"                  # global (sglang: buckets of n tokens) | local (vLLM 0.29+: sizes of
+                                       #   rank-local rows), the rows of reference/keying.py
+    admission_key = "num_tokens"       # optional: what admission dispatches by; default the keying's own key
+                                       #   (global: num_tokens, local: local_rows); "num_tokens" under local
+                                       #   is vLLM 0.26-0.28's split (replay stays keyed by local rows)
     cp_size = 4                        # 1 <= P <= 64
     align_size = 8                     # A >= 1 (default: the strategy row's factor times P)
     capture_num_tokens = [512, ...]    # 1..256 buckets, each <= 262144 tokens; scanned in the order written
@@ -25,6 +31,14 @@ Sizes are bounded where the review's encoding and exact efficiency scan stop bei
 count <= 262144 tokens (MAX_TOKENS, 2**18: above any prefill capture list in use). A larger value is a
 DesignError at load time naming the key, the value and the limit, never a long run.
 
+Under ``keying = "local"`` a captured size s holds s rows on every rank and the selector takes the least
+size >= the key with no window, so the knobs of the global keying have no meaning there and are REJECTED
+(a DesignError naming the key and why), never silently ignored: ``align_size`` (rows are padded to the
+size only, A = 1), ``max_padding_factor`` (no window), ``context_len`` and ``[capacity]`` (a size is not
+captured as requests; it holds s rows), ``layout_basis`` (the layout is built from the live lengths and
+padded per rank to the size). Every size is kept (no CP-active gate drops sizes below 2P). Under
+``keying = "global"`` admission_key must be "num_tokens" (the only split modelled is vLLM's, under local).
+
 Validation rejects unknown keys and wrong types with the key, the value and what is allowed. It
 deliberately accepts designs that are unsafe (an unsorted capture list, a table missing a bucket,
 per-rank capacities that differ): finding what goes wrong with them is the review's job.
@@ -36,6 +50,7 @@ cpgraph/design/keys.py; every name is importable from here.
 from __future__ import annotations
 
 import tomllib
+from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 from typing import Final
@@ -53,23 +68,26 @@ from cpgraph.design.keys import (
     parse_factor,
     reject_unknown,
 )
-from cpgraph.design.record import DEFAULT_BYTES_PER_ROW, Design, DesignError
+from cpgraph.design.record import ADMISSION_KEYS, DEFAULT_BYTES_PER_ROW, KEY_OF_KEYING, Design, DesignError
 from cpgraph.reference import STRATEGIES, default_align_size
+from cpgraph.reference.keying import KEYINGS, keying_row
 
 __all__ = [
-    "BUNDLED", "CAPACITY_KEYS", "CAPACITY_RULES", "DEFAULT_BYTES_PER_ROW", "LAYOUT_BASES", "MAX_BUCKETS", "MAX_CP_SIZE",
-    "MAX_FACTOR_TERMS", "MAX_TOKENS", "SELECTORS", "TOP_KEYS", "Design", "DesignError", "dumps_design", "factor_toml",
-    "load_design", "loads_design", "parse_design", "parse_factor",
+    "ADMISSION_KEYS", "BUNDLED", "CAPACITY_KEYS", "CAPACITY_RULES", "DEFAULT_BYTES_PER_ROW", "LAYOUT_BASES", "LOCAL_REJECTS",
+    "MAX_BUCKETS", "MAX_CP_SIZE", "MAX_FACTOR_TERMS", "MAX_TOKENS", "SELECTORS", "TOP_KEYS", "Design", "DesignError",
+    "dumps_design", "factor_toml", "load_design", "loads_design", "parse_design", "parse_factor",
 ]
 
 LAYOUT_BASES: Final = ("live", "padded")
 SELECTORS: Final = ("search", "smallest")
 CAPACITY_RULES: Final = ("captured", "headroom", "table")
-BUNDLED: Final = ("upstream", "prefix", "headroom", "vllm_pcp")
+BUNDLED: Final = ("upstream", "prefix", "headroom", "vllm_pcp", "vllm_pcp_0_28")
 TOP_KEYS: Final = (
     "name",
     "description",
     "strategy",
+    "keying",
+    "admission_key",
     "cp_size",
     "align_size",
     "capture_num_tokens",
@@ -81,15 +99,33 @@ TOP_KEYS: Final = (
     "capacity",
 )
 CAPACITY_KEYS: Final = ("rule", "max_requests", "table")
+# Keys a local-keyed design rejects, with why (a size s holds s rows on every rank, no window).
+LOCAL_REJECTS: Final = {
+    "align_size": "rank-local rows are padded to the captured size only (A = 1)",
+    "max_padding_factor": "no padding window: the least captured size >= the key is taken",
+    "context_len": "a size is not captured as requests: it holds s rows on every rank",
+    "layout_basis": "the layout is built from the live lengths and padded per rank to the size",
+    "capacity": "a size s holds s rows on every rank (there is no capacity table)",
+}
 
 def parse_design(data: dict[str, object], *, name: str = "design", source: str = "") -> Design:
     """Validate a parsed TOML document into a Design; raise DesignError naming the key on any fault."""
     reject_unknown(data, TOP_KEYS)
     strategy = choice(data, "strategy", STRATEGIES, "zigzag")
+    keying = choice(data, "keying", KEYINGS, "global")
+    admission_key = choice(data, "admission_key", ADMISSION_KEYS, KEY_OF_KEYING[keying])
     cp_size = int_value(data, "cp_size", minimum=1, maximum=MAX_CP_SIZE)
+    if not keying_row(keying).recorded_capacity:
+        return _local_design(data, name, source, strategy, keying, admission_key, cp_size)
+    if admission_key != KEY_OF_KEYING[keying]:
+        raise key_error(
+            "admission_key", admission_key,
+            f'{KEY_OF_KEYING[keying]} under keying = "{keying}" (the split admission key modelled is vLLM '
+            '0.26-0.28\'s, admission by num_tokens under keying = "local")',
+        )
     default_align = default_align_size(cp_size=cp_size, strategy=strategy)
     align_size = int_value(data, "align_size", minimum=1, default=default_align, maximum=MAX_TOKENS)
-    buckets = _capture_list(data.get("capture_num_tokens"), cp_size)
+    buckets = _capture_list(data.get("capture_num_tokens"), cp_size, gated=True)
     factor = parse_factor(data.get("max_padding_factor", 2))
     context_len = None
     if "context_len" in data:
@@ -98,12 +134,7 @@ def parse_design(data: dict[str, object], *, name: str = "design", source: str =
     selector = choice(data, "selector", SELECTORS, "search")
     bytes_per_row = int_value(data, "bytes_per_row", minimum=1, default=DEFAULT_BYTES_PER_ROW)
     rule, max_requests, table = _capacity(data.get("capacity", {"rule": "captured"}), cp_size, context_len)
-    label = data.get("name", name)
-    description = data.get("description", "")
-    if not isinstance(label, str) or not label:
-        raise key_error("name", label, "a non-empty string")
-    if not isinstance(description, str):
-        raise key_error("description", description, "a string")
+    label, description = _labels(data, name)
     return Design(
         name=label,
         strategy=strategy,
@@ -120,12 +151,57 @@ def parse_design(data: dict[str, object], *, name: str = "design", source: str =
         description=description,
         source=source,
         context_len=context_len,
+        keying=keying,
     )
 
 
-def _capture_list(raw: object, cp_size: int) -> tuple[int, ...]:
-    """capture_num_tokens: 1..MAX_BUCKETS distinct positive buckets of at most MAX_TOKENS, one of them >= 2P;
-    the order written is kept (it is the scan order)."""
+def _local_design(
+    data: dict[str, object], name: str, source: str, strategy: str, keying: str, admission_key: str, cp_size: int
+) -> Design:
+    """A design keyed by rank-local rows: the global keying's knobs are rejected (LOCAL_REJECTS), every size
+    is kept, alignment 1, capacities s -> s (record.py)."""
+    for key, why in LOCAL_REJECTS.items():
+        if key in data:
+            raise DesignError(
+                f"design key {key!r}: got {data[key]!r}; allowed: nothing under keying = \"{keying}\" ({why}); "
+                "remove it"
+            )
+    buckets = _capture_list(data.get("capture_num_tokens"), cp_size, gated=False)
+    selector = choice(data, "selector", SELECTORS, "search")
+    bytes_per_row = int_value(data, "bytes_per_row", minimum=1, default=DEFAULT_BYTES_PER_ROW)
+    label, description = _labels(data, name)
+    return Design(
+        name=label,
+        strategy=strategy,
+        cp_size=cp_size,
+        align_size=1,
+        capture_num_tokens=buckets,
+        max_padding_factor=Fraction(2),  # unused: a local keying has no window
+        layout_basis="live",
+        selector=selector,
+        capacity_rule="captured",
+        bytes_per_row=bytes_per_row,
+        description=description,
+        source=source,
+        keying=keying,
+        admission_key=admission_key,
+    )
+
+
+def _labels(data: dict[str, object], name: str) -> tuple[str, str]:
+    label = data.get("name", name)
+    description = data.get("description", "")
+    if not isinstance(label, str) or not label:
+        raise key_error("name", label, "a non-empty string")
+    if not isinstance(description, str):
+        raise key_error("description", description, "a string")
+    return label, description
+
+
+def _capture_list(raw: object, cp_size: int, *, gated: bool) -> tuple[int, ...]:
+    """capture_num_tokens: 1..MAX_BUCKETS distinct positive buckets of at most MAX_TOKENS, one of them >= 2P
+    when only CP-active batches take the graph path (``gated``); the order written is kept (it is the scan
+    order)."""
     if (
         not isinstance(raw, list)
         or not raw
@@ -146,7 +222,7 @@ def _capture_list(raw: object, cp_size: int) -> tuple[int, ...]:
         dup = next(b for b in raw if raw.count(b) > 1)
         raise key_error("capture_num_tokens", raw, f"each bucket once ({dup} is repeated)")
     buckets = tuple(int(b) for b in raw)
-    if not any(b >= 2 * cp_size for b in buckets):
+    if gated and not any(b >= 2 * cp_size for b in buckets):
         raise key_error("capture_num_tokens", raw, f"at least one bucket >= 2*cp_size = {2 * cp_size}")
     return buckets
 
@@ -200,8 +276,19 @@ def dumps_design(design: Design) -> str:
     lines = [f'name = "{design.name}"']
     if design.description:
         lines.append(f'description = "{design.description}"')
+    lines.append(f'strategy = "{design.strategy}"')
+    if not design.keyed.recorded_capacity:  # local keying: none of the global keying's knobs (LOCAL_REJECTS)
+        lines.append(f'keying = "{design.keying}"')
+        if design.split:
+            lines.append(f'admission_key = "{design.admits_by}"')
+        lines += [
+            f"cp_size = {design.cp_size}",
+            f"capture_num_tokens = [{', '.join(str(b) for b in design.capture_num_tokens)}]",
+            f'selector = "{design.selector}"',
+            f"bytes_per_row = {design.bytes_per_row}",
+        ]
+        return "\n".join(lines) + "\n"
     lines += [
-        f'strategy = "{design.strategy}"',
         f"cp_size = {design.cp_size}",
         f"align_size = {design.align_size}",
         f"capture_num_tokens = [{', '.join(str(b) for b in design.capture_num_tokens)}]",

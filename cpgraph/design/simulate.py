@@ -1,10 +1,11 @@
 """Designs side by side on one workload: what each does with every batch, and what it costs.
 
 Per batch (cpgraph.design.evaluate): served by a graph (admitted, replay fits), eager, or would crash
-(admitted, but replay overflows, has no buffer or ranks disagree: an overflow the review catches).
-Padded rows: global B - n for a graph batch, 0 for an eager one; per rank, the rows a rank executes
-(the bucket's static capacity for a graph, align_up of the busiest load when eager) minus its real
-tokens, averaged over ranks.
+(admitted, but replay overflows, has no buffer, ranks disagree, or replays another graph than the one
+admitted: what the review catches). Padded rows: global B - n for a graph batch (under local keying, where
+a size s holds s rows on every rank, P*s - n), 0 for an eager one; per rank, the rows a rank executes (the
+bucket's static capacity for a graph, align_up of the busiest load when eager) minus its real tokens,
+averaged over ranks.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class SimResult:
     static_rows: int  # per rank, over all buckets
     static_bytes: int
     first_overflow: tuple[int, ...] | None
+    first_violated: tuple[str, ...] = ()  # the invariants the first crashing batch breaks
 
     @property
     def graph_share(self) -> float:
@@ -49,19 +51,22 @@ def simulate(design: Design, batches: Sequence[tuple[int, ...]], workload: str =
     pads: list[float] = []
     rank_pads: list[float] = []
     first: tuple[int, ...] | None = None
+    first_violated: tuple[str, ...] = ()
     p = design.cp_size
+    per_size = 1 if design.keyed.recorded_capacity else p  # a local size s is s rows on each of P ranks
     for batch in batches:
         outcome = evaluate(design, batch)
         n = outcome.num_tokens
         loads = rank_loads(batch, cp_size=p, strategy=design.strategy)
         if outcome.admitted and outcome.crashes:
             overflows += 1
-            first = first or batch
-            pads.append(float((outcome.bucket or n) - n))
+            if first is None:
+                first, first_violated = batch, outcome.violated
+            pads.append(float(per_size * (outcome.bucket or n) - n))
             rank_pads.append(float(max(outcome.replay_rows[0] or 0, outcome.capacity[0] or 0)) - n / p)
         elif outcome.admitted:
             graph += 1
-            pads.append(float((outcome.bucket or n) - n))
+            pads.append(float(per_size * (outcome.bucket or n) - n))
             rank_pads.append(float(outcome.capacity[0] or 0) - sum(loads) / p)
         else:
             eager += 1
@@ -83,6 +88,7 @@ def simulate(design: Design, batches: Sequence[tuple[int, ...]], workload: str =
         rows,
         rows * design.bytes_per_row,
         first,
+        first_violated,
     )
 
 

@@ -2,9 +2,11 @@
 
 Every safety break needs an admitted batch and every efficiency break a fitting bucket, so no batch above
 the largest bucket breaks anything: enumerating every batch of at most that many tokens (every number of
-requests, the last request apart, since a padded layout folds the pad into it) is complete. The review must
-then say proved exactly when no batch breaks the invariant, and refute it with the brute force's least
-(requests, tokens) otherwise; never unknown.
+requests, the last request apart, since a padded layout folds the pad into it) is complete. Under local
+keying an admitted or fitting size is >= m (or >= n, admitted by n) and n <= P*m, so every batch of at most
+P times the largest size, every length >= 1, is complete. The review must then say proved exactly when no
+batch breaks the invariant, and refute it with the brute force's least (requests, tokens) otherwise; never
+unknown.
 """
 
 from collections.abc import Iterator
@@ -40,10 +42,19 @@ def every_batch(top: int, shortest: int) -> Iterator[tuple[int, ...]]:
                 yield others + (last,)
 
 
+def batches_of(design: Design) -> Iterator[tuple[int, ...]]:
+    """Every batch the design could break an invariant on (module docstring)."""
+    if design.keyed.windowed:
+        yield from every_batch(max(design.buckets), 2 * design.cp_size)
+        return
+    for n in range(1, design.cp_size * max(design.buckets) + 1):
+        yield from multisets(n, 1, 1)
+
+
 def brute_force(design: Design) -> dict[str, tuple[int, int]]:
     """invariant -> least (requests, tokens) over every batch that breaks it."""
     least: dict[str, tuple[int, int]] = {}
-    for lengths in every_batch(max(design.buckets), 2 * design.cp_size):
+    for lengths in batches_of(design):
         for invariant in evaluate(design, lengths).violated:
             key = (len(lengths), sum(lengths))
             least[invariant] = min(least.get(invariant, key), key)
@@ -69,11 +80,27 @@ DESIGNS = [
     'cp_size = 3\ncapture_num_tokens = [24, 36, 48]\nlayout_basis = "padded"\n',
     'strategy = "interleave"\ncp_size = 2\ncapture_num_tokens = [16, 24, 32]\nlayout_basis = "padded"\n',
     'strategy = "contiguous"\ncp_size = 3\ncapture_num_tokens = [18, 24, 36]\nselector = "smallest"\n',
-    'strategy = "zigzag_pad"\ncp_size = 2\ncapture_num_tokens = [16, 24, 32]\nselector = "smallest"\n'
+    'strategy = "dual_chunk_swap"\ncp_size = 2\ncapture_num_tokens = [16, 24, 32]\nselector = "smallest"\n'
     'max_padding_factor = "3/2"\n',
-    'strategy = "zigzag_pad"\ncp_size = 2\ncapture_num_tokens = [16, 24, 40]\ncontext_len = 12\n'
+    'strategy = "dual_chunk_swap"\ncp_size = 2\ncapture_num_tokens = [16, 24, 40]\ncontext_len = 12\n'
     'selector = "smallest"\nlayout_basis = "padded"\n',
+    'strategy = "dual_chunk_swap_dcp"\ncp_size = 2\ncapture_num_tokens = [12, 20, 28]\nalign_size = 1\n'
+    'selector = "smallest"\n',
+    'strategy = "dual_chunk_swap"\ncp_size = 3\nalign_size = 3\ncapture_num_tokens = [18, 30, 42]\nselector = "smallest"\n',
 ]
+# Local keying (vLLM): every batch keyed, lengths >= 1, sizes s hold s rows; the 0.26-0.28 split; unsorted sizes.
+LOCAL = [
+    'strategy = "dual_chunk_swap"\nkeying = "local"\ncp_size = 2\ncapture_num_tokens = [1, 2, 4, 6, 8]\n',
+    'strategy = "dual_chunk_swap_replicated"\nkeying = "local"\nadmission_key = "num_tokens"\ncp_size = 2\n'
+    'capture_num_tokens = [1, 2, 4, 6, 8]\n',
+    'strategy = "dual_chunk_swap"\nkeying = "local"\ncp_size = 3\ncapture_num_tokens = [4, 1, 6, 2]\n',
+    'strategy = "dual_chunk_swap_dcp"\nkeying = "local"\ncp_size = 2\ncapture_num_tokens = [2, 5, 7]\n',
+    'strategy = "zigzag"\nkeying = "local"\nadmission_key = "num_tokens"\ncp_size = 3\ncapture_num_tokens = [2, 3, 5, 6]\n'
+    'selector = "smallest"\n',
+    'strategy = "contiguous"\nkeying = "local"\ncp_size = 3\ncapture_num_tokens = [1, 3, 5]\n',
+    'strategy = "interleave"\nkeying = "local"\nadmission_key = "num_tokens"\ncp_size = 2\ncapture_num_tokens = [2, 3, 8]\n',
+]
+DESIGNS += LOCAL
 
 
 @pytest.mark.parametrize("text", DESIGNS)
@@ -97,7 +124,7 @@ def brute_regions(design: Design) -> tuple[list[int], list[int], list[int], Frac
     admitted: set[int] = set()
     crash: set[int] = set()
     worst = Fraction(0)
-    for lengths in every_batch(max(design.buckets), 2 * design.cp_size):
+    for lengths in batches_of(design):
         outcome = evaluate(design, lengths)
         n = sum(lengths)
         if not outcome.admitted:
@@ -111,7 +138,7 @@ def brute_regions(design: Design) -> tuple[list[int], list[int], list[int], Frac
     return sorted(some), every, sorted(crash), worst
 
 
-@pytest.mark.parametrize("text", [DESIGNS[0], DESIGNS[1], DESIGNS[3], DESIGNS[4], DESIGNS[8], DESIGNS[12]])
+@pytest.mark.parametrize("text", [DESIGNS[0], DESIGNS[1], DESIGNS[3], DESIGNS[4], DESIGNS[8], DESIGNS[12], DESIGNS[15]])
 def test_efficiency_regions_and_worst_padding_match_brute_force(text: str) -> None:
     design = loads_design(text, name="t")
     some, every, crash, worst = brute_regions(design)
@@ -155,3 +182,91 @@ def test_upstream_design_decides_like_the_reference_runner(lengths: list[int]) -
     outcome = evaluate(design, lengths)
     assert outcome.bucket == runner.plan(lengths).bucket, (lengths, outcome, runner.plan(lengths))
     assert outcome.violated == ()
+
+
+def brute_local(design: Design) -> tuple[list[int], list[int], list[int], Fraction, Fraction]:
+    """Under local keying, over every batch: (n where some batch runs eagerly, n where every batch does,
+    n where some batch crashes, the worst size over key s/m, the worst P*s/n)."""
+    some: set[int] = set()
+    admitted: set[int] = set()
+    crash: set[int] = set()
+    worst_key, worst_rows = Fraction(0), Fraction(0)
+    for lengths in batches_of(design):
+        outcome = evaluate(design, lengths)
+        n = sum(lengths)
+        if not outcome.admitted:
+            some.add(n)
+            continue
+        admitted.add(n)
+        assert outcome.bucket is not None and outcome.key is not None
+        worst_key = max(worst_key, Fraction(outcome.bucket, outcome.key))
+        worst_rows = max(worst_rows, Fraction(design.cp_size * outcome.bucket, n))
+        if set(outcome.violated) & set(SAFETY):
+            crash.add(n)
+    return sorted(some), sorted(some - admitted), sorted(crash), worst_key, worst_rows
+
+
+@pytest.mark.parametrize("text", [t for t in LOCAL if "dual_chunk_swap_dcp" not in t])
+def test_local_efficiency_regions_and_worst_padding_match_brute_force(text: str) -> None:
+    design = loads_design(text, name="t")
+    some, every, crash, worst_key, worst_rows = brute_local(design)
+    e = efficiency(design)
+    assert e.computed and e.keyed_locally
+    # n above e.top always runs eagerly (said in the report's header); the regions cover n up to it
+    assert all(n in every for n in range(e.top + 1, design.cp_size * max(design.buckets) + 1)), text
+    assert e.regions[0].some_eager == runs([n for n in some if n <= e.top]), text
+    assert e.regions[0].all_eager == runs([n for n in every if n <= e.top]), text
+    assert crash_region(design) == runs(crash), text
+    assert e.worst_global is not None and e.worst_local is not None
+    for extreme, worst, key in ((e.worst_global, worst_key, "key"), (e.worst_local, worst_rows, "rows")):
+        outcome = evaluate(design, extreme.extend_seq_lens)  # the batch shown attains the figure
+        assert outcome.bucket == extreme.bucket and outcome.key is not None
+        got = Fraction(extreme.bucket, outcome.key) if key == "key" else Fraction(design.cp_size * extreme.bucket, extreme.num_tokens)
+        assert got == worst and abs(extreme.ratio - float(worst)) < 1e-9, (text, key, got, worst)
+
+
+def test_the_dcp_row_gets_no_local_figures_and_says_why() -> None:
+    e = efficiency(loads_design(LOCAL[3], name="t"))
+    assert not e.computed and "not computed" in e.note and "one-token request" in e.note
+
+
+@pytest.mark.parametrize("strategy", ["dual_chunk_swap", "dual_chunk_swap_dcp"])
+def test_dual_chunk_swap_busiest_range_matches_brute_force(strategy: str) -> None:
+    from cpgraph.design.busiest import busiest_range
+    from cpgraph.reference import rank_loads
+
+    for p, top in ((2, 40), (3, 42), (4, 48)):
+        rng = busiest_range(strategy, p, top)
+        assert not rng.lo_exact  # said in the report: lo is the least over one request plus 2P-token requests
+        for n in range(2 * p, top + 1):
+            seen = {max(rank_loads(b, cp_size=p, strategy=strategy)) for b in multisets(n, 2 * p, 2 * p)}
+            assert (min(seen), max(seen)) == (rng.lo[n], rng.hi[n]), (strategy, p, n)
+
+
+MIXED = "cp_size = 2\ncapture_num_tokens = [8, 12, 16]\n"  # global, n <= 16: the same enumeration covers it
+
+
+@pytest.mark.parametrize(("old", "new"), [(LOCAL[1], LOCAL[0]), (LOCAL[0], LOCAL[1]), (MIXED, LOCAL[0])])
+def test_local_diff_classes_and_envelopes_match_brute_force(old: str, new: str) -> None:
+    from cpgraph.design.diff import _kind, _summary
+
+    before, after = loads_design(old, name="old"), loads_design(new, name="new")
+    truth: dict[str, set[int]] = {"fixed": set(), "regressed": set(), "changed": set()}
+    least: dict[str, tuple[int, int]] = {}
+    top = max(d.cp_size * max(d.buckets) if not d.keyed.windowed else max(d.buckets) for d in (before, after))
+    for n in range(1, top + 1):
+        for lengths in multisets(n, 1, 1):
+            kind = _kind(_summary(evaluate(before, lengths)), _summary(evaluate(after, lengths)))
+            if kind is not None:
+                truth[kind].add(n)
+                key = (len(lengths), n)
+                least[kind] = min(least.get(kind, key), key)
+    diff = diff_designs(before, after)
+    for c in diff.classes:
+        assert c.status in ("found", "none"), c
+        if not truth[c.kind]:
+            assert c.status == "none", (c.kind, c)
+            continue
+        assert c.status == "found" and c.region == (min(truth[c.kind]), max(truth[c.kind])), (c.kind, c.region)
+        first = c.changes[0].extend_seq_lens
+        assert (len(first), sum(first)) == least[c.kind]

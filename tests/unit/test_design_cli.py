@@ -81,3 +81,56 @@ def test_review_rejects_sizes_past_the_encoding_limits_at_load_time(tmp_path: Pa
         path.write_text(text)
         assert main(["review", str(path)]) == 2
         assert needle in capsys.readouterr().err
+
+
+def test_review_proves_vllm_0_29_and_refutes_0_28_with_the_least_batch(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["review", "designs/vllm_pcp.toml", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {x["status"] for x in data["invariants"]} == {"proved"} and data["design"]["keying"] == "local"
+    assert main(["review", "designs/vllm_pcp_0_28.toml", "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    replay = next(x for x in data["invariants"] if x["invariant"] == "admission_replay")
+    assert replay["status"] == "refuted" and replay["witness"]["extend_seq_lens"] == [2]
+    assert replay["witness"]["outcome"]["buckets"] == [2] * 4 and replay["witness"]["outcome"]["replayed"] == [1] * 4
+
+
+def test_review_of_0_28_against_0_29_classifies_the_batches(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["review", "vllm_pcp", "--against", "vllm_pcp_0_28", "--format", "json"]) == 0
+    classes = {c["kind"]: c for c in json.loads(capsys.readouterr().out)["diff"]["classes"]}
+    assert classes["fixed"]["status"] == "found" and classes["fixed"]["region"] == [2, 512]
+    assert classes["fixed"]["changes"][0]["extend_seq_lens"] == [2]
+    assert classes["regressed"]["status"] == "none"
+    assert classes["changed"]["status"] == "found" and classes["changed"]["changes"][0]["old"] == "eager"
+
+
+def test_simulate_runs_global_and_local_designs_side_by_side(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("[170, 161, 153]\n[1534, 161, 353]\n[4096]\n[1]\n")
+    assert main(["simulate", "--workload", str(workload), "upstream", "prefix", "vllm_pcp", "vllm_pcp_0_28", "--format", "json"]) == 1
+    rows = {r["design"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["vllm_pcp"]["overflows"] == 0 and rows["vllm_pcp"]["graph"] == 2  # [4096] and [1534, ...]: m > 512
+    assert rows["vllm_pcp_0_28"]["first_overflow"] == [170, 161, 153]
+    assert "admission_replay" in rows["vllm_pcp_0_28"]["first_violated"]
+    assert main(["simulate", "--workload", str(workload), "vllm_pcp_0_28"]) == 1
+    assert "replay runs another graph than the one admitted" in capsys.readouterr().out
+
+
+def test_plan_chooses_sizes_for_a_local_design_and_the_review_proves_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("\n".join(json.dumps([300 + 7 * i, 40]) for i in range(60)) + "\n")
+    out = tmp_path / "planned.toml"
+    code = main(["plan", "--workload", str(workload), "--cp-size", "4", "--keying", "local", "--max-buckets", "4",
+                 "--out", str(out)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "SAFE: every invariant proved" in text and "vllm_pcp" in text
+    assert 'keying = "local"' in out.read_text() and 'strategy = "dual_chunk_swap"' in out.read_text()
+    assert main(["review", str(out)]) == 0
+
+
+def test_a_review_past_the_encodings_limit_exits_2_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    big = tmp_path / "big.toml"
+    big.write_text('strategy = "dual_chunk_swap"\nkeying = "local"\ncp_size = 20\ncapture_num_tokens = [8, 16]\n')
+    assert main(["review", str(big)]) == 2
+    assert "above its limit of 640" in capsys.readouterr().err
+    assert main(["simulate", "--workload", "chat", str(big)]) == 0  # simulate takes any cp_size

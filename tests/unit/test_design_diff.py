@@ -52,3 +52,16 @@ def test_diff_across_cp_sizes_counts_requests_only_the_smaller_p_runs_as_graphs(
     first = regressed.changes[0]
     assert first.old_outcome.admitted and not first.new_outcome.admitted
     assert min(first.extend_seq_lens) < 8  # a request only the P=2 design takes the CP path for
+
+
+
+def test_a_diff_across_keyings_reads_one_batch() -> None:
+    # a global zigzag design against a local dual_chunk_swap one: one shared batch (lengths from 1, those below
+    # the DualChunkSwap table's exact range counted apart); only the local design keys batches with a request
+    # shorter than 2P, and the ranges are the envelope (the exact scan needs global keying)
+    old = loads_design("cp_size = 2\ncapture_num_tokens = [8, 12, 16]\n", name="g")
+    new = loads_design('strategy = "dual_chunk_swap"\nkeying = "local"\ncp_size = 2\ncapture_num_tokens = [2, 4, 8]\n', name="l")
+    diff = diff_designs(old, new)
+    changed = diff.by_kind("changed")
+    assert changed.status == "found" and "envelope" in changed.note
+    assert changed.changes[0].extend_seq_lens == (1,)  # eager under the CP-active gate, a graph of size 1 locally

@@ -98,7 +98,7 @@ def test_search_designs_stay_safe_for_other_padding_factors(factor: str) -> None
     assert set(got.values()) == {"proved"}
 
 
-@pytest.mark.parametrize("strategy", ["interleave", "contiguous", "zigzag_pad"])
+@pytest.mark.parametrize("strategy", ["interleave", "contiguous", "dual_chunk_swap", "dual_chunk_swap_dcp"])
 def test_every_strategy_is_reviewed_and_the_pre_fix_selector_refuted(strategy: str) -> None:
     base = f'cp_size = 4\nstrategy = "{strategy}"\ncapture_num_tokens = [64, 96, 128, 192, 256]\n'
     assert set(verdicts(base).values()) == {"proved"}
@@ -107,9 +107,69 @@ def test_every_strategy_is_reviewed_and_the_pre_fix_selector_refuted(strategy: s
 
 
 def test_context_len_capture_is_reviewed() -> None:
-    got = verdicts('cp_size = 4\nstrategy = "zigzag_pad"\ncapture_num_tokens = [256, 512, 1024]\ncontext_len = 300\n'
+    got = verdicts('cp_size = 4\nstrategy = "dual_chunk_swap"\ncapture_num_tokens = [256, 512, 1024]\ncontext_len = 300\n'
                    'selector = "smallest"\n')
     assert "unknown" not in got.values()
+
+
+# -- local keying (vLLM) --------------------------------------------------------------------------------------
+
+
+def test_vllm_0_29_is_proved_for_any_number_of_requests() -> None:
+    lemmas, results = review_invariants(load_design("vllm_pcp"))
+    assert all(lemma.status == "proved" for lemma in lemmas)
+    assert all(r.status == "proved" for r in results), results
+    assert all("any number of requests" in r.scope for r in results)
+
+
+def test_vllm_0_28_is_refuted_on_admission_replay_with_the_least_batch() -> None:
+    design = load_design("vllm_pcp_0_28")
+    _, results = review_invariants(design)
+    got = {r.invariant: r for r in results}
+    replay = got["admission_replay"]
+    assert replay.status == "refuted" and replay.witness is not None
+    # fewest requests, then fewest tokens: one prefill of 2 tokens is dispatched to size 2 (n = 2) but its
+    # rank-local rows are (1, 1, 0, 0), so replay is keyed by 1: another graph. One token (m = n = 1) agrees.
+    assert replay.witness.extend_seq_lens == (2,)
+    outcome = replay.witness.outcome
+    assert (outcome.bucket, outcome.replayed_bucket, outcome.key) == (2, 1, 1)
+    assert "admission_replay" in evaluate(design, (2,)).violated and evaluate(design, (1,)).violated == ()
+    assert got["captured_bucket"].status == "refuted"  # e.g. [9]: admitted 16, replayed under 3, never captured
+    assert got["rank_consensus"].status == "proved" and got["capacity_fit"].status == "proved"
+
+
+def test_the_issue_batches_replay_through_both_releases() -> None:
+    old, new = load_design("vllm_pcp_0_28"), load_design("vllm_pcp")
+    shipped = evaluate(old, (170, 161, 153))
+    assert (shipped.bucket, shipped.replayed_bucket) == (496, 126) and "captured_bucket" in shipped.violated
+    captured = evaluate(old, (64,) * 7)  # replayed under 112, a captured size: still another graph
+    assert (captured.bucket, captured.replayed_bucket, captured.violated) == (448, 112, ("admission_replay",))
+    fixed = evaluate(new, (170, 161, 153))
+    assert (fixed.bucket, fixed.key, fixed.violated) == (128, 126, ())
+
+
+def test_a_local_design_with_an_unsorted_list_breaks_minimality_only() -> None:
+    got = verdicts('strategy = "dual_chunk_swap"\nkeying = "local"\ncp_size = 4\ncapture_num_tokens = [16, 8, 32]\n')
+    assert got["minimal_bucket"] == "refuted"
+    assert all(got[i] == "proved" for i in ("rank_consensus", "admission_replay", "captured_bucket", "capacity_fit"))
+
+
+def test_a_local_design_runs_eagerly_only_above_its_largest_size() -> None:
+    design = loads_design('strategy = "zigzag"\nkeying = "local"\ncp_size = 2\ncapture_num_tokens = [1, 4, 8]\n', name="t")
+    assert evaluate(design, (3,)).bucket == 4  # zigzag P=2: L = 3 puts (2, 1): m = 2 -> size 4
+    assert evaluate(design, (20,)).bucket is None  # m = 10 > 8: eager, and nothing fits
+    assert set(verdicts('strategy = "zigzag"\nkeying = "local"\ncp_size = 2\ncapture_num_tokens = [1, 4, 8]\n').values()) == {"proved"}
+
+
+def test_a_design_past_the_encodings_limit_is_a_clear_error() -> None:
+    from cpgraph.design.schema import DesignError
+    from cpgraph.spec.design_counts import MAX_SHORT_CLASSES, largest_cp_size
+
+    limit = largest_cp_size("dual_chunk_swap")
+    assert limit == 13 and MAX_SHORT_CLASSES == 640
+    big = loads_design(f'strategy = "dual_chunk_swap"\nkeying = "local"\ncp_size = {limit + 1}\ncapture_num_tokens = [8]\n')
+    with pytest.raises(DesignError, match=r"above its limit of 640 .*allowed: dual_chunk_swap cp_size <= 13"):
+        review_invariants(big)
 
 
 def test_a_solver_that_gives_up_is_unknown_never_proved_and_exits_3(monkeypatch: pytest.MonkeyPatch) -> None:

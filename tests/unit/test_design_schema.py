@@ -12,7 +12,14 @@ def test_bundled_designs_load_by_name_and_path(name: str) -> None:
     by_name = load_design(name)
     by_path = load_design(f"designs/{name}.toml")
     assert by_name == by_path
-    assert by_name.cp_size == 4 and by_name.align_size == 8 and by_name.strategy in ("zigzag", "zigzag_pad")
+    assert by_name.cp_size == 4
+    if by_name.keying == "global":
+        assert by_name.align_size == 8 and by_name.strategy == "zigzag"
+    else:  # vLLM: rows padded to the size only
+        assert by_name.align_size == 1 and by_name.strategy.startswith("dual_chunk_swap")
+
+
+VLLM_SIZES = (1, 2, 4) + tuple(range(8, 249, 8)) + tuple(range(256, 513, 16))
 
 
 def test_bundled_designs_differ_where_the_issue_says() -> None:
@@ -20,7 +27,45 @@ def test_bundled_designs_differ_where_the_issue_says() -> None:
     assert load_design("prefix").selector == "smallest"
     assert load_design("headroom").capacity_rule == "headroom"
     pcp = load_design("vllm_pcp")
-    assert pcp.strategy == "zigzag_pad" and pcp.context_len == 4096
+    assert (pcp.strategy, pcp.keying, pcp.admits_by, pcp.split) == ("dual_chunk_swap", "local", "local_rows", False)
+    assert pcp.capture_num_tokens == VLLM_SIZES and pcp.buckets == VLLM_SIZES  # vLLM's default sizes, all kept
+    assert pcp.capacities()[0] == {s: s for s in VLLM_SIZES}  # a size s holds s rows on every rank
+    old = load_design("vllm_pcp_0_28")
+    assert (old.keying, old.admits_by, old.split) == ("local", "num_tokens", True)
+    assert old.capture_num_tokens == VLLM_SIZES
+
+
+LOCAL = 'strategy = "dual_chunk_swap"\nkeying = "local"\ncp_size = 4\ncapture_num_tokens = [1, 2, 4, 8]\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (BASE + 'keying = "rank"\n', "'keying': got 'rank'; allowed: global | local"),
+        (BASE + 'admission_key = "tokens"\n', "'admission_key': got 'tokens'; allowed: num_tokens | local_rows"),
+        (BASE + 'admission_key = "local_rows"\n', "'admission_key': got 'local_rows'; allowed: num_tokens under keying = \"global\""),
+        (LOCAL + "align_size = 1\n", "'align_size': got 1; allowed: nothing under keying = \"local\""),
+        (LOCAL + "max_padding_factor = 2\n", "'max_padding_factor': got 2; allowed: nothing under keying = \"local\" (no padding window"),
+        (LOCAL + "context_len = 512\n", "'context_len': got 512; allowed: nothing under keying = \"local\""),
+        (LOCAL + 'layout_basis = "live"\n', "'layout_basis': got 'live'; allowed: nothing under keying = \"local\""),
+        (LOCAL + '[capacity]\nrule = "captured"\n', "'capacity': got {'rule': 'captured'}; allowed: nothing under keying"),
+        (BASE + 'strategy = "zigzag_pad"\n', "'strategy': got 'zigzag_pad'; allowed: zigzag | interleave | contiguous | dual_chunk_swap"),
+    ],
+)
+def test_keying_knobs_are_validated_from_the_keying_table(text: str, needle: str) -> None:
+    with pytest.raises(DesignError) as info:
+        loads_design(text)
+    assert needle in str(info.value)
+
+
+def test_a_local_design_keeps_every_size_and_round_trips() -> None:
+    design = loads_design(LOCAL + 'admission_key = "num_tokens"\n', name="l")
+    assert design.buckets == (1, 2, 4, 8)  # no CP-active gate drops sizes below 2P
+    assert design.split and design.key == "local_rows" and design.admits_by == "num_tokens"
+    assert loads_design(dumps_design(design), name="l") == design
+    plain = loads_design(LOCAL, name="p")
+    assert not plain.split and "admission_key" not in dumps_design(plain)
+    assert loads_design(dumps_design(plain), name="p") == plain
 
 
 @pytest.mark.parametrize(
@@ -58,7 +103,7 @@ def test_bad_design_names_key_value_and_allowed(text: str, needle: str) -> None:
 
 
 def test_unknown_design_lists_bundled_names() -> None:
-    with pytest.raises(DesignError, match="bundled: upstream, prefix, headroom, vllm_pcp"):
+    with pytest.raises(DesignError, match="bundled: upstream, prefix, headroom, vllm_pcp, vllm_pcp_0_28"):
         load_design("no-such-design")
 
 

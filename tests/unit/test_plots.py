@@ -28,3 +28,14 @@ def test_a_small_crash_share_still_gets_a_figure(tmp_path: Path) -> None:
     results = [simulate(load_design(d), batches, "one-in-a-hundred") for d in ("upstream", "prefix")]
     assert results[1].overflows == 1
     assert plot_simulation(results, tmp_path / "sim.png").read_bytes()[:8] == PNG
+
+
+def test_the_review_figures_of_vllm_0_28_against_0_29(tmp_path: Path) -> None:
+    # local keying: the x axis runs to P times the largest size (above it every batch is eager), the crash
+    # region of 0.28 is every n from 2 to its largest size, the padding curve is P*s/n
+    result = review(load_design("vllm_pcp_0_28"), against=load_design("vllm_pcp"))
+    shipped, fixed = panels_of(result)  # the design reviewed first, then the one it is diffed against
+    assert shipped.crash == ((0, ((2, 512),)),) and shipped.witnesses[0][:2] == (2, 1)
+    assert fixed.efficiency.top == 2048 and not fixed.crash
+    written = plot_review(result, tmp_path / "plots")
+    assert all(p.read_bytes()[:8] == PNG for p in written)
