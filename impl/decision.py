@@ -339,7 +339,7 @@ def make_plan(
     plan = _new(Plan)
     _set(plan, "__dict__", {
         "extend_seq_lens": lengths, "num_tokens": num_tokens, "required_local_tokens": required, "bucket": bucket,
-        "bucket_local_tokens": capacity, "fallback": fallback,
+        "bucket_local_tokens": capacity, "fallback": fallback, "is_prefilling": None, "key": None,
     })
     return plan
 

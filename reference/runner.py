@@ -91,7 +91,7 @@ class Plan:
     bucket_local_tokens: int | None
     fallback: FallbackReason | None
     is_prefilling: tuple[bool, ...] | None = None  # None: every request a prefill
-    key: int | None = None  # what the selector compared: n (global) or the largest rank-local rows (local)
+    key: int | None = None  # local keying: the largest rank-local rows m it compared (None under global: n)
 
     @property
     def admitted(self) -> bool:
@@ -189,7 +189,7 @@ class ReferenceRunner:
         )
         if bucket is None:
             return fallback(FallbackReason.NO_CAPACITY_WITHIN_PADDING_LIMIT)
-        return Plan(lengths, n, required, bucket, self.bucket_local_tokens[bucket], None, None, n)
+        return Plan(lengths, n, required, bucket, self.bucket_local_tokens[bucket], None)
 
     def _plan_local(self, lengths: tuple[int, ...], n: int, flags: tuple[bool, ...] | None) -> Plan:
         loads = rank_loads(lengths, cp_size=self.cp_size, strategy=self.strategy, is_prefilling=flags)
