@@ -20,7 +20,15 @@ from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.replay import batch_replay
 from cpgraph.spec.arith import DivMod, divmod_by
 from cpgraph.spec.invariants import conservation, per_request_balance
-from cpgraph.spec.strategies import STRATEGIES, rank_loads, zigzag_pad_request_loads, RequestLoads, contiguous_request_loads, interleave_loads, interleave_rank_load
+from cpgraph.spec.strategies import (
+    CLASS_ENCODABLE,
+    STRATEGIES,
+    RequestLoads,
+    contiguous_request_loads,
+    interleave_loads,
+    interleave_rank_load,
+    rank_loads,
+)
 from cpgraph.spec.terms import IntLike, IntTerm, Loads
 from cpgraph.spec.zigzag import zigzag_rank_load, zigzag_request_loads, zigzag_split
 
@@ -103,19 +111,30 @@ def interleave_loads_sum_to_tokens(cp_size: int, *, batch_loads: RequestLoads = 
     )
 
 
+TABLE_ROWS_MAX_P = 8  # every row up to here; above it the class-encodable rows (DualChunkSwap's cost grows with P)
+
+
+def table_rows_at(cp_size: int) -> tuple[str, ...]:
+    """The rows table_batch_loads_sum_to_tokens checks at ``cp_size``: every row up to P = 8, the
+    class-encodable ones above."""
+    return tuple(STRATEGIES) if cp_size <= TABLE_ROWS_MAX_P else CLASS_ENCODABLE
+
+
 def table_batch_loads_sum_to_tokens(cp_size: int, *, batch_loads: Callable[..., Loads] = rank_loads) -> tuple[Query, ...]:
     """For every strategy of the table, the whole-batch loads the table builds for a batch of several
     requests of any lengths (the first request's loads plus each further one's, with every request's
-    defining facts kept; interleave from the total) sum to the batch's tokens; under zigzag_pad, to the
-    tokens of every request padded up to a multiple of 2P (2P*k, k the least with 2P*k >= L)."""
+    defining facts kept; interleave from the total) sum to the batch's tokens; under dual_chunk_swap_dcp,
+    to the tokens with every prefill too short to fill 2P chunks ((2P-1)*c >= L, c the least with
+    2P*c >= L) counted once per rank, since it is copied to every rank."""
     p = cp_size
     lengths = (z3.Int("L0"), z3.Int("L1"))
-    blocks = tuple(z3.Int(f"k{i}") for i in range(len(lengths)))
-    least = [z3.And(2 * p * k >= x, 2 * p * (k - 1) < x) for k, x in zip(blocks, lengths)]
+    chunks = tuple(z3.Int(f"c{i}") for i in range(len(lengths)))
+    least = [z3.And(2 * p * c >= x, 2 * p * (c - 1) < x) for c, x in zip(chunks, lengths)]
+    copied = [z3.If((2 * p - 1) * c >= x, p * x, x) for c, x in zip(chunks, lengths)]
     out: list[Query] = []
-    for sid in STRATEGIES:
+    for sid in table_rows_at(p):
         loads = batch_loads(lengths, cp_size, f"batch.{sid}", sid)
-        tokens = z3.Sum([2 * p * k for k in blocks]) if sid == "zigzag_pad" else z3.Sum(list(lengths))
+        tokens = z3.Sum(copied) if sid == "dual_chunk_swap_dcp" else z3.Sum(list(lengths))
         out.append(Query(sid, conservation(loads, tokens), (*(x >= 0 for x in lengths), *least, loads.holds),
                          size=z3.Sum(list(lengths)), shown=_shown(loads)))
     return tuple(out)
@@ -156,27 +175,6 @@ def contiguous_busiest_rank_holds_ceil_share(
             size=length,
             shown=_shown(loads),
             replay=_ceil_share_replay("contiguous_busiest_rank_holds_ceil_share", cp_size, "contiguous"),
-        ),
-    )
-
-
-def zigzag_pad_holds_the_padded_zigzag_share(
-    cp_size: int, *, request_loads: RequestLoads = zigzag_pad_request_loads
-) -> tuple[Query, ...]:
-    """Under zigzag_pad (vLLM's layout), one request of any length L occupies on every rank exactly its
-    share of the request padded up to a multiple of 2P: 2k rows, with k the least integer such that
-    2P*k >= L (stated from that definition, not from the spec's ceil)."""
-    p = cp_size
-    length, loads = request_terms(request_loads, cp_size)
-    k = z3.Int("k")
-    least = z3.And(2 * p * k >= length, 2 * p * (k - 1) < length)
-    return (
-        Query(
-            "request",
-            z3.And([load == 2 * k for load in loads.loads]),
-            (length >= 0, loads.holds, least),
-            size=length,
-            shown=_shown(loads),
         ),
     )
 
