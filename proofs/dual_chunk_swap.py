@@ -21,6 +21,7 @@ Scope: P in SMALL_CP_SIZES (each rank's load is two of 2P If-chunks; one query a
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import z3
@@ -29,9 +30,31 @@ from cpgraph.proofs.claims import same_definitions
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.replay import batch_replay
 from cpgraph.proofs.strategies import _shown, _sum_over_requests, request_terms
-from cpgraph.spec.strategies import RequestLoads, dual_chunk_swap_dcp_request_loads, dual_chunk_swap_request_loads
+from cpgraph.spec.strategies import (
+    RequestLoads,
+    dual_chunk_swap_chunk,
+    dual_chunk_swap_chunk_size,
+    dual_chunk_swap_dcp_request_loads,
+    dual_chunk_swap_request_loads,
+)
 from cpgraph.spec.terms import BoolTerm, IntTerm, all_of, any_of
 
+
+
+def chunks_fill_in_order(length: IntTerm, cp_size: int, name: str) -> tuple[tuple[str, BoolTerm], ...]:
+    """Lemmas about the spec's DualChunkSwap build of ``length`` under ``name`` (its chunk size c): chunk j
+    holds min(L, (j+1)c) - min(L, jc), the chunks fill the prefill's tokens in order. One small query each;
+    together they telescope, so a sum of chunks is a difference of two minima (what keeps the conservation
+    claims linear and small)."""
+    c, _ = dual_chunk_swap_chunk_size(length, cp_size, name)
+
+    def filled(j: int) -> IntTerm:
+        return z3.If(j * c <= length, j * c, length)
+
+    return tuple(
+        (f"chunk {j} ({name})", dual_chunk_swap_chunk(length, c, j) == filled(j + 1) - filled(j))
+        for j in range(2 * cp_size)
+    )
 
 
 def dual_chunk_swap_loads_sum_to_tokens(
@@ -39,8 +62,14 @@ def dual_chunk_swap_loads_sum_to_tokens(
 ) -> tuple[Query, ...]:
     """Under DualChunkSwap (every one of its three rows, for a batch of prefills), the ranks' loads sum to
     the batch's tokens: per request (the 2P chunks of ceil(L/2P) tokens, the trailing ones short or
-    empty, hold L tokens between them), and for any number of requests."""
-    return _sum_over_requests(cp_size, "dual_chunk_swap", request_loads, "dual_chunk_swap_loads_sum_to_tokens")
+    empty, hold L tokens between them: each chunk holds the next tokens in order, a lemma per chunk), and
+    for any number of requests."""
+    length, loads = request_terms(request_loads, cp_size)
+    lemmas = chunks_fill_in_order(length, cp_size, "req")
+    facts = (length >= 0, loads.holds)
+    request, base, step = _sum_over_requests(cp_size, "dual_chunk_swap", request_loads, "dual_chunk_swap_loads_sum_to_tokens")
+    chained = dataclasses.replace(request, hypotheses=(*request.hypotheses, *(claim for _, claim in lemmas)))
+    return (*(Query(part, claim, facts) for part, claim in lemmas), chained, base, step)
 
 
 def _split_form(cp_size: int, quotient: IntTerm, remainder: IntTerm, rank: int) -> IntTerm:
@@ -144,11 +173,14 @@ def dual_chunk_swap_dcp_copies_exactly_the_short_prefills(
     short = (2 * p - 1) * c >= length
     claim = all_of(z3.If(short, x == length, x == y) for x, y in zip(loads.loads, split.loads))
     facts = (length >= 0, least, loads.holds, split.holds)
-    # A lemma first: the two rows' builds define the same chunk size (proved from their facts).
+    # Lemmas first: the two rows' builds define the same chunk size, which is the c of the claim (each
+    # proved from the facts, divmod uniqueness).
     same = same_definitions((*loads.loads, loads.holds), "req", (*split.loads, split.holds), "split")
+    chunk, _ = dual_chunk_swap_chunk_size(length, p, "split")
     return (
         Query("definitions agree", same, facts),
-        Query("request", claim, (*facts, same), size=length, shown=_shown(loads),
+        Query("chunk size is the least c", chunk == c, facts),
+        Query("request", claim, (*facts, same, chunk == c), size=length, shown=_shown(loads),
               replay=batch_replay(theorem="dual_chunk_swap_dcp_copies_exactly_the_short_prefills", cp_size=p,
                                   strategy="dual_chunk_swap_dcp", length_names=("L",),
                                   claim="loads == ((N,) * P if (2 * P - 1) * -(-N // (2 * P)) >= N else "

@@ -35,11 +35,13 @@ from cpgraph.proofs.claims import (
     size_fits,
     sizes_holding_themselves,
 )
+from cpgraph.proofs import end_to_end
 from cpgraph.proofs.end_to_end import _any_decision
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.setting import LIST_LENGTH, Admit, ReplayFn, Setting
 from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.spec.admission import RankSetup, admit
+from cpgraph.spec.keying import KEYINGS
 from cpgraph.spec.replay import ReplayLayout, live_layout, replay
 from cpgraph.spec.selection import Selection, capture_list_is_sorted, symbolic_capture_list
 from cpgraph.spec.terms import BoolTerm, IntTerm, all_of, any_of
@@ -235,3 +237,7 @@ THEOREM_OF_INVARIANT = {
     "no_needless_fallback": local_batches_that_fit_are_admitted,
 }
 assert set(THEOREM_OF_INVARIANT) == set(INVARIANT_TABLE), "one local end-to-end theorem per invariant id"
+
+# Each keying of the table (spec/keying.py) with its end-to-end theorem per invariant id.
+THEOREMS_BY_KEYING = {"global": end_to_end.THEOREM_OF_INVARIANT, "local": THEOREM_OF_INVARIANT}
+assert set(THEOREMS_BY_KEYING) == set(KEYINGS), "one set of end-to-end theorems per keying"

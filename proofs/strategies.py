@@ -11,7 +11,7 @@ interleave): the same statement, a much smaller query.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import z3
 
@@ -114,10 +114,21 @@ def interleave_loads_sum_to_tokens(cp_size: int, *, batch_loads: RequestLoads = 
 TABLE_ROWS_MAX_P = 8  # every row up to here; above it the class-encodable rows (DualChunkSwap's cost grows with P)
 
 
-def table_rows_at(cp_size: int) -> tuple[str, ...]:
-    """The rows table_batch_loads_sum_to_tokens checks at ``cp_size``: every row up to P = 8, the
-    class-encodable ones above."""
-    return tuple(STRATEGIES) if cp_size <= TABLE_ROWS_MAX_P else CLASS_ENCODABLE
+def same_builder_groups(ids: Sequence[str]) -> tuple[tuple[str, ...], ...]:
+    """``ids`` grouped by the per-request builder their rows share (dual_chunk_swap and
+    dual_chunk_swap_replicated lay out prefills with one builder): a theorem about a builder's terms checks
+    each group once and names every id of it. Rows without a per-request builder stay apart."""
+    groups: dict[object, list[str]] = {}
+    for sid in ids:
+        builder = STRATEGIES[sid].request_loads
+        groups.setdefault(sid if builder is None else builder, []).append(sid)
+    return tuple(tuple(group) for group in groups.values())
+
+
+def table_rows_at(cp_size: int) -> tuple[tuple[str, ...], ...]:
+    """The rows table_batch_loads_sum_to_tokens checks at ``cp_size``, grouped by shared builder: every row
+    up to P = 8, the class-encodable ones above."""
+    return same_builder_groups(tuple(STRATEGIES) if cp_size <= TABLE_ROWS_MAX_P else CLASS_ENCODABLE)
 
 
 def table_batch_loads_sum_to_tokens(cp_size: int, *, batch_loads: Callable[..., Loads] = rank_loads) -> tuple[Query, ...]:
@@ -131,12 +142,31 @@ def table_batch_loads_sum_to_tokens(cp_size: int, *, batch_loads: Callable[..., 
     chunks = tuple(z3.Int(f"c{i}") for i in range(len(lengths)))
     least = [z3.And(2 * p * c >= x, 2 * p * (c - 1) < x) for c, x in zip(chunks, lengths)]
     copied = [z3.If((2 * p - 1) * c >= x, p * x, x) for c, x in zip(chunks, lengths)]
+    from cpgraph.proofs.dual_chunk_swap import chunks_fill_in_order
+    from cpgraph.spec.strategies import dual_chunk_swap_chunk_size
+
     out: list[Query] = []
-    for sid in table_rows_at(p):
+    for group in table_rows_at(p):
+        sid, label = group[0], " ".join(group)  # one check per shared builder, naming every row it lays out
         loads = batch_loads(lengths, cp_size, f"batch.{sid}", sid)
         tokens = z3.Sum(copied) if sid == "dual_chunk_swap_dcp" else z3.Sum(list(lengths))
-        out.append(Query(sid, conservation(loads, tokens), (*(x >= 0 for x in lengths), *least, loads.holds),
-                         size=z3.Sum(list(lengths)), shown=_shown(loads)))
+        facts = (*(x >= 0 for x in lengths), *least, loads.holds)
+        lemmas: list[z3.BoolRef] = []
+        row = STRATEGIES[sid]
+        if row.decodes is not None and row.request_loads is not None:
+            # DualChunkSwap, request by request: its chunks fill its tokens in order, its chunk size is the
+            # claim's c, so its loads sum to its tokens (copied by dcp: P times them). Lemmas, each proved.
+            for i, (x, c, whole) in enumerate(zip(lengths, chunks, copied)):
+                name = f"batch.{sid}.req{i}"
+                chunk_lemmas = chunks_fill_in_order(x, p, name)
+                size, _ = dual_chunk_swap_chunk_size(x, p, name)
+                one = row.request_loads(x, p, name)
+                steps = (*chunk_lemmas, (f"chunk size is c{i} ({name})", size == c),
+                         (f"request {i} sums to its tokens ({name})", conservation(one, whole if sid == "dual_chunk_swap_dcp" else x)))
+                for part, claim in steps:
+                    out.append(Query(f"{part} {sid}", claim, (*facts, *lemmas)))
+                    lemmas.append(claim)
+        out.append(Query(label, conservation(loads, tokens), (*facts, *lemmas), size=z3.Sum(list(lengths)), shown=_shown(loads)))
     return tuple(out)
 
 

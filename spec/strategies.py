@@ -61,8 +61,9 @@ def contiguous_request_loads(length: IntLike, cp_size: int, name: str) -> Loads:
 # -- DualChunkSwap (vLLM) ---------------------------------------------------------------------------------------
 
 
-def _chunk(length: IntLike, chunk: IntLike, j: int) -> IntLike:
-    """min(c, max(0, L - j*c)): one ladder for both worlds (ints give an int, terms give an If term)."""
+def dual_chunk_swap_chunk(length: IntLike, chunk: IntLike, j: int) -> IntLike:
+    """Chunk j of a prefill of L tokens in chunks of c: min(c, max(0, L - j*c)); one ladder for both worlds
+    (ints give an int, terms give an If term). Rank r's load is chunk r plus chunk 2P-1-r."""
     rest = length - j * chunk
     if isinstance(rest, int) and isinstance(chunk, int):
         return min(chunk, max(0, rest))
@@ -80,7 +81,7 @@ def dual_chunk_swap_chunk_size(length: IntLike, cp_size: int, name: str) -> tupl
 
 def _dcs_rank_loads(length: IntLike, chunk: IntLike, cp_size: int) -> tuple[IntLike, ...]:
     last = 2 * cp_size - 1
-    return tuple(_chunk(length, chunk, r) + _chunk(length, chunk, last - r) for r in range(cp_size))
+    return tuple(dual_chunk_swap_chunk(length, chunk, r) + dual_chunk_swap_chunk(length, chunk, last - r) for r in range(cp_size))
 
 
 def _dual_chunk_swap(length: IntLike, cp_size: int, name: str) -> tuple[Loads, IntLike]:
