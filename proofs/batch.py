@@ -2,7 +2,10 @@
 
 spec/batch.py describes a batch by Q (the sum of the quotients L div 2P) and counts c[m], s[m] of long
 and short requests per remainder m = L mod 2P, with loads Q*loads(2P) + sum_m (c[m]+s[m])*loads(m). This
-module proves, for one P and every strategy of the table, by induction over the requests of a batch:
+module proves, for one P and every class-encodable strategy of the table (spec/strategies.py
+``CLASS_ENCODABLE``: zigzag, contiguous, interleave; the DualChunkSwap rows are not class-encodable, see
+proofs/strategies.py ``dual_chunk_swap_long_requests_split_by_remainder`` and the variant that refutes the
+class form for them), by induction over the requests of a batch:
 
 - base: the empty batch is the class state with every count 0 and Q = 0, which has zero loads, zero
   tokens and satisfies the state invariant;
@@ -25,7 +28,7 @@ import z3
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.setting import OTHER_STRATEGIES_MAX_P, STRATEGIES_FULL_SCOPE  # the end-to-end theorems' scope, one source
 from cpgraph.spec.batch import ClassBatch, class_batch, class_loads, is_a_batch, is_reachable
-from cpgraph.spec.strategies import STRATEGIES, rank_loads
+from cpgraph.spec.strategies import CLASS_ENCODABLE, STRATEGIES, rank_loads
 from cpgraph.spec.terms import BoolTerm, IntTerm, Loads, all_of, literal
 
 RequestLoads = Callable[[IntTerm, int, str, str], Loads]
@@ -72,10 +75,12 @@ def _ints(values: tuple[IntTerm, ...]) -> tuple[int, ...]:
 
 
 def _strategies_with_request_loads(cp_size: int) -> tuple[str, ...]:
+    """The class-encodable rows with per-request loads the lemma covers at ``cp_size`` (the end-to-end
+    theorems' scope): the DualChunkSwap rows are outside it by declaration (``CLASS_ENCODABLE``)."""
     return tuple(
         sid
-        for sid, row in STRATEGIES.items()
-        if row.request_loads is not None and (sid in STRATEGIES_FULL_SCOPE or cp_size <= OTHER_STRATEGIES_MAX_P)
+        for sid in CLASS_ENCODABLE
+        if STRATEGIES[sid].request_loads is not None and (sid in STRATEGIES_FULL_SCOPE or cp_size <= OTHER_STRATEGIES_MAX_P)
     )
 
 
@@ -90,8 +95,8 @@ def class_loads_track_request_loads(
 ) -> tuple[Query, ...]:
     """Every batch of any number of requests has the loads and tokens of its remainder-class state:
     base (the empty batch) and step (one more request of any length moves the class formula exactly as
-    the spec's per-request loads move the batch's loads), for zigzag and zigzag_pad at every P and for
-    contiguous at P <= 8 (interleave's loads are a function of the total, so the tokens step covers it);
+    the spec's per-request loads move the batch's loads), for zigzag at every P and for
+    contiguous at P <= 8 (the class-encodable strategies; DualChunkSwap is not) (interleave's loads are a function of the total, so the tokens step covers it);
     and conversely every state a ClassBatch admits is realised by a non-empty batch."""
     p = cp_size
     out: list[Query] = []

@@ -6,7 +6,11 @@ spec's builders (proofs/end_to_end.py proves the spec's admission and replay aga
 - a bucket fits when it is within the window, recorded, with capacity >= those rows;
 - "listed with room" names the bucket's own capacity and every rank's rows;
 - CP-active is P > 1, n >= 2P and no request shorter than 2P.
-The alignment A comes from the documented rule (``ALIGN_FACTOR``), not from the spec's strategy table.
+The alignment A comes from the documented rule (``documented_align``), not from the spec's strategy table.
+
+Under the local keying (vLLM 0.29 on) the claims are restated over the key, again from definitions: the
+key m is "the least value at or above every load" (the largest load), a listed size fits when it is at
+or above m, and a size holds its own rows on every rank (``sizes_holding_themselves``).
 """
 
 from __future__ import annotations
@@ -16,12 +20,20 @@ from fractions import Fraction
 
 import z3
 
-from cpgraph.spec.batch import ClassBatch
+from cpgraph.spec.batch import LiveBatch
 from cpgraph.spec.selection import CaptureList, Selection
 from cpgraph.spec.terms import BoolTerm, IntTerm, all_of, any_of
 
-# docs/semantics.md: 2P for zigzag and zigzag_pad (two blocks a rank), P for the others.
-ALIGN_FACTOR = {"zigzag": 2, "zigzag_pad": 2, "interleave": 1, "contiguous": 1}
+# docs/semantics.md: 2P for zigzag (two blocks a rank), P for interleave and contiguous, none (A = 1) for
+# vLLM's DualChunkSwap rows (vLLM pads a rank's rows to the graph size and aligns nothing).
+ALIGN_FACTOR = {"zigzag": 2, "interleave": 1, "contiguous": 1, "dual_chunk_swap": 0, "dual_chunk_swap_replicated": 0,
+                "dual_chunk_swap_dcp": 0}
+
+
+def documented_align(strategy: str, cp_size: int) -> int:
+    """A for ``strategy`` at P ranks by the documented rule: factor * P, or 1 where the factor is 0."""
+    factor = ALIGN_FACTOR[strategy]
+    return factor * cp_size if factor else 1
 
 
 def within_window(bucket: IntTerm, n: IntTerm, factor: Fraction) -> BoolTerm:
@@ -52,7 +64,7 @@ def is_listed_with_room(capture: CaptureList, bucket: IntTerm, loads: Sequence[I
     return z3.And(listed, room)
 
 
-def is_active(batch: ClassBatch, n: IntTerm) -> BoolTerm:
+def is_active(batch: LiveBatch, n: IntTerm) -> BoolTerm:
     """CP-active, restated: P > 1, n >= 2P and every request at least 2P long."""
     p = batch.cp_size
     return z3.And(z3.BoolVal(p > 1), n >= 2 * p, all_of(s == 0 for s in batch.short_counts))
@@ -79,3 +91,49 @@ def chosen_bucket_has_room(capture: CaptureList, chosen: Selection, rows: IntTer
 def layout_within_rows(loads: Sequence[IntTerm], rows: IntTerm) -> tuple[str, BoolTerm]:
     """Every rank's rows of a layout are within the rows computed for it."""
     return "layout within rows", all_of(x <= rows for x in loads)
+
+
+# -- the local keying, restated --------------------------------------------------------------------------------
+
+
+def largest_load(loads: Sequence[IntTerm], name: str) -> tuple[IntTerm, BoolTerm]:
+    """The local key m as a relation: the least integer at or above every load (rows_needed with A = 1)."""
+    return rows_needed(loads, 1, name)
+
+
+def sizes_holding_themselves(capture: CaptureList) -> CaptureList:
+    """The capture list as the local keying reads it: every listed size has a capacity, the size itself."""
+    return CaptureList(capture.buckets, capture.buckets, tuple(z3.BoolVal(True) for _ in capture.buckets))
+
+
+def size_fits(capture: CaptureList, i: int, key: IntTerm) -> BoolTerm:
+    """Size i fits a batch with key m: it is at or above m (it holds m rows on every rank)."""
+    return capture.buckets[i] >= key
+
+
+def _constants(terms: Sequence[z3.ExprRef], prefix: str) -> set[str]:
+    """The names (past ``prefix``) of the integer constants named under ``prefix`` in ``terms``."""
+    seen: set[int] = set()
+    out: set[str] = set()
+    todo = list(terms)
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and z3.is_int(t) and t.decl().name().startswith(prefix):
+            out.add(t.decl().name()[len(prefix):])
+        elif z3.is_app(t):
+            todo.extend(t.children())
+    return out
+
+
+def same_definitions(
+    first: Sequence[z3.ExprRef], first_prefix: str, second: Sequence[z3.ExprRef], second_prefix: str
+) -> BoolTerm:
+    """The fresh variables two builds of the same terms define for the same thing agree: each integer
+    constant named ``{first_prefix}.X`` in ``first`` equals ``{second_prefix}.X`` in ``second`` (a chunk size,
+    a quotient). A lemma (proved from both builds' facts, e.g. divmod uniqueness), never an assumption: it
+    keeps the steps that compare two independently built layouts small."""
+    mine, theirs = _constants(first, f"{first_prefix}."), _constants(second, f"{second_prefix}.")
+    return all_of(z3.Int(f"{first_prefix}.{k}") == z3.Int(f"{second_prefix}.{k}") for k in sorted(mine & theirs))

@@ -45,6 +45,27 @@ def exhaustive_layout_cases(max_cp_size: int = 4, *, strategies: Sequence[str] =
                 yield Case("exhaustive layout", p, a, kind, 2, n, tuple(lengths), buckets, caps)
 
 
+DUAL_CHUNK_SWAP_ROWS = ("dual_chunk_swap", "dual_chunk_swap_replicated", "dual_chunk_swap_dcp")
+
+
+def exhaustive_dual_chunk_swap_cases(max_cp_size: int = 8) -> Iterator[Case]:
+    """The DualChunkSwap rows at every cp_size <= ``max_cp_size``: every single length 1..2P(2P+1)+1 (every
+    remainder at every quotient below the split threshold 2P-2 and past it, so every short prefill the dcp
+    row copies and the first it splits), and every pair of lengths 1..2P+1 up to P = 3; the capture list
+    [n, 2n] with upstream's captured capacities."""
+    for p in range(1, max_cp_size + 1):
+        for kind in DUAL_CHUNK_SWAP_ROWS:
+            a = reference.default_align_size(cp_size=p, strategy=kind)
+            batches: list[tuple[int, ...]] = [(x,) for x in range(1, 2 * p * (2 * p + 1) + 2)]
+            if p <= 3:
+                batches += [tuple(pair) for pair in itertools.product(range(1, 2 * p + 2), repeat=2)]
+            for lengths in batches:
+                n = sum(lengths)
+                buckets = (n, 2 * n)
+                caps = {b: reference.capture_local_tokens(b, cp_size=p, align_size=a, strategy=kind) for b in buckets}
+                yield Case("exhaustive dual_chunk_swap", p, a, kind, 2, n, tuple(lengths), buckets, caps)
+
+
 def exhaustive_selection_cases(*, max_bucket: int = 5, max_list_length: int = 3) -> Iterator[Case]:
     """Every sorted capture list over 1..``max_bucket`` of up to ``max_list_length`` buckets, every capacity
     in {missing, 1, 2} per bucket, n in {2, 3}, F in {1, 2}, for one request (P = 1, required rows = n

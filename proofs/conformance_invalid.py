@@ -68,6 +68,8 @@ def family_errors(paths: Sequence[DecisionPath], draw: Draw, count: int) -> Fami
         for path in paths:
             if getattr(path, function) is None:
                 continue
+            if "strategy" in call and path.strategies and call["strategy"] not in path.strategies:
+                continue  # a path that does not take this strategy refuses it first (its own, valid, ValueError)
             actual = attempt(getattr(path, function), *args, **call)
             got = type(actual).__name__ if isinstance(actual, Exception) else f"returned {actual!r}"
             fam.judge(path.name, function, expected, got, lambda text=text: text)  # type: ignore[misc]

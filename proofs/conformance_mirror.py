@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-MIRROR_STRATEGIES = ("zigzag", "interleave", "contiguous", "zigzag_pad")
+MIRROR_STRATEGIES = ("zigzag", "interleave", "contiguous", "dual_chunk_swap", "dual_chunk_swap_replicated", "dual_chunk_swap_dcp")
+_DUAL_CHUNK_SWAP = ("dual_chunk_swap", "dual_chunk_swap_replicated", "dual_chunk_swap_dcp")
 
 
 @dataclass(frozen=True)
@@ -59,9 +60,17 @@ def mirror_rank_loads(lengths: Sequence[int], cp_size: int, strategy: str) -> li
         for length in lengths:
             for r in range(p):
                 loads[r] += (length * (r + 1)) // p - (length * r) // p
-    elif strategy == "zigzag_pad":
-        rows = sum(2 * -(-length // (2 * p)) for length in lengths)
-        loads = [rows] * p
+    elif strategy in _DUAL_CHUNK_SWAP:
+        s = 2 * p
+        for length in lengths:
+            c = -(-length // s)  # vLLM's chunk: ceil(L/2P); chunk j holds min(c, max(0, L - j*c))
+            if strategy == "dual_chunk_swap_dcp" and (s - 1) * c >= length:
+                for r in range(p):  # a prefill that does not fill all 2P chunks is copied to every rank
+                    loads[r] += length
+                continue
+            chunks = [min(c, max(0, length - j * c)) for j in range(s)]
+            for r in range(p):
+                loads[r] += chunks[r] + chunks[s - 1 - r]
     else:
         raise ValueError(f"the mirror has no formula for strategy {strategy!r}; known: {', '.join(MIRROR_STRATEGIES)}")
     return loads
@@ -74,8 +83,14 @@ def mirror_required(lengths: Sequence[int], cp_size: int, align_size: int, strat
 
 @functools.lru_cache(maxsize=1024)
 def mirror_request_excess(cp_size: int, strategy: str) -> int:
-    """The most one request puts on a rank beyond its mean, max over L of P*max_r l_r(L) - L, read off the
-    mirror's own loads (they depend on L mod 2P only: the residues 0..2P-1 cover every length)."""
+    """The most one request puts on a rank beyond its mean, max over L of P*max_r l_r(L) - L: read off the
+    mirror's own loads where they depend on L mod 2P only (the residues 0..2P-1 cover every length), and for
+    DualChunkSwap, whose loads do not, the closed forms proofs/dual_chunk_swap.py proves exact (2P-1, and
+    (P-1)(2P-1)^2 for dcp; 0 at P = 1)."""
+    if strategy in _DUAL_CHUNK_SWAP:
+        from cpgraph.proofs.dual_chunk_swap import dcp_excess, dcs_excess
+
+        return dcp_excess(cp_size) if strategy == "dual_chunk_swap_dcp" else dcs_excess(cp_size)
     return max(cp_size * max(mirror_rank_loads((m,), cp_size, strategy)) - m for m in range(2 * cp_size))
 
 

@@ -28,7 +28,14 @@ from cpgraph.proofs.bite import Bite
 # end-to-end theorems, which share one setting, on the first only); a bound that no query
 # mentions is itself a failure (the table and the theorem drifted apart).
 
-COVERAGE_PARAMETER = {"cp_size": 4, "cp_size_sampled": 4, "list_length": 3, "once": 0}
+LOCAL_THEOREMS = (
+    "local_ranks_sharing_their_sizes_agree", "local_admitted_batches_replay_the_admitted_size", "local_admitted_size_is_captured",
+    "local_admitted_size_is_at_or_above_the_key", "local_admitted_batches_fit_every_rank",
+    "local_replay_runs_only_into_a_listed_size_holding_every_rank", "local_admitted_size_is_the_least_that_fits",
+    "local_batches_that_fit_are_admitted",
+)
+
+COVERAGE_PARAMETER = {"cp_size": 4, "cp_size_sampled": 4, "cp_size_small": 4, "list_length": 3, "once": 0}
 
 
 Boundary = tuple[str, BoolTerm, BoolTerm]  # (the bound as written, its edge, the point just past it)
@@ -55,10 +62,33 @@ def _busiest_at_headroom(p: int) -> Boundary:
             z3.And(p * a0 == tokens + requests * (p - 1) + 1, requests == 1))
 
 
-def _full_block_row(p: int) -> Boundary:
-    """A request of exactly 2P tokens (one full row of blocks, k = 1) is covered."""
+def _split_threshold(p: int) -> Boundary:
+    """The split form's threshold: q = 2P-2 is covered (the first query, dual_chunk_swap), q = 2P-3 is not."""
+    q = z3.Int("q")
+    return ("q >= 2P-2 @ dual_chunk_swap", q == 2 * p - 2, q == 2 * p - 3)
+
+
+def _one_chunk_short(p: int) -> Boundary:
+    """The dcp rule's edge: the longest copied prefill, L = 2P(2P-2)+1, is covered, and so is an empty one."""
     length = z3.Int("L")
-    return ("L = 2P", length == 2 * p, length == -1)
+    return ("L = 2P(2P-2)+1", length == 2 * p * (2 * p - 2) + 1, length == -1)
+
+
+def _local_domain(p: int) -> tuple[Boundary, ...]:
+    """The local theorems' shared setting: the DualChunkSwap instance's lengths (L0 = 0: an absent request,
+    and a length past it), n >= the batch's tokens, sorted sizes from 1, and any layout's loads from 0."""
+    from cpgraph.spec.batch import requests_batch
+
+    batch = requests_batch(p, 2, "batch")
+    n, first, load = z3.Int("n"), z3.Int("cap.b0"), z3.Int("batch.l0")
+    length = z3.Int("batch.L0")
+    return (
+        ("n >= sum(lengths)", n == batch.tokens, n == batch.tokens - 1),
+        ("L0 >= 0", length == 0, length == -1),
+        ("size >= 1", first == 1, first == 0),
+        _strictly_sorted(),
+        ("l0 >= 0 (any layout)", load == 0, load == -1),
+    )
 
 
 def _two_lengths() -> Boundary:
@@ -105,7 +135,10 @@ BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
     "table_batch_loads_sum_to_tokens": lambda p: (*_bounds("L0 >= 0", "L1 >= 0")(p), _two_lengths()),
     "zigzag_busiest_rank_holds_ceil_share": _bounds("L >= 0", "r >= 0", "r <= P-1"),
     "contiguous_busiest_rank_holds_ceil_share": _bounds("L >= 0"),
-    "zigzag_pad_holds_the_padded_zigzag_share": lambda p: (*_bounds("L >= 0")(p), _full_block_row(p)),
+    "dual_chunk_swap_loads_sum_to_tokens": _bounds("L >= 0"),
+    "dual_chunk_swap_long_requests_split_by_remainder": lambda p: (*_bounds("m >= 0", "m <= 7")(p), _split_threshold(p)),
+    "dual_chunk_swap_request_excess_is_tight": _bounds("L >= 0 @ bound dual_chunk_swap", "L >= 0 @ bound dual_chunk_swap_dcp"),
+    "dual_chunk_swap_dcp_copies_exactly_the_short_prefills": lambda p: (*_bounds("L >= 0")(p), _one_chunk_short(p)),
     "interleave_busiest_rank_holds_ceil_share": _bounds("L >= 0", "r >= 0", "r <= P-1"),
     "zigzag_ownership_partitions_blocks_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "j >= 0"),
     "busiest_rank_holds_ceil_share_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "r <= P-1", "L >= 0"),
@@ -127,6 +160,7 @@ BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
     "least_fitting_bucket_is_unique": _scan,
     "scan_selects_first_bucket_at_or_above_n_when_it_has_room": _scan,
     "padding_window_holds_n_for_every_factor": _bounds("n >= 1", "F >= 1"),
+    "local_scan_meets_every_invariant": lambda p: (*_bounds("key >= 0", "cap.b0 >= 1")(p), _strictly_sorted()),
     "class_loads_track_request_loads": _bounds("L >= 0"),
     **{name: _e2e_domain for name in (
         "ranks_sharing_their_capture_state_agree", "admitted_batches_replay_the_admitted_bucket",
@@ -134,47 +168,59 @@ BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
         "replay_runs_only_into_a_listed_bucket_with_room", "admitted_bucket_is_the_least_that_fits",
         "active_batches_that_fit_are_admitted",
     )},
+    **{name: _local_domain for name in LOCAL_THEOREMS},
 }
 
 
 # The scope each theorem states, as the labels its queries must carry at the coverage parameter (P = 4): a
 # strategy or a padding factor silently left out (a constant of the theorem moved, a condition flipped) proves
 # just as well, with fewer cases.
-_ALL = ("zigzag", "interleave", "contiguous", "zigzag_pad")
-_E2E_SCOPE = tuple(f"({sid}, F={f})" for sid in _ALL for f in ("2", "3/2"))
+_ALL = ("zigzag", "interleave", "contiguous", "dual_chunk_swap", "dual_chunk_swap_replicated", "dual_chunk_swap_dcp")
+_CLASS = ("zigzag", "interleave", "contiguous")  # the class-encodable rows: the class-batch theorems' scope
+_E2E_SCOPE = tuple(f"({sid}, F={f})" for sid in _CLASS for f in ("2", "3/2"))
+_LOCAL_SCOPE = ("(dual_chunk_swap, local)", "(dual_chunk_swap_dcp, local)", "(any layout, local)")
 SCOPES: dict[str, tuple[str, ...]] = {
     # "checked at the edges of every clause: L in {0, 1, P-1, P, P+1, 2P-1, 2P, 2P+1, 3P+1, 4P-1, 4P}" at P = 4
     "folded_literals_equal_their_terms": tuple(f"L={v}" for v in (0, 1, 3, 4, 5, 7, 8, 9, 13, 15, 16)),
     "table_batch_loads_sum_to_tokens": _ALL,
     "class_loads_track_request_loads": (
         "base", "step invariant", "step covers", "step tokens", "exact", "class_batch is the state",
-        *(f"{part} {kind}" for kind in ("zigzag", "contiguous", "zigzag_pad") for part in ("base loads", "request split", "step loads")),
-        *(f"suffix step {kind} T{j}" for kind in ("zigzag", "contiguous", "zigzag_pad") for j in range(8)),  # 2P classes at P = 4
+        *(f"{part} {kind}" for kind in ("zigzag", "contiguous") for part in ("base loads", "request split", "step loads")),
+        *(f"suffix step {kind} T{j}" for kind in ("zigzag", "contiguous") for j in range(8)),  # 2P classes at P = 4
     ),
+    "dual_chunk_swap_long_requests_split_by_remainder": ("dual_chunk_swap", "dual_chunk_swap_dcp"),
+    "dual_chunk_swap_request_excess_is_tight": tuple(f"{part} {kind}" for kind in ("dual_chunk_swap", "dual_chunk_swap_dcp")
+                                                     for part in ("bound", "reached")),
     "ranks_sharing_their_capture_state_agree": _E2E_SCOPE,
     "admitted_batches_replay_the_admitted_bucket": _E2E_SCOPE,
     "admitted_bucket_is_captured": _E2E_SCOPE,
-    "admitted_bucket_is_within_padding_limit": tuple(f"({sid}, F={f})" for sid in _ALL for f in ("1", "5/4", "3/2", "2", "4")),
+    "admitted_bucket_is_within_padding_limit": tuple(f"({sid}, F={f})" for sid in _CLASS for f in ("1", "5/4", "3/2", "2", "4")),
     "admitted_batches_fit_every_rank": (*_E2E_SCOPE, "any capacities", "captured capacities"),
-    "replay_runs_only_into_a_listed_bucket_with_room": tuple(f"({sid}, F=2)" for sid in _ALL),
+    "replay_runs_only_into_a_listed_bucket_with_room": tuple(f"({sid}, F=2)" for sid in _CLASS),
     "admitted_bucket_is_the_least_that_fits": _E2E_SCOPE,
     "active_batches_that_fit_are_admitted": _E2E_SCOPE,
+    **{name: _LOCAL_SCOPE for name in LOCAL_THEOREMS},
 }
 
 
 def scope_edges() -> tuple[Bite, ...]:
-    """The end-to-end theorems' stated scope at its edges: every strategy with F in {2, 3/2} up to P = 8, only
-    zigzag and zigzag_pad with F = 2 above it (proofs/README.md, registry scopes)."""
+    """The end-to-end theorems' stated scope at its edges: every class-encodable strategy with F in {2, 3/2} up
+    to P = 8, only zigzag with F = 2 above it; the local theorems: the DualChunkSwap instances and any layout up
+    to P = 8, any layout alone above it (proofs/README.md, registry scopes)."""
     from fractions import Fraction
 
-    from cpgraph.proofs import end_to_end
+    from cpgraph.proofs import end_to_end, end_to_end_local
 
     out = []
-    for p, strategies, factors in ((8, _ALL, (Fraction(2), Fraction(3, 2))), (12, ("zigzag", "zigzag_pad"), (Fraction(2),))):
+    for p, strategies, factors in ((8, _CLASS, (Fraction(2), Fraction(3, 2))), (12, ("zigzag",), (Fraction(2),))):
         got = {(s.strategy, s.factor) for s in end_to_end._settings(p)}
         want = {(sid, f) for sid in strategies for f in factors}
         out.append(Bite("end-to-end scope", f"P={p}", "every strategy and factor the scope states, no other", p,
                         Status.PROVED, Status.PROVED if got == want else Status.REFUTED))
+    for p, labels in ((8, set(_LOCAL_SCOPE)), (12, {"(any layout, local)"})):
+        got_labels = {s.label for s in end_to_end_local.local_settings(p)}
+        out.append(Bite("local end-to-end scope", f"P={p}", "the DualChunkSwap instances up to P = 8, any layout at every P",
+                        p, Status.PROVED, Status.PROVED if got_labels == labels else Status.REFUTED))
     return tuple(out)
 
 
@@ -252,7 +298,7 @@ def coverage(theorem: str) -> tuple[Bite, ...]:
             names[index] = _constants(queries[index].hypotheses)
         return wanted <= names[index]
 
-    every_query = BOUNDARIES.get(theorem) is not _e2e_domain  # the end-to-end theorems share one setting: its first query
+    every_query = BOUNDARIES.get(theorem) not in (_e2e_domain, _local_domain)  # end-to-end theorems share one setting: its first query
     for text, edge, past in boundaries(parameter):
         wanted = _constants((edge,))
         where = [q for i, q in enumerate(queries) if mentions(i, wanted)]

@@ -18,9 +18,11 @@ def _guard_cases() -> tuple[tuple[str, Callable[[], object], Callable[[], object
     """(builder, a call at the edge of its domain that must succeed, the call one past it that must raise)."""
     from fractions import Fraction
 
-    from cpgraph.spec import arith, batch, capacity, selection, strategies, terms, zigzag
+    from cpgraph.spec import arith, batch, capacity, invariants, keying, selection, strategies, terms, zigzag
 
     x = z3.Int("guard.x")
+    chosen = selection.Selection(z3.Bool("guard.admitted"), x)
+    empty = selection.CaptureList((), (), ())
     one = terms.Loads((x,), z3.BoolVal(True))
     two = terms.Loads((x, x), z3.BoolVal(True))
     return (
@@ -28,8 +30,19 @@ def _guard_cases() -> tuple[tuple[str, Callable[[], object], Callable[[], object
         ("capacity.headroom_bound", lambda: capacity.headroom_bound(x, 1, x, "g"), lambda: capacity.headroom_bound(x, 0, x, "g")),
         ("strategies.contiguous_request_loads", lambda: strategies.contiguous_request_loads(x, 1, "g"),
          lambda: strategies.contiguous_request_loads(x, 0, "g")),
-        ("strategies.zigzag_pad_request_loads", lambda: strategies.zigzag_pad_request_loads(x, 1, "g"),
-         lambda: strategies.zigzag_pad_request_loads(x, 0, "g")),
+        ("strategies.dual_chunk_swap_request_loads", lambda: strategies.dual_chunk_swap_request_loads(x, 1, "g"),
+         lambda: strategies.dual_chunk_swap_request_loads(x, 0, "g")),
+        ("strategies.dual_chunk_swap_dcp_request_loads", lambda: strategies.dual_chunk_swap_dcp_request_loads(x, 1, "g"),
+         lambda: strategies.dual_chunk_swap_dcp_request_loads(x, 0, "g")),
+        ("strategies.class_encodable", lambda: strategies.class_encodable("zigzag"),
+         lambda: strategies.class_encodable("dual_chunk_swap")),
+        ("batch.class_loads", lambda: batch.class_loads(batch.class_batch(1, "g"), "contiguous", "g"),
+         lambda: batch.class_loads(batch.class_batch(1, "g"), "dual_chunk_swap_dcp", "g")),
+        ("batch.any_layout", lambda: batch.any_layout(1, "g"), lambda: batch.any_layout(0, "g")),
+        ("batch.requests_batch", lambda: batch.requests_batch(1, 1, "g"), lambda: batch.requests_batch(1, 0, "g")),
+        ("keying.keying", lambda: keying.keying("local"), lambda: keying.keying("locals")),
+        ("invariants.captured_bucket keying", lambda: invariants.captured_bucket(chosen, empty, "local"),
+         lambda: invariants.captured_bucket(chosen, empty, "vllm")),
         ("strategies.interleave_loads", lambda: strategies.interleave_loads(x, 1, "g"), lambda: strategies.interleave_loads(x, 0, "g")),
         ("zigzag.zigzag_request_loads", lambda: zigzag.zigzag_request_loads(x, 1, "g"), lambda: zigzag.zigzag_request_loads(x, 0, "g")),
         ("strategies.batch_loads", lambda: strategies.rank_loads((x,), 1, "g"), lambda: strategies.rank_loads((), 1, "g")),
@@ -70,19 +83,20 @@ def guards() -> tuple[Bite, ...]:
 def induction_base() -> Bite:
     """EMPTY_BATCH, the state every induction over requests starts from, is the spec's empty batch: the class
     state with no request has EMPTY_BATCH's tokens and requests and, under every strategy with per-request
-    loads, EMPTY_BATCH's load on every rank (P = 1..4). PROVED when all hold."""
+    loads (the class-encodable ones: the class state is theirs), EMPTY_BATCH's load on every rank (P = 1..4).
+    PROVED when all hold."""
     from cpgraph.proofs.batch import empty_state
     from cpgraph.proofs.induction import EMPTY_BATCH
     from cpgraph.spec.batch import class_loads
-    from cpgraph.spec.strategies import STRATEGIES
+    from cpgraph.spec.strategies import CLASS_ENCODABLE, STRATEGIES
 
     load, tokens, requests = EMPTY_BATCH
     ok = True
     for p in range(1, 5):
         empty = empty_state(p)
         claims = [empty.tokens == tokens, empty.requests == requests]
-        for kind, row in STRATEGIES.items():
-            if row.request_loads is not None:
+        for kind in CLASS_ENCODABLE:
+            if STRATEGIES[kind].request_loads is not None:
                 loads = class_loads(empty, kind, f"base.{kind}")
                 claims += [z3.Implies(loads.holds, x == load) for x in loads.loads]
         ok = ok and check(z3.And(claims)).status is Status.PROVED

@@ -14,6 +14,8 @@ from cpgraph.spec.terms import BoolTerm, IntTerm
 
 MAX_LIST_LENGTH = 32  # selection theorems: every capture list of 1..32 buckets (values unbounded)
 SAMPLED_CP_SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 32)  # the end-to-end theorems' default cp_sizes
+SMALL_CP_SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 12, 16)  # DualChunkSwap's per-request theorems (2P If-chunks per rank)
+OVER = ("cp_size", "cp_size_sampled", "cp_size_small", "list_length", "once")
 
 Replay = Callable[[Mapping[str, Value]], str]
 
@@ -47,12 +49,13 @@ class Obligation:
     name: str
     scope: str  # may mention {cp_max}
     doc: str
-    over: str  # "cp_size" (1..cp_max), "cp_size_sampled" (SAMPLED_CP_SIZES <= cp_max), "list_length" (1..32), "once"
+    over: str  # "cp_size" (1..cp_max), "cp_size_sampled" (SAMPLED_CP_SIZES <= cp_max), "cp_size_small"
+    # (SMALL_CP_SIZES <= cp_max), "list_length" (1..32), "once"
     build: Theorem = field(repr=False)
 
     def __post_init__(self) -> None:
-        if self.over not in ("cp_size", "cp_size_sampled", "list_length", "once"):
-            raise ValueError(f"over must be one of cp_size, cp_size_sampled, list_length, once; got {self.over!r}")
+        if self.over not in OVER:
+            raise ValueError(f"over must be one of {', '.join(OVER)}; got {self.over!r}")
 
     def parameters(self, cp_max: int) -> tuple[int, ...]:
         """The parameter values checked: cp_size 1..cp_max, list length 1..32, or the single 0."""
@@ -60,16 +63,21 @@ class Obligation:
             return tuple(range(1, cp_max + 1))
         if self.over == "cp_size_sampled":
             return tuple(p for p in SAMPLED_CP_SIZES if p <= cp_max)
+        if self.over == "cp_size_small":
+            return tuple(p for p in SMALL_CP_SIZES if p <= cp_max)
         if self.over == "list_length":
             return tuple(range(1, MAX_LIST_LENGTH + 1))
         return (0,)
 
     def scope_for(self, cp_max: int) -> str:
         sampled = ", ".join(str(p) for p in SAMPLED_CP_SIZES if p <= cp_max)
-        return self.scope.format(cp_max=cp_max, sampled="{" + sampled + "}")
+        small = ", ".join(str(p) for p in SMALL_CP_SIZES if p <= cp_max)
+        return self.scope.format(cp_max=cp_max, sampled="{" + sampled + "}", small="{" + small + "}")
 
     def label(self, parameter: int) -> str:
-        return {"cp_size": f"P={parameter}", "cp_size_sampled": f"P={parameter}", "list_length": f"K={parameter}", "once": "symbolic"}[self.over]
+        if self.over.startswith("cp_size"):
+            return f"P={parameter}"
+        return {"list_length": f"K={parameter}", "once": "symbolic"}[self.over]
 
 
 def obligation(build: Theorem, *, scope: str, over: str) -> Obligation:

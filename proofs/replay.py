@@ -12,7 +12,7 @@ from cpgraph import reference
 from cpgraph.proofs.check import Value
 from cpgraph.proofs.obligation import Replay
 
-_SAFE_BUILTINS = {"sum": sum, "max": max, "min": min, "len": len, "all": all, "any": any}
+_SAFE_BUILTINS = {"sum": sum, "max": max, "min": min, "len": len, "all": all, "any": any, "enumerate": enumerate}
 
 
 def _int(model: Mapping[str, Value], name: str, default: int = 0) -> int:
@@ -26,15 +26,15 @@ def _test_name(theorem: str, cp_size: int | None) -> str:
 
 def batch_replay(*, theorem: str, cp_size: int, strategy: str, length_names: Sequence[str], claim: str) -> Replay:
     """Replay a batch whose lengths are the model's ``length_names``; ``claim`` is a Python expression over
-    ``loads`` (reference.rank_loads), ``lengths``, ``N`` (their sum) and ``P``."""
+    ``loads`` (reference.rank_loads), ``lengths``, ``N`` (their sum), ``P`` and ``rank_loads``."""
 
     def replay(model: Mapping[str, Value]) -> str:
         lengths = tuple(_int(model, name) for name in length_names)
         if any(x < 0 for x in lengths) or not lengths:
             return f"lengths {lengths} are not a batch; nothing to replay"
         loads = reference.rank_loads(lengths, cp_size=cp_size, strategy=strategy)
-        env = {"loads": loads, "lengths": lengths, "N": sum(lengths), "P": cp_size}
-        holds = bool(eval(claim, {"__builtins__": _SAFE_BUILTINS}, env))  # claim is our own literal text
+        env = {"loads": loads, "lengths": lengths, "N": sum(lengths), "P": cp_size, "rank_loads": reference.rank_loads}
+        holds = bool(eval(claim, {"__builtins__": _SAFE_BUILTINS, **env}))  # claim is our own literal text
         verdict = "the reference satisfies the claim (the spec or variant is wrong)" if holds else (
             "the reference violates the claim too"
         )
@@ -43,7 +43,7 @@ def batch_replay(*, theorem: str, cp_size: int, strategy: str, length_names: Seq
                 f"cpgraph.reference.rank_loads({lengths}, cp_size={cp_size}, strategy={strategy!r}) = {loads}",
                 f"claim `{claim}` on the reference: {holds} -> {verdict}",
                 "",
-                "from reference import rank_loads",
+                "from cpgraph.reference import rank_loads",
                 "",
                 f"def {_test_name(theorem, cp_size)}() -> None:",
                 f"    lengths, P = {lengths}, {cp_size}",

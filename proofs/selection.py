@@ -41,8 +41,10 @@ from cpgraph.spec.selection import (
     with_head,
     Selection,
     Window,
+    capture_list_is_sorted,
     capture_list_is_well_formed,
     is_least_fitting,
+    scan_select,
     padding_window,
     scan_step,
     symbolic_capture_list,
@@ -223,3 +225,59 @@ def padding_window_holds_n_for_every_factor(
     n, factor = z3.Int("n"), z3.Int("F")
     window = window_of(n, factor)
     return (Query("window", window.high >= window.low, (n >= 1, factor >= 1)),)
+
+
+def _least_size_at_or_above(chosen: Selection, capture: CaptureList, key: IntTerm) -> BoolTerm:
+    """The local keying's declarative relation, restated: admitted iff some listed size is >= m, and then the
+    least such size."""
+    fitting = [b >= key for b in capture.buckets]
+    return z3.And(
+        chosen.admitted == z3.Or(fitting) if fitting else z3.Not(chosen.admitted),
+        z3.Implies(chosen.admitted, z3.And(
+            z3.Or([z3.And(f, chosen.bucket == b) for f, b in zip(fitting, capture.buckets)]) if fitting else z3.BoolVal(False),
+            all_of(z3.Implies(f, chosen.bucket <= b) for f, b in zip(fitting, capture.buckets)),
+        )),
+    )
+
+
+def local_scan_meets_every_invariant(length: int, *, keying: str = "local", step: Step = scan_step) -> tuple[Query, ...]:
+    """Under the local keying (spec/keying.py: no window, a listed size holds itself), the scan over a
+    sorted list of sizes admits exactly when some size is at or above the key m and then takes the least
+    such size (by induction over the list from its end, as scan_selects_least_fitting_bucket); and any
+    decision that does meets each invariant of spec/invariants.py stated under the local keying from the
+    one keying table: captured_bucket, padding_limit (m <= s), capacity_fit, minimal_bucket and
+    no_needless_fallback (rank_consensus and admission_replay: the relation is a function)."""
+    from cpgraph.spec.keying import keying as keying_row
+
+    capture = symbolic_capture_list(length, "cap")
+    key = z3.Int("key")
+    row = keying_row(keying)
+    sizes = row.capacities(capture)
+    window = row.window(key, 2, "window")
+    hypotheses = (capture_list_is_sorted(capture), key >= 0, window.holds)
+    size = z3.Sum([*capture.buckets, key])
+    rest = Selection(z3.Bool("rest.admitted"), z3.Int("rest.bucket"))
+    stepped = step(sizes, 0, window, key, rest)
+    out = [Query("step", _least_size_at_or_above(stepped, capture, key),
+                 (*hypotheses, _least_size_at_or_above(rest, _tail(capture), key)), size=size,
+                 shown=(("admitted", z3.If(stepped.admitted, 1, 0)), ("size", stepped.bucket)))]
+    chosen = Selection(z3.Bool("chosen.admitted"), z3.Int("chosen.bucket"))
+    other = Selection(z3.Bool("other.admitted"), z3.Int("other.bucket"))
+    relation = _least_size_at_or_above(chosen, capture, key)
+    claims = (
+        ("captured_bucket", captured_bucket(chosen, capture, keying)),
+        ("padding_limit", padding_limit(chosen, window, keying)),
+        ("capacity_fit", capacity_fit(chosen, capture, key, keying)),
+        ("minimal_bucket", minimal_bucket(chosen, capture, window, key, keying)),
+        ("no_needless_fallback", no_needless_fallback(chosen, capture, window, key, keying)),
+    )
+    # One query for the five one-decision invariants, one for the two that compare decisions (a conjunction:
+    # a refutation's model names the one that fails through the shown terms).
+    every = z3.And([claim for _, claim in claims])
+    shown = tuple((part, z3.If(claim, 1, 0)) for part, claim in claims)
+    out.append(Query(", ".join(part for part, _ in claims), every, (*hypotheses, relation), size=size, shown=shown))
+    both = (*hypotheses, relation, _least_size_at_or_above(other, capture, key))
+    pair = (("admission_replay", admission_replay(chosen, other, keying)), ("rank_consensus", rank_consensus((chosen, other), keying)))
+    out.append(Query("admission_replay, rank_consensus", z3.And([c for _, c in pair]), both, size=size,
+                     shown=tuple((part, z3.If(c, 1, 0)) for part, c in pair)))
+    return tuple(out)

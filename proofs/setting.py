@@ -1,6 +1,11 @@
-"""The setting every end-to-end theorem (proofs/end_to_end.py) quantifies over: the scope constants
-(capture-list length, padding factors, strategies per P, the resource limit), one ``Setting`` per
-(strategy, F) with its batch of any size and its capture state, and the two sides built on it."""
+"""The setting every end-to-end theorem (proofs/end_to_end.py, proofs/end_to_end_local.py) quantifies over:
+the scope constants (capture-list length, padding factors, strategies per P, the resource limit), one
+``Setting`` per (strategy, F, keying, batch form) with its batch and its capture state, and the two sides
+built on it.
+
+Batch forms (spec/batch.py): ``classes`` (ClassBatch: any number of requests, the class-encodable
+strategies only: asking for another is a ValueError), ``any`` (AnyLayout: free per-rank loads, every
+layout at once) and ``requests`` (RequestsBatch: a few requests of symbolic lengths, any strategy)."""
 
 from __future__ import annotations
 
@@ -9,48 +14,67 @@ from fractions import Fraction
 
 import z3
 
-from cpgraph.proofs.claims import ALIGN_FACTOR, rows_needed
+from cpgraph.proofs.claims import documented_align, rows_needed, same_definitions
 from cpgraph.proofs.obligation import Query
-from cpgraph.proofs.replay_batch import class_batch_replay
+from cpgraph.proofs.replay_batch import any_layout_replay, class_batch_replay, requests_replay
 from cpgraph.spec.admission import Admission, RankSetup
-from cpgraph.spec.batch import ClassBatch, class_batch, class_loads
+from cpgraph.spec.batch import LiveBatch, any_layout, class_batch, requests_batch
 from cpgraph.spec.capacity import capture_local_tokens
+from cpgraph.spec.keying import keying as keying_row
 from cpgraph.spec.replay import Replay, ReplayLayout
 from cpgraph.spec.selection import capture_list_is_sorted, symbolic_capture_list
-from cpgraph.spec.strategies import STRATEGIES
-from cpgraph.spec.terms import BoolTerm, IntTerm
+from cpgraph.spec.strategies import CLASS_ENCODABLE, STRATEGIES, class_encodable
+from cpgraph.spec.terms import BoolTerm, IntTerm, all_of
 
 LIST_LENGTH = 3  # buckets per capture list here; the scan itself is proved for every list length
 FACTORS = (Fraction(2), Fraction(3, 2))  # F for every theorem (F = 2 only above P = 8); padding_limit: PADDING_FACTORS
 PADDING_FACTORS = (Fraction(1), Fraction(5, 4), Fraction(3, 2), Fraction(2), Fraction(4))
-STRATEGIES_FULL_SCOPE = ("zigzag", "zigzag_pad")  # every P; the other strategies up to OTHER_STRATEGIES_MAX_P
+STRATEGIES_FULL_SCOPE = ("zigzag",)  # every P; the other class-encodable strategies up to OTHER_STRATEGIES_MAX_P
 OTHER_STRATEGIES_MAX_P = 8
 RLIMIT = 20_000_000  # z3 resource units per query (deterministic); the costliest here needs ~5M at P = 32
+BATCH_FORMS = ("classes", "any", "requests")
+REQUESTS = 2  # requests (of any lengths, 0 = absent) in a ``requests`` batch
 
-Admit = Callable[[ClassBatch, IntTerm, RankSetup, int, str], Admission]
+Admit = Callable[[LiveBatch, IntTerm, RankSetup, int, str], Admission]
 ReplayFn = Callable[..., Replay]
 
 
 def strategies_at(cp_size: int) -> tuple[str, ...]:
-    """The strategies each end-to-end theorem covers at ``cp_size``."""
-    return tuple(STRATEGIES) if cp_size <= OTHER_STRATEGIES_MAX_P else STRATEGIES_FULL_SCOPE
+    """The strategies the class-batch end-to-end theorems cover at ``cp_size``: the class-encodable rows
+    (spec/strategies.py ``CLASS_ENCODABLE``; the DualChunkSwap rows are not, and are covered under the
+    local keying by proofs/end_to_end_local.py), all of them up to P = 8, zigzag above."""
+    return CLASS_ENCODABLE if cp_size <= OTHER_STRATEGIES_MAX_P else STRATEGIES_FULL_SCOPE
 
 
 # -- the setting shared by every theorem ---------------------------------------------------------------------
 
 
 class Setting:
-    """One batch, one n, one capture list and a rank's setup, for P, a strategy and a factor."""
+    """One batch, one n, one capture list and a rank's setup, for P, a strategy, a factor, a keying
+    (default global) and a batch form (default classes; see the module docstring)."""
 
-    def __init__(self, cp_size: int, strategy: str, factor: Fraction, *, captured: bool = False) -> None:
+    def __init__(
+        self, cp_size: int, strategy: str, factor: Fraction, *, captured: bool = False, keying: str = "global",
+        form: str = "classes",
+    ) -> None:
         p = cp_size
-        self.cp_size, self.strategy, self.factor = p, strategy, factor
-        self.align = ALIGN_FACTOR[strategy] * p  # the claim side's A
+        keying_row(keying)  # an unknown keying is a ValueError here, before any term is built
+        self.cp_size, self.strategy, self.factor, self.keying, self.form = p, strategy, factor, keying, form
+        self.align = documented_align(strategy, p)  # the claim side's A
         spec_align = STRATEGIES[strategy].align_size(p)  # the runner's A, from the spec's table
-        self.batch = class_batch(p, "batch")
+        self.batch: LiveBatch
+        if form == "classes":
+            class_encodable(strategy)  # a ValueError naming the class-encodable rows, never a silent skip
+            self.batch = class_batch(p, "batch")
+        elif form == "any":
+            self.batch = any_layout(p, "batch")
+        elif form == "requests":
+            self.batch = requests_batch(p, REQUESTS, "batch")
+        else:
+            raise ValueError(f"form must be one of {', '.join(BATCH_FORMS)}; got {form!r}")
         self.n = z3.Int("n")
         self.capture = symbolic_capture_list(LIST_LENGTH, "cap")
-        self.setup = RankSetup(strategy, p, spec_align, factor, self.capture)
+        self.setup = RankSetup(strategy, p, spec_align, factor, self.capture, keying)
         facts = [
             self.batch.holds,
             self.n >= self.batch.tokens,
@@ -62,12 +86,42 @@ class Setting:
                 rule = capture_local_tokens(b, p, spec_align, f"capture{i}", strategy)
                 facts += [rule.holds, self.capture.capacities[i] == rule.value, self.capture.recorded[i]]
         self.hypotheses: tuple[BoolTerm, ...] = tuple(facts)
-        self.size = self.n + 4096 * self.batch.requests  # fewest requests first, then fewest tokens
+        # What a counterexample is minimised on: fewest requests first, then fewest tokens (and, for the
+        # requests and any-layout forms, n padded past the lengths' sum last: a batch with n = its tokens first).
+        padding = 0 if form == "classes" else 64 * (self.n - self.batch.tokens)
+        self.size = self.n + 4096 * self.batch.requests + padding
+
+    @property
+    def label(self) -> str:
+        """How the chain's parts are labelled: "(strategy, F=...)" under global (classes), "(strategy,
+        keying)" or "(any layout, keying)" otherwise."""
+        if self.keying == "global" and self.form == "classes":
+            return f"({self.strategy}, F={self.factor})"
+        what = "any layout" if self.form == "any" else self.strategy
+        return f"({what}, {self.keying})"
+
+    def layouts_agree(self, first: str, second: str) -> tuple[tuple[str, BoolTerm, tuple[BoolTerm, ...]], ...]:
+        """Lemma steps for a ``requests`` batch: the layouts two sides built of the same lengths under the names
+        ``first`` and ``second`` (admission lays out under "{name}.live", replay under "{name}.layout", the claim
+        side under its own name) agree: first every fresh variable they define for the same request (the same
+        name past the prefix: a chunk size, a quotient), then rank by rank. Both are proved from the two sides'
+        own facts (divmod uniqueness), not assumed; they keep the later steps small. None for the other forms
+        (a class state's loads are small sums; any layout's loads are shared variables)."""
+        if self.form != "requests":
+            return ()
+        a = self.batch.layout_loads(self.strategy, first)
+        b = self.batch.layout_loads(self.strategy, second)
+        own = (a.holds, b.holds)
+        return (
+            (f"definitions agree ({first}, {second})", same_definitions((*a.loads, a.holds), first, (*b.loads, b.holds), second), own),
+            (f"layouts agree ({first}, {second})", all_of(x == y for x, y in zip(a.loads, b.loads)), own),
+        )
 
     def rows_needed(self, name: str) -> tuple[IntTerm, BoolTerm]:
-        """The claim side's own live loads (the class formula) and the rows they need, with their facts."""
-        loads = class_loads(self.batch, self.strategy, name)
-        need, facts = rows_needed(loads.loads, self.align, name)
+        """The claim side's own live loads and the rows they need, with their facts (under local: the key m,
+        the largest load, which is the rows a size must hold)."""
+        loads = self.batch.layout_loads(self.strategy, name)
+        need, facts = rows_needed(loads.loads, self.align if self.keying == "global" else 1, name)
         return need, z3.And(loads.holds, facts)
 
     def chain(
@@ -81,10 +135,18 @@ class Setting:
         (or the step's own subset of facts, its third element: fewer hypotheses make a stronger lemma);
         the last step is the theorem's claim. A lemma is stated once (its builder) and used as proved."""
         shown_all = (("n", self.n), ("requests", self.batch.requests), *shown)
-        replay_of = class_batch_replay(
-            theorem=theorem, cp_size=self.cp_size, strategy=self.strategy, factor=self.factor,
-            list_length=LIST_LENGTH, batch_name="batch",
-        )
+        if self.form == "classes":
+            replay_of = class_batch_replay(
+                theorem=theorem, cp_size=self.cp_size, strategy=self.strategy, factor=self.factor,
+                list_length=LIST_LENGTH, batch_name="batch",
+            )
+        elif self.form == "requests":
+            replay_of = requests_replay(
+                theorem=theorem, cp_size=self.cp_size, strategy=self.strategy, keying=self.keying,
+                factor=self.factor, list_length=LIST_LENGTH, batch_name="batch", requests=REQUESTS,
+            )
+        else:
+            replay_of = any_layout_replay(theorem=theorem, cp_size=self.cp_size, list_length=LIST_LENGTH, batch_name="batch")
         out: list[Query] = []
         proved: list[BoolTerm] = []
         *lemmas, last = steps
@@ -98,7 +160,7 @@ class Setting:
             own = tuple(step[2]) if len(step) == 3 else tuple(facts)
             out.append(
                 Query(
-                    f"{part} ({self.strategy}, F={self.factor})",
+                    f"{part} {self.label}",
                     claim,
                     (*self.hypotheses, *own, *proved),
                     size=self.size,

@@ -11,7 +11,7 @@ interleave): the same statement, a much smaller query.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import z3
 
@@ -20,7 +20,15 @@ from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.replay import batch_replay
 from cpgraph.spec.arith import DivMod, divmod_by
 from cpgraph.spec.invariants import conservation, per_request_balance
-from cpgraph.spec.strategies import STRATEGIES, rank_loads, zigzag_pad_request_loads, RequestLoads, contiguous_request_loads, interleave_loads, interleave_rank_load
+from cpgraph.spec.strategies import (
+    CLASS_ENCODABLE,
+    STRATEGIES,
+    RequestLoads,
+    contiguous_request_loads,
+    interleave_loads,
+    interleave_rank_load,
+    rank_loads,
+)
 from cpgraph.spec.terms import IntLike, IntTerm, Loads
 from cpgraph.spec.zigzag import zigzag_rank_load, zigzag_request_loads, zigzag_split
 
@@ -103,21 +111,62 @@ def interleave_loads_sum_to_tokens(cp_size: int, *, batch_loads: RequestLoads = 
     )
 
 
+TABLE_ROWS_MAX_P = 8  # every row up to here; above it the class-encodable rows (DualChunkSwap's cost grows with P)
+
+
+def same_builder_groups(ids: Sequence[str]) -> tuple[tuple[str, ...], ...]:
+    """``ids`` grouped by the per-request builder their rows share (dual_chunk_swap and
+    dual_chunk_swap_replicated lay out prefills with one builder): a theorem about a builder's terms checks
+    each group once and names every id of it. Rows without a per-request builder stay apart."""
+    groups: dict[object, list[str]] = {}
+    for sid in ids:
+        builder = STRATEGIES[sid].request_loads
+        groups.setdefault(sid if builder is None else builder, []).append(sid)
+    return tuple(tuple(group) for group in groups.values())
+
+
+def table_rows_at(cp_size: int) -> tuple[tuple[str, ...], ...]:
+    """The rows table_batch_loads_sum_to_tokens checks at ``cp_size``, grouped by shared builder: every row
+    up to P = 8, the class-encodable ones above."""
+    return same_builder_groups(tuple(STRATEGIES) if cp_size <= TABLE_ROWS_MAX_P else CLASS_ENCODABLE)
+
+
 def table_batch_loads_sum_to_tokens(cp_size: int, *, batch_loads: Callable[..., Loads] = rank_loads) -> tuple[Query, ...]:
     """For every strategy of the table, the whole-batch loads the table builds for a batch of several
     requests of any lengths (the first request's loads plus each further one's, with every request's
-    defining facts kept; interleave from the total) sum to the batch's tokens; under zigzag_pad, to the
-    tokens of every request padded up to a multiple of 2P (2P*k, k the least with 2P*k >= L)."""
+    defining facts kept; interleave from the total) sum to the batch's tokens; under dual_chunk_swap_dcp,
+    to the tokens with every prefill too short to fill 2P chunks ((2P-1)*c >= L, c the least with
+    2P*c >= L) counted once per rank, since it is copied to every rank."""
     p = cp_size
     lengths = (z3.Int("L0"), z3.Int("L1"))
-    blocks = tuple(z3.Int(f"k{i}") for i in range(len(lengths)))
-    least = [z3.And(2 * p * k >= x, 2 * p * (k - 1) < x) for k, x in zip(blocks, lengths)]
+    chunks = tuple(z3.Int(f"c{i}") for i in range(len(lengths)))
+    least = [z3.And(2 * p * c >= x, 2 * p * (c - 1) < x) for c, x in zip(chunks, lengths)]
+    copied = [z3.If((2 * p - 1) * c >= x, p * x, x) for c, x in zip(chunks, lengths)]
+    from cpgraph.proofs.dual_chunk_swap import chunks_fill_in_order
+    from cpgraph.spec.strategies import dual_chunk_swap_chunk_size
+
     out: list[Query] = []
-    for sid in STRATEGIES:
+    for group in table_rows_at(p):
+        sid, label = group[0], " ".join(group)  # one check per shared builder, naming every row it lays out
         loads = batch_loads(lengths, cp_size, f"batch.{sid}", sid)
-        tokens = z3.Sum([2 * p * k for k in blocks]) if sid == "zigzag_pad" else z3.Sum(list(lengths))
-        out.append(Query(sid, conservation(loads, tokens), (*(x >= 0 for x in lengths), *least, loads.holds),
-                         size=z3.Sum(list(lengths)), shown=_shown(loads)))
+        tokens = z3.Sum(copied) if sid == "dual_chunk_swap_dcp" else z3.Sum(list(lengths))
+        facts = (*(x >= 0 for x in lengths), *least, loads.holds)
+        lemmas: list[z3.BoolRef] = []
+        row = STRATEGIES[sid]
+        if row.decodes is not None and row.request_loads is not None:
+            # DualChunkSwap, request by request: its chunks fill its tokens in order, its chunk size is the
+            # claim's c, so its loads sum to its tokens (copied by dcp: P times them). Lemmas, each proved.
+            for i, (x, c, whole) in enumerate(zip(lengths, chunks, copied)):
+                name = f"batch.{sid}.req{i}"
+                chunk_lemmas = chunks_fill_in_order(x, p, name)
+                size, _ = dual_chunk_swap_chunk_size(x, p, name)
+                one = row.request_loads(x, p, name)
+                steps = (*chunk_lemmas, (f"chunk size is c{i} ({name})", size == c),
+                         (f"request {i} sums to its tokens ({name})", conservation(one, whole if sid == "dual_chunk_swap_dcp" else x)))
+                for part, claim in steps:
+                    out.append(Query(f"{part} {sid}", claim, (*facts, *lemmas)))
+                    lemmas.append(claim)
+        out.append(Query(label, conservation(loads, tokens), (*facts, *lemmas), size=z3.Sum(list(lengths)), shown=_shown(loads)))
     return tuple(out)
 
 
@@ -156,27 +205,6 @@ def contiguous_busiest_rank_holds_ceil_share(
             size=length,
             shown=_shown(loads),
             replay=_ceil_share_replay("contiguous_busiest_rank_holds_ceil_share", cp_size, "contiguous"),
-        ),
-    )
-
-
-def zigzag_pad_holds_the_padded_zigzag_share(
-    cp_size: int, *, request_loads: RequestLoads = zigzag_pad_request_loads
-) -> tuple[Query, ...]:
-    """Under zigzag_pad (vLLM's layout), one request of any length L occupies on every rank exactly its
-    share of the request padded up to a multiple of 2P: 2k rows, with k the least integer such that
-    2P*k >= L (stated from that definition, not from the spec's ceil)."""
-    p = cp_size
-    length, loads = request_terms(request_loads, cp_size)
-    k = z3.Int("k")
-    least = z3.And(2 * p * k >= length, 2 * p * (k - 1) < length)
-    return (
-        Query(
-            "request",
-            z3.And([load == 2 * k for load in loads.loads]),
-            (length >= 0, loads.holds, least),
-            size=length,
-            shown=_shown(loads),
         ),
     )
 

@@ -4,11 +4,14 @@ A theorem whose statement has been weakened (a dropped conjunct, a loosened boun
 construction) still proves; what gives it away is that the wrong formulas it used to refute now prove
 too. ``cpgraph prove`` therefore runs, after the proofs, every variant of proofs/variants.py for the
 theorems it checked, and fails (exit 1) when one gets the wrong verdict: that theorem has lost its
-teeth. Variants run at their own small parameter; the whole pass takes a few seconds.
+teeth. Variants run at their own small parameter; the whole pass takes a few seconds of solver time per
+worker (``jobs``: the variants and each theorem's coverage are independent tasks, run in a pool of spawned
+workers like the proofs themselves).
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from collections.abc import Iterable
 
@@ -19,15 +22,36 @@ from cpgraph.proofs.registry import BY_NAME
 from cpgraph.proofs.variants import VARIANTS
 
 
-def teeth(theorems: Iterable[str]) -> tuple[tuple[Bite, ...], float]:
+Task = tuple[str, int, str]  # ("variant", index into VARIANTS, "") or ("coverage", 0, theorem)
+
+
+def _task(task: Task) -> tuple[Bite, ...]:
+    """One independent piece of the pass: a variant's bite, or one theorem's coverage checks."""
+    kind, index, theorem = task
+    return (bite(VARIANTS[index]),) if kind == "variant" else coverage(theorem)
+
+
+def teeth(theorems: Iterable[str], *, jobs: int = 1) -> tuple[tuple[Bite, ...], float]:
     """Every variant of ``theorems``, their coverage (non-vacuity and boundary points) and the spec's domain
-    guards, with the seconds it took."""
+    guards, with the seconds it took; with ``jobs`` > 1 the variants and coverage run in that many spawned
+    workers (the bites come back in the same order either way)."""
     wanted = [t for t in dict.fromkeys(theorems)]
     start = time.perf_counter()
-    bites = tuple(bite(v) for v in VARIANTS if v.theorem in set(wanted))
-    covered = tuple(b for t in wanted if t in BY_NAME for b in coverage(t))
+    tasks: list[Task] = [("variant", i, "") for i, v in enumerate(VARIANTS) if v.theorem in set(wanted)]
+    tasks += [("coverage", 0, t) for t in wanted if t in BY_NAME]
+    if jobs > 1 and len(tasks) > 1:
+        # Coverage tasks are the long ones: hand them out first so the pool ends evenly; reorder after.
+        order = sorted(range(len(tasks)), key=lambda i: tasks[i][0] != "coverage")
+        with multiprocessing.get_context("spawn").Pool(min(jobs, len(tasks))) as pool:
+            done = pool.map(_task, [tasks[i] for i in order], chunksize=1)
+        results: list[tuple[Bite, ...]] = [()] * len(tasks)
+        for i, found in zip(order, done):
+            results[i] = found
+    else:
+        results = [_task(t) for t in tasks]
+    checked = tuple(b for found in results for b in found)
     edges = scope_edges() if any(t in SCOPES and t in BY_NAME and BY_NAME[t].over == "cp_size_sampled" for t in wanted) else ()
-    return (*bites, *covered, *edges, *guards(), induction_base()), time.perf_counter() - start
+    return (*checked, *edges, *guards(), induction_base()), time.perf_counter() - start
 
 
 def toothless(bites: Iterable[Bite]) -> tuple[Bite, ...]:

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cpgraph.proofs import arith, batch, capacity, selection, strategies, variants_end_to_end, zigzag
+from cpgraph.proofs import arith, batch, capacity, dual_chunk_swap, selection, strategies, variants_end_to_end, variants_local, zigzag
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.registry import BY_NAME
@@ -44,7 +44,6 @@ from cpgraph.proofs.wrong_terms import (
     _step,
     _unsorted_ok,
     _window_one_short,
-    _zigzag_pad_floor,
     align_down,
     batch_loads_keeping_first_facts,
     capture_of_mean,
@@ -52,6 +51,9 @@ from cpgraph.proofs.wrong_terms import (
     contiguous_dropping_remainder,
     contiguous_first_cut_late,
     contiguous_last_takes_rest,
+    dcp_copying_below_2p,
+    dcs_class_form,
+    dual_chunk_swap_full_chunks,
     first_rank_short,
     headroom_bound_minus_one_per_request,
     interleave_one_remainder_token_short,
@@ -118,8 +120,29 @@ VARIANTS: tuple[Variant, ...] = (
             functools.partial(strategies.zigzag_busiest_rank_holds_ceil_share, rank_load=paired_rank_load)),
     Variant("last_takes_rest", "contiguous_busiest_rank_holds_ceil_share", "the last rank takes the remainder", P, REFUTED,
             functools.partial(strategies.contiguous_busiest_rank_holds_ceil_share, request_loads=contiguous_last_takes_rest)),
-    Variant("floor_blocks", "zigzag_pad_holds_the_padded_zigzag_share", "2*floor(L/2P) rows: the partial block dropped",
-            P, REFUTED, functools.partial(strategies.zigzag_pad_holds_the_padded_zigzag_share, request_loads=_zigzag_pad_floor)),
+    Variant("full_chunks", "dual_chunk_swap_loads_sum_to_tokens", "every chunk a full ceil(L/2P) (the request padded, zigzag_pad)",
+            P, REFUTED, functools.partial(dual_chunk_swap.dual_chunk_swap_loads_sum_to_tokens, request_loads=dual_chunk_swap_full_chunks)),
+    Variant("class_form_for_every_length", "dual_chunk_swap_long_requests_split_by_remainder",
+            "q*loads(2P) + loads(m) for every q (a class encoding's assumption: L = 9, P = 4 is (2, 2, 2, 3))", P, REFUTED,
+            functools.partial(dual_chunk_swap.dual_chunk_swap_long_requests_split_by_remainder,
+                              rows=dual_chunk_swap.SPLIT_ROWS[:1], threshold=lambda p, kind: 0, form=dcs_class_form)),
+    Variant("threshold_one_short", "dual_chunk_swap_long_requests_split_by_remainder",
+            "the split form one quotient earlier (q >= 2P-3; dcp q >= 2P-2)", P, REFUTED,
+            functools.partial(dual_chunk_swap.dual_chunk_swap_long_requests_split_by_remainder,
+                              threshold=lambda p, kind: dual_chunk_swap.split_threshold(p, kind) - 1)),
+    Variant("threshold_one_short_dcp", "dual_chunk_swap_long_requests_split_by_remainder",
+            "the dcp row's split form from q >= 2P-2 (dual_chunk_swap's threshold)", P, REFUTED,
+            functools.partial(dual_chunk_swap.dual_chunk_swap_long_requests_split_by_remainder,
+                              rows=dual_chunk_swap.SPLIT_ROWS[1:], threshold=lambda p, kind: 2 * p - 2)),
+    Variant("excess_one_short", "dual_chunk_swap_request_excess_is_tight", "E - 1: a bound some request breaks", P, REFUTED,
+            functools.partial(dual_chunk_swap.dual_chunk_swap_request_excess_is_tight,
+                              excess=lambda p, kind: (dual_chunk_swap.dcs_excess(p) if kind == "dual_chunk_swap" else dual_chunk_swap.dcp_excess(p)) - 1)),
+    Variant("excess_one_more", "dual_chunk_swap_request_excess_is_tight", "E + 1: a bound no request reaches", P, REFUTED,
+            functools.partial(dual_chunk_swap.dual_chunk_swap_request_excess_is_tight,
+                              excess=lambda p, kind: (dual_chunk_swap.dcs_excess(p) if kind == "dual_chunk_swap" else dual_chunk_swap.dcp_excess(p)) + 1)),
+    Variant("copies_below_2p", "dual_chunk_swap_dcp_copies_exactly_the_short_prefills",
+            "dcp copies the prefills shorter than 2P, not those that do not fill 2P chunks", P, REFUTED,
+            functools.partial(dual_chunk_swap.dual_chunk_swap_dcp_copies_exactly_the_short_prefills, request_loads=dcp_copying_below_2p)),
     Variant("remainder_to_rank_zero", "interleave_busiest_rank_holds_ceil_share", "rank 0 takes the remainder", P, REFUTED,
             functools.partial(strategies.interleave_busiest_rank_holds_ceil_share, rank_load=interleave_remainder_to_rank_zero)),
     Variant("one_remainder_token_short", "interleave_busiest_rank_holds_ceil_share", "rank r holds q + [r < m - 1]", P,
@@ -225,6 +248,10 @@ VARIANTS: tuple[Variant, ...] = (
         )
         for theorem in theorems
     ),
+    Variant("keyed_as_global", "local_scan_meets_every_invariant", "sizes read as the global keying reads buckets (window, recorded capacities)",
+            K, REFUTED, functools.partial(selection.local_scan_meets_every_invariant, keying="global")),
+    Variant("stop_below_key", "local_scan_meets_every_invariant", "the scan stops (not skips) at a size below the key", K, REFUTED,
+            functools.partial(selection.local_scan_meets_every_invariant, step=_step(below_stops=True))),
     Variant("window_one_short", "padding_window_holds_n_for_every_factor", "window [n, F*n - 1]", 0, REFUTED,
             functools.partial(selection.padding_window_holds_n_for_every_factor, window_of=_window_one_short)),
     Variant("forgets_quotient", "class_loads_track_request_loads", "a request adds no quotient blocks", P, REFUTED,
@@ -245,6 +272,10 @@ VARIANTS: tuple[Variant, ...] = (
     *(
         Variant(name, theorem, description, parameter, REFUTED, build)
         for name, theorem, description, parameter, build in variants_end_to_end.variants()
+    ),
+    *(
+        Variant(name, theorem, description, parameter, expected, build)
+        for name, theorem, description, parameter, expected, build in variants_local.variants()
     ),
 )
 

@@ -12,18 +12,26 @@ import z3
 from cpgraph.proofs import batch, selection
 from cpgraph.spec.arith import DivMod, align_up, divmod_by, floor_div
 from cpgraph.spec.capacity import capture_local_tokens
-from cpgraph.spec.strategies import STRATEGIES, contiguous_request_loads, rank_loads
+from cpgraph.spec.strategies import (
+    STRATEGIES,
+    contiguous_request_loads,
+    dual_chunk_swap_chunk_size,
+    dual_chunk_swap_request_loads,
+    rank_loads,
+)
 from cpgraph.spec.selection import (
     NO_SELECTION,
     CaptureSet,
     CaptureList,
     Selection,
     Window,
+    above_top,
+    at_or_below_top,
     has_room,
     within_padding_limit,
 )
 from cpgraph.spec.batch import ClassBatch, class_batch
-from cpgraph.spec.terms import BoolTerm, Defined, IntLike, IntTerm, Loads, all_of, any_of, int_term
+from cpgraph.spec.terms import BoolTerm, Defined, IntLike, IntTerm, Loads, all_of, any_of, int_term, literal
 from cpgraph.spec.zigzag import zigzag_block_len, zigzag_rank_load, zigzag_split
 
 
@@ -184,7 +192,7 @@ def _step(below_stops: bool = False, above_skips: bool = False,
           room: Callable[[CaptureList, int, IntLike], BoolTerm] = has_room) -> selection.Step:
     def step(capture: CaptureList, index: int, window: Window, required: IntLike, rest: Selection) -> Selection:
         b = capture.buckets[index]
-        below, above, fits = b < window.low, b > window.high, room(capture, index, required)
+        below, above, fits = b < window.low, above_top(b, window), room(capture, index, required)
         on_below = NO_SELECTION if below_stops else rest
         on_above = rest if above_skips else NO_SELECTION
         admitted = z3.If(below, on_below.admitted, z3.If(above, on_above.admitted, z3.Or(fits, rest.admitted)))
@@ -197,7 +205,7 @@ def _step(below_stops: bool = False, above_skips: bool = False,
 def _prefers_later_bucket(capture: CaptureList, index: int, window: Window, required: IntLike, rest: Selection) -> Selection:
     # Within the window, keep the later buckets' choice when there is one: a fitting bucket, not the least.
     b = capture.buckets[index]
-    below, above, fits = b < window.low, b > window.high, has_room(capture, index, required)
+    below, above, fits = b < window.low, above_top(b, window), has_room(capture, index, required)
     admitted = z3.If(below, rest.admitted, z3.If(above, z3.BoolVal(False), z3.Or(fits, rest.admitted)))
     bucket = z3.If(below, rest.bucket, z3.If(above, z3.IntVal(0), z3.If(rest.admitted, rest.bucket, b)))
     return Selection(admitted, bucket)
@@ -206,7 +214,7 @@ def _prefers_later_bucket(capture: CaptureList, index: int, window: Window, requ
 def _reports_head_without_room(capture: CaptureList, index: int, window: Window, required: IntLike, rest: Selection) -> Selection:
     # Admits on a later bucket but reports the first bucket in the window, room or not.
     b = capture.buckets[index]
-    below, above, room = b < window.low, b > window.high, has_room(capture, index, required)
+    below, above, room = b < window.low, above_top(b, window), has_room(capture, index, required)
     admitted = z3.If(below, rest.admitted, z3.If(above, z3.BoolVal(False), z3.Or(room, rest.admitted)))
     bucket = z3.If(below, rest.bucket, z3.If(above, z3.IntVal(0), b))
     return Selection(admitted, bucket)
@@ -219,10 +227,26 @@ def _align_up_folding_down(value: IntLike, align_size: IntLike, name: str) -> De
     return align_up(value, align_size, name)
 
 
-def _zigzag_pad_floor(length: IntLike, cp_size: int, name: str) -> Loads:
-    # The partial block dropped: 2*floor(L/2P) rows, not 2*ceil(L/2P).
-    block = floor_div(length, 2 * cp_size, f"{name}.block")
-    return Loads((2 * block.value,) * cp_size, block.holds)
+def dual_chunk_swap_full_chunks(length: IntLike, cp_size: int, name: str) -> Loads:
+    """DualChunkSwap with every chunk a full c = ceil(L/2P) (the request padded to 2P*c, zigzag_pad's
+    shape): 2c on every rank, more than L tokens between them when 2P does not divide L."""
+    chunk, holds = dual_chunk_swap_chunk_size(length, cp_size, name)
+    return Loads(tuple(2 * chunk for _ in range(cp_size)), holds)
+
+
+def dcp_copying_below_2p(length: IntLike, cp_size: int, name: str) -> Loads:
+    """The dcp row copying the prefills shorter than 2P (the CP-active gate's notion of short) instead of
+    the ones that do not fill all 2P chunks."""
+    split = dual_chunk_swap_request_loads(length, cp_size, name)
+    n = int_term(length)
+    return Loads(tuple(z3.If(n < 2 * cp_size, n, x) for x in split.loads), split.holds)
+
+
+def dcs_class_form(cp_size: int, quotient: IntTerm, remainder: IntTerm, rank: int) -> IntTerm:
+    """The remainder-class form q*loads(2P) + loads(m) a class encoding would assume for DualChunkSwap
+    (loads(2P) = 2 on every rank; loads(m) of m < 2P tokens, the spec's own, folded)."""
+    table = [literal(dual_chunk_swap_request_loads(m, cp_size, "class").loads[rank]) for m in range(2 * cp_size)]
+    return 2 * quotient + z3.Sum([z3.If(remainder == m, z3.IntVal(v), z3.IntVal(0)) for m, v in enumerate(table) if v])
 
 
 def _room_ignoring_record(capture: CaptureList, index: int, required: IntLike) -> BoolTerm:
@@ -260,19 +284,19 @@ def _fits_ignoring_record(capture: CaptureList, i: int, window: Window, required
 
 
 def _fits_without_lower_limit(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
-    return z3.And(capture.buckets[i] <= window.high, has_room(capture, i, required))
+    return z3.And(at_or_below_top(capture.buckets[i], window), has_room(capture, i, required))
 
 
 def _fits_strictly_above_n(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
     """A bucket equal to n is skipped (n < B instead of n <= B)."""
     b = capture.buckets[i]
-    return z3.And(b > window.low, b <= window.high, has_room(capture, i, required))
+    return z3.And(b > window.low, at_or_below_top(b, window), has_room(capture, i, required))
 
 
 def _fits_strictly_below_top(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
     """A bucket equal to F*n is skipped (B < F*n instead of B <= F*n)."""
     b = capture.buckets[i]
-    return z3.And(b >= window.low, b < window.high, has_room(capture, i, required))
+    return z3.And(b >= window.low, z3.Not(above_top(b + 1, window)), has_room(capture, i, required))
 
 
 def _fits_with_room_to_spare(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:

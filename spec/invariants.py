@@ -2,6 +2,11 @@
 
 Safety: rank_consensus, admission_replay, captured_bucket, padding_limit, capacity_fit.
 Efficiency: minimal_bucket, no_needless_fallback.
+
+Each of the seven takes the graph keying (spec/keying.py; default ``global``) and reads its columns from
+that one table: the capacity table (recorded capacities, or every listed size holding itself) and the
+window (``window`` is the window over the key: [n, F*n] under global, and under local only its low end,
+the key m, is read: no padding factor). rank_consensus and admission_replay say the same under both.
 Layout facts: conservation, per_request_balance (busiest rank holds ceil(L/P)), stated division-free
 (exact for integers), so they stay linear for a concrete P and need no fresh variables.
 
@@ -15,36 +20,60 @@ from collections.abc import Sequence
 
 import z3
 
-from cpgraph.spec.selection import CaptureList, Selection, Window, fits, same_selection, some_bucket_fits, within_padding_limit
+from cpgraph.spec.keying import keying as keying_row
+from cpgraph.spec.selection import (
+    CaptureList,
+    Selection,
+    Window,
+    fits,
+    same_selection,
+    some_bucket_fits,
+    unbounded_window,
+    within_padding_limit,
+)
 from cpgraph.spec.terms import BoolTerm, IntLike, Loads, all_of, any_of, int_term
 
 
-def rank_consensus(selections: Sequence[Selection]) -> BoolTerm:
+def _capacities(capture: CaptureList, keying: str) -> CaptureList:
+    """The capacity table the keying's selector reads (ValueError for an unknown keying)."""
+    return keying_row(keying).capacities(capture)
+
+
+def _window(window: Window, keying: str) -> Window:
+    """The window over the key as the keying reads it: whole under global, its low end only under local."""
+    return window if keying_row(keying).windowed else unbounded_window(window.low)
+
+
+def rank_consensus(selections: Sequence[Selection], keying: str = "global") -> BoolTerm:
     """Every rank decides the same admit and bucket."""
+    keying_row(keying)
     return all_of(same_selection(selections[0], other) for other in selections[1:])
 
 
-def admission_replay(admission: Selection, replay: Selection) -> BoolTerm:
+def admission_replay(admission: Selection, replay: Selection, keying: str = "global") -> BoolTerm:
     """Admitted on a rank => replay on that rank succeeds, returns the admitted bucket and its rows fit (the
     part of it this term states: the two decisions are the same)."""
+    keying_row(keying)
     return same_selection(admission, replay)
 
 
-def captured_bucket(selection: Selection, capture: CaptureList) -> BoolTerm:
+def captured_bucket(selection: Selection, capture: CaptureList, keying: str = "global") -> BoolTerm:
     """The bucket is in the capture list and has a recorded capacity."""
+    capture = _capacities(capture, keying)
     member = any_of(
         z3.And(selection.bucket == b, rec) for b, rec in zip(capture.buckets, capture.recorded)
     )
     return z3.Implies(selection.admitted, member)
 
 
-def padding_limit(selection: Selection, window: Window) -> BoolTerm:
+def padding_limit(selection: Selection, window: Window, keying: str = "global") -> BoolTerm:
     """The bucket B is within the padding limit: n <= B <= F*n."""
-    return z3.Implies(selection.admitted, within_padding_limit(selection.bucket, window))
+    return z3.Implies(selection.admitted, within_padding_limit(selection.bucket, _window(window, keying)))
 
 
-def capacity_fit(selection: Selection, capture: CaptureList, rows: IntLike) -> BoolTerm:
+def capacity_fit(selection: Selection, capture: CaptureList, rows: IntLike, keying: str = "global") -> BoolTerm:
     """The live layout's rows on every rank fit the chosen bucket's recorded capacity."""
+    capture = _capacities(capture, keying)
     room = any_of(
         z3.And(selection.bucket == b, rec, c >= rows)
         for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded)
@@ -52,8 +81,11 @@ def capacity_fit(selection: Selection, capture: CaptureList, rows: IntLike) -> B
     return z3.Implies(selection.admitted, room)
 
 
-def minimal_bucket(selection: Selection, capture: CaptureList, window: Window, required: IntLike) -> BoolTerm:
+def minimal_bucket(
+    selection: Selection, capture: CaptureList, window: Window, required: IntLike, keying: str = "global"
+) -> BoolTerm:
     """No smaller captured bucket would fit."""
+    capture, window = _capacities(capture, keying), _window(window, keying)
     return z3.Implies(
         selection.admitted,
         all_of(
@@ -63,8 +95,11 @@ def minimal_bucket(selection: Selection, capture: CaptureList, window: Window, r
     )
 
 
-def no_needless_fallback(selection: Selection, capture: CaptureList, window: Window, required: IntLike) -> BoolTerm:
+def no_needless_fallback(
+    selection: Selection, capture: CaptureList, window: Window, required: IntLike, keying: str = "global"
+) -> BoolTerm:
     """If some captured bucket fits, the batch is admitted."""
+    capture, window = _capacities(capture, keying), _window(window, keying)
     return z3.Implies(some_bucket_fits(capture, window, required), selection.admitted)
 
 

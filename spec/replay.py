@@ -1,12 +1,15 @@
-"""Replay: pad the batch to a bucket and lay it out in that bucket's static buffers (upstream's load_batch).
+"""Replay: pad the batch to a bucket and lay it out in that bucket's static buffers (upstream's load_batch,
+vLLM's _build_batch_layout).
 
 Replay is its own function, built with its own variables: it lays out the batch it is given (the live
-lengths, never the padded count), calls the selector for that layout, and succeeds only when every
-rank's rows of its layout fit the chosen bucket's recorded capacity (the runner's tripwire). It shares
-no term with admission (spec/admission.py); proofs/end_to_end.py proves the two agree.
+lengths, never the padded count), calls the selector for that layout under the rank's keying, and succeeds
+only when every rank's rows of its layout fit the chosen bucket's capacity (the runner's tripwire: the
+recorded capacity under ``global``, the size itself under ``local``, where vLLM raises ValueError for a
+size below a rank's rows). It shares no term with admission (spec/admission.py); proofs/end_to_end.py and
+proofs/end_to_end_local.py prove the two agree.
 
-    replay = (bucket, ok) where bucket = scan(capture, [n, F*n], align_up(max_r l'_r, A)),
-             l' = loads of replay_layout(batch), ok = every l'_r <= capacity(bucket)
+    replay = (bucket, ok) where bucket = the keyed scan over the loads l' of replay_layout(batch),
+             ok = every l'_r <= capacity(bucket)
 """
 
 from __future__ import annotations
@@ -16,17 +19,18 @@ from dataclasses import dataclass
 
 import z3
 
-from cpgraph.spec.admission import RankSetup, cp_active, rank_decision
-from cpgraph.spec.batch import ClassBatch, class_loads
+from cpgraph.spec.admission import RankSetup, gate, rank_decision
+from cpgraph.spec.batch import LiveBatch
+from cpgraph.spec.keying import keying
 from cpgraph.spec.selection import CaptureList, Selection
 from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, all_of, any_of
 
-ReplayLayout = Callable[[ClassBatch, IntLike, str], ClassBatch]
+ReplayLayout = Callable[[LiveBatch, IntLike, str], LiveBatch]
 # The selector call replay makes: (loads, rank, setup, num_tokens, name) -> (selection, rows, facts).
 Decide = Callable[[Loads, IntLike, RankSetup, IntLike, str], tuple[Selection, IntTerm, BoolTerm]]
 
 
-def live_layout(batch: ClassBatch, num_tokens: IntLike, name: str) -> ClassBatch:
+def live_layout(batch: LiveBatch, num_tokens: IntLike, name: str) -> LiveBatch:
     """The batch replay lays out: the live lengths themselves (padding to the bucket adds rows past every
     rank's load, it is never folded into a request)."""
     del num_tokens, name
@@ -53,12 +57,13 @@ def capacity_of(capture: CaptureList, bucket: IntTerm, rows: IntLike) -> BoolTer
 
 
 def tripwire(capture: CaptureList, bucket: IntTerm, loads: tuple[IntTerm, ...]) -> BoolTerm:
-    """The runner's check before it replays: every rank's rows fit ``bucket``'s recorded capacity."""
+    """The runner's check before it replays: every rank's rows fit ``bucket``'s capacity in ``capture`` (pass
+    the keyed capacity table: spec.keying's ``capacities``)."""
     return all_of(capacity_of(capture, bucket, load) for load in loads)
 
 
 def replay(
-    batch: ClassBatch,
+    batch: LiveBatch,
     num_tokens: IntLike,
     setup: RankSetup,
     rank: IntLike,
@@ -68,14 +73,13 @@ def replay(
     decide: Decide = rank_decision,
 ) -> Replay:
     """Rank ``rank``'s replay of ``batch`` with ``num_tokens`` tokens (variables under ``name``). ``decide``
-    is the selector call (the spec's scan; proofs/end_to_end.py passes an arbitrary decision to show the
-    tripwire alone keeps replay within a listed bucket's room, whatever the selector chose)."""
+    is the selector call (the spec's keyed scan; proofs/end_to_end.py passes an arbitrary decision to show
+    the tripwire alone keeps replay within a listed bucket's room, whatever the selector chose)."""
     laid_out = layout(batch, num_tokens, f"{name}.layout")
-    loads: Loads = class_loads(laid_out, setup.strategy, f"{name}.layout")
+    loads: Loads = laid_out.layout_loads(setup.strategy, f"{name}.layout")
     chosen, required, facts = decide(loads, rank, setup, num_tokens, name)
-    active = cp_active(batch, num_tokens)
-    selection = Selection(z3.And(active, chosen.admitted), chosen.bucket)
-    fits = tripwire(setup.capture, chosen.bucket, loads.loads)
+    selection = Selection(z3.And(gate(batch, num_tokens, setup), chosen.admitted), chosen.bucket)
+    fits = tripwire(keying(setup.keying).capacities(setup.capture), chosen.bucket, loads.loads)
     return Replay(
         selection, z3.And(selection.admitted, fits), loads.loads, required, z3.And(laid_out.holds, facts)  # facts hold the loads' own
     )

@@ -75,11 +75,27 @@ def capture_list_is_well_formed(capture: CaptureList) -> BoolTerm:
 
 @dataclass(frozen=True)
 class Window:
-    """The padding window: buckets B with low <= B <= high are within the padding limit."""
+    """The padding window: buckets B with low <= B <= high are within the padding limit; ``high`` None is no
+    upper end (the local keying has no padding factor: every size at or above the key is in it)."""
 
     low: IntTerm
-    high: IntTerm
+    high: IntTerm | None
     holds: BoolTerm = z3.BoolVal(True)  # facts defining ``high`` (a rational factor's floor)
+
+
+def unbounded_window(low: IntLike) -> Window:
+    """[low, infinity): every bucket at or above ``low``."""
+    return Window(int_term(low), None)
+
+
+def at_or_below_top(bucket: IntLike, window: Window) -> BoolTerm:
+    """B <= high (true when the window has no upper end)."""
+    return z3.BoolVal(True) if window.high is None else int_term(bucket) <= window.high
+
+
+def above_top(bucket: IntLike, window: Window) -> BoolTerm:
+    """B > high (false when the window has no upper end): where the scan stops."""
+    return z3.BoolVal(False) if window.high is None else int_term(bucket) > window.high
 
 
 def padding_window(num_tokens: IntLike, max_padding_factor: IntLike | Fraction, name: str = "window") -> Window:
@@ -106,9 +122,9 @@ class Selection:
 
 
 def within_padding_limit(bucket: IntLike, window: Window) -> BoolTerm:
-    """n <= B <= F*n."""
+    """n <= B <= F*n (low <= B alone for a window with no upper end)."""
     b = int_term(bucket)
-    return z3.And(window.low <= b, b <= window.high)
+    return z3.And(window.low <= b, at_or_below_top(b, window))
 
 
 def has_room(capture: CaptureList, index: int, required: IntLike) -> BoolTerm:
@@ -143,7 +159,7 @@ def scan_step(capture: CaptureList, index: int, window: Window, required: IntLik
     """One step of the scan at bucket ``index``, given the decision ``rest`` of scanning the buckets after
     it: below n, defer to the rest; above F*n, stop with none; with room, take it; else defer."""
     b = capture.buckets[index]
-    below, above, room = b < window.low, b > window.high, has_room(capture, index, required)
+    below, above, room = b < window.low, above_top(b, window), has_room(capture, index, required)
     admitted = z3.If(below, rest.admitted, z3.If(above, z3.BoolVal(False), z3.Or(room, rest.admitted)))
     bucket = z3.If(below, rest.bucket, z3.If(above, z3.IntVal(0), z3.If(room, b, rest.bucket)))
     return Selection(admitted, bucket)

@@ -201,11 +201,18 @@ def _teeth(args: argparse.Namespace, results: list[ObligationResult]) -> tuple[A
 
     if not (args.teeth and all(r.status is Status.PROVED for r in results)):
         return ()
+    from cpgraph.proofs.run import default_jobs
     from cpgraph.proofs.teeth import teeth
 
     if not args.quiet:
         print("cpgraph prove: teeth: every wrong variant of these theorems must still be refuted ...", file=sys.stderr, flush=True)
-    bites, _ = teeth(r.name for r in results)
+    jobs = args.jobs if args.jobs is not None else default_jobs()
+    shield = _WorkerShield(jobs) if jobs != 1 else None
+    try:
+        bites, _ = teeth((r.name for r in results), jobs=jobs)
+    finally:
+        if shield is not None:
+            shield.release()
     return bites
 
 

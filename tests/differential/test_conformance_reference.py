@@ -16,6 +16,7 @@ from cpgraph.proofs.conformance import (
     boundary_conformance_cases,
     case_strategy,
     check_conformance,
+    exhaustive_dual_chunk_swap_cases,
     exhaustive_layout_cases,
     exhaustive_selection_cases,
 )
@@ -27,6 +28,15 @@ def test_reference_conforms_on_every_boundary_case() -> None:
 
 def test_reference_conforms_on_exhaustive_small_layouts() -> None:
     assert check_conformance(reference, exhaustive_layout_cases(max_cp_size=3)) > 200
+
+
+def test_reference_dual_chunk_swap_rows_conform_at_every_quotient_up_to_p8() -> None:
+    # The three DualChunkSwap rows, spec against reference, loads included (the dcp row's short-prefill rule:
+    # every prefill up to 2P(2P-2)+1 it copies, and the first lengths it splits), at P = 1..8.
+    cases = list(exhaustive_dual_chunk_swap_cases(max_cp_size=8))
+    assert {c.strategy for c in cases} == {"dual_chunk_swap", "dual_chunk_swap_replicated", "dual_chunk_swap_dcp"}
+    assert {c.cp_size for c in cases} == set(range(1, 9))
+    assert check_conformance(reference, cases) == len(cases) > 2500
 
 
 def test_reference_conforms_on_exhaustive_small_selections() -> None:
@@ -92,3 +102,22 @@ def test_a_crash_is_reported_as_a_mismatch_not_hidden() -> None:
 
     with pytest.raises(ConformanceError, match="raised RuntimeError: boom"):
         check_conformance(_planted(rank_loads=crashes), exhaustive_layout_cases(max_cp_size=1))
+
+
+def _dcp_copying_below_2p(extend_seq_lens: Sequence[int], *, cp_size: int, strategy: str = "zigzag") -> tuple[int, ...]:
+    # The dcp row copying the prefills shorter than 2P (the CP gate's notion) instead of those that do not fill
+    # all 2P chunks: L = 2P .. 2P(2P-2)+1 are laid out where vLLM copies them.
+    if strategy != "dual_chunk_swap_dcp":
+        return reference.rank_loads(extend_seq_lens, cp_size=cp_size, strategy=strategy)
+    loads = [0] * cp_size
+    for length in extend_seq_lens:
+        one = ((length,) * cp_size if length < 2 * cp_size
+               else reference.rank_loads((length,), cp_size=cp_size, strategy="dual_chunk_swap"))
+        loads = [a + b for a, b in zip(loads, one)]
+    return tuple(loads)
+
+
+def test_a_dcp_rule_copying_only_prefills_below_2p_is_caught() -> None:
+    with pytest.raises(ConformanceError, match="rank_loads") as caught:
+        check_conformance(_planted(rank_loads=_dcp_copying_below_2p), exhaustive_dual_chunk_swap_cases(max_cp_size=2))
+    assert all(m.case.strategy == "dual_chunk_swap_dcp" for m in caught.value.mismatches)

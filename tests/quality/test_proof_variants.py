@@ -32,3 +32,47 @@ def test_every_invariant_theorem_refutes_the_pre_fix_side_at_small_and_large_cp_
     result = run_queries(variant.theorem, cp_size, variant.build(cp_size), "variant", shrink=False)
     assert result.failure is not None and result.failure.verdict.status is Status.REFUTED, variant.description
     assert "reference plan for" in result.failure.render() or "the reference refuses" in result.failure.render()
+
+
+VLLM_0_28 = ("vllm_0_28_split", "dispatch_by_tokens", "replay_under_unpadded_key", "own_rows_key")
+
+
+@pytest.mark.parametrize("cp_size", [2, 4, 8, 64])
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if v.name in VLLM_0_28], ids=lambda v: f"{v.theorem}-{v.name}")
+def test_the_local_theorems_refute_vllm_0_28_and_a_lost_consensus_at_small_and_large_cp_size(variant: Variant, cp_size: int) -> None:
+    # Up to P = 8 the DualChunkSwap instances come first: the counterexample is a real batch, replayed through
+    # the reference's layout and keying table; above, the any-layout setting refutes it (a load vector).
+    result = run_queries(variant.theorem, cp_size, variant.build(cp_size), "variant", shrink=False)
+    assert result.failure is not None and result.failure.verdict.status is Status.REFUTED, variant.description
+    text = result.failure.render()
+    assert ("(dual_chunk_swap, local)" in text and "reference at P=" in text) if cp_size <= 8 else "any layout" in text
+
+
+def test_vllm_0_28_is_refuted_with_a_minimal_batch_replayed_through_the_reference() -> None:
+    variant = next(v for v in VARIANTS if v.name == "vllm_0_28_split")
+    assert variant.theorem == "local_admitted_batches_replay_the_admitted_size" and variant.parameter == 4
+    result = run_queries(variant.theorem, 4, variant.build(4), "variant", shrink=True)
+    assert result.failure is not None and result.failure.verdict.status is Status.REFUTED
+    model, shown = result.failure.model, result.failure.shown
+    lengths = tuple(int(model[f"batch.L{i}"]) for i in range(2) if int(model[f"batch.L{i}"]) > 0)
+    # Minimal: one request (fewest requests first), of 2 tokens: DualChunkSwap puts (1, 1, 0, 0) on the ranks,
+    # so the key m = 1 < n = 2: 0.28 dispatches the least size >= 2 and replays the graph keyed 1.
+    assert lengths == (2,) and shown["requests"] == "1" and shown["n"] == "2"
+    assert shown["admitted"] != shown["replayed"] and shown["replayed"] == "1"
+    text = result.failure.render()
+    assert "vLLM 0.26-0.28 would dispatch" in text and "replay the graph keyed 1" in text
+    # The printed regression test is valid Python and passes on the reference (what 0.29 must do).
+    snippet = result.failure.replay[result.failure.replay.index("from cpgraph.reference"):]
+    namespace: dict[str, object] = {}
+    exec(snippet, namespace)  # noqa: S102 - our own generated test text
+    test = namespace["test_regression_local_admitted_batches_replay_the_admitted_size_p4"]
+    assert callable(test)
+    test()
+
+
+def test_the_0_29_design_is_proved_where_0_28_is_refuted() -> None:
+    from cpgraph.proofs.registry import BY_NAME
+
+    theorem = BY_NAME["local_admitted_batches_replay_the_admitted_size"]
+    for cp_size in (1, 2, 4, 8, 32):
+        assert run_queries(theorem.name, cp_size, theorem.build(cp_size), "P").failure is None

@@ -18,7 +18,7 @@ def test_every_theorem_is_named_documented_and_scoped() -> None:
     for o in OBLIGATIONS:
         assert o.name.islower() and o.name.count("_") >= 2, o.name  # a claim, not a noun
         assert len(o.doc) > 40 and o.scope_for(64), o.name
-        assert o.over in ("cp_size", "cp_size_sampled", "list_length", "once")
+        assert o.over in ("cp_size", "cp_size_sampled", "cp_size_small", "list_length", "once")
 
 
 def test_parameters_cover_cp_size_1_to_cp_max_and_lists_up_to_32() -> None:
@@ -26,6 +26,8 @@ def test_parameters_cover_cp_size_1_to_cp_max_and_lists_up_to_32() -> None:
     assert by_kind["cp_size"].parameters(64) == tuple(range(1, 65))
     assert by_kind["list_length"].parameters(64) == tuple(range(1, MAX_LIST_LENGTH + 1))
     assert by_kind["once"].parameters(64) == (0,)
+    assert by_kind["cp_size_small"].parameters(64) == (1, 2, 3, 4, 5, 6, 7, 8, 12, 16)
+    assert by_kind["cp_size_small"].parameters(6) == (1, 2, 3, 4, 5, 6)
 
 
 def test_an_unknown_name_lists_the_valid_ones() -> None:
@@ -50,7 +52,8 @@ def test_every_theorem_is_proved_for_cp_size_1_to_64() -> None:
 
 
 def _sample(o_over: str) -> tuple[int, ...]:
-    return {"cp_size": (1, 2, 5, 64), "cp_size_sampled": (1, 2, 5, 32), "list_length": (1, 2, 32), "once": (0,)}[o_over]
+    return {"cp_size": (1, 2, 5, 64), "cp_size_sampled": (1, 2, 5, 32), "cp_size_small": (1, 2, 5, 16),
+            "list_length": (1, 2, 32), "once": (0,)}[o_over]
 
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))
@@ -75,7 +78,7 @@ def test_a_refuted_theorem_prints_a_minimal_counterexample_replayed_through_the_
     text = result.failure.render()
     assert f"cpgraph.reference.rank_loads(({length},), cp_size=4" in text
     # The printed regression test is valid Python and passes on the (correct) reference.
-    snippet = result.failure.replay[result.failure.replay.index("from reference"):]
+    snippet = result.failure.replay[result.failure.replay.index("from cpgraph.reference"):]
     namespace: dict[str, object] = {}
     exec(snippet, namespace)  # noqa: S102 - our own generated test text
     test = namespace["test_regression_zigzag_loads_sum_to_tokens_p4"]

@@ -137,4 +137,33 @@ def test_a_strategy_left_out_of_a_theorem_is_caught(monkeypatch: pytest.MonkeyPa
 
 def test_the_end_to_end_scope_edges_hold() -> None:
     bites = teeth.scope_edges()
-    assert [b.variant for b in bites] == ["P=8", "P=12"] and all(b.ok for b in bites)
+    assert [(b.theorem, b.variant) for b in bites] == [
+        ("end-to-end scope", "P=8"), ("end-to-end scope", "P=12"), ("local end-to-end scope", "P=8"),
+        ("local end-to-end scope", "P=12"),
+    ]
+    assert all(b.ok for b in bites)
+
+
+def test_a_dual_chunk_swap_instance_left_out_of_a_local_theorem_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = BY_NAME["local_batches_that_fit_are_admitted"]
+
+    def narrower(parameter: int) -> tuple[Query, ...]:
+        return tuple(q for q in real.build(parameter) if "dual_chunk_swap_dcp" not in q.part)
+
+    _replace_theorem(monkeypatch, real.name, narrower)
+    lost = [b.variant for b in teeth.coverage(real.name) if not b.ok]
+    assert lost == ["scope: (dual_chunk_swap_dcp, local)"]
+
+
+def test_a_class_setting_refuses_a_row_that_is_not_class_encodable() -> None:
+    from fractions import Fraction
+
+    from cpgraph.proofs.setting import Setting
+
+    with pytest.raises(ValueError, match="not class-encodable"):
+        Setting(4, "dual_chunk_swap", Fraction(2))
+    with pytest.raises(ValueError, match="keying must be one of"):
+        Setting(4, "zigzag", Fraction(2), keying="vllm")
+    with pytest.raises(ValueError, match="form must be one of"):
+        Setting(4, "zigzag", Fraction(2), form="lengths")
+    assert Setting(4, "dual_chunk_swap", Fraction(2), keying="local", form="requests").label == "(dual_chunk_swap, local)"

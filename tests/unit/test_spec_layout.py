@@ -11,6 +11,7 @@ from cpgraph.proofs.evaluate import (
     spec_rank_loads,
     spec_required_local_tokens,
 )
+from cpgraph.reference.strategies import STRATEGY_TABLE
 from cpgraph.spec.strategies import STRATEGIES, strategy
 
 SEED_LENGTHS = (1534, 161, 353)
@@ -34,8 +35,42 @@ def test_the_strategy_table_has_one_row_per_reference_strategy() -> None:
     assert [strategy(k).align_size(4) for k in STRATEGIES] == [
         reference.default_align_size(cp_size=4, strategy=k) for k in STRATEGIES
     ]
+    assert [strategy(k).decodes for k in STRATEGIES] == [STRATEGY_TABLE[k].decodes for k in STRATEGIES]
+    assert "zigzag_pad" not in STRATEGIES
     with pytest.raises(ValueError, match="strategy must be one of"):
         strategy("ring")
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        strategy("zigzag_pad")
+
+
+@pytest.mark.parametrize(
+    ("kind", "length", "cp_size", "loads"),
+    [
+        ("dual_chunk_swap", 300, 4, (72, 76, 76, 76)),  # the example: not 76 on every rank
+        ("dual_chunk_swap", 3, 4, (1, 1, 1, 0)),
+        ("dual_chunk_swap", 9, 4, (2, 2, 2, 3)),  # not the class form (3, 2, 2, 2)
+        ("dual_chunk_swap_replicated", 300, 4, (72, 76, 76, 76)),  # prefills: the same layout
+        ("dual_chunk_swap_dcp", 300, 4, (72, 76, 76, 76)),
+        ("dual_chunk_swap_dcp", 3, 4, (3, 3, 3, 3)),  # too short to fill 8 chunks: copied to every rank
+        ("dual_chunk_swap_dcp", 49, 4, (49, 49, 49, 49)),  # 2P(2P-2)+1: the longest prefill dcp copies
+        ("dual_chunk_swap_dcp", 50, 4, (8, 14, 14, 14)),  # 50 fills all 8 chunks: split
+        ("dual_chunk_swap", 5, 1, (5,)),
+    ],
+)
+def test_dual_chunk_swap_loads_by_the_spec(kind: str, length: int, cp_size: int, loads: tuple[int, ...]) -> None:
+    assert spec_rank_loads((length,), cp_size=cp_size, strategy=kind) == loads == reference.rank_loads(
+        (length,), cp_size=cp_size, strategy=kind
+    )
+
+
+@pytest.mark.parametrize("kind", ["dual_chunk_swap", "dual_chunk_swap_replicated", "dual_chunk_swap_dcp"])
+def test_dual_chunk_swap_loads_equal_the_reference_at_every_quotient_class_up_to_p8(kind: str) -> None:
+    # Every length up to 2P(2P+1)+1: every remainder at every quotient below the split threshold and past it.
+    for p in range(1, 9):
+        for length in range(0, 2 * p * (2 * p + 1) + 2):
+            assert spec_rank_loads((length,), cp_size=p, strategy=kind) == reference.rank_loads(
+                (length,), cp_size=p, strategy=kind
+            ), (p, length)
 
 
 @given(
