@@ -13,6 +13,7 @@ from fractions import Fraction
 from cpgraph import reference
 from cpgraph.proofs.check import Value
 from cpgraph.proofs.obligation import Replay
+from cpgraph.reference.lists import compact
 
 
 def _int(model: Mapping[str, Value], name: str, default: int = 0) -> int:
@@ -27,6 +28,7 @@ def class_batch_replay(
 
     def replay(model: Mapping[str, Value]) -> str:
         lengths = realise(model, cp_size, batch_name)
+        shown = compact(tuple(lengths))  # [9] * 107 + [8]: a long realised batch stays readable and pastes
         n = _int(model, "n", sum(lengths))
         buckets = tuple(_int(model, f"cap.b{i}") for i in range(list_length))
         table = {b: _int(model, f"cap.c{i}") for i, b in enumerate(buckets) if model.get(f"cap.rec{i}", True)}
@@ -39,11 +41,11 @@ def class_batch_replay(
             plan = runner.plan(lengths, n)
             outcome = f"replay rows {runner.replay(plan).rows}" if plan.admitted else f"fallback {plan.fallback}"
         except (TypeError, ValueError, reference.ReplayError) as exc:
-            return f"batch {lengths}, n={n}, buckets {buckets}, capacities {table}: the reference refuses ({exc})"
+            return f"batch {shown}, n={n}, buckets {buckets}, capacities {table}: the reference refuses ({exc})"
         name = f"test_regression_{theorem}_p{cp_size}"
         return "\n".join(
             [
-                f"reference plan for {lengths} (n={n}) at P={cp_size} ({strategy}, F={factor}), buckets {buckets}, "
+                f"reference plan for {shown} (n={n}) at P={cp_size} ({strategy}, F={factor}), buckets {buckets}, "
                 f"capacities {table}: bucket {plan.bucket}, required {plan.required_local_tokens}; {outcome}",
                 "",
                 "from fractions import Fraction",
@@ -52,7 +54,7 @@ def class_batch_replay(
                 f"def {name}() -> None:",
                 f"    runner = ReferenceRunner(cp_size={cp_size}, capture_num_tokens={buckets}, strategy={strategy!r},",
                 f"                             max_padding_factor={f!r}, capture_rule=CaptureRule('table', table={table}))",
-                f"    plan = runner.plan({lengths}, {n})",
+                f"    plan = runner.plan({shown}, {n})",
                 "    if plan.admitted:",
                 "        assert runner.replay(plan).rows == plan.bucket_local_tokens >= plan.required_local_tokens",
             ]

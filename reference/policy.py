@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TypedDict, Unpack
 
 from cpgraph.reference.capacity import required_local_tokens
+from cpgraph.reference.lists import compact
 from cpgraph.reference.selection import is_cp_active, select_replay_bucket
 
 
@@ -60,7 +61,7 @@ def replay_bucket(**batch: Unpack[PolicyBatch]) -> int:
     if bucket is None:
         raise LookupError(
             f"no captured bucket fits num_tokens={batch['num_tokens']}, "
-            f"extend_seq_lens={tuple(batch['extend_seq_lens'])}"
+            f"extend_seq_lens={compact(tuple(batch['extend_seq_lens']))}"
         )
     return bucket
 

@@ -10,6 +10,7 @@ from cpgraph.check.batch import Batch
 from cpgraph.check.calls import CallStop, last_traceback
 from cpgraph.check.judging import CLAIMS, SAFETY, Spec
 from cpgraph.check.protocol import RankAnswer
+from cpgraph.reference.lists import compact
 
 MAX_LINES = 15
 
@@ -43,8 +44,8 @@ class Violation:
         lines = [
             f"{self.invariant} violated ({kind}: {CLAIMS[self.invariant]})",
             f"  batch: cp_size={b.cp_size} align_size={b.align_size} num_tokens={b.num_tokens} "
-            f"extend_seq_lens={list(b.extend_seq_lens)} max_padding_factor={b.max_padding_factor}",
-            f"  capture_num_tokens={list(b.capture_num_tokens)} bucket_local_tokens="
+            f"extend_seq_lens={compact(list(b.extend_seq_lens))} max_padding_factor={b.max_padding_factor}",
+            f"  capture_num_tokens={compact(list(b.capture_num_tokens))} bucket_local_tokens="
             + "{" + ", ".join(f"{k}: {v}" for k, v in b.bucket_local_tokens) + "}"
             + f" ({b.table}; absent: {[k for k in b.capture_num_tokens if k not in b.capacities] or 'none'})",
         ]

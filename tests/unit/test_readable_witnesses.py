@@ -1,0 +1,72 @@
+"""Every printed batch is readable: a long repetitive list in a compact form that is still Python
+(``[9] * 107 + [8]``), short lists as they are, every witness line of the default review within a
+terminal's 100 columns; JSON keeps the full list."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import cpgraph.design.report
+from cpgraph.cli import main
+from cpgraph.design.report import Review
+from cpgraph.design.schema import Design
+from cpgraph.formats import WIDTH, wrap
+
+BATCH = re.compile(r"extend_seq_lens=(.+?)(?: \(n=\d+|$|`)")
+
+
+def _cli(default_review: Review, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *flags: str) -> str:
+    """``cpgraph review FLAGS`` as printed, with the review already computed (the fixture) handed to it."""
+    def reviewed(design: Design, *, against: Design | None = None, progress: bool = False) -> Review:
+        assert (design.name, against and against.name) == ("upstream", "prefix")  # what the default reviews
+        return default_review
+
+    monkeypatch.setattr(cpgraph.design.report, "review", reviewed)
+    assert main(["review", "-q", *flags]) == 0
+    return capsys.readouterr().out
+
+
+def _literals(text: str) -> list[str]:
+    return [m.group(1) for line in text.splitlines() for m in [BATCH.search(line)] if m]
+
+
+def test_every_witness_line_of_the_default_review_fits_100_columns(
+    default_review: Review, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = _cli(default_review, monkeypatch, capsys).splitlines()
+    shown = [line for line in lines if "extend_seq_lens=" in line]
+    assert len(shown) >= 7  # the two refuted invariants of the old design and five decision changes of the diff
+    too_wide = [line for line in lines if len(line) > WIDTH]  # witnesses, their replays, and every other line
+    assert not too_wide, "\n".join(too_wide)
+
+
+def test_a_known_long_witness_prints_compactly_and_evaluates_to_its_lengths(
+    default_review: Review, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = _cli(default_review, monkeypatch, capsys)
+    assert "extend_seq_lens=[9] * 43 (n=387)" in text  # 43 requests of 9 tokens: the least n the fix rescues
+    assert "extend_seq_lens=[25] + [9] * 62 (n=583)" in text
+    assert "extend_seq_lens=[489, 9, 9] (n=507, 3 requests)" in text  # a short list as it is
+    changes = [ch for c in default_review.diff.classes for ch in c.changes] if default_review.diff else []
+    printed = [eval(x, {"__builtins__": {}}) for x in _literals(text)]  # pastes as Python
+    assert [list(ch.extend_seq_lens) for ch in changes] == printed[-len(changes):]
+    assert any(len(ch.extend_seq_lens) > 40 for ch in changes)  # so the compact form was needed
+
+
+def test_markdown_is_compact_and_json_keeps_the_full_lists(
+    default_review: Review, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    md = _cli(default_review, monkeypatch, capsys, "--format", "md")
+    assert "extend_seq_lens=[25] + [9] * 62 (n=583)" in md and "9, 9, 9, 9" not in md
+    data = json.loads(_cli(default_review, monkeypatch, capsys, "--format", "json"))
+    assert [25] + [9] * 62 in [ch["extend_seq_lens"] for c in data["diff"]["classes"] for ch in c["changes"]]
+
+
+def test_wrapping_never_splits_a_batch_or_a_list_of_numbers() -> None:
+    batch = "extend_seq_lens=[25] + [9] * 62"
+    lines = wrap(f"CRASH 768 (admission_replay, capacity_fit) -> graph 1024, with loads (129, 126, 126, 126): {batch}", 60, keep=(batch,))
+    assert all(len(line) <= 60 for line in lines) and lines[-1].strip() == batch
+    assert any("(129, 126, 126, 126)" in line for line in lines)
