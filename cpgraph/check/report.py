@@ -117,7 +117,7 @@ class CheckReport:
     seconds: float
     checked: tuple[str, ...]
     phases: tuple[tuple[str, int], ...]  # batches checked per input phase
-    stopped: str  # why the search ended: 'budget', 'all violated', 'grace after violation', 'exhausted', 'policy call'
+    stopped: str  # why the search ended: 'budget', 'cases' (max_cases), 'all violated', 'grace after violation', 'exhausted', 'policy call'
     stop: CallStop | None = None  # a policy call that ended the check (hung, exited, interrupted)
     seed: int = 0  # the random phase's seed (rerun with it to see the same batches)
     knobs: tuple[tuple[str, object], ...] = ()  # the run's knobs (factors, alignments, n, replay asking)
