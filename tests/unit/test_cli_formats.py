@@ -11,8 +11,8 @@ from cpgraph.check.judging import INVARIANTS
 from cpgraph.cli import main
 from cpgraph.output import JUnitCase, highlight, junit, use_colour
 
-BUGGY = ["cpgraph.proofs.mutants.ignore_capacity", "--capacities", "captured", "--budget-s", "8", "--cp-sizes", "2,4"]
-SOUND = ["cpgraph.reference.policy", "--budget-s", "0.6", "--cp-sizes", "2,4"]
+BUGGY = ["cpgraph.proofs.mutants.ignore_capacity", "--capacities", "captured", "--max-cases", "2000", "--cp-sizes", "2,4"]
+SOUND = ["cpgraph.reference.policy", "--max-cases", "300", "--cp-sizes", "2,4"]
 
 
 def _cases(xml_text: str) -> dict[str, ET.Element]:
