@@ -1,4 +1,5 @@
-"""Shared test settings: Hypothesis profiles (dev: quick, ci: deterministic and bounded)."""
+"""Shared test settings: Hypothesis profiles (dev: quick, ci: deterministic and bounded), and the bundled
+designs' reviews computed once per session (the solver work of a review is the suite's costliest)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from hypothesis import HealthCheck, settings
 
 if TYPE_CHECKING:
     from cpgraph.design.report import Review
+    from cpgraph.design.schema import Design
 
 settings.register_profile("dev", max_examples=50, deadline=None)
 settings.register_profile(
@@ -31,3 +33,30 @@ def default_review() -> Review:
     from cpgraph.design.schema import load_design
 
     return review(load_design("upstream"), against=load_design("prefix"))
+
+
+@pytest.fixture(scope="session")
+def prefix_review() -> Review:
+    """``cpgraph review prefix``: the pre-fix design alone (refuted), computed once."""
+    from cpgraph.design.report import review
+    from cpgraph.design.schema import load_design
+
+    return review(load_design("prefix"))
+
+
+@pytest.fixture()
+def reviews_once(monkeypatch: pytest.MonkeyPatch, default_review: Review, prefix_review: Review) -> None:
+    """In this test ``cpgraph review`` (no design) and ``cpgraph review prefix`` answer from the session's
+    reviews above, so the CLI's rendering, formats and exit codes are tested without proving the same
+    designs again; any other design is reviewed as usual."""
+    import cpgraph.design.report as report
+
+    real = report.review
+
+    def review(design: Design, *, against: Design | None = None, progress: bool = False) -> Review:
+        for cached in (default_review, prefix_review):
+            if cached.design == design and (cached.old[0] if cached.old else None) == against:
+                return cached
+        return real(design, against=against, progress=progress)
+
+    monkeypatch.setattr(report, "review", review)

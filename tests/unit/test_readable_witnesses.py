@@ -9,34 +9,24 @@ import re
 
 import pytest
 
-import cpgraph.design.report
+from cpgraph.check import Violation, ask, load_policy, make_batch, spec_for
+from cpgraph.check.emit import regression_test
 from cpgraph.cli import main
 from cpgraph.design.report import Review
-from cpgraph.design.schema import Design
 from cpgraph.formats import WIDTH, wrap
 
+pytestmark = pytest.mark.usefixtures("reviews_once")  # `cpgraph review` answers from the session's review
 BATCH = re.compile(r"extend_seq_lens=(.+?)(?: \(n=\d+|$|`)")
 
 
-def _cli(default_review: Review, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *flags: str) -> str:
-    """``cpgraph review FLAGS`` as printed, with the review already computed (the fixture) handed to it."""
-    def reviewed(design: Design, *, against: Design | None = None, progress: bool = False) -> Review:
-        assert (design.name, against and against.name) == ("upstream", "prefix")  # what the default reviews
-        return default_review
-
-    monkeypatch.setattr(cpgraph.design.report, "review", reviewed)
+def _cli(capsys: pytest.CaptureFixture[str], *flags: str) -> str:
+    """``cpgraph review FLAGS`` as printed: the default review (upstream against the pre-fix design)."""
     assert main(["review", "-q", *flags]) == 0
     return capsys.readouterr().out
 
 
-def _literals(text: str) -> list[str]:
-    return [m.group(1) for line in text.splitlines() for m in [BATCH.search(line)] if m]
-
-
-def test_every_witness_line_of_the_default_review_fits_100_columns(
-    default_review: Review, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    lines = _cli(default_review, monkeypatch, capsys).splitlines()
+def test_every_witness_line_of_the_default_review_fits_100_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    lines = _cli(capsys).splitlines()
     shown = [line for line in lines if "extend_seq_lens=" in line]
     assert len(shown) >= 7  # the two refuted invariants of the old design and five decision changes of the diff
     too_wide = [line for line in lines if len(line) > WIDTH]  # witnesses, their replays, and every other line
@@ -44,25 +34,39 @@ def test_every_witness_line_of_the_default_review_fits_100_columns(
 
 
 def test_a_known_long_witness_prints_compactly_and_evaluates_to_its_lengths(
-    default_review: Review, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    default_review: Review, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    text = _cli(default_review, monkeypatch, capsys)
+    text = _cli(capsys)
     assert "extend_seq_lens=[9] * 43 (n=387)" in text  # 43 requests of 9 tokens: the least n the fix rescues
     assert "extend_seq_lens=[25] + [9] * 62 (n=583)" in text
     assert "extend_seq_lens=[489, 9, 9] (n=507, 3 requests)" in text  # a short list as it is
-    changes = [ch for c in default_review.diff.classes for ch in c.changes] if default_review.diff else []
-    printed = [eval(x, {"__builtins__": {}}) for x in _literals(text)]  # pastes as Python
+    assert default_review.diff is not None
+    changes = [ch for c in default_review.diff.classes for ch in c.changes]
+    printed = [eval(x, {"__builtins__": {}}) for x in BATCH.findall(text)]  # pastes as Python
     assert [list(ch.extend_seq_lens) for ch in changes] == printed[-len(changes):]
     assert any(len(ch.extend_seq_lens) > 40 for ch in changes)  # so the compact form was needed
 
 
-def test_markdown_is_compact_and_json_keeps_the_full_lists(
-    default_review: Review, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    md = _cli(default_review, monkeypatch, capsys, "--format", "md")
+def test_markdown_is_compact_and_json_keeps_the_full_lists(capsys: pytest.CaptureFixture[str]) -> None:
+    md = _cli(capsys, "--format", "md")
     assert "extend_seq_lens=[25] + [9] * 62 (n=583)" in md and "9, 9, 9, 9" not in md
-    data = json.loads(_cli(default_review, monkeypatch, capsys, "--format", "json"))
+    data = json.loads(_cli(capsys, "--format", "json"))
     assert [25] + [9] * 62 in [ch["extend_seq_lens"] for c in data["diff"]["classes"] for ch in c["changes"]]
+
+
+def test_a_check_counterexample_prints_compactly_and_its_emitted_test_rebuilds_the_batch() -> None:
+    lengths = (9,) * 107 + (8,)
+    batch = make_batch(lengths, (1024, 2048), cp_size=4)
+    policy = load_policy("cpgraph.reference.policy")
+    violation = Violation("capacity_fit", batch, ask(policy, batch), spec_for(batch, "zigzag"), "planted", "random", 1, batch)
+    assert "extend_seq_lens=[9] * 107 + [8] " in violation.text() and "9, 9, 9, 9" not in violation.text()
+    assert "extend_seq_lens=(9,) * 107 + (8,)," in batch.literal()
+    source = regression_test("cpgraph.reference.policy", (violation,))
+    assert "extend_seq_lens=(9,) * 107 + (8,)," in source
+    namespace: dict[str, object] = {"__file__": "test_regression.py"}
+    exec(compile(source, "<emitted>", "exec"), namespace)  # valid Python; the reference keeps the invariant
+    test = next(fn for name, fn in namespace.items() if name.startswith("test_") and callable(fn))
+    test()
 
 
 def test_wrapping_never_splits_a_batch_or_a_list_of_numbers() -> None:
