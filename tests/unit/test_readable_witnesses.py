@@ -9,13 +9,15 @@ import re
 
 import pytest
 
-from cpgraph.check import Violation, ask, load_policy, make_batch, spec_for
+from cpgraph.check import Policy, Violation, ask, load_policy, make_batch, spec_for
+from cpgraph.check.calls import PolicyStop, bound, session
 from cpgraph.check.emit import regression_test
 from cpgraph.cli import main
 from cpgraph.design.report import Review
 from cpgraph.formats import WIDTH, wrap
+from cpgraph.reference import policy as reference
 
-pytestmark = pytest.mark.usefixtures("reviews_once")  # `cpgraph review` answers from the session's review
+REVIEWED = pytest.mark.usefixtures("reviews_once")  # `cpgraph review` answers from the session's review
 BATCH = re.compile(r"extend_seq_lens=(.+?)(?: \(n=\d+|$|`)")
 
 
@@ -25,6 +27,7 @@ def _cli(capsys: pytest.CaptureFixture[str], *flags: str) -> str:
     return capsys.readouterr().out
 
 
+@REVIEWED
 def test_every_witness_line_of_the_default_review_fits_100_columns(capsys: pytest.CaptureFixture[str]) -> None:
     lines = _cli(capsys).splitlines()
     shown = [line for line in lines if "extend_seq_lens=" in line]
@@ -33,6 +36,7 @@ def test_every_witness_line_of_the_default_review_fits_100_columns(capsys: pytes
     assert not too_wide, "\n".join(too_wide)
 
 
+@REVIEWED
 def test_a_known_long_witness_prints_compactly_and_evaluates_to_its_lengths(
     default_review: Review, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -47,6 +51,7 @@ def test_a_known_long_witness_prints_compactly_and_evaluates_to_its_lengths(
     assert any(len(ch.extend_seq_lens) > 40 for ch in changes)  # so the compact form was needed
 
 
+@REVIEWED
 def test_markdown_is_compact_and_json_keeps_the_full_lists(capsys: pytest.CaptureFixture[str]) -> None:
     md = _cli(capsys, "--format", "md")
     assert "extend_seq_lens=[25] + [9] * 62 (n=583)" in md and "9, 9, 9, 9" not in md
@@ -67,6 +72,17 @@ def test_a_check_counterexample_prints_compactly_and_its_emitted_test_rebuilds_t
     exec(compile(source, "<emitted>", "exec"), namespace)  # valid Python; the reference keeps the invariant
     test = next(fn for name, fn in namespace.items() if name.startswith("test_") and callable(fn))
     test()
+
+
+def test_a_stopped_call_names_its_batch_compactly() -> None:
+    batch = make_batch((9,) * 107 + (8,), (1024, 2048), cp_size=4)
+
+    def admit(**_: object) -> bool:
+        raise SystemExit(3)
+
+    with session(5.0), pytest.raises(PolicyStop) as stopped:
+        ask(bound(Policy("exits", admit, reference.replay_bucket, None)), batch)
+    assert "extend_seq_lens=(9,) * 107 + (8,), capture_num_tokens=(1024, 2048)" in stopped.value.stop.line()
 
 
 def test_wrapping_never_splits_a_batch_or_a_list_of_numbers() -> None:
