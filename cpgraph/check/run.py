@@ -180,13 +180,15 @@ def _can_fork() -> bool:
     )
 
 
-def _answered(conn: Connection, proc: Any, opts: CheckOptions) -> bool:
+def _answered(conn: Connection, proc: Any, opts: CheckOptions, start: float) -> bool:
     """Has the other search process sent its share? Under a time budget it has the minimiser's time and
-    5 s more to send it; under ``max_cases`` it has until its own share is done (or it ends)."""
+    5 s more to send it; under ``max_cases`` it has until its own share is done (or it ends), and no
+    longer than that past a budget given too."""
     if opts.max_cases is None:
         return conn.poll(opts.minimize_s + 5.0)
+    until = start + opts.budget_s + opts.minimize_s + 5.0  # inf without a budget
     while not conn.poll(0.1):
-        if not proc.is_alive():
+        if not proc.is_alive() or time.perf_counter() > until:
             return conn.poll(0)
     return True
 
@@ -219,7 +221,7 @@ def run_check(policy: Policy, opts: CheckOptions, progress: Callable[[str], None
     if proc is not None and conn is not None:
         if opts.max_cases is None:
             shared[_STOP] = min(shared[_STOP], time.perf_counter())  # this share is done: end the other one
-        if _answered(conn, proc, opts):
+        if _answered(conn, proc, opts, start):
             try:
                 received = conn.recv()
             except (EOFError, OSError, pickle.UnpicklingError):
