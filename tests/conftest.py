@@ -44,19 +44,29 @@ def prefix_review() -> Review:
     return review(load_design("prefix"))
 
 
-@pytest.fixture()
-def reviews_once(monkeypatch: pytest.MonkeyPatch, default_review: Review, prefix_review: Review) -> None:
-    """In this test ``cpgraph review`` (no design) and ``cpgraph review prefix`` answer from the session's
-    reviews above, so the CLI's rendering, formats and exit codes are tested without proving the same
-    designs again; any other design is reviewed as usual."""
+def _serve(monkeypatch: pytest.MonkeyPatch, cached: Review) -> None:
+    """``cpgraph review`` of ``cached``'s design (and old design) answers ``cached``, so the CLI's rendering,
+    formats and exit codes are tested without proving the same designs again; any other design is
+    reviewed as usual."""
     import cpgraph.design.report as report
 
     real = report.review
 
     def review(design: Design, *, against: Design | None = None, progress: bool = False) -> Review:
-        for cached in (default_review, prefix_review):
-            if cached.design == design and (cached.old[0] if cached.old else None) == against:
-                return cached
+        if cached.design == design and (cached.old[0] if cached.old else None) == against:
+            return cached
         return real(design, against=against, progress=progress)
 
     monkeypatch.setattr(report, "review", review)
+
+
+@pytest.fixture()
+def default_review_served(monkeypatch: pytest.MonkeyPatch, default_review: Review) -> None:
+    """In this test ``cpgraph review`` (no design: upstream against prefix) answers the session's review."""
+    _serve(monkeypatch, default_review)
+
+
+@pytest.fixture()
+def prefix_review_served(monkeypatch: pytest.MonkeyPatch, prefix_review: Review) -> None:
+    """In this test ``cpgraph review prefix`` answers the session's review of the prefix design."""
+    _serve(monkeypatch, prefix_review)

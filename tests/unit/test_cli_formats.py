@@ -42,7 +42,7 @@ def test_check_json_alias_md_and_text(capsys: pytest.CaptureFixture[str]) -> Non
     assert text.startswith("cpgraph check cpgraph.reference.policy: OK") and "\033[" not in text  # piped: no colour
 
 
-@pytest.mark.usefixtures("reviews_once")  # the prefix design's review, computed once for the session
+@pytest.mark.usefixtures("prefix_review_served")  # the prefix design's review, computed once for the session
 def test_review_junit_names_each_invariant_and_fails_the_refuted_ones(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["review", "prefix", "--format", "junit", "-q"]) == 1
     cases = _cases(capsys.readouterr().out)

@@ -17,7 +17,7 @@ from cpgraph.design.report import Review
 from cpgraph.formats import WIDTH, wrap
 from cpgraph.reference import policy as reference
 
-REVIEWED = pytest.mark.usefixtures("reviews_once")  # `cpgraph review` answers from the session's review
+REVIEWED = pytest.mark.usefixtures("default_review_served")  # `cpgraph review` answers from the session's review
 BATCH = re.compile(r"extend_seq_lens=(.+?)(?: \(n=\d+|$|`)")
 
 
