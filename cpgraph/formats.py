@@ -1,12 +1,31 @@
-"""Result documents: text and Markdown tables, JUnit XML (the schema CI test reporters read) and JSON."""
+"""Result documents: text and Markdown tables, wrapped text lines, JUnit XML (the schema CI test reporters
+read) and JSON."""
 
 from __future__ import annotations
 
 import re
+import textwrap
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+
+WIDTH = 100  # a line that shows a batch fits a terminal this wide (a batch too long for it stays whole)
+_GLUE = "\ue000"  # stands for a space inside a kept piece while wrapping
+_NUMBERS = re.compile(r"\[[-\d, ]*\]|\([-\d, ]*\)")  # a list or tuple of ints: never split
+
+
+def wrap(text: str, width: int = WIDTH, *, keep: Sequence[str] = (), indent: str = "  ") -> list[str]:
+    """``text`` in lines of at most ``width`` characters, continuation lines indented by ``indent``; never
+    broken inside one of ``keep`` (a batch such as ``extend_seq_lens=[9] * 107 + [8]`` stays one piece, so
+    it still pastes) or inside a bracketed list of numbers, and a leading indent of ``text`` is kept on
+    its first line. A piece longer than ``width`` gets a line of its own."""
+    for piece in keep:
+        text = text.replace(piece, piece.replace(" ", _GLUE))
+    text = _NUMBERS.sub(lambda m: m.group(0).replace(" ", _GLUE), text)
+    lines = textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+    return [line.replace(_GLUE, " ") for line in lines] or [""]
 
 
 def text_table(rows: Sequence[Sequence[str]]) -> str:

@@ -29,14 +29,14 @@ from cpgraph.exits import (
     solver_leaves_ctrl_c_to_python,
 )
 from cpgraph.flags import bounded_int, bounded_seconds, writable_dir, writable_file
-from cpgraph.formats import JUnitCase, json_dumps, junit, md_table, text_table
+from cpgraph.formats import WIDTH, JUnitCase, json_dumps, junit, md_table, text_table, wrap
 from cpgraph.terminal import Progress, highlight, paint, use_colour
 
 __all__ = [
     "EXIT_CODES", "FORMATS", "FOUND", "INTERNAL", "INTERRUPT", "INTERRUPTED", "OK", "PROCESS", "UNKNOWN", "USAGE",
     "JUnitCase", "Output", "Progress", "UsageError", "add_output_flags", "bounded_int", "bounded_seconds", "highlight",
     "json_dumps", "junit", "md_table", "paint", "solver_leaves_ctrl_c_to_python", "text_table", "use_colour",
-    "writable_dir", "writable_file",
+    "writable_dir", "writable_file", "WIDTH", "wrap",
 ]
 
 FORMATS = ("text", "json", "md", "junit")

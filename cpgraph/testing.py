@@ -14,14 +14,17 @@ __all__ = ["assert_batch_sound", "assert_policy_sound"]
 
 
 def assert_policy_sound(
-    policy: object, *, budget_s: float = 2.0, call_timeout_s: float = 10.0, **options: Any
+    policy: object, *, budget_s: float | None = None, call_timeout_s: float = 10.0, **options: Any
 ) -> CheckReport:
     """Run ``cpgraph check`` on ``policy`` (an object or 'MODULE:ATTR') and fail with the minimised
     counterexamples as the failure message when an invariant breaks, or when a policy call hangs
-    (``call_timeout_s``), exits or breaks the protocol. Options as ``check_policy`` (default budget 2 s,
-    so a test suite stays fast; raise it in a nightly job). Returns the report when sound. pytest hides
-    this helper's frames (``__tracebackhide__``): the failure points at the test that called it."""
+    (``call_timeout_s``), exits or breaks the protocol. Options as ``check_policy``: default budget 2 s,
+    so a test suite stays fast (raise it in a nightly job), or ``max_cases=N`` to check N batches with
+    no clock, the same batches on any machine. Returns the report when sound. pytest hides this
+    helper's frames (``__tracebackhide__``): the failure points at the test that called it."""
     __tracebackhide__ = True
+    if budget_s is None and options.get("max_cases") is None:
+        budget_s = 2.0
     try:
         report = check_policy(policy, budget_s=budget_s, call_timeout_s=call_timeout_s, **options)
     except PolicyStop as stopped:

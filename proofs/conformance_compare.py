@@ -20,6 +20,7 @@ from cpgraph.proofs.evaluate import (
     spec_required_local_tokens,
     spec_select_replay_bucket,
 )
+from cpgraph.reference.lists import compact
 
 
 class Implementation(Protocol):
@@ -79,7 +80,7 @@ class Case:
         return (
             f"[{self.source}] cp_size={self.cp_size}, align_size={self.align_size}, strategy={self.strategy!r}, "
             f"max_padding_factor={self.max_padding_factor}, num_tokens={self.num_tokens}, "
-            f"extend_seq_lens={self.extend_seq_lens}, capture_num_tokens={self.capture_num_tokens}, "
+            f"extend_seq_lens={compact(self.extend_seq_lens)}, capture_num_tokens={compact(self.capture_num_tokens)}, "
             f"bucket_local_tokens={dict(self.bucket_local_tokens)}"
         )
 

@@ -20,6 +20,7 @@ from cpgraph.proofs.conformance_mirror import (
 )
 from cpgraph.proofs.conformance_paths import DecisionPath, Planner, Replayer
 from cpgraph.proofs.conformance_report import Family, attempt
+from cpgraph.reference.lists import compact
 
 
 def _runner_config(draw: Draw) -> RunnerArgs:
@@ -97,7 +98,7 @@ def family_plan(paths: Sequence[DecisionPath], draw: Draw, configs: int, per_con
             expected = mirror_plan(config, lengths, n)
 
             def inputs() -> str:
-                return f"{config}, extend_seq_lens={lengths}, num_tokens={n}"
+                return f"{config}, extend_seq_lens={compact(lengths)}, num_tokens={n}"
 
             plans.cases += 1
             for name, plan in planners:
@@ -130,7 +131,7 @@ def _judge_refusals(config: RunnerArgs, planners: Sequence[tuple[str, Planner]],
             actual = attempt(plan, lengths, n)
             got = type(actual).__name__ if isinstance(actual, Exception) else f"returned {actual!r}"
             plans.judge(name, "plan (invalid input)", "ValueError", got,
-                        lambda lengths=lengths, n=n: f"{config}, extend_seq_lens={lengths}, num_tokens={n}")  # type: ignore[misc]
+                        lambda lengths=lengths, n=n: f"{config}, extend_seq_lens={compact(lengths)}, num_tokens={n}")  # type: ignore[misc]
 
 
 def _judge_replay(config: RunnerArgs, lengths: tuple[int, ...], n: int, expected: PlanTuple,

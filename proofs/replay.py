@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from cpgraph import reference
 from cpgraph.proofs.check import Value
 from cpgraph.proofs.obligation import Replay
+from cpgraph.reference.lists import compact
 
 _SAFE_BUILTINS = {"sum": sum, "max": max, "min": min, "len": len, "all": all, "any": any, "enumerate": enumerate}
 
@@ -34,19 +35,20 @@ def batch_replay(*, theorem: str, cp_size: int, strategy: str, length_names: Seq
             return f"lengths {lengths} are not a batch; nothing to replay"
         loads = reference.rank_loads(lengths, cp_size=cp_size, strategy=strategy)
         env = {"loads": loads, "lengths": lengths, "N": sum(lengths), "P": cp_size, "rank_loads": reference.rank_loads}
+        shown = compact(lengths)
         holds = bool(eval(claim, {"__builtins__": _SAFE_BUILTINS, **env}))  # claim is our own literal text
         verdict = "the reference satisfies the claim (the spec or variant is wrong)" if holds else (
             "the reference violates the claim too"
         )
         return "\n".join(
             [
-                f"cpgraph.reference.rank_loads({lengths}, cp_size={cp_size}, strategy={strategy!r}) = {loads}",
+                f"cpgraph.reference.rank_loads({shown}, cp_size={cp_size}, strategy={strategy!r}) = {loads}",
                 f"claim `{claim}` on the reference: {holds} -> {verdict}",
                 "",
                 "from cpgraph.reference import rank_loads",
                 "",
                 f"def {_test_name(theorem, cp_size)}() -> None:",
-                f"    lengths, P = {lengths}, {cp_size}",
+                f"    lengths, P = {shown}, {cp_size}",
                 f"    loads = rank_loads(lengths, cp_size=P, strategy={strategy!r})",
                 "    N = sum(lengths)",
                 f"    assert {claim}, loads",
@@ -109,6 +111,7 @@ def runner_replay(*, theorem: str, cp_size: int, length_names: Sequence[str], li
 
     def replay(model: Mapping[str, Value]) -> str:
         lengths = tuple(_int(model, name) for name in length_names)
+        shown = compact(lengths)
         buckets = tuple(_int(model, f"cap.b{i}") for i in range(list_length))
         table = {b: _int(model, f"cap.c{i}") for i, b in enumerate(buckets) if model.get(f"cap.rec{i}", True)}
         try:
@@ -121,7 +124,7 @@ def runner_replay(*, theorem: str, cp_size: int, length_names: Sequence[str], li
             return f"the reference rejects these inputs: {exc}"
         return "\n".join(
             [
-                f"reference plan for {lengths} at P={cp_size}, buckets {buckets}, capacities {table}: bucket "
+                f"reference plan for {shown} at P={cp_size}, buckets {buckets}, capacities {table}: bucket "
                 f"{plan.bucket}, required {plan.required_local_tokens}; {outcome}",
                 "",
                 "from reference import CaptureRule, ReferenceRunner",
@@ -129,7 +132,7 @@ def runner_replay(*, theorem: str, cp_size: int, length_names: Sequence[str], li
                 f"def {_test_name(theorem, cp_size)}() -> None:",
                 f"    runner = ReferenceRunner(cp_size={cp_size}, capture_num_tokens={buckets},",
                 f"                             capture_rule=CaptureRule('table', table={table}))",
-                f"    plan = runner.plan({lengths})",
+                f"    plan = runner.plan({shown})",
                 "    if plan.admitted:",
                 "        assert runner.replay(plan).rows == plan.bucket_local_tokens >= plan.required_local_tokens",
             ]

@@ -18,6 +18,7 @@ from cpgraph import reference
 from cpgraph.reference.keying import keying_row
 from cpgraph.proofs.check import Value
 from cpgraph.proofs.obligation import Replay
+from cpgraph.reference.lists import compact
 
 
 def _int(model: Mapping[str, Value], name: str, default: int = 0) -> int:
@@ -34,6 +35,7 @@ def _runner_story(
     buckets = tuple(_int(model, f"cap.b{i}") for i in range(list_length))
     table = {b: _int(model, f"cap.c{i}") for i, b in enumerate(buckets) if model.get(f"cap.rec{i}", True)}
     f = factor.numerator if factor.denominator == 1 else factor
+    shown = compact(tuple(lengths))  # [9] * 107 + [8]: a long realised batch stays readable and pastes
     try:
         runner = reference.ReferenceRunner(
             cp_size=cp_size, capture_num_tokens=buckets, strategy=strategy, max_padding_factor=f,
@@ -42,11 +44,11 @@ def _runner_story(
         plan = runner.plan(lengths, n)
         outcome = f"replay rows {runner.replay(plan).rows}" if plan.admitted else f"fallback {plan.fallback}"
     except (TypeError, ValueError, reference.ReplayError) as exc:
-        return f"batch {lengths}, n={n}, buckets {buckets}, capacities {table}: the reference refuses ({exc})"
+        return f"batch {shown}, n={n}, buckets {buckets}, capacities {table}: the reference refuses ({exc})"
     name = f"test_regression_{theorem}_p{cp_size}"
     return "\n".join(
         [
-            f"reference plan for {lengths} (n={n}) at P={cp_size} ({strategy}, F={factor}), buckets {buckets}, "
+            f"reference plan for {shown} (n={n}) at P={cp_size} ({strategy}, F={factor}), buckets {buckets}, "
             f"capacities {table}: bucket {plan.bucket}, required {plan.required_local_tokens}; {outcome}",
             "",
             "from fractions import Fraction",
@@ -55,7 +57,7 @@ def _runner_story(
             f"def {name}() -> None:",
             f"    runner = ReferenceRunner(cp_size={cp_size}, capture_num_tokens={buckets}, strategy={strategy!r},",
             f"                             max_padding_factor={f!r}, capture_rule=CaptureRule('table', table={table}))",
-            f"    plan = runner.plan({lengths}, {n})",
+            f"    plan = runner.plan({shown}, {n})",
             "    if plan.admitted:",
             "        assert runner.replay(plan).rows == plan.bucket_local_tokens >= plan.required_local_tokens",
         ]

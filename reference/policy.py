@@ -7,6 +7,7 @@ from typing import TypedDict, Unpack
 
 from cpgraph.reference.capacity import required_local_tokens
 from cpgraph.reference.layout import rank_loads
+from cpgraph.reference.lists import compact
 from cpgraph.reference.selection import is_cp_active, select_replay_bucket
 from cpgraph.reference.validate import check_capture_list, check_strategy
 
@@ -62,7 +63,7 @@ def replay_bucket(**batch: Unpack[PolicyBatch]) -> int:
     if bucket is None:
         raise LookupError(
             f"no captured bucket fits num_tokens={batch['num_tokens']}, "
-            f"extend_seq_lens={tuple(batch['extend_seq_lens'])}"
+            f"extend_seq_lens={compact(tuple(batch['extend_seq_lens']))}"
         )
     return bucket
 

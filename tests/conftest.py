@@ -1,5 +1,8 @@
 """Shared test settings: Hypothesis profiles (dev: quick, ci: deterministic and bounded); the ``vllm_release``
-fixture (vLLM's released wheels, unpacked once per machine)."""
+fixture (vLLM's released wheels, unpacked once per machine); the bundled designs' reviews computed once per
+session (the solver work of a review is the suite's costliest)."""
+
+from __future__ import annotations
 
 import os
 import subprocess
@@ -8,9 +11,14 @@ import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+if TYPE_CHECKING:
+    from cpgraph.design.report import Review
+    from cpgraph.design.schema import Design
 
 settings.register_profile("dev", max_examples=50, deadline=None)
 settings.register_profile(
@@ -76,3 +84,50 @@ def vllm_release_root(version: str) -> Path:
 def vllm_release() -> Callable[[str], Path]:
     """``vllm_release(version)``: the unpacked release's folder (see vllm_release_root)."""
     return vllm_release_root
+
+
+@pytest.fixture(scope="session")
+def default_review() -> Review:
+    """What ``cpgraph review`` with no arguments reviews (the bundled upstream design against the pre-fix
+    prefix design, with the diff), computed once for every test that reads it."""
+    from cpgraph.design.report import review
+    from cpgraph.design.schema import load_design
+
+    return review(load_design("upstream"), against=load_design("prefix"))
+
+
+@pytest.fixture(scope="session")
+def prefix_review() -> Review:
+    """``cpgraph review prefix``: the pre-fix design alone (refuted), computed once."""
+    from cpgraph.design.report import review
+    from cpgraph.design.schema import load_design
+
+    return review(load_design("prefix"))
+
+
+def _serve(monkeypatch: pytest.MonkeyPatch, cached: Review) -> None:
+    """``cpgraph review`` of ``cached``'s design (and old design) answers ``cached``, so the CLI's rendering,
+    formats and exit codes are tested without proving the same designs again; any other design is
+    reviewed as usual."""
+    import cpgraph.design.report as report
+
+    real = report.review
+
+    def review(design: Design, *, against: Design | None = None, progress: bool = False) -> Review:
+        if cached.design == design and (cached.old[0] if cached.old else None) == against:
+            return cached
+        return real(design, against=against, progress=progress)
+
+    monkeypatch.setattr(report, "review", review)
+
+
+@pytest.fixture()
+def default_review_served(monkeypatch: pytest.MonkeyPatch, default_review: Review) -> None:
+    """In this test ``cpgraph review`` (no design: upstream against prefix) answers the session's review."""
+    _serve(monkeypatch, default_review)
+
+
+@pytest.fixture()
+def prefix_review_served(monkeypatch: pytest.MonkeyPatch, prefix_review: Review) -> None:
+    """In this test ``cpgraph review prefix`` answers the session's review of the prefix design."""
+    _serve(monkeypatch, prefix_review)

@@ -10,6 +10,7 @@ from typing import Any
 
 from cpgraph.reference import capture_local_tokens, default_align_size, headroom_local_tokens
 from cpgraph.reference.judge import capture_loads
+from cpgraph.reference.lists import compact
 from cpgraph.reference.strategies import STRATEGY_TABLE
 from cpgraph.reference.validate import (
     MAX_CP_SIZE,
@@ -116,7 +117,7 @@ class Batch:
         table = "{" + ", ".join(f"{b}: {rows}" for b, rows in self.bucket_local_tokens) + "}"
         return (
             f"cp_size={self.cp_size}, align_size={self.align_size}, num_tokens={self.num_tokens}, "
-            f"extend_seq_lens={self.extend_seq_lens!r}, capture_num_tokens={self.capture_num_tokens!r}, "
+            f"extend_seq_lens={compact(self.extend_seq_lens)}, capture_num_tokens={compact(self.capture_num_tokens)}, "
             f"bucket_local_tokens={table}, max_padding_factor={self.max_padding_factor!r}"
             + ("" if self.is_prefilling is None else f", is_prefilling={self.is_prefilling!r}")
         )

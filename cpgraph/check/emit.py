@@ -11,6 +11,7 @@ import tempfile
 
 from cpgraph.check.judging import CLAIMS
 from cpgraph.check.report import Violation
+from cpgraph.reference.lists import compact
 
 
 def _name(text: str) -> str:
@@ -135,7 +136,7 @@ def regression_test(
             f"        cp_size={b.cp_size},",
             f"        align_size={b.align_size},",
             f"        num_tokens={b.num_tokens},",
-            f"        extend_seq_lens={b.extend_seq_lens!r},",
+            f"        extend_seq_lens={compact(b.extend_seq_lens)},",
             f"        capture_num_tokens={b.capture_num_tokens!r},",
             f"        bucket_local_tokens={table},  # (bucket, rows); a bucket not listed has no capacity",
             f"        max_padding_factor={b.max_padding_factor!r},  # an int, or an exact Fraction",

@@ -22,7 +22,14 @@ SEARCHED_FACTORS: tuple[Factor, ...] = (1, 2, 3, 4)  # without --padding-factors
 @dataclass(frozen=True)
 class CheckOptions:
     """What to search and for how long. The run stops at ``budget_s``, when every checked invariant has a
-    counterexample, or ``grace_s`` after the first violation (so a buggy policy is reported fast)."""
+    counterexample, or ``grace_s`` after the first violation (so a buggy policy is reported fast).
+
+    ``max_cases`` bounds the work by a count instead: the search checks at most that many batches (split
+    evenly between the search processes), and unless a time was also given there is no clock at all
+    (``budget_s``, ``grace_s`` and ``minimize_s`` unbounded; the minimiser still stops after its 5000
+    tries), so the same seed checks the same batches and reports the same violations on a fast machine
+    and a busy one. With ``boundary`` the solver's models join the batches as they arrive: set it False
+    for a run that is the same batch for batch."""
 
     cp_sizes: tuple[int, ...] = (1, 2, 4, 8)
     strategy: str = "zigzag"
@@ -46,6 +53,13 @@ class CheckOptions:
     keying: str = "global"  # reference/keying.py: what the policy's graphs are keyed by
     keying_fixed: bool = True  # False: the keying was not given, so a policy's declared one wins
     decodes: bool = True  # batches with decodes (is_prefilling) where the strategy places them and the policy takes them
+    max_cases: int | None = None  # None: bounded by budget_s; else at most this many batches (see above)
+
+    def share(self, shard: int, shards: int) -> int | None:
+        """The batches search process ``shard`` of ``shards`` checks under ``max_cases`` (None: no count)."""
+        if self.max_cases is None:
+            return None
+        return self.max_cases // shards + (1 if shard < self.max_cases % shards else 0)
 
     @property
     def checked(self) -> frozenset[str]:
@@ -96,7 +110,13 @@ def _int(name: str, value: object, minimum: int) -> int:
     return value
 
 
-def _seconds(name: str, value: object, *, positive: bool) -> float:
+UNBOUNDED = float("inf")  # a time limit left off: a run bounded by max_cases has no clock
+
+
+def _seconds(name: str, value: object, *, positive: bool, default: float, counted: bool) -> float:
+    """A time option: ``default`` when not given (None), unbounded when the run is bounded by ``counted``."""
+    if value is None:
+        return UNBOUNDED if counted else default
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number of seconds, got {value!r} ({type(value).__name__})")
     if value < 0 or (positive and value == 0) or value != value:
@@ -111,13 +131,13 @@ def make_options(
     max_requests: int = 3,
     max_tokens: int = 4096,
     capacities: Iterable[str] | str = DEFAULT_CAPACITIES,
-    budget_s: float = 30.0,
+    budget_s: float | None = None,
     safety_only: bool = False,
     invariants: Iterable[str] | None = None,
     max_padding_factor: Factor | float | str = 2,
     seed: int = 0,
-    grace_s: float = 1.0,
-    minimize_s: float = 1.0,
+    grace_s: float | None = None,
+    minimize_s: float | None = None,
     boundary: bool = True,
     ask_replay: str = "admitted",
     padding_factors: Iterable[Factor | float | str] | str | None = None,
@@ -126,8 +146,10 @@ def make_options(
     context_len: int | None = None,
     keying: str | None = None,
     decodes: bool = True,
+    max_cases: int | None = None,
 ) -> CheckOptions:
-    """Validate and freeze the options of ``check_policy`` (TypeError/ValueError on bad input)."""
+    """Validate and freeze the options of ``check_policy`` (TypeError/ValueError on bad input). A time left
+    as None is its default (budget_s 30, grace_s 1, minimize_s 1), or unbounded when ``max_cases`` is given."""
     if isinstance(cp_sizes, (str, bytes)) or not isinstance(cp_sizes, Iterable):
         raise TypeError(f"cp_sizes must be a sequence of ints >= 1 (e.g. (1, 2, 4, 8)), got {cp_sizes!r}")
     sizes = tuple(sorted({_int("cp_sizes[]", p, 1) for p in cp_sizes}))
@@ -166,19 +188,21 @@ def make_options(
     keyed = keying_row("global" if keying is None else keying).id
     if not isinstance(decodes, bool):
         raise TypeError(f"decodes must be a bool, got {decodes!r}")
+    cases = None if max_cases is None else _int("max_cases", max_cases, 1)
+    counted = cases is not None
     made = CheckOptions(
         cp_sizes=sizes,
         strategy=strategy,
         max_requests=max_r,
         max_tokens=max_n,
         capacities=tables,
-        budget_s=_seconds("budget_s", budget_s, positive=True),
+        budget_s=_seconds("budget_s", budget_s, positive=True, default=30.0, counted=counted),
         safety_only=safety_only,
         invariants=chosen,
         max_padding_factor=factors[0] if factors is not None else factor,
         seed=_int("seed", seed, 0),
-        grace_s=_seconds("grace_s", grace_s, positive=False),
-        minimize_s=_seconds("minimize_s", minimize_s, positive=False),
+        grace_s=_seconds("grace_s", grace_s, positive=False, default=1.0, counted=counted),
+        minimize_s=_seconds("minimize_s", minimize_s, positive=False, default=1.0, counted=counted),
         boundary=bool(boundary),
         ask_replay=ask_replay,
         padding_factors=factors,
@@ -189,6 +213,7 @@ def make_options(
         keying=keyed,
         keying_fixed=keying_fixed,
         decodes=decodes,
+        max_cases=cases,
     )
     return keyed_options(made) if keyed == "local" else made
 

@@ -11,6 +11,7 @@ from cpgraph.check.calls import CallStop, last_traceback
 from cpgraph.check.judging import CLAIMS, SAFETY, Spec
 from cpgraph.check.protocol import RankAnswer
 from cpgraph.reference.invariants import INVARIANT_TABLE
+from cpgraph.reference.lists import compact
 
 MAX_LINES = 15
 
@@ -44,9 +45,9 @@ class Violation:
         lines = [
             f"{self.invariant} violated ({kind}: {INVARIANT_TABLE[self.invariant].stated(self.spec.keying)})",
             f"  batch: cp_size={b.cp_size} align_size={b.align_size} num_tokens={b.num_tokens} "
-            f"extend_seq_lens={list(b.extend_seq_lens)} max_padding_factor={b.max_padding_factor}"
+            f"extend_seq_lens={compact(list(b.extend_seq_lens))} max_padding_factor={b.max_padding_factor}"
             + ("" if b.is_prefilling is None else f" is_prefilling={list(b.is_prefilling)}"),
-            f"  capture_num_tokens={list(b.capture_num_tokens)} bucket_local_tokens="
+            f"  capture_num_tokens={compact(list(b.capture_num_tokens))} bucket_local_tokens="
             + "{" + ", ".join(f"{k}: {v}" for k, v in b.bucket_local_tokens) + "}"
             + f" ({b.table}; absent: {[k for k in b.capture_num_tokens if k not in b.capacities] or 'none'})",
         ]
@@ -121,7 +122,7 @@ class CheckReport:
     seconds: float
     checked: tuple[str, ...]
     phases: tuple[tuple[str, int], ...]  # batches checked per input phase
-    stopped: str  # why the search ended: 'budget', 'all violated', 'grace after violation', 'exhausted', 'policy call'
+    stopped: str  # why the search ended: 'budget', 'cases' (max_cases), 'all violated', 'grace after violation', 'exhausted', 'policy call'
     stop: CallStop | None = None  # a policy call that ended the check (hung, exited, interrupted)
     seed: int = 0  # the random phase's seed (rerun with it to see the same batches)
     knobs: tuple[tuple[str, object], ...] = ()  # the run's knobs (factors, alignments, n, replay asking)

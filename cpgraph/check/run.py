@@ -2,7 +2,8 @@
 
 On a multi-core POSIX machine the search runs in two processes (this one and a fork), each taking a
 share of the inputs; they share one stop time and the set of invariants already broken, so a bug found
-by either ends both searches within the grace period.
+by either ends both searches within the grace period. Under ``max_cases`` each checks its share of the
+count (CheckOptions.share) and the first to finish waits for the other.
 """
 
 from __future__ import annotations
@@ -106,7 +107,11 @@ def _search(
     next_note = start + PROGRESS_EVERY_S
     step = stepper(policy, strategy=opts.strategy, ask_replay=opts.ask_replay, keying=opts.keying)  # judging.ask_judge, per batch
     stream = cases(opts, shard=shard, shards=shards)
+    quota = opts.share(shard, shards)
     for phase, batch in stream:
+        if quota is not None and out.count >= quota:
+            out.stopped = "cases"
+            break
         now = time.perf_counter()
         if now >= shared[_STOP]:
             out.stopped = "budget" if now >= start + opts.budget_s else "grace after violation"
@@ -184,6 +189,19 @@ def _can_fork() -> bool:
     )
 
 
+def _answered(conn: Connection, proc: Any, opts: CheckOptions, start: float) -> bool:
+    """Has the other search process sent its share? Under a time budget it has the minimiser's time and
+    5 s more to send it; under ``max_cases`` it has until its own share is done (or it ends), and no
+    longer than that past a budget given too."""
+    if opts.max_cases is None:
+        return conn.poll(opts.minimize_s + 5.0)
+    until = start + opts.budget_s + opts.minimize_s + 5.0  # inf without a budget
+    while not conn.poll(0.1):
+        if not proc.is_alive() or time.perf_counter() > until:
+            return conn.poll(0)
+    return True
+
+
 def run_check(policy: Policy, opts: CheckOptions, progress: Callable[[str], None] | None = None, *, workers: int | None = None) -> CheckReport:
     """The search behind ``check_policy`` (options already validated)."""
     start = time.perf_counter()
@@ -210,8 +228,9 @@ def run_check(policy: Policy, opts: CheckOptions, progress: Callable[[str], None
         raise
     parts = [mine]
     if proc is not None and conn is not None:
-        shared[_STOP] = min(shared[_STOP], time.perf_counter())  # this share is done: end the other one
-        if conn.poll(opts.minimize_s + 5.0):
+        if opts.max_cases is None:
+            shared[_STOP] = min(shared[_STOP], time.perf_counter())  # this share is done: end the other one
+        if _answered(conn, proc, opts, start):
             try:
                 received = conn.recv()
             except (EOFError, OSError, pickle.UnpicklingError):
@@ -258,7 +277,9 @@ def check_policy(
     Options (see CheckOptions): cp_sizes=(1, 2, 4, 8), strategy='zigzag', max_requests=3,
     max_tokens=4096, capacities=('captured', 'headroom:2', 'arbitrary'), budget_s=30.0,
     safety_only=False, invariants=None (all), max_padding_factor=2, seed=0, grace_s=1.0,
-    minimize_s=1.0, boundary=True. ``workers``: 1 or 2 search processes (default 2 where fork is safe).
+    minimize_s=1.0, boundary=True, max_cases=None. ``max_cases=N`` checks N batches, with no clock
+    unless a time is given too: the same work on any machine (what a test should assert on).
+    ``workers``: 1 or 2 search processes (default 2 where fork is safe).
     Raises TypeError/ValueError on bad options or a policy without the protocol, ImportError when a
     'MODULE:ATTR' cannot be imported. Each policy call runs under ``call_timeout_s`` (main thread); a
     hung or misbehaving call raises cpgraph.check.calls.PolicyStop naming the call and the batch.

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from cpgraph.reference.lists import compact
+
 REFIRE_S = 0.25  # after the timeout, the timer fires again this often until the call gives up
 HARD_STOP_FIRES = 8  # with hard_exit: after this many ignored fires the process exits 1
 TRACEBACK_FRAMES = 8  # the policy's innermost frames kept in a report
@@ -89,7 +91,16 @@ def _short(value: object) -> str:
 
 def _batch_text(kw: Mapping[str, Any]) -> str:
     keys = [k for k in kw if k not in ("cp_rank", "bucket")]
-    return ", ".join(f"{k}={dict(v) if isinstance(v, Mapping) else v!r}" for k, v in ((k, kw[k]) for k in keys))
+    return ", ".join(f"{k}={_value_text(kw[k])}" for k in keys)
+
+
+def _value_text(value: Any) -> str:
+    """A mapping as a dict, a list or tuple of ints in its compact form ((9,) * 107 + (8,)), else its repr."""
+    if isinstance(value, Mapping):
+        return repr(dict(value))
+    if isinstance(value, (list, tuple)) and all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+        return compact(value)
+    return repr(value)
 
 
 def trimmed_traceback(tb: TracebackType | None, exc: BaseException, *, skip: int = 1) -> str:

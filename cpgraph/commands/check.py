@@ -1,8 +1,8 @@
 """``cpgraph check MODULE:ATTR``: check a bucket-selection policy against every invariant.
 
-Exit 0 when every checked invariant holds within the budget; 1 on a violation, or a policy call that
-hung (--call-timeout-s), exited or raised KeyboardInterrupt; 2 on a usage or import error, or a policy
-that breaks the protocol (signature, answer types); 130 interrupted.
+Exit 0 when every checked invariant holds within the budget (or over the --max-cases batches); 1 on a
+violation, or a policy call that hung (--call-timeout-s), exited or raised KeyboardInterrupt; 2 on a usage
+or import error, or a policy that breaks the protocol (signature, answer types); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ MAX_CP_SIZE = 64  # one batch asks every rank
 MAX_REQUESTS = 1024
 MAX_TOKENS = 1 << 20  # the random phase's capture lists reach 4x this
 MAX_BUDGET_S = 7 * 24 * 3600.0
+MAX_CASES = 10**12
 MAX_CALL_TIMEOUT_S = 3600.0
 
 
@@ -59,8 +60,11 @@ def add_parser(subparsers: Any) -> None:
         default="captured,headroom:2,arbitrary",
         help="capacity tables, comma-separated: captured, headroom:R, arbitrary (default all three)",
     )
-    parser.add_argument("--budget-s", type=bounded_seconds("--budget-s", MAX_BUDGET_S), default=30.0,
-                        help="search budget in seconds (default 30)")
+    parser.add_argument("--budget-s", type=bounded_seconds("--budget-s", MAX_BUDGET_S), default=None,
+                        help="search budget in seconds (default 30; none with --max-cases unless given)")
+    parser.add_argument("--max-cases", type=bounded_int("--max-cases", 1, MAX_CASES), default=None,
+                        help="check this many batches instead of searching for a time: no clock unless --budget-s is "
+                             "given too, so the same seed checks the same batches on any machine (CI, tests)")
     parser.add_argument("--call-timeout-s", type=bounded_seconds("--call-timeout-s", MAX_CALL_TIMEOUT_S), default=10.0,
                         help="longest one policy call may take; a slower call stops the check as a finding (default 10)")
     parser.add_argument("--seed", type=bounded_int("--seed", 0, 2**63 - 1), default=0, help="seed of the random phase (default 0)")
@@ -141,6 +145,7 @@ def _options(args: argparse.Namespace) -> CheckOptions:
             context_len=args.context_len,
             keying=args.keying,
             decodes=not args.no_decodes,
+            max_cases=args.max_cases,
         )
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None

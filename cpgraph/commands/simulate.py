@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from cpgraph.commands.review import load
-from cpgraph.output import JUnitCase, Output, UsageError, add_output_flags, junit, md_table, text_table, writable_file
+from cpgraph.output import (
+    WIDTH, JUnitCase, Output, UsageError, add_output_flags, junit, md_table, text_table, wrap, writable_file,
+)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -58,6 +60,7 @@ def _why(violated: tuple[str, ...]) -> str:
 def run(args: argparse.Namespace) -> int:
     from cpgraph.design.schema import BUNDLED
     from cpgraph.design.simulate import simulate, table
+    from cpgraph.reference.lists import compact
 
     out = Output.of(args, "simulate")
     plot = None
@@ -69,10 +72,10 @@ def run(args: argparse.Namespace) -> int:
     out.note(f"{len(batches)} batches of {name} through {len(designs)} designs ...")
     results = [simulate(d, batches, name) for d in designs]
     rows = table(results)
+    firsts = [f"extend_seq_lens={compact(list(r.first_overflow or ()))}" for r in results]  # JSON keeps the list
     crashes = [
-        f"{r.design.name}: {r.overflows} batches would crash ({_why(r.first_violated)}), "
-        f"first: extend_seq_lens={list(r.first_overflow or ())}"
-        for r in results if r.overflows
+        (f"{r.design.name}: {r.overflows} batches would crash ({_why(r.first_violated)}), first: {first}", first)
+        for r, first in zip(results, firsts) if r.overflows
     ]
     if out.format == "json":
         keys = ("batches", "graph", "eager", "overflows", "mean_pad", "p99_pad", "mean_rank_pad", "p99_rank_pad",
@@ -84,14 +87,15 @@ def run(args: argparse.Namespace) -> int:
             JUnitCase(f"{r.design.name}: no batch overflows", f"cpgraph.simulate.{name}",
                  "failure" if r.overflows else "passed", 0.0,
                  f"{r.overflows} of {r.batches} batches would crash" if r.overflows else "",
-                 f"first: extend_seq_lens={list(r.first_overflow or ())}" if r.overflows else "")
-            for r in results
+                 f"first: {first}" if r.overflows else "")
+            for r, first in zip(results, firsts)
         ]
         out.result(junit(f"cpgraph simulate {name}", cases))
     elif out.format == "md":
-        out.result(f"Workload `{name}` ({len(batches)} batches)\n\n" + md_table(rows) + "".join(f"\n\n{c}" for c in crashes))
+        out.result(f"Workload `{name}` ({len(batches)} batches)\n\n" + md_table(rows) + "".join(f"\n\n{c}" for c, _ in crashes))
     else:
-        out.result(f"Workload {name}: {len(batches)} batches\n" + text_table(rows) + "".join(f"\n{c}" for c in crashes))
+        lines = [line for c, first in crashes for line in wrap(c, WIDTH, keep=(first,))]
+        out.result(f"Workload {name}: {len(batches)} batches\n" + text_table(rows) + "".join(f"\n{x}" for x in lines))
     if plot:
         from cpgraph.design.plots import plot_simulation
 

@@ -12,8 +12,11 @@ from cpgraph.design.efficiency import Efficiency
 from cpgraph.design.report import Review
 from cpgraph.design.review import DESCRIPTIONS, InvariantResult, Witness
 from cpgraph.design.schema import Design
+from cpgraph.formats import WIDTH, wrap
+from cpgraph.reference.lists import compact
 
 MARK = {"proved": "PROVED", "refuted": "REFUTED", "bounded": "BOUNDED", "unknown": "UNKNOWN"}
+_UNDER = " " * 11  # a verdict's details start under its invariant's name; every text line fits WIDTH
 
 
 def summary(design: Design) -> str:
@@ -33,18 +36,21 @@ def summary(design: Design) -> str:
     )
 
 
-def witness_lines(w: Witness) -> list[str]:
+def witness_lines(w: Witness, width: int = WIDTH - len(_UNDER)) -> list[str]:
+    """The witness (its lengths compact: ``[9] * 107 + [8]``), what the design does with it and the
+    reference's replay, in lines of at most ``width`` characters (the text report indents them by 11)."""
     o = w.outcome
     if o.key is not None:  # local keying: the key m, the size admitted and the one replayed
         return _keyed_witness_lines(w)
     where = "eager" if o.bucket is None else f"bucket {o.bucket}"
     cap = "" if o.capacity[0] is None else f", capacity {o.capacity[0]} rows"
     rows = "" if o.replay_rows[0] is None else f", replay needs {o.replay_rows[0]} rows"
-    return [
-        f"extend_seq_lens={list(w.extend_seq_lens)} (n={w.num_tokens}, {len(w.extend_seq_lens)} requests): "
-        f"{where}{cap}{rows}; live required_local_tokens={o.required_local_tokens}",
-        f"per-rank buckets {list(o.buckets)}; reference replay: {w.replay}",
-    ]
+    batch = f"extend_seq_lens={compact(list(w.extend_seq_lens))}"
+    buckets = compact(list(o.buckets))
+    return wrap(
+        f"{batch} (n={w.num_tokens}, {len(w.extend_seq_lens)} requests): "
+        f"{where}{cap}{rows}; live required_local_tokens={o.required_local_tokens}", width, keep=(batch,),
+    ) + wrap(f"per-rank buckets {buckets}; reference replay: {w.replay}", width, keep=(buckets,))
 
 
 def _keyed_witness_lines(w: Witness) -> list[str]:
@@ -64,12 +70,11 @@ def _keyed_witness_lines(w: Witness) -> list[str]:
 
 
 def _invariant_text(r: InvariantResult) -> list[str]:
-    head = f"  {MARK[r.status]:8} {r.invariant:21} {r.scope}  ({r.seconds:.1f} s)"
-    out = [head]
+    out = wrap(f"  {MARK[r.status]:8} {r.invariant:21} {r.scope}  ({r.seconds:.1f} s)", indent=_UNDER)
     if r.witness is not None:
-        out += ["           " + line for line in witness_lines(r.witness)]
+        out += [_UNDER + line for line in witness_lines(r.witness)]
     if r.note:
-        out.append(f"           note: {r.note}")
+        out += wrap(f"{_UNDER}note: {r.note}", indent=_UNDER + "  ")
     return out
 
 
@@ -95,17 +100,18 @@ def _efficiency_text(e: Efficiency, design: Design) -> list[str]:
         if x is None:
             out.append(f"  worst {label}: no batch is admitted")
         else:
-            out.append(
+            example = compact(list(x.extend_seq_lens))
+            out += wrap(
                 f"  worst {label}: {x.ratio:.3f} at n={x.num_tokens} ({x.requests} requests, {unit} {x.bucket}), "
-                f"e.g. {list(x.extend_seq_lens)}"
+                f"e.g. {example}", WIDTH, keep=(example,), indent="    ",
             )
     out.append(f"  eager fallback by request count (token ranges; n > {e.top} always runs eagerly):")
     for region in e.regions:
         share = region.eager_points / region.points if region.points else 0.0
         label = "any R" if region.requests == 0 else f"R={region.requests}"
-        out.append(
+        out += wrap(
             f"    {label}: some batches eager at n in {_ranges(region.some_eager)}; "
-            f"every batch eager at n in {_ranges(region.all_eager)} ({share:.1%} of token counts n)"
+            f"every batch eager at n in {_ranges(region.all_eager)} ({share:.1%} of token counts n)", indent="      ",
         )
     if e.note:
         out.append(f"  note: {e.note}")
@@ -129,22 +135,22 @@ def _static_text(e: Efficiency, design: Design) -> list[str]:
 
 
 def _diff_text(d: Diff) -> list[str]:
-    out = [
+    out = wrap(
         f"Semantic diff {d.old.name} -> {d.new.name} (solver-found classes and minimal witnesses; "
         "R= lines: exact token ranges by request count)"
-    ]
+    )
     for c in d.classes:
         if c.status != "found":
-            out.append(f"  {c.kind:9} {c.status}: {c.note}")
+            out += wrap(f"  {c.kind:9} {c.status}: {c.note}", indent=" " * 12)
             continue
         region = f"n in [{c.region[0]}, {c.region[1]}] ({c.note})" if c.region else ""
-        out.append(f"  {c.kind:9} found: {region}")
+        out += wrap(f"  {c.kind:9} found: {region}", indent=" " * 12)
         for requests, ranges in c.ranges:
             label = "any R" if requests == 0 else f"R={requests}"
-            out.append(f"            {label}: n in {_ranges(ranges, 5)}")
+            out += wrap(f"            {label}: n in {_ranges(ranges, 5)}", indent=" " * 14)
         for ch in c.changes:
-            n = sum(ch.extend_seq_lens)
-            out.append(f"            {ch.old} -> {ch.new}: extend_seq_lens={list(ch.extend_seq_lens)} (n={n})")
+            batch = f"extend_seq_lens={compact(list(ch.extend_seq_lens))} (n={sum(ch.extend_seq_lens)})"
+            out += ["            " + line for line in wrap(f"{ch.old} -> {ch.new}: {batch}", WIDTH - 12, keep=(batch,))]
         if c.more:
             out.append("            ... more decision changes of this class exist")
     return out
@@ -152,23 +158,23 @@ def _diff_text(d: Diff) -> list[str]:
 
 def render_text(r: Review) -> str:
     d = r.design
-    out = [f"Design {d.name} ({d.source or 'inline'}): {summary(d)}", ""]
+    out = wrap(f"Design {d.name} ({d.source or 'inline'}): {summary(d)}") + [""]
     out.append("Lemmas (the any-number-of-requests argument):")
-    out += [f"  {MARK.get(x.status, x.status):8} {x.name}: {x.statement}" for x in r.lemmas]
+    out += [line for x in r.lemmas for line in wrap(f"  {MARK.get(x.status, x.status):8} {x.name}: {x.statement}", indent=_UNDER)]
     out += ["", f"Invariants of {d.name}:"]
     for inv in r.invariants:
         out += _invariant_text(inv)
     out += [""] + _efficiency_text(r.efficiency, d)
     if r.old is not None:
         old, results = r.old
-        out += ["", f"Old design {old.name} ({old.source or 'inline'}): {summary(old)}"]
+        out += [""] + wrap(f"Old design {old.name} ({old.source or 'inline'}): {summary(old)}")
         for inv in results:
             out += _invariant_text(inv)
     if r.diff is not None:
         out += [""] + _diff_text(r.diff)
     verdict = {0: "SAFE: every invariant proved", 1: "REFUTED", 3: "UNKNOWN: " + "; ".join(r.unknowns)}[r.exit_code]
     refuted = [x.invariant for x in r.invariants if x.status == "refuted"]
-    out += ["", f"Verdict for {d.name}: {verdict}" + (f" ({', '.join(refuted)})" if refuted else "") + f"  [{r.seconds:.1f} s]"]
+    out += [""] + wrap(f"Verdict for {d.name}: {verdict}" + (f" ({', '.join(refuted)})" if refuted else "") + f"  [{r.seconds:.1f} s]")
     return "\n".join(out) + "\n"
 
 
@@ -186,7 +192,7 @@ def _md_invariants(results: tuple[InvariantResult, ...]) -> list[str]:
         elif x.witness is not None:
             o = x.witness.outcome
             cex = (
-                f"`extend_seq_lens={list(x.witness.extend_seq_lens)}` n={x.witness.num_tokens}: bucket {o.bucket}, "
+                f"`extend_seq_lens={compact(list(x.witness.extend_seq_lens))}` n={x.witness.num_tokens}: bucket {o.bucket}, "
                 f"capacity {o.capacity[0]}, needs {o.replay_rows[0]} rows"
             )
         out.append(f"| `{x.invariant}` | **{x.status}** | {x.scope} | {cex} |")

@@ -10,10 +10,10 @@ testing = pytest.importorskip("cpgraph.testing", reason="needs cpgraph.testing (
 def test_impl_policy_module_is_sound() -> None:
     from cpgraph.impl import policy
 
-    testing.assert_policy_sound(policy, budget_s=2.0, workers=1)
+    assert testing.assert_policy_sound(policy, max_cases=1000, workers=1).cases == 1000
 
 
 def test_impl_runner_is_sound_as_a_policy() -> None:
     from cpgraph.impl.checkable import runner
 
-    testing.assert_policy_sound(runner, budget_s=2.0, workers=1)
+    assert testing.assert_policy_sound(runner, max_cases=1000, workers=1).cases == 1000

@@ -37,9 +37,9 @@ def test_a_hung_call_is_stopped_and_names_the_call_and_the_batch() -> None:
             time.sleep(3600)
         return True
 
-    stop = _stop(_policy(admit=admit), timeout_s=0.2).stop
+    stop = _stop(_policy(admit=admit), timeout_s=1.0).stop  # ranks 0 and 1 must answer in time on a busy machine
     assert stop.kind == "timeout" and stop.method == "admit" and stop.rank == 2
-    assert "did not return within 0.2 s" in stop.line() and "extend_seq_lens=(1534, 161, 353)" in stop.line()
+    assert "did not return within 1 s" in stop.line() and "extend_seq_lens=(1534, 161, 353)" in stop.line()
 
 
 def test_a_busy_loop_that_swallows_exception_is_still_stopped() -> None:
@@ -139,7 +139,7 @@ def test_check_policy_reports_a_raising_policy_with_its_traceback() -> None:
     def admit(**batch: Any) -> bool:
         raise RuntimeError("policy bug")
 
-    report = check_policy(Policy("raiser", admit, reference.replay_bucket, None), budget_s=2, cp_sizes=(2,),
+    report = check_policy(Policy("raiser", admit, reference.replay_bucket, None), max_cases=50, cp_sizes=(2,),
                           workers=1, boundary=False)
     v = report.violation("admission_replay")
     assert v is not None and "RuntimeError: policy bug" in v.policy_traceback and "in admit" in v.text()
@@ -151,9 +151,9 @@ def test_check_policy_raises_policy_stop_for_a_hung_policy_in_either_search_proc
             time.sleep(3600)
         return bool(reference.admit(**batch))
 
-    with pytest.raises(PolicyStop) as stopped:
-        check_policy(Policy("sleeper", admit, reference.replay_bucket, None), budget_s=60, cp_sizes=(2, 4),
-                     call_timeout_s=0.5, boundary=False)
+    with pytest.raises(PolicyStop) as stopped:  # the calls before the hang must answer in time on a busy machine
+        check_policy(Policy("sleeper", admit, reference.replay_bucket, None), max_cases=20_000, cp_sizes=(2, 4),
+                     call_timeout_s=2.0, boundary=False)
     assert stopped.value.stop.kind == "timeout" and "cp_size=4" in stopped.value.stop.batch
 
 

@@ -13,7 +13,7 @@ from cpgraph.cli import main
 
 BUGGY = "from cpgraph.proofs.mutants.ignore_capacity import admit, replay_bucket\n"
 FIXED = "from cpgraph.reference.policy import admit, replay_bucket\n"
-ARGS = ["--capacities", "captured", "--budget-s", "8", "--cp-sizes", "2,4", "-q"]
+ARGS = ["--capacities", "captured", "--max-cases", "2000", "--cp-sizes", "2,4", "-q"]
 
 
 def _pytest(test_file: Path, cwd: Path) -> subprocess.CompletedProcess[str]:

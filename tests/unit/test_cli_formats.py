@@ -11,8 +11,8 @@ from cpgraph.check.judging import INVARIANTS
 from cpgraph.cli import main
 from cpgraph.output import JUnitCase, highlight, junit, use_colour
 
-BUGGY = ["cpgraph.proofs.mutants.ignore_capacity", "--capacities", "captured", "--budget-s", "8", "--cp-sizes", "2,4"]
-SOUND = ["cpgraph.reference.policy", "--budget-s", "0.6", "--cp-sizes", "2,4"]
+BUGGY = ["cpgraph.proofs.mutants.ignore_capacity", "--capacities", "captured", "--max-cases", "2000", "--cp-sizes", "2,4"]
+SOUND = ["cpgraph.reference.policy", "--max-cases", "300", "--cp-sizes", "2,4"]
 
 
 def _cases(xml_text: str) -> dict[str, ET.Element]:
@@ -42,6 +42,7 @@ def test_check_json_alias_md_and_text(capsys: pytest.CaptureFixture[str]) -> Non
     assert text.startswith("cpgraph check cpgraph.reference.policy: OK") and "\033[" not in text  # piped: no colour
 
 
+@pytest.mark.usefixtures("prefix_review_served")  # the prefix design's review, computed once for the session
 def test_review_junit_names_each_invariant_and_fails_the_refuted_ones(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["review", "prefix", "--format", "junit", "-q"]) == 1
     cases = _cases(capsys.readouterr().out)

@@ -8,6 +8,7 @@ import pytest
 from cpgraph.cli import main
 
 
+@pytest.mark.usefixtures("prefix_review_served")  # the prefix design's review, computed once for the session
 def test_review_of_the_prefix_design_exits_1_and_names_capacity_fit(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["review", "prefix", "--format", "json"]) == 1
     data = json.loads(capsys.readouterr().out)

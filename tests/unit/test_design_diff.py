@@ -1,13 +1,15 @@
 """The semantic diff finds the changed region and classifies it (fixed / regressed / changed)."""
 
 from cpgraph.design.diff import diff_designs
+from cpgraph.design.report import Review
 from cpgraph.design.schema import load_design, loads_design
 
 UPSTREAM = load_design("upstream")
 
 
-def test_prefix_to_upstream_is_all_fixes_and_no_regression() -> None:
-    diff = diff_designs(load_design("prefix"), UPSTREAM)
+def test_prefix_to_upstream_is_all_fixes_and_no_regression(default_review: Review) -> None:
+    diff = default_review.diff  # diff_designs(prefix, upstream), shared with the default review's tests
+    assert diff is not None and (diff.old, diff.new) == (load_design("prefix"), UPSTREAM)
     fixed = diff.by_kind("fixed")
     assert fixed.status == "found" and fixed.changes
     first = fixed.changes[0]

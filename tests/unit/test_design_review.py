@@ -3,6 +3,7 @@
 import pytest
 
 from cpgraph.design.evaluate import evaluate
+from cpgraph.design.report import Review
 from cpgraph.design.review import review_invariants
 from cpgraph.design.schema import load_design, loads_design
 
@@ -18,15 +19,15 @@ def verdicts(text: str) -> dict[str, str]:
     return {r.invariant: r.status for r in results}
 
 
-def test_upstream_design_is_proved_for_any_number_of_requests() -> None:
-    lemmas, results = review_invariants(load_design("upstream"))
+def test_upstream_design_is_proved_for_any_number_of_requests(default_review: Review) -> None:
+    lemmas, results = default_review.lemmas, default_review.invariants  # review_invariants(upstream), shared
     assert all(lemma.status == "proved" for lemma in lemmas)
     assert all(r.status == "proved" for r in results), results
     assert all("any number of requests" in r.scope for r in results)
 
 
-def test_prefix_design_is_refuted_on_capacity_fit_with_a_minimal_crash() -> None:
-    _, results = review_invariants(load_design("prefix"))
+def test_prefix_design_is_refuted_on_capacity_fit_with_a_minimal_crash(prefix_review: Review) -> None:
+    results = prefix_review.invariants  # review_invariants(prefix), shared
     fit = next(r for r in results if r.invariant == "capacity_fit")
     assert fit.status == "refuted" and fit.witness is not None
     outcome = fit.witness.outcome

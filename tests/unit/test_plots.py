@@ -4,15 +4,15 @@ and padding per design, a small crash share marked, a rank disagreement drawn pe
 from pathlib import Path
 
 from cpgraph.design.plots import _lanes, panels_of, plot_review, plot_simulation
-from cpgraph.design.report import review
+from cpgraph.design.report import Review
 from cpgraph.design.schema import load_design
 from cpgraph.design.simulate import simulate
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def test_the_review_figures_show_the_crash_region_of_the_unsafe_design(tmp_path: Path) -> None:
-    result = review(load_design("prefix"))
+def test_the_review_figures_show_the_crash_region_of_the_unsafe_design(prefix_review: Review, tmp_path: Path) -> None:
+    result = prefix_review  # review(load_design("prefix")), shared
     (prefix,) = panels_of(result)
     assert prefix.witnesses and prefix.crash  # refuted: a crash region and its smallest crashing batch
     assert [kind for _, kind, _ in _lanes(prefix)] == ["eager", "crash"]

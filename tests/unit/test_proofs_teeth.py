@@ -124,6 +124,12 @@ def test_teeth_runs_coverage_and_guards_for_the_theorems_it_checks() -> None:
     assert len(OBLIGATIONS) == len(teeth.BOUNDARIES)
 
 
+def test_the_end_to_end_scope_edges_are_covered() -> None:
+    # the part of the teeth pass that runs only for the sampled end-to-end theorems (cpgraph prove runs it)
+    edges = teeth.scope_edges()
+    assert edges and all(b.ok for b in edges), [b for b in edges if not b.ok]
+
+
 def test_a_strategy_left_out_of_a_theorem_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     real = BY_NAME["class_loads_track_request_loads"]
 

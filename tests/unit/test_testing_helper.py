@@ -20,7 +20,7 @@ def test_a_buggy_policy_fails_with_the_counterexample_and_no_cpgraph_frames(tmp_
         "from cpgraph.testing import assert_policy_sound\n"
         "from cpgraph.proofs.mutants import ignore_capacity\n\n"
         "def test_our_selector_is_sound():\n"
-        "    assert_policy_sound(ignore_capacity, budget_s=8, cp_sizes=(2, 4), capacities=('captured',))\n"
+        "    assert_policy_sound(ignore_capacity, max_cases=2000, cp_sizes=(2, 4), capacities=('captured',))\n"
     )
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
                             cwd=tmp_path, capture_output=True, text=True, timeout=300)
@@ -31,8 +31,8 @@ def test_a_buggy_policy_fails_with_the_counterexample_and_no_cpgraph_frames(tmp_
 
 
 def test_a_sound_policy_returns_the_report() -> None:
-    report = assert_policy_sound(reference, budget_s=2.0, cp_sizes=(2,))  # 0.5 s once met no batch in a loaded CI run
-    assert report.ok and report.cases > 0
+    report = assert_policy_sound(reference, max_cases=200, cp_sizes=(2,))  # a count: a time once met no batch in a loaded CI run
+    assert report.ok and report.cases == 200
 
 
 def test_a_hung_policy_fails_the_test_instead_of_hanging_it() -> None:
