@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from cpgraph import check_policy
+
 from cpgraph.adapters.vllm import GLOBAL_DISPATCH, LOCAL_DISPATCH, Step, VllmPolicy, policy_from
 from cpgraph.reference.layout import rank_loads
 
@@ -225,12 +227,42 @@ def test_the_planted_global_dispatch_count_alone_wastes_sizes_but_replays_what_i
 
 
 # -- the command line -----------------------------------------------------------------------------------
+CHECKED = dict(cp_sizes=(1, 2, 4, 8), max_requests=4, max_cases=1500, workers=1, seed=0)
+
+
+@pytest.mark.parametrize("version", SHIPPED_BUG)
+def test_cpgraph_check_fails_the_releases_that_ship_the_split_with_admission_replay(
+    policy: Callable[..., VllmPolicy], version: str
+) -> None:
+    report = check_policy(policy(version), **CHECKED)  # type: ignore[arg-type]
+    assert not report.ok
+    violation = report.violation("admission_replay")
+    assert violation is not None, report.text()
+    assert len(violation.batch.extend_seq_lens) <= 3, violation.text()  # minimised: a few requests
+    admitted = {a.admitted for a in violation.answers if a.admit}
+    replayed = {a.bucket for a in violation.answers if a.admit}
+    assert admitted and replayed and admitted != replayed, violation.text()
+
+
+@pytest.mark.parametrize("version", FIXED)
+def test_cpgraph_check_passes_every_fixed_release(policy: Callable[..., VllmPolicy], version: str) -> None:
+    report = check_policy(policy(version), **CHECKED)  # type: ignore[arg-type]
+    assert report.ok, report.text()
+    assert report.cases == CHECKED["max_cases"]
+
+
+def test_cpgraph_check_fails_the_planted_regression_the_same_way(policy: Callable[..., VllmPolicy]) -> None:
+    report = check_policy(policy("0.33.0", planted=True), **CHECKED)  # type: ignore[arg-type]
+    assert report.violation("admission_replay") is not None, report.text()
+
+
 def test_the_cli_checks_a_release_given_by_adapter_root(vllm_release: Callable[[str], Path]) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "cpgraph", "check", "cpgraph.adapters.vllm:pcp", "--adapter-root", str(vllm_release("0.33.0")),
-         "--cp-sizes", "2,4", "--budget-s", "1", "--format", "json"],
-        capture_output=True, text=True, timeout=120,
-    )
-    # The verdict is the checker's (its local keying is another change); here: the release loads and is asked.
-    assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-2000:]
-    assert '"cases"' in done.stdout and "cannot load" not in done.stderr
+    for version, want in (("0.33.0", 0), ("0.28.0", 1)):
+        done = subprocess.run(
+            [sys.executable, "-m", "cpgraph", "check", "cpgraph.adapters.vllm:pcp", "--adapter-root", str(vllm_release(version)),
+             "--cp-sizes", "2,4", "--max-cases", "400"],
+            capture_output=True, text=True, timeout=300,
+        )
+        assert done.returncode == want, done.stdout[-2000:] + done.stderr[-2000:]
+        if want:
+            assert "admission_replay violated" in done.stdout

@@ -93,7 +93,7 @@ def test_batches_with_decodes_reach_a_policy_that_takes_them_and_no_other() -> N
             seen.append(batch.get("is_prefilling"))
             return super().admit(**batch)
 
-    report = check_policy(Takes(), budget_s=3, workers=1, boundary=False, cp_sizes=(2, 4))
+    report = check_policy(Takes(), max_cases=600, workers=1, boundary=False, cp_sizes=(2, 4))
     assert report.ok, report.text()
     assert any(flags is not None and False in flags for flags in seen)  # type: ignore[operator]
 
@@ -110,7 +110,7 @@ def test_batches_with_decodes_reach_a_policy_that_takes_them_and_no_other() -> N
             return LocalPolicy().replay_bucket(**batch)
 
     assert not as_policy(Plain()).takes_prefilling
-    assert check_policy(Plain(), budget_s=2, workers=1, cp_sizes=(2,)).ok  # never handed is_prefilling
+    assert check_policy(Plain(), max_cases=300, workers=1, cp_sizes=(2,)).ok  # never handed is_prefilling
 
 
 def test_a_policy_declares_its_keying_and_a_bad_one_is_named() -> None:
@@ -140,7 +140,7 @@ def test_ask_reads_the_admitted_size_on_admitting_ranks_only() -> None:
 
 
 def test_checking_a_local_policy_as_global_reports_the_design_difference() -> None:
-    report = check_policy(LocalPolicy(), keying="global", budget_s=5, workers=1, boundary=False)
+    report = check_policy(LocalPolicy(), keying="global", max_cases=2000, workers=1, boundary=False)
     assert not report.ok
     assert report.violation("padding_limit") is not None or report.violation("capacity_fit") is not None
 
