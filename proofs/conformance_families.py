@@ -108,12 +108,6 @@ def family_capture(paths: Sequence[DecisionPath], draw: Draw, count: int) -> Fam
     return fam
 
 
-# A known deviation of reference/strategies.py, reported: its request_excess for the DualChunkSwap rows is
-# 2P-1 (dcp: max(2P-1, ...)) at P = 1 too, where the exact excess is 0 (one rank holds every token; proved by
-# dual_chunk_swap_request_excess_is_tight), so its headroom capacity is one row per request too large there.
-# Until the reference is fixed the headroom family draws P >= 2 for those rows; the P = 1 case is a strict
-# xfail in tests/differential/test_conformance_widened.py, so the fix cannot go unnoticed.
-HEADROOM_MIN_CP_SIZE = {"dual_chunk_swap": 2, "dual_chunk_swap_replicated": 2, "dual_chunk_swap_dcp": 2}
 
 
 def family_headroom(paths: Sequence[DecisionPath], draw: Draw, count: int) -> Family:
@@ -125,7 +119,6 @@ def family_headroom(paths: Sequence[DecisionPath], draw: Draw, count: int) -> Fa
     for _ in range(count):
         p = draw.cp_size()
         kind = "zigzag" if rng.random() < 0.5 else rng.choice(MIRROR_STRATEGIES)
-        p = max(p, HEADROOM_MIN_CP_SIZE.get(kind, 1))
         a = align_for(draw, p, kind)
         n = max(1, draw.length(p, huge=rng.random() < 0.3))
         r = rng.choice((1, 2, 3, 4, 8, 64)) if rng.random() < 0.8 else rng.randint(1, 2 * n + 2)

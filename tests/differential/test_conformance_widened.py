@@ -201,20 +201,13 @@ def test_a_headroom_capacity_that_does_not_cap_requests_at_tokens_is_caught() ->
     _expect_caught(_planted(headroom_local_tokens=uncapped), "headroom_local_tokens", "headroom_local_tokens")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reported reference bug: reference/strategies.py's request_excess for the DualChunkSwap rows is 2P-1 "
-    "(dcp: max(2P-1, ...)) at P = 1 too, where the exact excess is 0 (dual_chunk_swap_request_excess_is_tight), so "
-    "headroom_local_tokens is one row per request too large there; once fixed this passes: drop "
-    "conformance_families.HEADROOM_MIN_CP_SIZE and this mark",
-)
 def test_the_reference_dual_chunk_swap_headroom_at_one_rank_is_exact() -> None:
+    # Was a reported reference bug (the excess 2P-1 at P = 1 too, where it is 0), fixed in reference/strategies.py.
     from cpgraph.proofs.conformance_mirror import mirror_headroom
 
     for kind in ("dual_chunk_swap", "dual_chunk_swap_replicated", "dual_chunk_swap_dcp"):
-        assert reference.headroom_local_tokens(100, cp_size=1, align_size=1, max_requests=3, strategy=kind) == (
-            mirror_headroom(100, 1, 1, 3, kind) == 100
-        )
+        got = reference.headroom_local_tokens(100, cp_size=1, align_size=1, max_requests=3, strategy=kind)
+        assert got == mirror_headroom(100, 1, 1, 3, kind) == 100
 
 
 def test_a_dual_chunk_swap_laid_out_as_zigzag_is_caught() -> None:
