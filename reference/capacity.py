@@ -17,7 +17,8 @@ def align_up(value: int, align_size: int) -> int:
 
 
 def default_align_size(*, cp_size: int, strategy: str = "zigzag") -> int:
-    """Upstream's alignment: the strategy row's factor times P (2P for zigzag and zigzag_pad, P else)."""
+    """Upstream's alignment: the strategy row's factor times P (2P for zigzag, P for interleave and contiguous,
+    1 for the dual_chunk_swap rows, which align nothing)."""
     check_cp_size("cp_size", cp_size)
     return strategy_row(strategy).align_size(cp_size)
 
