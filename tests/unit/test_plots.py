@@ -4,7 +4,7 @@ and padding per design, a small crash share marked, a rank disagreement drawn pe
 from pathlib import Path
 
 from cpgraph.design.plots import _lanes, panels_of, plot_review, plot_simulation
-from cpgraph.design.report import Review
+from cpgraph.design.report import Review, review
 from cpgraph.design.schema import load_design
 from cpgraph.design.simulate import simulate
 
