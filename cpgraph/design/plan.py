@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from cpgraph.design.schema import Design
+from cpgraph.design.schema import Design, local_design
 from cpgraph.reference import is_cp_active, rank_loads
 from cpgraph.reference.keying import keying_row
 
@@ -92,20 +92,11 @@ def _plan_local(
     if not keys:
         raise ValueError("the workload has no batch with a token: nothing to plan for")
     buckets, total = _choose(keys, max(1, grain), max_buckets, eager_cost, windowed=False)
-    design = Design(
-        name=name,
-        strategy=strategy,
-        cp_size=cp_size,
-        align_size=1,
-        capture_num_tokens=buckets,
-        max_padding_factor=Fraction(2),  # unused: a local keying has no window
-        layout_basis="live",
-        selector="search",
-        capacity_rule="captured",
+    design = local_design(
+        name, strategy, cp_size, buckets, keying=keying, source="cpgraph plan",
         description=f"planned: {len(buckets)} sizes of rank-local rows, eager cost {eager_cost} rows",
-        keying=keying,
     )
-    return PlanResult(replace(design, source="cpgraph plan"), total, len(batches), len(keys))
+    return PlanResult(design, total, len(batches), len(keys))
 
 
 def _choose(values: list[int], step: int, max_buckets: int, eager_cost: int, *, windowed: bool) -> tuple[tuple[int, ...], float]:

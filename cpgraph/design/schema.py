@@ -170,12 +170,25 @@ def _local_design(
     selector = choice(data, "selector", SELECTORS, "search")
     bytes_per_row = int_value(data, "bytes_per_row", minimum=1, default=DEFAULT_BYTES_PER_ROW)
     label, description = _labels(data, name)
+    return local_design(
+        label, strategy, cp_size, buckets, keying=keying, selector=selector, bytes_per_row=bytes_per_row,
+        description=description, source=source, admission_key=admission_key,
+    )
+
+
+def local_design(
+    name: str, strategy: str, cp_size: int, capture_num_tokens: tuple[int, ...], *, keying: str = "local",
+    selector: str = "search", bytes_per_row: int = DEFAULT_BYTES_PER_ROW, description: str = "", source: str = "",
+    admission_key: str | None = None,
+) -> Design:
+    """A design keyed by rank-local rows, with what that keying fixes stated once: alignment 1, the live
+    layout, capacities s -> s (the capture rule is not read) and no window (the factor is not read)."""
     return Design(
-        name=label,
+        name=name,
         strategy=strategy,
         cp_size=cp_size,
         align_size=1,
-        capture_num_tokens=buckets,
+        capture_num_tokens=capture_num_tokens,
         max_padding_factor=Fraction(2),  # unused: a local keying has no window
         layout_basis="live",
         selector=selector,
