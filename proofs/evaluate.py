@@ -100,3 +100,38 @@ def spec_select_replay_bucket(
     bucket = value_of(chosen.bucket, z3.BoolVal(True))
     assert isinstance(bucket, int)
     return bucket
+
+
+def values_of(terms: Sequence[IntTerm | BoolTerm], facts: BoolTerm) -> tuple[int | bool, ...]:
+    """The unique values of many ``terms`` under one conjunction of ``facts`` (inputs already concrete), in
+    two solver calls at most (one model, one proof that the model's values are the only ones), where
+    ``value_of`` makes two per term; the same SpecEvaluationError when the facts are contradictory or do
+    not pin a value down."""
+    folded = [z3.simplify(t) for t in terms]
+    out: list[int | bool | None] = [_numeral(f) for f in folded]
+    open_ = [i for i, v in enumerate(out) if v is None]
+    if not open_:
+        return tuple(v for v in out if v is not None)
+    solver = z3.Solver()
+    solver.set("rlimit", _RLIMIT)
+    solver.add(facts)
+    if solver.check() != z3.sat:
+        raise SpecEvaluationError(f"spec facts are unsatisfiable (or undecided) for these inputs: {z3.simplify(facts)}")
+    model = solver.model()
+    values = {i: model.eval(folded[i], model_completion=True) for i in open_}
+    solver.add(z3.Or([folded[i] != values[i] for i in open_]))
+    if solver.check() != z3.unsat:
+        raise SpecEvaluationError(f"spec terms {[terms[i] for i in open_]} are not determined by their facts")
+    for i in open_:
+        out[i] = _numeral(values[i])
+        if out[i] is None:
+            raise SpecEvaluationError(f"spec term {terms[i]} has no value in the model of its facts")
+    return tuple(v for v in out if v is not None)
+
+
+def _numeral(term: z3.ExprRef) -> int | bool | None:
+    if z3.is_int_value(term):
+        return int(term.as_long())
+    if z3.is_true(term) or z3.is_false(term):
+        return bool(z3.is_true(term))
+    return None

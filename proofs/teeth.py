@@ -15,6 +15,7 @@ import multiprocessing
 import time
 from collections.abc import Iterable
 
+from cpgraph.proofs.agreement import FAMILIES as AGREEMENT, agreement as agreement
 from cpgraph.proofs.bite import Bite as Bite, bite as bite
 from cpgraph.proofs.coverage import BOUNDARIES as BOUNDARIES, SCOPES as SCOPES, coverage as coverage, scope_edges as scope_edges
 from cpgraph.proofs.guards import guards as guards, induction_base as induction_base
@@ -22,12 +23,15 @@ from cpgraph.proofs.registry import BY_NAME
 from cpgraph.proofs.variants import VARIANTS
 
 
-Task = tuple[str, int, str]  # ("variant", index into VARIANTS, "") or ("coverage", 0, theorem)
+Task = tuple[str, int, str]  # ("variant", index into VARIANTS, ""), ("coverage", 0, theorem) or ("agreement", 0, family)
 
 
 def _task(task: Task) -> tuple[Bite, ...]:
-    """One independent piece of the pass: a variant's bite, or one theorem's coverage checks."""
+    """One independent piece of the pass: a variant's bite, one theorem's coverage checks, or one family of
+    the spec-vs-reference agreement (proofs/agreement.py)."""
     kind, index, theorem = task
+    if kind == "agreement":
+        return agreement(theorem)
     return (bite(VARIANTS[index]),) if kind == "variant" else coverage(theorem)
 
 
@@ -39,9 +43,11 @@ def teeth(theorems: Iterable[str], *, jobs: int = 1) -> tuple[tuple[Bite, ...], 
     start = time.perf_counter()
     tasks: list[Task] = [("variant", i, "") for i, v in enumerate(VARIANTS) if v.theorem in set(wanted)]
     tasks += [("coverage", 0, t) for t in wanted if t in BY_NAME]
+    if set(BY_NAME) <= set(wanted):  # the whole spec is claimed: it must also be the reference's design
+        tasks += [("agreement", 0, family) for family in AGREEMENT]
     if jobs > 1 and len(tasks) > 1:
-        # Coverage tasks are the long ones: hand them out first so the pool ends evenly; reorder after.
-        order = sorted(range(len(tasks)), key=lambda i: tasks[i][0] != "coverage")
+        # Coverage and agreement tasks are the long ones: hand them out first so the pool ends evenly; reorder after.
+        order = sorted(range(len(tasks)), key=lambda i: tasks[i][0] == "variant")
         with multiprocessing.get_context("spawn").Pool(min(jobs, len(tasks))) as pool:
             done = pool.map(_task, [tasks[i] for i in order], chunksize=1)
         results: list[tuple[Bite, ...]] = [()] * len(tasks)

@@ -1,0 +1,500 @@
+"""Agreement: the spec's terms, evaluated on concrete edge cases, against the reference, run by the teeth pass.
+
+The theorems speak about the spec; nothing in them says the spec is the design the reference (and so
+`cpgraph check`, impl/ and the adapters) implements. A change that keeps every theorem true and its claim in
+step (the CP-active gate's short-request condition dropped from the spec and from the claim together, a
+capture capacity taken as the mean rows, the scan stopped after 8 buckets) proves; it is caught here, where
+the spec's own terms are evaluated concretely (proofs/evaluate.py ``values_of``) on a fixed, deterministic
+set of edge cases and compared with the reference:
+
+- ``tables``: the strategy table (ids, alignment at every P, where decodes go) and the keying table (key,
+  window, capacity, gate) row for row.
+- ``rank_loads``, ``required_local_tokens``: every strategy at P in ``CP_SIZES``, every length 1..4P+1, the
+  DualChunkSwap thresholds (q = 2P-2, 2P-1), lengths past 2**40, short requests mixed into long batches.
+- ``capture_local_tokens``: every bucket 2P..2P + 2P*A (every residue of B mod P*A), the default A and
+  A = 1, 3.
+- ``select_replay_bucket``: the scan on a list of ``LONG_LIST`` buckets (n at the first bucket, below it,
+  at and around the 8th, 9th, 20th and the last, above the last), and the window's edges (a bucket at n,
+  at floor(F*n), one past it, one below n; F in 1, 5/4, 3/2, 2), a missing capacity, room one row short.
+- ``admission``, ``replay``: whole batches through spec/admission.py's ``admit`` and spec/replay.py's
+  ``replay`` at every rank (P in 1..5), against ``ReferenceRunner.plan``, under both keyings: the gate's
+  edges (n = 2P-1 and 2P, a request of 2P-1 and of 2P, short requests mixed into long batches, n padded
+  above the lengths' sum), batches whose busiest rank is not the middle ranks', a list of ``LONG_LIST``
+  buckets whose admitted bucket is past the 8th, and sizes at m-1, m, m+1 of the local key m.
+
+Each disagreement is one failing ``Bite`` naming the function, the inputs (lists written by
+reference.lists.compact, so they paste), the reference's value (expected) and the spec's (actual); each
+function that agrees on every case is one passing ``Bite`` with its case count. The local keying is compared
+at A = 1 (vLLM aligns nothing; the reference's local runner rounds its key up to A, the spec's does not).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import z3
+
+from cpgraph.proofs.bite import Bite
+from cpgraph.proofs.check import Status
+from cpgraph.proofs.evaluate import SpecEvaluationError, values_of
+from cpgraph.reference import keying as ref_keying
+from cpgraph.reference import selection as ref_selection
+from cpgraph.reference import strategies as ref_strategies
+from cpgraph.reference.capacity import capture_local_tokens as ref_capture
+from cpgraph.reference.capacity import required_local_tokens as ref_required
+from cpgraph.reference.layout import rank_loads as ref_rank_loads
+from cpgraph.reference.lists import compact
+from cpgraph.reference.runner import CaptureRule, ReferenceRunner
+from cpgraph.spec import admission as spec_admission
+from cpgraph.spec import batch as spec_batch
+from cpgraph.spec import capacity as spec_capacity
+from cpgraph.spec import keying as spec_keying
+from cpgraph.spec import replay as spec_replay
+from cpgraph.spec import selection as spec_selection
+from cpgraph.spec import strategies as spec_strategies
+from cpgraph.spec.terms import BoolTerm, IntTerm
+
+# The spec is read through its modules' attributes (spec_capacity.capture_local_tokens, not a name bound here
+# at import), so what is evaluated is what those modules hold when the stage runs.
+
+THEOREM = "spec agrees with reference"
+CP_SIZES = (1, 2, 3, 4, 5, 8)  # loads, rows and capacities
+LONG_LIST = 40  # buckets in the long capture lists (issue 21: 32 or more)
+FACTORS = (Fraction(1), Fraction(5, 4), Fraction(3, 2), Fraction(2))
+SHOWN = 3  # disagreements shown per function; the rest are counted in one more bite
+BIG = 2**40
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One function on one input where the spec's value is not the reference's."""
+
+    function: str
+    inputs: str  # paste-able: the call with its arguments, lists by reference.lists.compact
+    cp_size: int
+    expected: object  # the reference's value
+    actual: object  # the spec's value
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One family's comparisons: how many per function, and every disagreement."""
+
+    checked: dict[str, int]
+    disagreements: tuple[Disagreement, ...]
+
+
+class _Tally:
+    """Counts comparisons per function and keeps the disagreements."""
+
+    def __init__(self) -> None:
+        self.checked: dict[str, int] = {}
+        self.found: list[Disagreement] = []
+
+    def compare(self, function: str, inputs: Callable[[], str], cp_size: int, expected: object, actual: object) -> None:
+        self.checked[function] = self.checked.get(function, 0) + 1
+        if expected != actual or type(expected) is not type(actual):
+            self.found.append(Disagreement(function, inputs(), cp_size, expected, actual))
+
+    def outcome(self) -> Outcome:
+        return Outcome(dict(self.checked), tuple(self.found))
+
+
+def _spec_values(terms: Sequence[IntTerm | BoolTerm], facts: Sequence[BoolTerm]) -> tuple[int | bool, ...] | str:
+    """The spec's values of ``terms`` (or why they have none: a contradiction or a crash is a disagreement)."""
+    try:
+        return values_of(terms, z3.And(*facts) if facts else z3.BoolVal(True))
+    except (SpecEvaluationError, ValueError, TypeError, z3.Z3Exception) as exc:
+        return f"spec raised {type(exc).__name__}: {str(exc)[:200]}"
+
+
+def _call(name: str, *args: object, **kwargs: object) -> str:
+    shown = [compact(a) if isinstance(a, (tuple, list)) else repr(a) for a in args]
+    shown += [f"{k}={compact(v) if isinstance(v, (tuple, list)) else repr(v)}" for k, v in kwargs.items()]
+    return f"{name}({', '.join(shown)})"
+
+
+# -- tables ------------------------------------------------------------------------------------------------------
+
+
+def tables() -> Outcome:
+    """The strategy and keying tables, row for row and column for column."""
+    tally = _Tally()
+    spec_rows, ref_rows = spec_strategies.STRATEGIES, ref_strategies.STRATEGY_TABLE
+    tally.compare("strategy table", lambda: "strategy ids", 0, sorted(ref_rows), sorted(spec_rows))
+    for sid in sorted(set(spec_rows) & set(ref_rows)):
+        spec_row, ref_row = spec_rows[sid], ref_rows[sid]
+        tally.compare("strategy table", lambda: f"decodes of {sid!r}", 0, ref_row.decodes, spec_row.decodes)
+        tally.compare("strategy table", lambda: f"request_loads of {sid!r} is None", 0,
+                      ref_row.request_loads is None, spec_row.request_loads is None)
+        for p in range(1, 9):
+            tally.compare("strategy table", lambda: f"align_size of {sid!r} at cp_size={p}", p,
+                          ref_row.align_size(p), spec_row.align_size(p))
+    tally.compare("keying table", lambda: "keying ids", 0, sorted(ref_keying.KEYING_TABLE), sorted(spec_keying.KEYINGS))
+    for kid in sorted(set(ref_keying.KEYING_TABLE) & set(spec_keying.KEYINGS)):
+        ref_k, spec_k = ref_keying.KEYING_TABLE[kid], spec_keying.KEYINGS[kid]
+        for column in ("windowed", "recorded_capacity", "gated"):
+            tally.compare("keying table", lambda: f"{column} of {kid!r}", 0, getattr(ref_k, column), getattr(spec_k, column))
+    return tally.outcome()
+
+
+# -- loads, rows, capacities -------------------------------------------------------------------------------------
+
+
+def load_batches(p: int) -> tuple[tuple[int, ...], ...]:
+    """Every length 1..4P+1 alone, the DualChunkSwap thresholds, lengths past 2**40, short requests mixed
+    into long batches."""
+    s = 2 * p
+    single = [(length,) for length in range(1, 2 * s + 2)]
+    edges = [s * q + m for q in (s - 2, s - 1) for m in (0, 1, s - 1) if s * q + m >= 1]
+    single += [(length,) for length in edges if length > 2 * s + 1]
+    single += [(BIG + 1,), (BIG + s - 1,)]
+    mixed = [(s - 1, 4 * s + 1), (s, s - 1, 4 * s + 3), (1,) * 3 + (8 * s + 3,), (s + 1,) * (s + 1), (BIG, s - 1)]
+    return (*single, *mixed)
+
+
+def loads_and_rows(strategies: Iterable[str] | None = None, cp_sizes: Iterable[int] = CP_SIZES) -> Outcome:
+    """rank_loads and required_local_tokens (the strategy's default A and A = 3) on ``load_batches``."""
+    tally = _Tally()
+    for kind in strategies or tuple(ref_strategies.STRATEGY_TABLE):
+        for p in cp_sizes:
+            batches = load_batches(p)
+            aligns = sorted({ref_strategies.strategy_row(kind).align_size(p), 3})
+            terms: list[IntTerm | BoolTerm] = []
+            facts: list[BoolTerm] = []
+            for i, lengths in enumerate(batches):
+                loads = spec_strategies.rank_loads(tuple(z3.IntVal(x) for x in lengths), p, f"agree.loads{i}", kind)
+                terms += loads.loads
+                facts.append(loads.holds)
+                for a in aligns:
+                    rows = spec_capacity.required_local_tokens(loads, a, f"agree.rows{i}.{a}")
+                    terms.append(rows.value)
+                    facts.append(rows.holds)
+            got = _spec_values(terms, facts)
+            at = 0
+            for lengths in batches:
+                expected_loads = ref_rank_loads(lengths, cp_size=p, strategy=kind)
+                actual: object = got if isinstance(got, str) else tuple(got[at:at + p])
+                at += p
+                tally.compare("rank_loads", lambda: _call("rank_loads", lengths, cp_size=p, strategy=kind), p,
+                              expected_loads, actual)
+                for a in aligns:
+                    expected_rows = ref_required(lengths, cp_size=p, align_size=a, strategy=kind)
+                    actual = got if isinstance(got, str) else got[at]
+                    at += 1
+                    tally.compare("required_local_tokens",
+                                  lambda: _call("required_local_tokens", lengths, cp_size=p, align_size=a, strategy=kind),
+                                  p, expected_rows, actual)
+    return tally.outcome()
+
+
+def capture_buckets(p: int, align_size: int) -> tuple[int, ...]:
+    """2P..2P + P*A (every residue of B mod P*A), and two past 2**40."""
+    s = 2 * p
+    return (*range(s, s + p * align_size + 1), BIG + 1, BIG + p * align_size - 1)
+
+
+def capture_capacities(strategies: Iterable[str] | None = None, cp_sizes: Iterable[int] = CP_SIZES) -> Outcome:
+    """capture_local_tokens: the capacity recorded for a bucket (one request of B tokens)."""
+    tally = _Tally()
+    for kind in strategies or tuple(ref_strategies.STRATEGY_TABLE):
+        for p in cp_sizes:
+            for a in sorted({ref_strategies.strategy_row(kind).align_size(p), 1, 3}):
+                buckets = capture_buckets(p, a)
+                built = [spec_capacity.capture_local_tokens(b, p, a, f"agree.capture{b}", kind) for b in buckets]
+                got = _spec_values([c.value for c in built], [c.holds for c in built])
+                for i, b in enumerate(buckets):
+                    tally.compare("capture_local_tokens",
+                                  lambda: _call("capture_local_tokens", b, cp_size=p, align_size=a, strategy=kind), p,
+                                  ref_capture(b, cp_size=p, align_size=a, strategy=kind),
+                                  got if isinstance(got, str) else got[i])
+    return tally.outcome()
+
+
+# -- selection ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SelectionCase:
+    """One call of the selector."""
+
+    num_tokens: int
+    required: int
+    buckets: tuple[int, ...]
+    capacities: tuple[tuple[int, int], ...]  # (bucket, capacity); a bucket absent has no recorded capacity
+    factor: Fraction
+
+    def call(self) -> str:
+        return _call("select_replay_bucket", num_tokens=self.num_tokens, required_local_tokens=self.required,
+                     capture_num_tokens=self.buckets, bucket_local_tokens=dict(self.capacities),
+                     max_padding_factor=self.factor)
+
+
+def _top(n: int, factor: Fraction) -> int:
+    return (factor.numerator * n) // factor.denominator
+
+
+def selection_cases() -> tuple[SelectionCase, ...]:
+    """The long list's ends and middle, the window's edges, a missing capacity, room one row short."""
+    cases: list[SelectionCase] = []
+    step = 4
+    long = tuple(step * k for k in range(1, LONG_LIST + 1))
+    room = tuple((b, b // 2) for b in long)
+    for factor in (Fraction(2), Fraction(3, 2)):
+        for i in (0, 7, 8, 9, 20, LONG_LIST - 2, LONG_LIST - 1):
+            b = long[i]
+            for n in (b - 1, b, b + 1):
+                cases.append(SelectionCase(n, b // 2, long, room, factor))  # room exactly at b: b is chosen
+            cases.append(SelectionCase(b, b // 2 + 1, long, room, factor))  # one row short at b: the next
+        cases.append(SelectionCase(long[-1] + 1, 0, long, room, factor))  # n above the last bucket
+        cases.append(SelectionCase(1, 0, long, room, factor))  # n below the first
+    missing = tuple((b, c) for b, c in room if b not in (long[8], long[9]))
+    cases.append(SelectionCase(long[8], 0, long, missing, Fraction(2)))  # two missing capacities past index 8
+    for factor in FACTORS:
+        for n in (7, 9, 10, 11, 13, 31, 1001):
+            top = _top(n, factor)
+            for bucket in {n, top, top + 1, n - 1}:
+                if bucket < 1:
+                    continue
+                listed = tuple(sorted({max(1, n - 1), bucket}))
+                caps = tuple((b, 10**6) for b in listed)
+                cases.append(SelectionCase(n, 1, listed, caps, factor))
+                cases.append(SelectionCase(n, 10**6 + 1, listed, caps, factor))  # no room anywhere
+            listed = tuple(sorted({n, top, top + 1}))
+            cases.append(SelectionCase(n, 5, listed, ((top, 5), (top + 1, 5)), factor))  # n listed without capacity
+    return tuple(cases)
+
+
+def selections(cases: Sequence[SelectionCase] | None = None) -> Outcome:
+    """spec.selection.scan_select over [n, F*n] against reference.selection.select_replay_bucket."""
+    tally = _Tally()
+    chosen = cases if cases is not None else selection_cases()
+    terms: list[IntTerm | BoolTerm] = []
+    facts: list[BoolTerm] = []
+    for i, case in enumerate(chosen):
+        window = spec_selection.padding_window(case.num_tokens, case.factor, f"agree.window{i}")
+        picked = spec_selection.scan_select(spec_selection.concrete_capture_list(case.buckets, dict(case.capacities)), window, case.required)
+        terms += [picked.admitted, picked.bucket]
+        facts.append(window.holds)
+    got = _spec_values(terms, facts)
+    for i, case in enumerate(chosen):
+        expected = ref_selection.select_replay_bucket(
+            num_tokens=case.num_tokens, required_local_tokens=case.required, capture_num_tokens=case.buckets,
+            bucket_local_tokens=dict(case.capacities), max_padding_factor=case.factor,
+        )
+        actual: object = got if isinstance(got, str) else (got[2 * i + 1] if got[2 * i] else None)
+        tally.compare("select_replay_bucket", case.call, 0, expected, actual)
+    return tally.outcome()
+
+
+# -- whole batches: admission and replay at every rank -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BatchCase:
+    """One runner and one batch; ``ranks``: the ranks whose admission and replay are evaluated; ``table``: an
+    explicit capacity table (None: each bucket's capture rows, the spec's on the spec's side)."""
+
+    keying: str
+    strategy: str
+    cp_size: int
+    align_size: int
+    factor: Fraction
+    buckets: tuple[int, ...]
+    lengths: tuple[int, ...]
+    num_tokens: int
+    ranks: tuple[int, ...]
+    table: tuple[tuple[int, int], ...] | None = None
+
+    def call(self) -> str:
+        rule = "" if self.table is None else f", capture_rule=CaptureRule('table', table={dict(self.table)})"
+        return (
+            f"ReferenceRunner(cp_size={self.cp_size}, capture_num_tokens={compact(self.buckets)}, "
+            f"align_size={self.align_size}, strategy={self.strategy!r}, max_padding_factor={self.factor!r}, "
+            f"keying={self.keying!r}{rule}).plan({compact(self.lengths)}, num_tokens={self.num_tokens})"
+        )
+
+
+def _runner(case: BatchCase) -> ReferenceRunner:
+    rule = None if case.table is None else CaptureRule("table", table=dict(case.table))
+    return ReferenceRunner(cp_size=case.cp_size, capture_num_tokens=case.buckets, align_size=case.align_size,
+                           strategy=case.strategy, max_padding_factor=case.factor, keying=case.keying,
+                           capture_rule=rule)
+
+
+def _around(n: int, p: int) -> tuple[int, ...]:
+    """A short capture list around n: 2P, n-1, n, n+1, 2n, 2n+1 (the window's edges at F = 2)."""
+    return tuple(sorted({x for x in (2 * p, n - 1, n, n + 1, 2 * n, 2 * n + 1) if x >= 1}))
+
+
+def gate_batches(p: int) -> tuple[tuple[tuple[int, ...], int], ...]:
+    """(lengths, n) at the CP-active gate's edges: n = 2P-1 and 2P, one request of 2P-1 and of 2P, a short
+    request mixed into long ones (first, middle, last), n padded past a short batch's sum."""
+    s = 2 * p
+    return (
+        ((s - 1,), s - 1), ((s,), s), ((s - 1,), s), ((s - 1,), s + 1), ((1,), s),
+        ((s - 1, 4 * s), 5 * s - 1), ((s, 4 * s), 5 * s), ((4 * s, s - 1, 4 * s), 9 * s - 1),
+        ((4 * s, s - 1), 5 * s - 1), ((1, 5 * s), 5 * s + 1), ((s, s), 2 * s),
+    )
+
+
+def rank_batches(p: int) -> tuple[tuple[int, ...], ...]:
+    """CP-active batches whose ranks' loads differ (the busiest rank is first, last or in the middle)."""
+    s = 2 * p
+    return ((s + 1,) * 3, (2 * s - 1,) * 3, (s + p,) * 2, (s + 1, 3 * s + 2), (5 * s - 1,))
+
+
+def rank_table(lengths: tuple[int, ...], p: int, kind: str) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...]]:
+    """Buckets n, n+1, ... with capacities every rank's own load in ascending order (A = 1), the busiest
+    last: a rank that decided from its own load would pick an earlier bucket than the busiest rank's."""
+    n = sum(lengths)
+    rows = sorted(set(ref_rank_loads(lengths, cp_size=p, strategy=kind)))
+    buckets = tuple(n + i for i in range(len(rows)))
+    return buckets, tuple(zip(buckets, rows))
+
+
+def _global_cases(kind: str, p: int, gates: slice = slice(None)) -> list[BatchCase]:
+    a = ref_strategies.strategy_row(kind).align_size(p)
+    every = tuple(range(p))
+    out = [BatchCase("global", kind, p, a, Fraction(2), _around(n, p), lengths, n, every)
+           for lengths, n in gate_batches(p)[gates]]
+    for lengths in rank_batches(p) if p >= 3 else ():
+        buckets, table = rank_table(lengths, p, kind)
+        out.append(BatchCase("global", kind, p, 1, Fraction(2), buckets, lengths, sum(lengths), every, table))
+    return out
+
+
+def _local_cases(kind: str, p: int) -> list[BatchCase]:
+    every = tuple(range(p))
+    out = []
+    for lengths in ((1,), (2 * p - 1,), (2 * p - 1, 6 * p + 1), (2 * p + 1,) * 3, (9 * p + 2,)):
+        m = max(ref_rank_loads(lengths, cp_size=p, strategy=kind))
+        n = sum(lengths)
+        sizes = (m - 1, m, m + 1) if lengths[0] == 1 else (m - 1, m + 1, n + 1) if len(lengths) > 1 else (m - 1,)
+        listed = tuple(sorted({x for x in sizes if x >= 1}))
+        if listed:
+            out.append(BatchCase("local", kind, p, 1, Fraction(2), listed, lengths, n, every))
+    return out
+
+
+def _long_cases() -> list[BatchCase]:
+    """Lists of ``LONG_LIST`` buckets, both keyings at P = 2 (both ranks): the admitted bucket past the 8th,
+    the last, n above the last."""
+    p, s = 2, 4
+    long = tuple(s * k for k in range(1, LONG_LIST + 1))
+    out = [BatchCase("global", "zigzag", p, s, Fraction(2), long, lengths, sum(lengths), (0, 1))
+           for lengths in ((s * 10 + 1,), (s - 1, s * 20), (s * LONG_LIST,), (s * LONG_LIST + 1,))]
+    sizes = tuple(range(1, LONG_LIST + 1))
+    out += [BatchCase("local", "dual_chunk_swap", p, 1, Fraction(2), sizes, lengths, sum(lengths), (0, 1))
+            for lengths in ((37,), (2 * LONG_LIST,), (2 * LONG_LIST + 5,))]
+    return out
+
+
+WIDE_CP_SIZES = (1, 2, 4)  # zigzag (global) and dual_chunk_swap (local) here too; every row at P = 3
+MIXED_GATES = slice(5, 9)  # the gate batches every other row gets: a short request mixed into long ones
+
+
+def batch_cases(keying: str | None = None) -> tuple[BatchCase, ...]:
+    """Every strategy row under both keyings at P = 3 (every rank; the rows other than zigzag get the gate's
+    mixed batches), zigzag (global) and dual_chunk_swap (local) at P in ``WIDE_CP_SIZES`` too, and the long
+    lists; ``keying``: only that keying's."""
+    out: list[BatchCase] = []
+    for kind in ref_strategies.STRATEGY_TABLE:
+        out += _global_cases(kind, 3, slice(None) if kind == "zigzag" else MIXED_GATES) + _local_cases(kind, 3)
+    for p in WIDE_CP_SIZES:
+        out += _global_cases("zigzag", p) + _local_cases("dual_chunk_swap", p)
+    out += _long_cases()
+    return tuple(c for c in out if keying is None or c.keying == keying)
+
+
+def _spec_capacities(case: BatchCase) -> dict[int, int] | str:
+    """The spec's own capacity table for the case's capture list (global: each bucket's capture rows, or the
+    case's table; local: each size holds itself)."""
+    if case.keying == "local":
+        return {b: b for b in case.buckets}
+    if case.table is not None:
+        return dict(case.table)
+    built = [spec_capacity.capture_local_tokens(b, case.cp_size, case.align_size, f"agree.cap{b}", case.strategy) for b in case.buckets]
+    got = _spec_values([c.value for c in built], [c.holds for c in built])
+    if isinstance(got, str):
+        return got
+    return {b: int(v) for b, v in zip(case.buckets, got)}
+
+
+def whole_batches(cases: Sequence[BatchCase] | None = None) -> Outcome:
+    """spec admission and replay at each of the case's ranks against the reference runner's plan: the bucket,
+    or None for a fallback; replay must run exactly the admitted bucket."""
+    tally = _Tally()
+    for case in cases if cases is not None else batch_cases():
+        expected = _runner(case).plan(case.lengths, case.num_tokens).bucket
+        capacities = _spec_capacities(case)
+        if isinstance(capacities, str):
+            tally.compare("admission", case.call, case.cp_size, expected, capacities)
+            continue
+        setup = spec_admission.RankSetup(case.strategy, case.cp_size, case.align_size, case.factor,
+                          spec_selection.concrete_capture_list(case.buckets, capacities), case.keying)
+        batch = spec_batch.RequestsBatch(case.cp_size, tuple(z3.IntVal(x) for x in case.lengths), z3.BoolVal(True))
+        terms: list[IntTerm | BoolTerm] = []
+        facts: list[BoolTerm] = []
+        for r in case.ranks:
+            admitted = spec_admission.admit(batch, case.num_tokens, setup, r, f"agree.admit{r}")
+            replayed = spec_replay.replay(batch, case.num_tokens, setup, r, f"agree.replay{r}")
+            terms += [admitted.selection.admitted, admitted.selection.bucket, replayed.succeeded, replayed.selection.bucket]
+            facts += [admitted.holds, replayed.holds]
+        got = _spec_values(terms, facts)
+        for j, r in enumerate(case.ranks):
+            for side, at in (("admission", 4 * j), ("replay", 4 * j + 2)):
+                actual: object = got if isinstance(got, str) else (got[at + 1] if got[at] else None)
+                tally.compare(side, lambda: f"{case.call()} at rank {r}", case.cp_size, expected, actual)
+    return tally.outcome()
+
+
+# -- the stage ---------------------------------------------------------------------------------------------------
+
+FAMILIES: dict[str, Callable[[], Outcome]] = {
+    "tables": tables,
+    "loads and rows": loads_and_rows,
+    "capture capacities": capture_capacities,
+    "selection": selections,
+    "whole batches, global keying": lambda: whole_batches(batch_cases("global")),
+    "whole batches, local keying": lambda: whole_batches(batch_cases("local")),
+}
+
+
+def bites_of(outcome: Outcome) -> tuple[Bite, ...]:
+    """One passing bite per function that agreed on every case; one failing bite per disagreement (``SHOWN``
+    per function, the rest counted in one more)."""
+    out: list[Bite] = []
+    for function, count in outcome.checked.items():
+        found = [d for d in outcome.disagreements if d.function == function]
+        if not found:
+            out.append(Bite(THEOREM, function, f"the spec agrees with the reference on {count} edge cases", 0,
+                            Status.PROVED, Status.PROVED))
+            continue
+        for d in found[:SHOWN]:
+            out.append(Bite(THEOREM, function, f"DISAGREES: {d.inputs}: reference (expected) {d.expected!r}, spec "
+                            f"(actual) {d.actual!r}", d.cp_size, Status.PROVED, Status.REFUTED))
+        if len(found) > SHOWN:
+            out.append(Bite(THEOREM, function, f"DISAGREES on {len(found) - SHOWN} more of {count} edge cases", 0,
+                            Status.PROVED, Status.REFUTED))
+    return tuple(out)
+
+
+def agreement(family: str) -> tuple[Bite, ...]:
+    """One family's bites (a name of ``FAMILIES``; ValueError names them)."""
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {', '.join(FAMILIES)}; got {family!r}")
+    return bites_of(FAMILIES[family]())
+
+
+def timed() -> dict[str, float]:
+    """CPU seconds per family (for measuring the stage)."""
+    out = {}
+    for name, family in FAMILIES.items():
+        start = time.process_time()
+        family()
+        out[name] = time.process_time() - start
+    return out
