@@ -44,6 +44,7 @@ from cpgraph.reference import keying as ref_keying
 from cpgraph.reference import selection as ref_selection
 from cpgraph.reference import strategies as ref_strategies
 from cpgraph.reference.capacity import capture_local_tokens as ref_capture
+from cpgraph.reference.capacity import headroom_local_tokens as ref_headroom
 from cpgraph.reference.capacity import required_local_tokens as ref_required
 from cpgraph.reference.layout import rank_loads as ref_rank_loads
 from cpgraph.reference.lists import compact
@@ -145,12 +146,14 @@ def tables() -> Outcome:
 
 
 def load_batches(p: int) -> tuple[tuple[int, ...], ...]:
-    """Every length 1..4P+1 alone, the DualChunkSwap thresholds, lengths past 2**40, short requests mixed
-    into long batches."""
+    """Every length 1..2P+2 alone (every remainder mod 2P, with quotient 0 and 1) and 4P-2..4P+1, the
+    DualChunkSwap thresholds (q = 2P-2, 2P-1; the dcp copy rule (2P-1)*c >= L on both sides for chunk sizes
+    c = 1, 2, 3, 2P-1, 2P), lengths past 2**40, short requests mixed into long batches."""
     s = 2 * p
-    single = [(length,) for length in range(1, 2 * s + 2)]
-    edges = [s * q + m for q in (s - 2, s - 1) for m in (0, 1, s - 1) if s * q + m >= 1]
-    single += [(length,) for length in edges if length > 2 * s + 1]
+    lengths = [*range(1, s + 3), 2 * s - 2, 2 * s - 1, 2 * s, 2 * s + 1]
+    lengths += [s * q + m for q in (s - 2, s - 1) for m in (0, 1, s - 1)]
+    lengths += [(s - 1) * c + d for c in (1, 2, 3, s - 1, s) for d in (0, 1)]
+    single = [(length,) for length in sorted(set(lengths)) if length > 0]
     single += [(BIG + 1,), (BIG + s - 1,)]
     mixed = [(s - 1, 4 * s + 1), (s, s - 1, 4 * s + 3), (1,) * 3 + (8 * s + 3,), (s + 1,) * (s + 1), (BIG, s - 1)]
     return (*single, *mixed)
@@ -198,8 +201,19 @@ def capture_buckets(p: int, align_size: int) -> tuple[int, ...]:
 
 
 def capture_capacities(strategies: Iterable[str] | None = None, cp_sizes: Iterable[int] = CP_SIZES) -> Outcome:
-    """capture_local_tokens: the capacity recorded for a bucket (one request of B tokens)."""
+    """capture_local_tokens: the capacity recorded for a bucket (one request of B tokens); and (zigzag, the
+    spec's only headroom row) headroom_local_tokens for R = 1, 2, B, B+P, 2B requests on every 5th bucket."""
     tally = _Tally()
+    for p in cp_sizes if strategies is None or "zigzag" in strategies else ():
+        a = 2 * p
+        cases = [(b, r) for b in capture_buckets(p, a)[::5] for r in (1, 2, b, b + p, 2 * b)]
+        built = [spec_capacity.headroom_local_tokens(b, p, a, r, f"agree.headroom{b}.{r}") for b, r in cases]
+        got = _spec_values([c.value for c in built], [c.holds for c in built])
+        for i, (b, r) in enumerate(cases):
+            tally.compare("headroom_local_tokens",
+                          lambda: _call("headroom_local_tokens", b, cp_size=p, align_size=a, max_requests=r), p,
+                          ref_headroom(b, cp_size=p, align_size=a, max_requests=r),
+                          got if isinstance(got, str) else got[i])
     for kind in strategies or tuple(ref_strategies.STRATEGY_TABLE):
         for p in cp_sizes:
             for a in sorted({ref_strategies.strategy_row(kind).align_size(p), 1, 3}):
@@ -244,7 +258,7 @@ def selection_cases() -> tuple[SelectionCase, ...]:
     long = tuple(step * k for k in range(1, LONG_LIST + 1))
     room = tuple((b, b // 2) for b in long)
     for factor in (Fraction(2), Fraction(3, 2)):
-        for i in (0, 7, 8, 9, 20, LONG_LIST - 2, LONG_LIST - 1):
+        for i in (0, 7, 8, 20, LONG_LIST - 1):
             b = long[i]
             for n in (b - 1, b, b + 1):
                 cases.append(SelectionCase(n, b // 2, long, room, factor))  # room exactly at b: b is chosen
@@ -254,7 +268,7 @@ def selection_cases() -> tuple[SelectionCase, ...]:
     missing = tuple((b, c) for b, c in room if b not in (long[8], long[9]))
     cases.append(SelectionCase(long[8], 0, long, missing, Fraction(2)))  # two missing capacities past index 8
     for factor in FACTORS:
-        for n in (7, 9, 10, 11, 13, 31, 1001):
+        for n in (7, 10, 13, 1001):
             top = _top(n, factor)
             for bucket in {n, top, top + 1, n - 1}:
                 if bucket < 1:
@@ -332,12 +346,13 @@ def _around(n: int, p: int) -> tuple[int, ...]:
 
 def gate_batches(p: int) -> tuple[tuple[tuple[int, ...], int], ...]:
     """(lengths, n) at the CP-active gate's edges: n = 2P-1 and 2P, one request of 2P-1 and of 2P, a short
-    request mixed into long ones (first, middle, last), n padded past a short batch's sum."""
+    request mixed into long ones (first, middle, last), n padded past a short batch's sum and past a long
+    one's."""
     s = 2 * p
     return (
         ((s - 1,), s - 1), ((s,), s), ((s - 1,), s), ((s - 1,), s + 1), ((1,), s),
         ((s - 1, 4 * s), 5 * s - 1), ((s, 4 * s), 5 * s), ((4 * s, s - 1, 4 * s), 9 * s - 1),
-        ((4 * s, s - 1), 5 * s - 1), ((1, 5 * s), 5 * s + 1), ((s, s), 2 * s),
+        ((4 * s, s - 1), 5 * s - 1), ((1, 5 * s), 5 * s + 1), ((s, s), 2 * s), ((s + 1,) * 3, 3 * s + 5),
     )
 
 
@@ -356,27 +371,51 @@ def rank_table(lengths: tuple[int, ...], p: int, kind: str) -> tuple[tuple[int, 
     return buckets, tuple(zip(buckets, rows))
 
 
-def _global_cases(kind: str, p: int, gates: slice = slice(None)) -> list[BatchCase]:
+def _global_cases(kind: str, p: int, gates: tuple[int, ...] | None = None, ranked: int | None = None) -> list[BatchCase]:
+    """``gates``: which of ``gate_batches`` (all: None); ``ranked``: how many of ``rank_batches`` (all: None)."""
     a = ref_strategies.strategy_row(kind).align_size(p)
     every = tuple(range(p))
+    drawn = gate_batches(p)
     out = [BatchCase("global", kind, p, a, Fraction(2), _around(n, p), lengths, n, every)
-           for lengths, n in gate_batches(p)[gates]]
-    for lengths in rank_batches(p) if p >= 3 else ():
+           for lengths, n in (drawn if gates is None else tuple(drawn[i] for i in gates))]
+    for lengths in rank_batches(p)[:ranked] if p >= 3 else ():
         buckets, table = rank_table(lengths, p, kind)
         out.append(BatchCase("global", kind, p, 1, Fraction(2), buckets, lengths, sum(lengths), every, table))
+    if p >= 2:  # n padded past the lengths, bucket n holding exactly the live rows: replay lays out the live lengths
+        lengths = (2 * p + 1,) * 3
+        n = sum(lengths) + 2 * p + 1
+        tight = (n, max(ref_rank_loads(lengths, cp_size=p, strategy=kind))), (n + 1, 10**6)
+        out.append(BatchCase("global", kind, p, 1, Fraction(2), (n, n + 1), lengths, n, every, tight))
     return out
 
 
-def _local_cases(kind: str, p: int) -> list[BatchCase]:
+def _local_cases(kind: str, p: int, batches: int | None = None) -> list[BatchCase]:
+    """The first ``batches`` (all: None) of: one request of 1, of 2P+1 thrice, of 2P-1, a short one mixed into
+    a long one, one long one; each with sizes below the key m only, at m, and past F*m only."""
     every = tuple(range(p))
     out = []
-    for lengths in ((1,), (2 * p - 1,), (2 * p - 1, 6 * p + 1), (2 * p + 1,) * 3, (9 * p + 2,)):
+    drawn = ((1,), (2 * p + 1,) * 3, (2 * p - 1,), (2 * p - 1, 6 * p + 1), (9 * p + 2,))
+    for lengths in drawn[:batches]:
         m = max(ref_rank_loads(lengths, cp_size=p, strategy=kind))
         n = sum(lengths)
-        sizes = (m - 1, m, m + 1) if lengths[0] == 1 else (m - 1, m + 1, n + 1) if len(lengths) > 1 else (m - 1,)
-        listed = tuple(sorted({x for x in sizes if x >= 1}))
-        if listed:
-            out.append(BatchCase("local", kind, p, 1, Fraction(2), listed, lengths, n, every))
+        for sizes in ((m - 1,), (m - 1, m, m + 1), (m - 1, 2 * m + 1, n + 1)):  # none; at the key; past F*m
+            listed = tuple(sorted({x for x in sizes if x >= 1}))
+            if listed:
+                out.append(BatchCase("local", kind, p, 1, Fraction(2), listed, lengths, n, every))
+    return out
+
+
+def _window_cases() -> list[BatchCase]:
+    """The window's edges through the whole runner (zigzag, P = 2): a list of n-1 and floor(F*n), or n-1 and
+    floor(F*n)+1, for F = 3/2 and 2 and odd n."""
+    p, s = 2, 4
+    out = []
+    for factor in (Fraction(3, 2), Fraction(2)):
+        for lengths in ((3 * s + 1,), (2 * s + 1, 2 * s + 1)):
+            n = sum(lengths)
+            top = (factor.numerator * n) // factor.denominator
+            for listed in ((n - 1, top), (n - 1, top + 1)):
+                out.append(BatchCase("global", "zigzag", p, s, factor, listed, lengths, n, (0, 1)))
     return out
 
 
@@ -394,27 +433,32 @@ def _long_cases() -> list[BatchCase]:
 
 
 WIDE_CP_SIZES = (1, 2, 4)  # zigzag (global) and dual_chunk_swap (local) here too; every row at P = 3
-MIXED_GATES = slice(5, 9)  # the gate batches every other row gets: a short request mixed into long ones
+MIXED_GATES = (5, 7, 8)  # the gate batches every row gets: a short request first, in the middle, last
+RANKED = 2  # the rank batches every row other than zigzag gets
 
 
 def batch_cases(keying: str | None = None) -> tuple[BatchCase, ...]:
     """Every strategy row under both keyings at P = 3 (every rank; the rows other than zigzag get the gate's
-    mixed batches), zigzag (global) and dual_chunk_swap (local) at P in ``WIDE_CP_SIZES`` too, and the long
-    lists; ``keying``: only that keying's."""
+    mixed batches and ``RANKED`` rank batches, those other than dual_chunk_swap two local batches), zigzag
+    (global) and dual_chunk_swap (local) at P in ``WIDE_CP_SIZES`` too (above 3 the mixed gates and two local
+    batches), the window's edges and the long lists; ``keying``: only that keying's."""
     out: list[BatchCase] = []
     for kind in ref_strategies.STRATEGY_TABLE:
-        out += _global_cases(kind, 3, slice(None) if kind == "zigzag" else MIXED_GATES) + _local_cases(kind, 3)
+        zigzag = kind == "zigzag"
+        out += _global_cases(kind, 3, None if zigzag else MIXED_GATES, None if zigzag else RANKED)
+        out += _local_cases(kind, 3, None if kind == "dual_chunk_swap" else 2)
     for p in WIDE_CP_SIZES:
-        out += _global_cases("zigzag", p) + _local_cases("dual_chunk_swap", p)
-    out += _long_cases()
+        out += _global_cases("zigzag", p, None if p < 3 else MIXED_GATES) + _local_cases("dual_chunk_swap", p, None if p < 3 else 2)
+    out += _window_cases() + _long_cases()
     return tuple(c for c in out if keying is None or c.keying == keying)
 
 
 def _spec_capacities(case: BatchCase) -> dict[int, int] | str:
     """The spec's own capacity table for the case's capture list (global: each bucket's capture rows, or the
-    case's table; local: each size holds itself)."""
+    case's table; local: none recorded, as a size holds itself whatever is recorded: a local keying that read
+    recorded capacities would fall back)."""
     if case.keying == "local":
-        return {b: b for b in case.buckets}
+        return {}
     if case.table is not None:
         return dict(case.table)
     built = [spec_capacity.capture_local_tokens(b, case.cp_size, case.align_size, f"agree.cap{b}", case.strategy) for b in case.buckets]

@@ -125,12 +125,62 @@ def plant_align_down(monkeypatch: pytest.MonkeyPatch) -> None:
     _everywhere(monkeypatch, arith.align_up, align_up)
 
 
+def plant_local_keying_windowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local keying given sglang's window [m, F*m]."""
+    monkeypatch.setitem(keying.KEYINGS, "local", dataclasses.replace(keying.KEYINGS["local"], windowed=True))
+
+
+def plant_local_keying_reads_recorded_capacities(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local keying reading the recorded capacity table instead of a size holding itself."""
+    monkeypatch.setattr(keying.Keying, "capacities", lambda self, capture: capture)
+
+
+def plant_dcp_copy_rule_strict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dual_chunk_swap_dcp copying a prefill only when (2P-1)*c > L (the reference: >=)."""
+
+    def is_short_for_dcp(length: Any, chunk: Any, cp_size: int) -> z3.BoolRef:
+        return (2 * cp_size - 1) * int_term(chunk) > int_term(length)
+
+    _everywhere(monkeypatch, strategies.is_short_for_dcp, is_short_for_dcp)
+
+
+def plant_headroom_without_the_request_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The headroom bound with R requests uncapped by N (the reference caps R at N)."""
+
+    def headroom_bound(num_tokens: Any, cp_size: int, max_requests: Any, name: str) -> Defined:
+        n, r = int_term(num_tokens), int_term(max_requests)
+        return arith.floor_div(n + r * (cp_size - 1), cp_size, f"{name}.headroom")
+
+    _everywhere(monkeypatch, capacity.headroom_bound, headroom_bound)
+
+
+def plant_replay_of_the_padded_lengths(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replay laying out the padded count (the pad folded into the last request), not the live lengths."""
+    from cpgraph.spec import replay as spec_replay
+    from cpgraph.spec.batch import RequestsBatch
+
+    real = spec_replay.replay
+
+    def padded(batch: Any, n: Any, name: str) -> RequestsBatch:
+        extra = int_term(n) - batch.tokens
+        return RequestsBatch(batch.cp_size, (*batch.lengths[:-1], batch.lengths[-1] + extra), batch.holds)
+
+    def replay(batch: Any, n: Any, setup: Any, rank: Any, name: str, **how: Any) -> Any:
+        return real(batch, n, setup, rank, name, **{**how, "layout": padded})
+
+    _everywhere(monkeypatch, real, replay)
+
+
+def _local(kind: str = "dual_chunk_swap", p: int = 3) -> list[ag.BatchCase]:
+    return [c for c in ag.batch_cases("local") if c.strategy == kind and c.cp_size == p]
+
+
 def _gate_cases() -> list[ag.BatchCase]:
     return [c for c in ag.batch_cases("global") if c.strategy == "zigzag" and c.cp_size == 3]
 
 
 def _long_selections() -> ag.Outcome:
-    return ag.selections([c for c in ag.selection_cases() if len(c.buckets) >= 32])
+    return ag.selections([c for c in ag.selection_cases() if len(c.buckets) >= 32 and c.factor == 2])
 
 
 # (planted change, the family of the stage that must catch it (restricted to a part of its own cases to keep
@@ -145,11 +195,16 @@ PLANTED: list[tuple[Callable[[pytest.MonkeyPatch], None], Callable[[], ag.Outcom
      "select_replay_bucket"),
     (plant_middle_ranks_decide_from_their_own_load,
      lambda: ag.whole_batches([c for c in _gate_cases() if c.table is not None]), "admission"),
-    (plant_local_key_is_the_token_count,
-     lambda: ag.whole_batches([c for c in ag.batch_cases("local") if c.strategy == "dual_chunk_swap" and c.cp_size == 3]),
-     "admission"),
+    (plant_local_key_is_the_token_count, lambda: ag.whole_batches(_local()), "admission"),
     (plant_round_robin_decodes_replicated, ag.tables, "strategy table"),
     (plant_align_down, lambda: ag.loads_and_rows(("zigzag",), (2,)), "required_local_tokens"),
+    (plant_local_keying_windowed, lambda: ag.whole_batches(_local()), "admission"),
+    (plant_local_keying_windowed, ag.tables, "keying table"),
+    (plant_local_keying_reads_recorded_capacities, lambda: ag.whole_batches(_local()), "replay"),
+    (plant_dcp_copy_rule_strict, lambda: ag.loads_and_rows(("dual_chunk_swap_dcp",), (2, 3)), "rank_loads"),
+    (plant_headroom_without_the_request_cap, lambda: ag.capture_capacities(("zigzag",), (2,)), "headroom_local_tokens"),
+    (plant_replay_of_the_padded_lengths,
+     lambda: ag.whole_batches([c for c in _gate_cases() if c.num_tokens > sum(c.lengths) and c.table]), "replay"),
 ]
 
 
