@@ -39,7 +39,7 @@ import z3
 
 from cpgraph.proofs.bite import Bite
 from cpgraph.proofs.check import Status
-from cpgraph.proofs.evaluate import SpecEvaluationError, values_of
+from cpgraph.proofs.evaluate import SpecEvaluationError, spec_plan, values_of
 from cpgraph.reference import keying as ref_keying
 from cpgraph.reference import selection as ref_selection
 from cpgraph.reference import strategies as ref_strategies
@@ -49,11 +49,8 @@ from cpgraph.reference.capacity import required_local_tokens as ref_required
 from cpgraph.reference.layout import rank_loads as ref_rank_loads
 from cpgraph.reference.lists import compact
 from cpgraph.reference.runner import CaptureRule, ReferenceRunner
-from cpgraph.spec import admission as spec_admission
-from cpgraph.spec import batch as spec_batch
 from cpgraph.spec import capacity as spec_capacity
 from cpgraph.spec import keying as spec_keying
-from cpgraph.spec import replay as spec_replay
 from cpgraph.spec import selection as spec_selection
 from cpgraph.spec import strategies as spec_strategies
 from cpgraph.spec.terms import BoolTerm, IntTerm
@@ -453,7 +450,7 @@ def batch_cases(keying: str | None = None) -> tuple[BatchCase, ...]:
     return tuple(c for c in out if keying is None or c.keying == keying)
 
 
-def _spec_capacities(case: BatchCase) -> dict[int, int] | str:
+def _spec_capacities(case: BatchCase) -> dict[int, int | None] | str:
     """The spec's own capacity table for the case's capture list (global: each bucket's capture rows, or the
     case's table; local: none recorded, as a size holds itself whatever is recorded: a local keying that read
     recorded capacities would fall back)."""
@@ -469,8 +466,8 @@ def _spec_capacities(case: BatchCase) -> dict[int, int] | str:
 
 
 def whole_batches(cases: Sequence[BatchCase] | None = None) -> Outcome:
-    """spec admission and replay at each of the case's ranks against the reference runner's plan: the bucket,
-    or None for a fallback; replay must run exactly the admitted bucket."""
+    """spec admission and replay at each of the case's ranks (proofs/evaluate.py ``spec_plan``) against the
+    reference runner's plan: the bucket, or None for a fallback; replay must run exactly the admitted bucket."""
     tally = _Tally()
     for case in cases if cases is not None else batch_cases():
         expected = _runner(case).plan(case.lengths, case.num_tokens).bucket
@@ -478,20 +475,12 @@ def whole_batches(cases: Sequence[BatchCase] | None = None) -> Outcome:
         if isinstance(capacities, str):
             tally.compare("admission", case.call, case.cp_size, expected, capacities)
             continue
-        setup = spec_admission.RankSetup(case.strategy, case.cp_size, case.align_size, case.factor,
-                          spec_selection.concrete_capture_list(case.buckets, capacities), case.keying)
-        batch = spec_batch.RequestsBatch(case.cp_size, tuple(z3.IntVal(x) for x in case.lengths), z3.BoolVal(True))
-        terms: list[IntTerm | BoolTerm] = []
-        facts: list[BoolTerm] = []
-        for r in case.ranks:
-            admitted = spec_admission.admit(batch, case.num_tokens, setup, r, f"agree.admit{r}")
-            replayed = spec_replay.replay(batch, case.num_tokens, setup, r, f"agree.replay{r}")
-            terms += [admitted.selection.admitted, admitted.selection.bucket, replayed.succeeded, replayed.selection.bucket]
-            facts += [admitted.holds, replayed.holds]
-        got = _spec_values(terms, facts)
+        got = spec_plan(case.lengths, num_tokens=case.num_tokens, cp_size=case.cp_size, align_size=case.align_size,
+                        strategy=case.strategy, max_padding_factor=case.factor, capture_num_tokens=case.buckets,
+                        bucket_local_tokens=capacities, keying=case.keying, ranks=case.ranks)
         for j, r in enumerate(case.ranks):
-            for side, at in (("admission", 4 * j), ("replay", 4 * j + 2)):
-                actual: object = got if isinstance(got, str) else (got[at + 1] if got[at] else None)
+            for side in ("admission", "replay"):
+                actual: object = got if isinstance(got, str) else (got[j].admitted if side == "admission" else got[j].replayed)
                 tally.compare(side, lambda: f"{case.call()} at rank {r}", case.cp_size, expected, actual)
     return tally.outcome()
 

@@ -8,6 +8,8 @@ that value down (a spec term that admits two values is a spec bug, reported as s
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
 
 import z3
 
@@ -135,3 +137,54 @@ def _numeral(term: z3.ExprRef) -> int | bool | None:
     if z3.is_true(term) or z3.is_false(term):
         return bool(z3.is_true(term))
     return None
+
+
+@dataclass(frozen=True)
+class RankPlan:
+    """One rank's whole-batch decision by the spec: the bucket admission admits (None: fallback) and the one
+    replay runs (None: replay refuses: not admitted, or the tripwire)."""
+
+    rank: int
+    admitted: int | None
+    replayed: int | None
+
+
+def spec_plan(
+    extend_seq_lens: Sequence[int],
+    *,
+    num_tokens: int,
+    cp_size: int,
+    align_size: int,
+    strategy: str,
+    max_padding_factor: int | Fraction,
+    capture_num_tokens: Sequence[int],
+    bucket_local_tokens: Mapping[int, int | None],
+    keying: str = "global",
+    ranks: Sequence[int] | None = None,
+) -> tuple[RankPlan, ...] | str:
+    """Whole-batch admission (spec/admission.py ``admit``, the CP-active gate included) and replay
+    (spec/replay.py ``replay``, its tripwire included) of a concrete batch, at each of ``ranks`` (every rank
+    by default), all evaluated in one ``values_of``; or, when the spec has no value, why (a string). The spec
+    is read through its modules' attributes at call time, so what is evaluated is what they hold now."""
+    from cpgraph.spec import admission, batch, replay, selection
+
+    every = tuple(range(cp_size)) if ranks is None else tuple(ranks)
+    setup = admission.RankSetup(strategy, cp_size, align_size, Fraction(max_padding_factor),
+                                selection.concrete_capture_list(tuple(capture_num_tokens), bucket_local_tokens), keying)
+    live = batch.RequestsBatch(cp_size, tuple(z3.IntVal(x) for x in extend_seq_lens), z3.BoolVal(True))
+    terms: list[IntTerm | BoolTerm] = []
+    facts: list[BoolTerm] = []
+    try:
+        for r in every:
+            admitted = admission.admit(live, num_tokens, setup, r, f"eval.admit{r}")
+            replayed = replay.replay(live, num_tokens, setup, r, f"eval.replay{r}")
+            terms += [admitted.selection.admitted, admitted.selection.bucket, replayed.succeeded, replayed.selection.bucket]
+            facts += [admitted.holds, replayed.holds]
+        got = values_of(terms, z3.And(*facts))
+    except (SpecEvaluationError, ValueError, TypeError, z3.Z3Exception) as exc:
+        return f"spec raised {type(exc).__name__}: {str(exc)[:200]}"
+    out = []
+    for j, r in enumerate(every):
+        a, b, ok, c = got[4 * j: 4 * j + 4]
+        out.append(RankPlan(r, int(b) if a else None, int(c) if ok else None))
+    return tuple(out)
