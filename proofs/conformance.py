@@ -27,12 +27,14 @@ from dataclasses import dataclass
 from cpgraph.proofs.conformance_cases import (
     boundary_conformance_cases,
     case_strategy,
+    edge_cases,
     exhaustive_dual_chunk_swap_cases,
     exhaustive_layout_cases,
     exhaustive_selection_cases,
 )
 from cpgraph.proofs.conformance_compare import (
     FUNCTIONS,
+    WHOLE_BATCH,
     Case,
     ConformanceError,
     Implementation,
@@ -71,10 +73,10 @@ from cpgraph.proofs.conformance_runner import family_plan
 from cpgraph.proofs.evaluate import spec_headroom_local_tokens
 
 __all__ = [
-    "BIG", "FUNCTIONS", "MIRROR_STRATEGIES", "BulkConformanceError", "BulkMismatch", "BulkPlan", "BulkReport", "Case",
+    "BIG", "FUNCTIONS", "WHOLE_BATCH", "MIRROR_STRATEGIES", "BulkConformanceError", "BulkMismatch", "BulkPlan", "BulkReport", "Case",
     "ConformanceError", "DecisionPath", "FamilyReport", "Implementation", "MirrorError", "Mismatch", "Mode",
     "PlanTuple", "Planner", "Replayer", "RunnerArgs", "boundary_conformance_cases", "case_strategy", "check_bulk",
-    "check_conformance", "compare", "exhaustive_dual_chunk_swap_cases", "exhaustive_layout_cases", "exhaustive_selection_cases", "impl_path",
+    "check_conformance", "compare", "edge_cases", "exhaustive_dual_chunk_swap_cases", "exhaustive_layout_cases", "exhaustive_selection_cases", "impl_path",
     "mirror_active", "mirror_align_up", "mirror_fitting", "mirror_headroom", "mirror_plan", "mirror_rank_loads",
     "mirror_request_excess", "mirror_required", "mirror_select", "reference_path", "reference_planner", "run_bulk",
     "validate_mirror",

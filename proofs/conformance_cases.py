@@ -1,16 +1,18 @@
 """Where the one-case harness's inputs come from: the spec's clause edges drawn by Z3 (proofs.boundaries),
-exhaustive small domains, and Hypothesis (``case_strategy``)."""
+exhaustive small domains, Hypothesis (``case_strategy``), and the gates', window's, capture list's, ranks' and
+keyings' edges drawn on purpose (``edge_cases``), compared whole at every rank."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
+from fractions import Fraction
 
 import hypothesis.strategies as st
 
 from cpgraph import reference
 from cpgraph.proofs.boundaries import boundary_cases
-from cpgraph.proofs.conformance_compare import Case
+from cpgraph.proofs.conformance_compare import WHOLE_BATCH, Case
 
 
 def boundary_conformance_cases(
@@ -98,3 +100,66 @@ def case_strategy(draw: st.DrawFn, *, max_cp_size: int = 16, max_length: int = 3
         if draw(st.booleans(), label=f"recorded[{b}]"):
             table[b] = draw(st.integers(0, max(1, 2 * n // p + 2 * a)), label=f"capacity[{b}]")
     return Case("hypothesis", p, a, kind, f, n, lengths, tuple(sorted(buckets)), table)
+
+
+def edge_cases(
+    cp_sizes: Iterable[int] = (1, 2, 3, 4, 5), *, strategies: Sequence[str] = reference.STRATEGIES,
+    long_cp_sizes: Iterable[int] = (3,),
+) -> Iterator[Case]:
+    """Cases drawn on purpose where spec and implementation would differ, each compared whole (``plan``: gates,
+    selection and replay at every rank) as well as function by function, for every strategy row and P:
+
+    - the CP-active gate's edges (proofs.agreement ``gate_batches``): n = 2P-1 and 2P, one request of 2P-1 and
+      of 2P, a short request first, in the middle or last of long ones, n padded past the lengths' sum; on a
+      short list around n (2P, n-1, n, n+1, 2n, 2n+1) with the captured capacities;
+    - ranks whose loads differ (``rank_batches``, P >= 3, A = 1): buckets n, n+1, ... recording every rank's
+      own load in ascending order, so a rank that decided from its own load would take an earlier bucket; and
+      a padded batch on a bucket holding exactly its live rows;
+    - the window's edges: a list of n-1 and n, n-1 and floor(F*n), n-1 and floor(F*n)+1 (F = 3/2 and 2; n =
+      3(2P+1), odd, in three requests);
+    - the capture list's ends (P in ``long_cp_sizes``): 40 buckets 2P, 4P, ..., n at the first, the 9th (a
+      short request mixed in too), the last, and above the last;
+    - the local keying (A = 1, no recorded capacities): sizes below the key m only, at m, and past F*m only.
+    """
+    from cpgraph.proofs.agreement import LONG_LIST, gate_batches, rank_batches, rank_table
+
+    layout_only = ("rank_loads", "required_local_tokens")
+    for p in cp_sizes:
+        s = 2 * p
+        for kind in strategies:
+            a = reference.default_align_size(cp_size=p, strategy=kind)
+
+            def captured(buckets: Sequence[int], align: int = a) -> dict[int, int]:
+                return {b: reference.capture_local_tokens(b, cp_size=p, align_size=align, strategy=kind) for b in buckets}
+
+            for lengths, n in gate_batches(p):
+                buckets = tuple(sorted({x for x in (s, n - 1, n, n + 1, 2 * n, 2 * n + 1) if x >= 1}))
+                yield Case("edge: gate", p, a, kind, 2, n, lengths, buckets, captured(buckets), WHOLE_BATCH)
+            for lengths in rank_batches(p) if p >= 3 else ():
+                buckets, table = rank_table(lengths, p, kind)
+                yield Case("edge: ranks", p, 1, kind, 2, sum(lengths), lengths, buckets, dict(table),
+                           (*layout_only, "select_replay_bucket", "plan"))
+            if p >= 2:
+                lengths = (s + 1,) * 3
+                n = sum(lengths) + s + 1
+                rows = max(reference.rank_loads(lengths, cp_size=p, strategy=kind))
+                yield Case("edge: padded", p, 1, kind, 2, n, lengths, (n, n + 1), {n: rows, n + 1: 10**6},
+                           (*layout_only, "select_replay_bucket", "plan"))
+            for factor in (Fraction(3, 2), Fraction(2)):
+                for lengths in ((s + 1, s + 1, s + 1),):
+                    n = sum(lengths)
+                    top = (factor.numerator * n) // factor.denominator
+                    for buckets in ((n - 1, n), (n - 1, top), (n - 1, top + 1)):
+                        yield Case("edge: window", p, a, kind, factor, n, lengths, buckets, captured(buckets), WHOLE_BATCH)
+            if p in tuple(long_cp_sizes):
+                long = tuple(s * k for k in range(1, LONG_LIST + 1))
+                for lengths in ((s,), (9 * s - 1,), (s - 1, 8 * s), (s * LONG_LIST,), (s * LONG_LIST + 1,)):
+                    yield Case("edge: capture list ends", p, a, kind, 2, sum(lengths), lengths, long, captured(long),
+                               WHOLE_BATCH)
+            for lengths in ((1,), (s - 1,), (s + 1,) * 3, (s - 1, 3 * s + 1), (9 * p + 2,)):
+                m = max(reference.rank_loads(lengths, cp_size=p, strategy=kind))
+                for sizes in ((m - 1,), (m - 1, m, m + 1), (m - 1, 2 * m + 1)):
+                    listed = tuple(sorted({x for x in sizes if x >= 1}))
+                    if listed:
+                        yield Case("edge: local keying", p, 1, kind, 2, sum(lengths), lengths, listed, {},
+                                   (*layout_only, "plan"), keying="local")

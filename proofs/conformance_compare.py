@@ -5,6 +5,12 @@ failure carries every input, the expected and the actual value.
 
 Selection is compared on identical inputs: both sides get the spec's required rows, so a layout bug and a
 selection bug are reported separately.
+
+A case that names ``plan`` in its functions (``WHOLE_BATCH``: the edge cases of proofs/conformance_cases.py
+``edge_cases``) is also compared whole: the implementation's runner (its ``ReferenceRunner``, built on the
+case's capture list with the case's capacities as a table) plans the batch, gates included, and the spec's
+admission and replay decide it at every rank (proofs/evaluate.py ``spec_plan``): each rank must admit the
+runner's bucket (or fall back with it) and replay exactly the bucket it admitted.
 """
 
 from __future__ import annotations
@@ -12,10 +18,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Protocol
 
 from cpgraph.proofs.evaluate import (
     spec_capture_local_tokens,
+    spec_plan,
     spec_rank_loads,
     spec_required_local_tokens,
     spec_select_replay_bucket,
@@ -41,11 +49,12 @@ class Implementation(Protocol):
         required_local_tokens: int,
         capture_num_tokens: Sequence[int],
         bucket_local_tokens: Mapping[int, int | None],
-        max_padding_factor: int,
+        max_padding_factor: int | Fraction,
     ) -> int | None: ...
 
 
 FUNCTIONS = ("rank_loads", "required_local_tokens", "capture_local_tokens", "select_replay_bucket")
+WHOLE_BATCH = (*FUNCTIONS, "plan")  # "plan": the runner's whole-batch decision against the spec's at every rank
 
 
 class Mode(str, enum.Enum):
@@ -69,19 +78,21 @@ class Case:
     cp_size: int
     align_size: int
     strategy: str
-    max_padding_factor: int
+    max_padding_factor: int | Fraction
     num_tokens: int
     extend_seq_lens: tuple[int, ...]
     capture_num_tokens: tuple[int, ...]
     bucket_local_tokens: Mapping[int, int] = field(default_factory=dict)
     functions: tuple[str, ...] = FUNCTIONS  # which functions this case exercises
+    keying: str = "global"  # the runner's graph keying ("plan" only)
 
     def describe(self) -> str:
+        keyed = "" if self.keying == "global" else f", keying={self.keying!r}"
         return (
             f"[{self.source}] cp_size={self.cp_size}, align_size={self.align_size}, strategy={self.strategy!r}, "
-            f"max_padding_factor={self.max_padding_factor}, num_tokens={self.num_tokens}, "
+            f"max_padding_factor={self.max_padding_factor!r}, num_tokens={self.num_tokens}, "
             f"extend_seq_lens={compact(self.extend_seq_lens)}, capture_num_tokens={compact(self.capture_num_tokens)}, "
-            f"bucket_local_tokens={dict(self.bucket_local_tokens)}"
+            f"bucket_local_tokens={dict(self.bucket_local_tokens)}{keyed}"
         )
 
 
@@ -128,6 +139,8 @@ def compare(impl: Implementation, case: Case, *, mode: Mode = Mode.EXACT) -> lis
     found = _compare_layout(impl, case, rows, mode)
     if "select_replay_bucket" in case.functions:
         found.append(_compare_selection(impl, case, rows, mode))
+    if "plan" in case.functions:
+        found += _compare_plan(impl, case, rows, mode)
     return [m for m in found if m is not None]
 
 
@@ -194,6 +207,59 @@ def _compare_selection(impl: Implementation, case: Case, rows: int, mode: Mode) 
                        "bucket differs")
     return _judged(case, "select_replay_bucket", call, chosen, got, _selection_safe(got, case, rows),
                    "bucket breaks captured_bucket, padding_limit or capacity_fit")
+
+
+def _runner_call(case: Case) -> str:
+    rule = "" if case.keying == "local" else f", capture_rule=CaptureRule('table', table={dict(case.bucket_local_tokens)})"
+    return (
+        f"ReferenceRunner(cp_size={case.cp_size}, capture_num_tokens={compact(case.capture_num_tokens)}, "
+        f"align_size={case.align_size}, strategy={case.strategy!r}, max_padding_factor={case.max_padding_factor!r}, "
+        f"keying={case.keying!r}{rule}).plan({compact(case.extend_seq_lens)}, num_tokens={case.num_tokens})"
+    )
+
+
+def _impl_plan(impl: Implementation, case: Case) -> object:
+    """The implementation's runner's bucket for the case's batch (None: it falls back), or the exception."""
+    try:
+        runner_type = getattr(impl, "ReferenceRunner")
+        rule = None
+        if case.keying != "local":
+            from cpgraph.reference.runner import CaptureRule
+
+            rule = CaptureRule("table", table=dict(case.bucket_local_tokens))
+        runner = runner_type(cp_size=case.cp_size, capture_num_tokens=case.capture_num_tokens, align_size=case.align_size,
+                             strategy=case.strategy, max_padding_factor=case.max_padding_factor, keying=case.keying,
+                             capture_rule=rule)
+        return runner.plan(case.extend_seq_lens, case.num_tokens).bucket
+    except Exception as exc:  # reported as the actual value, never hidden
+        return exc
+
+
+def _compare_plan(impl: Implementation, case: Case, rows: int, mode: Mode) -> list[Mismatch | None]:
+    """The runner's whole-batch decision against the spec's admission and replay at every rank. EXACT: every
+    rank admits and replays the runner's bucket (None: falls back). SAFE: the runner may fall back; a bucket
+    it takes must be one the spec admits too (gate open) and safe for the spec's rows."""
+    spec = spec_plan(case.extend_seq_lens, num_tokens=case.num_tokens, cp_size=case.cp_size, align_size=case.align_size,
+                     strategy=case.strategy, max_padding_factor=case.max_padding_factor,
+                     capture_num_tokens=case.capture_num_tokens, bucket_local_tokens=case.bucket_local_tokens,
+                     keying=case.keying)
+    actual = _impl_plan(impl, case)
+    call = _runner_call(case)
+    if isinstance(spec, str):
+        return [Mismatch(case, "plan", call, spec, actual, "the spec has no decision for this batch")]
+    out: list[Mismatch | None] = []
+    for r in spec:
+        expected = r.admitted
+        if r.replayed != r.admitted:
+            out.append(Mismatch(case, "plan", f"the spec's replay at rank {r.rank}", r.admitted, r.replayed,
+                                "the spec's replay does not run the bucket its admission admitted"))
+        if mode is Mode.EXACT or case.keying == "local":
+            ok = actual == expected and type(actual) is type(expected)
+        else:
+            ok = actual is None or (expected is not None and _selection_safe(actual, case, rows))
+        out.append(_judged(case, "plan", f"{call} against the spec's admission at rank {r.rank}", expected, actual, ok,
+                           "bucket differs" if mode is Mode.EXACT else "bucket the spec would not take"))
+    return out
 
 
 def _rows_ok(actual: object, expected: int, mode: Mode) -> bool:

@@ -91,15 +91,17 @@ def spec_select_replay_bucket(
     required_local_tokens: int,
     capture_num_tokens: Sequence[int],
     bucket_local_tokens: Mapping[int, int | None],
-    max_padding_factor: int,
+    max_padding_factor: int | Fraction,
 ) -> int | None:
-    """The spec's scan of the capture list (None = run eagerly)."""
+    """The spec's scan of the capture list (None = run eagerly); a rational F's window has a quotient, whose
+    facts the values are read under."""
     capture = concrete_capture_list(tuple(capture_num_tokens), bucket_local_tokens)
-    chosen = scan_select(capture, padding_window(num_tokens, max_padding_factor), required_local_tokens)
-    admitted = value_of(chosen.admitted, z3.BoolVal(True))
+    window = padding_window(num_tokens, max_padding_factor)
+    chosen = scan_select(capture, window, required_local_tokens)
+    admitted = value_of(chosen.admitted, window.holds)
     if not admitted:
         return None
-    bucket = value_of(chosen.bucket, z3.BoolVal(True))
+    bucket = value_of(chosen.bucket, window.holds)
     assert isinstance(bucket, int)
     return bucket
 
