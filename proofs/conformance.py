@@ -71,6 +71,7 @@ from cpgraph.proofs.conformance_paths import DecisionPath, Planner, Replayer, im
 from cpgraph.proofs.conformance_report import BulkConformanceError, BulkMismatch, BulkReport, Family, FamilyReport
 from cpgraph.proofs.conformance_runner import family_plan
 from cpgraph.proofs.evaluate import spec_headroom_local_tokens
+from cpgraph.reference.lists import compact
 
 __all__ = [
     "BIG", "FUNCTIONS", "WHOLE_BATCH", "MIRROR_STRATEGIES", "BulkConformanceError", "BulkMismatch", "BulkPlan", "BulkReport", "Case",
@@ -147,7 +148,8 @@ class MirrorError(AssertionError):
 def validate_mirror(count: int, *, seed: int = 0) -> int:
     """Compare the mirror with the spec's terms evaluated on literals (the spec folds literal inputs to numerals:
     no solver call) for loads, required rows, capture rows and align_up, P up to 64 and values past 2^53; and with
-    the spec's scan (proofs.evaluate) on capture lists of 32+ buckets. Raises MirrorError; returns the checks made."""
+    the spec's scan (proofs.evaluate) on capture lists of 32+ buckets; and its whole-batch plan with the spec's
+    admission and replay at every rank (``_validate_plans``). Raises MirrorError; returns the checks made."""
     import z3
 
     from cpgraph.proofs.evaluate import value_of
@@ -198,5 +200,41 @@ def validate_mirror(count: int, *, seed: int = 0) -> int:
         if spec_bucket != mirror_select(n, required, buckets, table, factor):
             raise MirrorError(f"selection n={n}, required={required}, F={factor}, buckets={buckets}, table={table}: "
                               f"spec {spec_bucket}, mirror {mirror_select(n, required, buckets, table, factor)}")
+        checks += 1
+    return checks + _validate_plans(max(4, count // 50), draw)
+
+
+def _validate_plans(count: int, draw: Draw) -> int:
+    """The mirror's whole-batch plan (its gates in order, then the selection) against the spec's admission and
+    replay at every rank (proofs.evaluate ``spec_plan``) on the gate's edges (proofs.agreement
+    ``gate_batches``: n at 2P-1 and 2P, short requests mixed into long ones, a padded n) and on ranks whose
+    loads differ, every strategy row in turn, P 2..5 and 1. Raises MirrorError; returns the checks made."""
+    from cpgraph.proofs.agreement import gate_batches, rank_batches, rank_table
+    from cpgraph.proofs.evaluate import spec_plan
+    from cpgraph.reference import default_align_size
+
+    rng = draw.rng
+    checks = 0
+    for i in range(count):
+        p = 1 if i % 9 == 8 else 2 + i % 4
+        kind = MIRROR_STRATEGIES[i % len(MIRROR_STRATEGIES)]
+        if p >= 3 and i % 3 == 2:
+            lengths = rng.choice(rank_batches(p))
+            n = sum(lengths)
+            buckets, rows = rank_table(lengths, p, kind)
+            config = RunnerArgs(p, 1, kind, 2, buckets, dict(rows))
+        else:
+            lengths, n = rng.choice(gate_batches(p))
+            a = default_align_size(cp_size=p, strategy=kind)
+            listed = tuple(sorted({x for x in (2 * p, n - 1, n, n + 1, 2 * n, 2 * n + 1) if x >= 1}))
+            config = RunnerArgs(p, a, kind, 2, listed, {b: mirror_required((b,), p, a, kind) for b in listed})
+        expected = mirror_plan(config, lengths, n)[1]
+        got = spec_plan(lengths, num_tokens=n, cp_size=p, align_size=config.align_size, strategy=kind,
+                        max_padding_factor=2, capture_num_tokens=config.capture_num_tokens,
+                        bucket_local_tokens=config.bucket_local_tokens)
+        decided = got if isinstance(got, str) else {(r.admitted, r.replayed) for r in got}
+        if decided != {(expected, expected)}:
+            raise MirrorError(f"plan of extend_seq_lens={compact(lengths)}, num_tokens={n} on {config}: mirror "
+                              f"{expected}, spec (admitted, replayed) at ranks 0..{p - 1}: {decided}")
         checks += 1
     return checks

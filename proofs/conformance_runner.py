@@ -52,6 +52,13 @@ def _batch_for(draw: Draw, config: RunnerArgs) -> tuple[tuple[int, ...], int]:
         s = 2 * p
         lengths = tuple(s * rng.randint(1, max(1, 4096 // s)) + (p + 1) % s for _ in range(rng.randint(2, 4)))
         return lengths, sum(lengths)
+    if roll < 0.27:
+        # A short request (2P-1, or 2P: the edge) mixed in among long ones, first, in the middle or last, the
+        # total near a bucket: only the short-request gate tells it from an admitted batch.
+        s = 2 * p
+        longs = [s * rng.randint(2, max(2, 4096 // s)) + rng.randrange(s) for _ in range(rng.randint(1, 3))]
+        longs.insert(rng.randint(0, len(longs)), s - 1 if rng.random() < 0.75 else s)
+        return tuple(longs), sum(longs)
     if roll < 0.35:
         # The gates: n around 2P, lengths around 2P (short, exact, one over).
         lengths = tuple(max(0, 2 * p + rng.choice((-2, -1, 0, 0, 1))) for _ in range(rng.randint(1, 3)))

@@ -216,3 +216,37 @@ def test_a_dual_chunk_swap_laid_out_as_zigzag_is_caught() -> None:
         return reference.required_local_tokens(extend_seq_lens, cp_size=cp_size, align_size=align_size, strategy=kind)
 
     _expect_caught(_planted(required_local_tokens=zigzag_rows), "required_local_tokens", "required_local_tokens")
+
+
+def test_a_plan_that_forgets_a_short_request_among_long_ones_is_caught() -> None:
+    # The short-request gate only where it alone decides: n >= 2P and at least one long request beside the
+    # short one (the plan family draws such batches on purpose).
+    def short_among_long_admitted(config: RunnerArgs) -> Planner:
+        plan = conformance._reference_planner(config)
+        s = 2 * config.cp_size
+
+        def planned(lengths: tuple[int, ...], n: int) -> conformance.PlanTuple:
+            if lengths and max(lengths) >= s and 0 <= min(lengths) < s and n >= max(s, sum(lengths)):
+                widened = tuple(max(x, s) for x in lengths)
+                return plan(widened, max(n, sum(widened)))
+            return plan(lengths, n)
+
+        return planned
+
+    _expect_caught(_planted(planner=short_among_long_admitted), "runner plan", "plan")
+
+
+def test_a_mirror_plan_without_the_short_request_gate_is_caught_by_its_check_against_the_spec(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # validate_mirror compares the mirror's whole-batch plan with the spec's admission and replay at every rank
+    right = conformance.mirror_plan
+
+    def ungated(config: RunnerArgs, lengths: Sequence[int], n: int) -> conformance.PlanTuple:
+        s = 2 * config.cp_size
+        widened = tuple(max(x, s) for x in lengths)
+        return right(config, widened, max(n, sum(widened)))
+
+    monkeypatch.setattr(conformance, "mirror_plan", ungated)
+    with pytest.raises(MirrorError, match="spec \\(admitted, replayed\\) at ranks"):
+        validate_mirror(200)
