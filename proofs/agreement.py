@@ -438,7 +438,8 @@ def batch_cases(keying: str | None = None) -> tuple[BatchCase, ...]:
     """Every strategy row under both keyings at P = 3 (every rank; the rows other than zigzag get the gate's
     mixed batches and ``RANKED`` rank batches, those other than dual_chunk_swap two local batches), zigzag
     (global) and dual_chunk_swap (local) at P in ``WIDE_CP_SIZES`` too (above 3 the mixed gates and two local
-    batches), the window's edges and the long lists; ``keying``: only that keying's."""
+    batches), zigzag's rank batches at P = 5, the window's edges and the long lists; ``keying``: only that
+    keying's."""
     out: list[BatchCase] = []
     for kind in ref_strategies.STRATEGY_TABLE:
         zigzag = kind == "zigzag"
@@ -446,6 +447,7 @@ def batch_cases(keying: str | None = None) -> tuple[BatchCase, ...]:
         out += _local_cases(kind, 3, None if kind == "dual_chunk_swap" else 2)
     for p in WIDE_CP_SIZES:
         out += _global_cases("zigzag", p, None if p < 3 else MIXED_GATES) + _local_cases("dual_chunk_swap", p, None if p < 3 else 2)
+    out += _global_cases("zigzag", 5, ())  # every rank of P = 5 on the rank batches
     out += _window_cases() + _long_cases()
     return tuple(c for c in out if keying is None or c.keying == keying)
 
