@@ -4,23 +4,24 @@ The theorems speak about the spec; nothing in them says the spec is the design t
 `cpgraph check`, impl/ and the adapters) implements. A change that keeps every theorem true and its claim in
 step (the CP-active gate's short-request condition dropped from the spec and from the claim together, a
 capture capacity taken as the mean rows, the scan stopped after 8 buckets) proves; it is caught here, where
-the spec's own terms are evaluated concretely (proofs/evaluate.py ``values_of``) on a fixed, deterministic
-set of edge cases and compared with the reference:
+the spec's own terms are evaluated concretely (proofs/evaluate.py ``values_of`` and ``spec_plan``) on a
+fixed, deterministic set of edge cases and compared with the reference, one family per teeth-pass task
+(``FAMILIES``):
 
-- ``tables``: the strategy table (ids, alignment at every P, where decodes go) and the keying table (key,
-  window, capacity, gate) row for row.
-- ``rank_loads``, ``required_local_tokens``: every strategy at P in ``CP_SIZES``, every length 1..4P+1, the
-  DualChunkSwap thresholds (q = 2P-2, 2P-1), lengths past 2**40, short requests mixed into long batches.
-- ``capture_local_tokens``: every bucket 2P..2P + 2P*A (every residue of B mod P*A), the default A and
-  A = 1, 3.
-- ``select_replay_bucket``: the scan on a list of ``LONG_LIST`` buckets (n at the first bucket, below it,
-  at and around the 8th, 9th, 20th and the last, above the last), and the window's edges (a bucket at n,
-  at floor(F*n), one past it, one below n; F in 1, 5/4, 3/2, 2), a missing capacity, room one row short.
-- ``admission``, ``replay``: whole batches through spec/admission.py's ``admit`` and spec/replay.py's
-  ``replay`` at every rank (P in 1..5), against ``ReferenceRunner.plan``, under both keyings: the gate's
-  edges (n = 2P-1 and 2P, a request of 2P-1 and of 2P, short requests mixed into long batches, n padded
-  above the lengths' sum), batches whose busiest rank is not the middle ranks', a list of ``LONG_LIST``
-  buckets whose admitted bucket is past the 8th, and sizes at m-1, m, m+1 of the local key m.
+- ``tables``: the strategy table (ids, alignment at P 1..8, where decodes go, loads from the total or per
+  request) and the keying table (ids, the key on sample loads, window, capacity and gate columns).
+- ``loads and rows``: rank_loads and required_local_tokens, every strategy at P in ``CP_SIZES``
+  (``load_batches``: every length 1..2P+2 and 4P-2..4P+1, DualChunkSwap's thresholds, lengths past 2**40,
+  short requests mixed into long batches).
+- ``capture capacities``: capture_local_tokens on every bucket 2P..2P + P*A (every residue of B mod P*A),
+  A = the row's, 1 and 3; headroom_local_tokens (zigzag) with R up to 2B.
+- ``selection``: the scan on a list of ``LONG_LIST`` buckets (n below, at and past the 1st, 8th, 9th, 21st
+  and last bucket, above the last) and the window's edges (a bucket at n, at floor(F*n), one past it, one
+  below n; F in ``FACTORS``), missing capacities, room one row short (``selection_cases``).
+- ``whole batches``: spec/admission.py's ``admit`` and spec/replay.py's ``replay`` at every rank against
+  ``ReferenceRunner.plan``, under each keying (``batch_cases``): the gate's edges, ranks whose loads differ
+  (P = 3, 4, 5), a padded batch on a tight bucket, the window through the runner, ``LONG_LIST``-bucket
+  lists, the local key's sizes below, at and past F times it.
 
 Each disagreement is one failing ``Bite`` naming the function, the inputs (lists written by
 reference.lists.compact, so they paste), the reference's value (expected) and the spec's (actual); each
@@ -30,7 +31,6 @@ at A = 1 (vLLM aligns nothing; the reference's local runner rounds its key up to
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -53,7 +53,7 @@ from cpgraph.spec import capacity as spec_capacity
 from cpgraph.spec import keying as spec_keying
 from cpgraph.spec import selection as spec_selection
 from cpgraph.spec import strategies as spec_strategies
-from cpgraph.spec.terms import BoolTerm, IntTerm
+from cpgraph.spec.terms import BoolTerm, IntTerm, Loads
 
 # The spec is read through its modules' attributes (spec_capacity.capture_local_tokens, not a name bound here
 # at import), so what is evaluated is what those modules hold when the stage runs.
@@ -136,6 +136,11 @@ def tables() -> Outcome:
         ref_k, spec_k = ref_keying.KEYING_TABLE[kid], spec_keying.KEYINGS[kid]
         for column in ("windowed", "recorded_capacity", "gated"):
             tally.compare("keying table", lambda: f"{column} of {kid!r}", 0, getattr(ref_k, column), getattr(spec_k, column))
+        for n, loads in ((20, (3, 5, 4)), (7, (7,)), (9, (0, 4))):
+            key = spec_k.key(n, Loads(tuple(z3.IntVal(x) for x in loads), z3.BoolVal(True)), f"agree.key.{kid}")
+            got = _spec_values([key.value], [key.holds])
+            tally.compare("keying table", lambda: f"key of {kid!r} at num_tokens={n}, loads={loads}", 0,
+                          ref_k.key(n, loads), got if isinstance(got, str) else got[0])
     return tally.outcome()
 
 
@@ -523,13 +528,3 @@ def agreement(family: str) -> tuple[Bite, ...]:
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {', '.join(FAMILIES)}; got {family!r}")
     return bites_of(FAMILIES[family]())
-
-
-def timed() -> dict[str, float]:
-    """CPU seconds per family (for measuring the stage)."""
-    out = {}
-    for name, family in FAMILIES.items():
-        start = time.process_time()
-        family()
-        out[name] = time.process_time() - start
-    return out
