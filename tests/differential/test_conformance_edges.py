@@ -2,8 +2,8 @@
 compared whole (``plan``: the runner's gates, selection and replay against the spec's admission and replay at
 every rank) as well as function by function; and the harness catches planted runners that differ only there.
 
-Cost: about 6 s of CPU at load 1-2 (P = 3 every rank and every strategy row, P = 2 zigzag, a 40-bucket list);
-the whole ``edge_cases()`` (about 1,100 cases) is for a longer run: about 40 s."""
+Cost: about 6 s of CPU (measured at a load average of 10; P = 3 every rank and every strategy row, P = 2
+zigzag, a 40-bucket list); the whole ``edge_cases()`` (about 1,100 cases) is for a longer run: about 40 s."""
 
 from __future__ import annotations
 

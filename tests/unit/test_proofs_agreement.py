@@ -4,8 +4,8 @@ disagree with the reference (issue 21) makes the stage fail, and so `cpgraph pro
 
 A planted change is applied as a monkeypatch bound everywhere the original spec function is bound (the
 spec's modules import each other's functions by name), which is what editing the function's source does.
-Cost: about 8 s of CPU in all at load 1-2, most of it the unchanged run of every family (the stage's own
-cost in `cpgraph prove`)."""
+Cost: about 12 s of CPU in all (measured at a load average of 10), half of it the unchanged run of every
+family (the stage's own cost in `cpgraph prove`)."""
 
 from __future__ import annotations
 
