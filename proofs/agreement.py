@@ -61,7 +61,7 @@ from cpgraph.spec.terms import BoolTerm, IntTerm, Loads
 THEOREM = "spec agrees with reference"
 CP_SIZES = (1, 2, 3, 4, 5, 8)  # loads, rows and capacities
 LONG_LIST = 40  # buckets in the long capture lists (issue 21: 32 or more)
-FACTORS = (Fraction(1), Fraction(5, 4), Fraction(3, 2), Fraction(2))
+FACTORS: tuple[int | Fraction, ...] = (Fraction(1), Fraction(5, 4), Fraction(3, 2), Fraction(2), 2)  # an int F too: its own window branch
 SHOWN = 3  # disagreements shown per function; the rest are counted in one more bite
 BIG = 2**40
 
@@ -241,7 +241,7 @@ class SelectionCase:
     required: int
     buckets: tuple[int, ...]
     capacities: tuple[tuple[int, int], ...]  # (bucket, capacity); a bucket absent has no recorded capacity
-    factor: Fraction
+    factor: int | Fraction
 
     def call(self) -> str:
         return _call("select_replay_bucket", num_tokens=self.num_tokens, required_local_tokens=self.required,
@@ -249,8 +249,9 @@ class SelectionCase:
                      max_padding_factor=self.factor)
 
 
-def _top(n: int, factor: Fraction) -> int:
-    return (factor.numerator * n) // factor.denominator
+def _top(n: int, factor: int | Fraction) -> int:
+    f = Fraction(factor)
+    return (f.numerator * n) // f.denominator
 
 
 def selection_cases() -> tuple[SelectionCase, ...]:
@@ -259,7 +260,8 @@ def selection_cases() -> tuple[SelectionCase, ...]:
     step = 4
     long = tuple(step * k for k in range(1, LONG_LIST + 1))
     room = tuple((b, b // 2) for b in long)
-    for factor in (Fraction(2), Fraction(3, 2)):
+    long_factors: tuple[int | Fraction, ...] = (Fraction(2), Fraction(3, 2))
+    for factor in long_factors:
         for i in (0, 7, 8, 20, LONG_LIST - 1):
             b = long[i]
             for n in (b - 1, b, b + 1):
