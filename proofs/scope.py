@@ -20,13 +20,14 @@ import argparse
 import dataclasses
 import re
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 CP_KINDS = ("every", "listed", "symbolic", "none")
 REQUEST_KINDS = ("", "one", "up to", "any")
-EDGE_KINDS = ("past", "requests", "last_bucket", "large_p")
+EDGE_KINDS = ("past", "requests", "last_bucket", "large_p", "last_rank")
 HUGE = 2**62  # "all lengths": a witness past it
 MANY = 2**40  # "any number of requests": a witness with this many
 LARGE_P = 2**20  # "every P": a witness at this P
@@ -120,6 +121,8 @@ class Edge:
             return f"{self.var}: {most.get(self.form, self.form)} ({self.form} batch)"
         if self.kind == "last_bucket":
             return f"last bucket of {self.var} chosen by {self.key}, past 2**62"
+        if self.kind == "last_rank":
+            return f"{self.var} = P-1 (the last rank)"
         return "P = 2**20 (every P)"
 
 
@@ -137,6 +140,7 @@ class Scope:
     factors: tuple[Factor, ...] = ()
     note: str = ""
     edges: tuple[Edge, ...] = ()
+    labelled: bool = True  # every declared strategy and F names queries at each P it is declared at
 
     def __post_init__(self) -> None:
         if self.requests not in REQUEST_KINDS:
@@ -266,6 +270,7 @@ def _symbolic(least: int = 1) -> CpSizes:
 
 
 _LARGE_P = (Edge("large_p", "P"),)
+_LAST_RANK = Edge("last_rank", "r")
 _SCAN = Scope(_NONE, lists=Lists(1, 32), note="unbounded values and capacities, some missing; every n, F, required",
               edges=(*_past("n", "high"), Edge("last_bucket", "cap", key="n")))
 _E2E_EDGES = (*_past("n", "batch.Q"), Edge("requests", "batch", form="classes"),
@@ -295,7 +300,7 @@ def _local(**changes: Any) -> Scope:
 SCOPE: dict[str, Scope] = {
     "divmod_quotient_and_remainder_are_unique": Scope(_NONE, note="every divisor S >= 1 (symbolic); every integer",
                                                       edges=_past("L", "S")),
-    "folded_literals_equal_their_terms": Scope(_SAMPLED, _ALL_STRATEGIES, unbounded=False,
+    "folded_literals_equal_their_terms": Scope(_SAMPLED, _ALL_STRATEGIES, unbounded=False, labelled=False,
                                                note="L at every clause edge up to 4P, A in {P, 2P}"),
     "align_up_is_least_multiple_at_or_above": Scope(_NONE, note="every A >= 1 (symbolic); every value >= 0",
                                                     edges=_past("v", "A")),
@@ -306,31 +311,32 @@ SCOPE: dict[str, Scope] = {
         _SAMPLED, (*_ALL_STRATEGIES[:3], *(Strategy(s.name, 8) for s in _ALL_STRATEGIES[3:])), requests="up to",
         most_requests=2, note="through the table's batch_loads (dual_chunk_swap_dcp: short prefills on every rank)",
         edges=_past("L0", "L1")),
-    "zigzag_busiest_rank_holds_ceil_share": Scope(_EVERY, requests="one", edges=_past("L")),
+    "zigzag_busiest_rank_holds_ceil_share": Scope(_EVERY, requests="one", edges=(*_past("L"), _LAST_RANK)),
     "contiguous_busiest_rank_holds_ceil_share": Scope(_EVERY, requests="one", edges=_past("L")),
     "dual_chunk_swap_loads_sum_to_tokens": Scope(_SMALL, _DCS[:1], requests="any", note="request lemma + induction step",
-                                                 edges=_past("L", "N")),
+                                                 edges=_past("L", "N"), labelled=False),
     "dual_chunk_swap_long_requests_split_by_remainder": Scope(
         _SMALL, _DCS, requests="one", note="L div 2P >= 2P-2 (dual_chunk_swap) or >= 2P-1 (dual_chunk_swap_dcp)",
         edges=_past("L")),
     "dual_chunk_swap_request_excess_is_tight": Scope(_SMALL, _DCS, requests="one", note="one length reaches the bound",
                                                      edges=(Edge("past", "L", where="bound"),)),
-    "dual_chunk_swap_dcp_copies_exactly_the_short_prefills": Scope(_SMALL, _DCS[1:], requests="one", edges=_past("L")),
+    "dual_chunk_swap_dcp_copies_exactly_the_short_prefills": Scope(_SMALL, _DCS[1:], requests="one", edges=_past("L"),
+                                                                   labelled=False),
     "interleave_busiest_rank_holds_ceil_share": Scope(_EVERY, requests="any", note="every batch of N >= 0 tokens",
-                                                      edges=_past("L")),
+                                                      edges=(*_past("L"), _LAST_RANK)),
     "zigzag_ownership_partitions_blocks_for_symbolic_cp_size": Scope(_symbolic(), note="every block j >= 0",
-                                                                     edges=_LARGE_P),
+                                                                     edges=(*_LARGE_P, _LAST_RANK)),
     "busiest_rank_holds_ceil_share_for_symbolic_cp_size": Scope(_symbolic(), requests="one",
-                                                                edges=(*_LARGE_P, *_past("L"))),
+                                                                edges=(*_LARGE_P, *_past("L"), _LAST_RANK)),
     "per_request_headroom_bound_holds_for_symbolic_cp_size": Scope(_symbolic(), requests="one",
-                                                                   edges=(*_LARGE_P, *_past("L"))),
+                                                                   edges=(*_LARGE_P, *_past("L"), _LAST_RANK)),
     "headroom_bound_holds_for_symbolic_cp_size": Scope(
         _symbolic(), requests="any", note="request lemma, base, step and bound in one chain; every R >= 1",
-        edges=(*_LARGE_P, *_past("L", "N", "R"))),
+        edges=(*_LARGE_P, *_past("L", "N", "R"), _LAST_RANK)),
     "headroom_bound_is_tight_for_symbolic_cp_size": Scope(_symbolic(2), requests="one", note="every L with L mod 2P = P+1",
                                                           edges=(*_LARGE_P, *_past("q"))),
     "headroom_bound_holds_for_any_number_of_requests": Scope(_EVERY, requests="any", note="every R >= 1",
-                                                             edges=_past("L", "N", "R")),
+                                                             edges=(*_past("L", "N", "R"), _LAST_RANK)),
     "headroom_bound_is_tight": Scope(_EVERY, requests="any", note="every length with L mod 2P = P+1",
                                      edges=_past("L", "N", "k")),
     "capture_capacity_is_aligned_ceil_share": Scope(_EVERY, (Strategy("zigzag"), Strategy("interleave")),
@@ -355,7 +361,8 @@ SCOPE: dict[str, Scope] = {
         edges=(*_past("key"), Edge("last_bucket", "cap", key="key"))),
     "padding_window_holds_n_for_every_factor": Scope(_NONE, note="every F >= 1 and n >= 1 (symbolic)", edges=_past("n")),
     "class_loads_track_request_loads": Scope(
-        _SAMPLED, _CLASS, requests="any", note="base + step; the class-encodable rows (interleave by its total)",
+        _SAMPLED, (Strategy("zigzag"), Strategy("contiguous", 8)), requests="any",
+        note="base + step; the class-encodable rows (interleave: by its total; not the DualChunkSwap rows)",
         edges=(*_past("L", "state.Q"), Edge("requests", "state", form="classes"))),
     "ranks_sharing_their_capture_state_agree": _E2E,
     "admitted_batches_replay_the_admitted_bucket": _E2E,
@@ -387,38 +394,95 @@ def scope_of(theorem: str) -> Scope:
 # -- the generated docs ----------------------------------------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parent.parent
-BEGIN, END = "<!-- scope:{}:begin (generated by python -m cpgraph.proofs.scope --markdown) -->", "<!-- scope:{}:end -->"
+BEGIN, END = "<!-- scope:{} -->", "<!-- /scope:{} -->"  # a block generated from the table
 
 
-def summary() -> str:
-    """The README's sentence on the bounded end-to-end scopes, from the table."""
-    e2e, local = SCOPE["admitted_batches_fit_every_rank"], SCOPE["local_admitted_batches_fit_every_rank"]
-    assert e2e.lists is not None
-    others = ", ".join(s.name for s in e2e.strategies if s.max_p is not None)
+def _sizes(scope: Scope) -> str:
+    """The declared cp sizes as the docs write them: "1..8, 12, 16, 24, 32"."""
+    return _runs(scope.cp.listed)
+
+
+def _bounded_global() -> str:
+    e2e = SCOPE["admitted_batches_fit_every_rank"]
+    limit = SCOPE["admitted_bucket_is_within_padding_limit"]
+    assert e2e.lists is not None and e2e.lists.most is not None
     bound = max(s.max_p or 0 for s in e2e.strategies)
+    every = " and ".join(s.name for s in e2e.strategies if s.max_p is None)
+    others = " and ".join(s.name for s in e2e.strategies if s.max_p is not None)
+    factors = " and ".join(f.value for f in e2e.factors)
+    above = " and ".join(f.value for f in e2e.factors if f.max_p is None)
+    extra = [f.value for f in limit.factors if f.value not in {g.value for g in e2e.factors}]
     return (
-        f"the end-to-end theorems (one per invariant, any number of requests, padded n, independently built admission "
-        f"and replay) run at cp_size {e2e.cp.text(None)[5:-1]} with {e2e.lists.most}-bucket capture lists ({others} up to "
-        f"P = {bound}); under the local keying: {local.cp.text(None)[5:-1]}, any layout, and DualChunkSwap's own loads up "
-        f"to P = {bound}; the per-cp_size lemmas run at P = 1..64, DualChunkSwap's at {SCOPE['dual_chunk_swap_request_excess_is_tight'].cp.text(None)[5:-1]}; "
-        f"the scan theorems at capture lists of 1..32 buckets and, quantified, of every length"
+        f"at P in {{{_sizes(e2e)}}}, with {every} at every one of them and {others} up to P = {bound}, "
+        f"{e2e.lists.most}-bucket capture lists, and F {factors} ({above} only above P = {bound}; the padding limit "
+        f"also {', '.join(extra[:-1])} and {extra[-1]})"
     )
 
 
+def _local_sentence() -> str:
+    local = SCOPE["local_admitted_batches_fit_every_rank"]
+    assert local.lists is not None
+    bound = max(s.max_p or 0 for s in local.strategies)
+    return (f"at cp_size {_sizes(local)} with {local.lists.most}-size lists, and instantiated with DualChunkSwap's own "
+            f"loads for up to 2 prefills at P <= {bound}")
+
+
+def _bullet(text: str) -> str:
+    """A Markdown bullet wrapped at 108 columns, its continuation lines indented under it."""
+    return textwrap.fill(text, 108, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+
+
+def blocks() -> dict[str, dict[str, str]]:
+    """Each README's generated blocks (name -> text), from the table."""
+    scan = SCOPE["scan_selects_minimal_bucket"].lists
+    assert scan is not None
+    e2e = SCOPE["admitted_batches_fit_every_rank"]
+    bound = max(s.max_p or 0 for s in e2e.strategies)
+    return {
+        "README.md": {
+            "bounded": _bullet(
+                "- Some scopes are bounded and say so (`proofs/README.md` has every scope; all of them are declared "
+                "in `proofs/scope.py`, and the teeth pass fails a theorem whose run or hypotheses fall short of its "
+                "declaration): the end-to-end theorems (one per invariant, any number of requests, padded n, "
+                "independently built admission and replay) run by default " + _bounded_global() + "; the pre-fix "
+                "sides are refuted at 64 too, but a full proof at 64 costs about 25 s of CPU per theorem. Capture "
+                f"lists of {scan.least}..{scan.most} buckets, and of every length, are covered by the scan theorems, "
+                "not end to end."
+            ),
+            "local": _local_sentence(),
+        },
+        "proofs/README.md": {
+            "bounded": _bullet(
+                "- **Bounded, and said so** (every theorem's scope is declared in `proofs/scope.py`; the teeth pass checks "
+                "that each declared P ran and that the hypotheses reach the scope's edges there). The end-to-end "
+                "theorems and the class lemma run " + _bounded_global() + " (`SAMPLED_CP_SIZES` runs them; interleave "
+                "and contiguous are the class-encodable rows besides zigzag: the DualChunkSwap rows are not, see "
+                f"below, and are covered by the local keying's any-layout theorems, P <= {bound} for their own loads); "
+                "the scan theorems cover every list length. The builders take any P: the pre-fix variants are refuted "
+                "at P = 64 too (`tests/quality`), but a full proof at P = 64 costs about 25 s of CPU per theorem, so it "
+                "is not in the default run."
+            ),
+            "small": "P in {" + _sizes(SCOPE["dual_chunk_swap_request_excess_is_tight"]) + "}",
+        },
+    }
+
+
 def render(text: str, block: str, body: str) -> str:
-    """``text`` with the marked ``block`` replaced by ``body``; ValueError when the markers are missing."""
+    """``text`` with the marked ``block`` replaced by ``body`` (on lines of their own when the markers are);
+    ValueError when the markers are missing."""
     begin, end = BEGIN.format(block), END.format(block)
     if begin not in text or end not in text:
         raise ValueError(f"block {block!r}: markers {begin!r} ... {end!r} not found")
     head, rest = text.split(begin, 1)
-    return head + begin + "\n" + body + "\n" + end + rest.split(end, 1)[1]
+    tail = rest.split(end, 1)[1]
+    own_line = head.endswith("\n") and tail.startswith("\n")
+    return head + begin + ("\n" + body + "\n" if own_line else body) + end + tail
 
 
 def properties_table(text: str) -> str:
     """The body of proofs/README.md's marked "Proven properties" table with each row's scope cell (the last) from
     the table; the other cells as written."""
-    begin, end = BEGIN.format("properties"), END.format("properties")
-    body = text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
+    body = text.split(BEGIN.format("properties"), 1)[1].split(END.format("properties"), 1)[0].strip("\n")
     out = []
     for line in body.splitlines():
         match = re.match(r"\| `([a-z0-9_]+)` \|", line)
@@ -431,13 +495,16 @@ def properties_table(text: str) -> str:
 
 def generated() -> dict[Path, str]:
     """Each generated file's text as the table makes it."""
-    proofs_readme, readme = ROOT / "proofs" / "README.md", ROOT / "README.md"
-    text = proofs_readme.read_text()
-    text = render(text, "properties", properties_table(text))
-    text = render(text, "summary", summary() + ".")
-    top = render(readme.read_text(), "summary", "- Some scopes are bounded and say so (`proofs/README.md` has every "
-                 "scope, generated from `proofs/scope.py`): " + summary() + ".")
-    return {proofs_readme: text, readme: top}
+    out = {}
+    for name, parts in blocks().items():
+        path = ROOT / name
+        text = path.read_text()
+        if name == "proofs/README.md":
+            text = render(text, "properties", properties_table(text))
+        for block, body in parts.items():
+            text = render(text, block, body)
+        out[path] = text
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

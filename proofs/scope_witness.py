@@ -15,6 +15,7 @@ bites (proofs/teeth.py), one per theorem and declared parameter and edge.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 import z3
@@ -55,6 +56,8 @@ def edge_term(edge: Edge, scope: Scope, parameter: int) -> tuple[BoolTerm, str]:
         return z3.Int(edge.var) > HUGE, edge.var
     if edge.kind == "large_p":
         return z3.Int(edge.var) == LARGE_P, edge.var
+    if edge.kind == "last_rank":  # r = P-1: of the parameter's P, or of the symbolic P
+        return z3.Int(edge.var) == (z3.Int("P") - 1 if parameter == 0 else z3.IntVal(parameter - 1)), edge.var
     if edge.kind == "requests":
         if edge.form == "classes":  # a ClassBatch's counts: 2P long and 2P short remainder classes
             counts = [z3.Int(f"{edge.var}.{kind}{m}") for kind in "cs" for m in range(2 * parameter)]
@@ -163,6 +166,21 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
     if k is not None and any(e.kind == "last_bucket" for e in edges):
         out.append(Witnessed(f"capture lists of at most {k} buckets, as declared", not longer,
                              "longer lists in: " + ", ".join(longer) if longer else ""))
+    return (*out, *_labels(scope, parameter, queries))
+
+
+def _labels(scope: Scope, parameter: int, queries: Sequence[Query]) -> tuple[Witnessed, ...]:
+    """Each strategy and padding factor the scope declares at ``parameter`` names some query there."""
+    if not scope.labelled:
+        return ()
+    parts = [q.part for q in queries]
+    out = []
+    wanted = [(s.name, s.max_p) for s in scope.strategies] + [(f"F={f.value}", f.max_p) for f in scope.factors]
+    for token, max_p in wanted:
+        if max_p is not None and parameter > max_p:
+            continue
+        found = any(re.search(rf"(^|[\s(]){re.escape(token)}($|[\s),])", part) for part in parts)
+        out.append(Witnessed(f"{token} in the queries", found, "" if found else "no query is labelled with it"))
     return tuple(out)
 
 
