@@ -50,7 +50,7 @@ class TaskResult:
     seed_runs: int = 0  # extra z3 runs under other seeds
     opinion_seconds: float = 0.0  # solver time of the second opinions
     witnesses: tuple[Witnessed, ...] = ()  # the scope's witnesses at this parameter (proofs/scope_witness.py)
-    witness_seconds: float = 0.0  # solver time of those checks
+    witness_seconds: float = 0.0  # CPU seconds of those checks
 
 
 @dataclass(frozen=True)

@@ -274,7 +274,8 @@ def _print_text(
         variants = sum((b.theorem, b.variant) in named for b in bites)
         scoped = sum(b.variant.startswith("scope") for b in bites)
         print(f"\nteeth: {len(bites) - len(lost)} of {len(bites)} checks kept their verdicts ({variants} wrong "
-              f"variants, {scoped} declared-scope checks, {len(bites) - variants - scoped} coverage and domain-guard checks)")
+              f"variants, {scoped} declared-scope checks,\n  {len(bites) - variants - scoped} coverage and domain-guard "
+              f"checks; the scope's witnesses took {sum(r.witness_seconds for r in results):.1f} s of CPU in the proof workers)")
         for b in lost:
             if b.variant.startswith("scope"):
                 print(f"  SCOPE LOST {b.theorem}: {b.variant}: {b.description} (its declared scope, proofs/scope.py, "

@@ -27,7 +27,7 @@ def _json(
                             "checked": args.teeth,
                             "variants": len(bites),
                             "scope_checks": sum(b.variant.startswith("scope") for b in bites),
-                            "witness_seconds": round(sum(r.witness_seconds for r in results), 3),
+                            "scope_witness_cpu_seconds": round(sum(r.witness_seconds for r in results), 3),
                             "lost": [
                                 {"theorem": b.theorem, "variant": b.variant, "description": b.description,
                                  "expected": b.expected.value, "got": b.got.value}
