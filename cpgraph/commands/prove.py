@@ -7,6 +7,11 @@ printed); 2 on bad usage (an unknown --only name lists the valid names); 130 int
 ``--cross-check cvc5`` re-decides every proved query with cvc5 and ``--seeds N`` re-runs every query under
 z3 seeds 1..N: a disagreement or an unstable query also exits 1; a query cvc5 cannot decide is listed as
 "not cross-checked" with its reason and does not fail the run.
+
+Each theorem's scope is declared in proofs/scope.py: the table's scope column gives its cp sizes and list
+lengths, the lines under it the whole scope, and ``--json`` carries it as data (``scope_declared``, with the
+``parameters`` run). The teeth pass fails (exit 1) a theorem whose declared parameters did not all run, or
+whose hypotheses do not reach the scope's edges at one of them (proofs/scope_witness.py), naming the part.
 """
 
 from __future__ import annotations
