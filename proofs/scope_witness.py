@@ -23,6 +23,7 @@ import z3
 from cpgraph.proofs.bite import Bite
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.results import ObligationResult
 from cpgraph.proofs.scope import HUGE, LARGE_P, MANY, SCOPE, Edge, Scope, Witnessed
 from cpgraph.spec.terms import BoolTerm
 
@@ -30,12 +31,10 @@ SATISFIABLE = "hypotheses satisfiable (not vacuous)"
 WITNESS_RLIMIT = 20_000_000
 
 
-def occurs(name: str, sort: str, term: BoolTerm) -> bool:
-    """Whether the constant ``name`` (of ``sort``, Int or Bool) occurs in ``term`` (z3's own substitution: no
-    Python walk over the terms)."""
-    var = z3.Int(name) if sort == "Int" else z3.Bool(name)
-    fresh = z3.Int("scope_witness!fresh") if sort == "Int" else z3.Bool("scope_witness!fresh")
-    return not z3.substitute(term, (var, fresh)).eq(term)
+def occurs(name: str, term: BoolTerm) -> bool:
+    """Whether the integer constant ``name`` occurs in ``term`` (z3's own substitution: no Python walk over the
+    terms)."""
+    return not z3.substitute(term, (z3.Int(name), z3.Int("scope_witness!fresh"))).eq(term)
 
 
 def _suffix(part: str) -> str:
@@ -140,12 +139,13 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
     failed: dict[str, str] = {}
     vacuous: list[str] = []
     longer: list[str] = []
+    lists = [e.var for e in edges if e.kind == "last_bucket"]
     for label, members in groups(queries, edges, [s.name for s in scope.strategies]):
         hypotheses = _hypotheses(members)
         union = z3.And(list(hypotheses))
-        terms = {e.name: built[e.name][0] for e in edges if _applies(e, label) and occurs(built[e.name][1], "Int", union)}
+        terms = {e.name: built[e.name][0] for e in edges if _applies(e, label) and occurs(built[e.name][1], union)}
         applied.update(terms)
-        if k is not None and any(e.kind == "last_bucket" for e in edges) and occurs(f"cap.b{k}", "Int", union):
+        if k is not None and any(occurs(f"{var}.b{k}", union) for var in lists):
             longer.append(label)
         if _sat((*hypotheses, *terms.values()), rlimit) == "sat":
             continue
@@ -153,7 +153,7 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
         for q in members if len(members) > 1 and not _suffix(label) else (None,):
             own = hypotheses if q is None else _hypotheses((q,))
             where = label if q is None else q.part
-            mine = {n: t for n, t in terms.items() if q is None or occurs(built[n][1], "Int", z3.And(list(own)))}
+            mine = {n: t for n, t in terms.items() if q is None or occurs(built[n][1], z3.And(list(own)))}
             if _sat((*own, *mine.values()), rlimit) == "sat":
                 continue
             alone = _sat(own, rlimit)
@@ -173,7 +173,7 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
             out.append(Witnessed(e.name, e.name not in failed, failed.get(e.name, "")))
     if "every edge at once" in failed:
         out.append(Witnessed("every edge at once", False, failed["every edge at once"]))
-    if k is not None and any(e.kind == "last_bucket" for e in edges):
+    if k is not None and lists:
         out.append(Witnessed(f"capture lists of at most {k} buckets, as declared", not longer,
                              "longer lists in: " + ", ".join(longer) if longer else ""))
     return (*out, *_labels(scope, parameter, queries))
@@ -200,13 +200,12 @@ def _label(parameter: int, scope: Scope) -> str:
     return f"K={parameter}" if parameter else "symbolic"
 
 
-def scope_bites(results: Iterable[object], cp_max: int) -> tuple[Bite, ...]:
+def scope_bites(results: Iterable[ObligationResult], cp_max: int) -> tuple[Bite, ...]:
     """The teeth pass's scope bites from a prove run's ``ObligationResult``s: each declared parameter was run and
     no other (a size missing or undeclared fails, naming it), and at each, every witness held."""
     out: list[Bite] = []
     for r in results:
-        name: str = getattr(r, "name")
-        ran: tuple[int, ...] = getattr(r, "parameters")
+        name, ran = r.name, r.parameters
         scope = SCOPE.get(name)
         if scope is None:
             out.append(Bite(name, "scope: declared", "the theorem has a declared scope in proofs/scope.py", 0,
@@ -223,7 +222,7 @@ def scope_bites(results: Iterable[object], cp_max: int) -> tuple[Bite, ...]:
                                 p, Status.PROVED, Status.REFUTED))
             else:
                 out.append(Bite(name, f"scope: ran at {where}", f"declared {where} and run", p, Status.PROVED, Status.PROVED))
-        for p, witnessed in getattr(r, "witnesses"):
+        for p, witnessed in r.witnesses:
             where = _label(p, scope)
             for w in witnessed:
                 out.append(Bite(name, f"scope witness at {where}: {w.what}", w.detail or "a model at this edge of the "
