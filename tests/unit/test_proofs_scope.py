@@ -6,7 +6,8 @@ K = 1..32, folded literals at P = 1..3 through the whole CLI)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Callable
 
 import pytest
 import z3
@@ -20,6 +21,7 @@ from cpgraph.proofs.registry import BY_NAME, OBLIGATIONS
 from cpgraph.proofs.run import run_obligations
 from cpgraph.proofs.scope import SCOPE, CpSizes, Edge, Scope
 from cpgraph.proofs.scope_witness import SATISFIABLE, scope_bites
+from cpgraph.spec.terms import BoolTerm
 
 LOCAL = "local_admitted_size_is_captured"  # the cheapest end-to-end theorem (about 0.5 s per P here)
 
@@ -27,6 +29,14 @@ LOCAL = "local_admitted_size_is_captured"  # the cheapest end-to-end theorem (ab
 def _bites(names: tuple[str, ...], cp_max: int) -> tuple[Bite, ...]:
     results = run_obligations([BY_NAME[n] for n in names], cp_max=cp_max, jobs=1, witnesses=True)
     return scope_bites(results, cp_max)
+
+
+def _plant_hypothesis(monkeypatch: pytest.MonkeyPatch, name: str, extra: Callable[[int], BoolTerm]) -> None:
+    """The registry's ``name`` gets one more hypothesis, ``extra(parameter)``, on every query."""
+    build = BY_NAME[name].build
+    planted = dataclasses.replace(BY_NAME[name], build=lambda p: tuple(
+        dataclasses.replace(q, hypotheses=(*q.hypotheses, extra(p))) for q in build(p)))
+    monkeypatch.setitem(BY_NAME, name, planted)
 
 
 def _lost(bites: tuple[Bite, ...]) -> list[tuple[str, str]]:
@@ -127,3 +137,23 @@ def test_prove_exits_1_by_itself_when_the_run_is_narrower_than_declared(
     assert code == 1
     assert "SCOPE LOST folded_literals_equal_their_terms: scope: ran at P=2: declared P=2" in out
     assert "proved, but some theorems lost their teeth" in out
+
+
+def test_a_symbolic_p_bounded_to_4_fails_naming_the_large_p(monkeypatch: pytest.MonkeyPatch) -> None:
+    name = "busiest_rank_holds_ceil_share_for_symbolic_cp_size"
+    _plant_hypothesis(monkeypatch, name, lambda p: z3.Int("P") <= 4)
+    lost = _lost(_bites((name,), 1))
+    assert lost == [(name, "scope witness at symbolic: P = 2**20 (every P)")]
+
+
+def test_a_bounded_request_count_fails_naming_the_class_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    name = "admitted_bucket_is_captured"
+    _plant_hypothesis(monkeypatch, name, lambda p: z3.Sum([z3.Int(f"batch.{kind}{m}") for kind in "cs" for m in range(2 * p)]) <= 1000)
+    lost = _lost(_bites((name,), 1))
+    assert lost == [(name, "scope witness at P=1: batch: 2**40 requests (classes batch)")]
+
+
+def test_bounded_bucket_values_fail_naming_the_last_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
+    _plant_hypothesis(monkeypatch, LOCAL, lambda p: z3.Int("cap.b2") <= 2**20)
+    lost = _lost(_bites((LOCAL,), 1))
+    assert lost == [(LOCAL, "scope witness at P=1: last bucket of cap chosen by batch.l0, past 2**62")]
