@@ -70,6 +70,12 @@ class Obligation:
         return (0,)
 
     def scope_for(self, cp_max: int) -> str:
+        """The scope as a sentence: the declared one (proofs/scope.py) where the table has this theorem, else
+        ``scope`` with {cp_max}, {sampled} and {small} filled in."""
+        from cpgraph.proofs.scope import SCOPE
+
+        if self.name in SCOPE:
+            return SCOPE[self.name].text(cp_max)
         sampled = ", ".join(str(p) for p in SAMPLED_CP_SIZES if p <= cp_max)
         small = ", ".join(str(p) for p in SMALL_CP_SIZES if p <= cp_max)
         return self.scope.format(cp_max=cp_max, sampled="{" + sampled + "}", small="{" + small + "}")
@@ -80,8 +86,13 @@ class Obligation:
         return {"list_length": f"K={parameter}", "once": "symbolic"}[self.over]
 
 
-def obligation(build: Theorem, *, scope: str, over: str) -> Obligation:
-    """An obligation named and documented by its builder (the theorem's name is the function's)."""
+def obligation(build: Theorem, *, scope: str | None = None, over: str) -> Obligation:
+    """An obligation named and documented by its builder (the theorem's name is the function's); its scope is
+    the one declared in proofs/scope.py unless ``scope`` is given (a theorem the table does not have)."""
+    if scope is None:
+        from cpgraph.proofs.scope import scope_of
+
+        scope = scope_of(build.__name__).text(None)
     doc = " ".join((build.__doc__ or "").split())
     if not doc:
         raise ValueError(f"theorem {build.__name__} needs a plain-English docstring")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from cpgraph.proofs.check import Status, Value, Verdict
 from cpgraph.proofs.obligation import Obligation
 from cpgraph.proofs.opinions import Note, NoteKind
+from cpgraph.proofs.scope import Witnessed
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class TaskResult:
     cross_checked: int = 0  # queries cvc5 proved too
     seed_runs: int = 0  # extra z3 runs under other seeds
     opinion_seconds: float = 0.0  # solver time of the second opinions
+    witnesses: tuple[Witnessed, ...] = ()  # the scope's witnesses at this parameter (proofs/scope_witness.py)
+    witness_seconds: float = 0.0  # CPU seconds of those checks
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,9 @@ class ObligationResult:
     cross_checked: int = 0
     seed_runs: int = 0
     opinion_seconds: float = 0.0
+    parameters: tuple[int, ...] = ()  # every parameter run (cp_size, list length, 0: symbolic)
+    witnesses: tuple[tuple[int, tuple[Witnessed, ...]], ...] = ()  # per parameter run with witnesses
+    witness_seconds: float = 0.0
 
     def noted(self, kind: NoteKind) -> tuple[Note, ...]:
         return tuple(n for n in self.notes if n.kind is kind)
@@ -95,4 +101,7 @@ def summarise(obligation: Obligation, cp_max: int, results: Iterable[TaskResult]
         sum(r.cross_checked for r in done),
         sum(r.seed_runs for r in done),
         sum(r.opinion_seconds for r in done),
+        tuple(r.parameter for r in done),
+        tuple((r.parameter, r.witnesses) for r in done if r.witnesses),
+        sum(r.witness_seconds for r in done),
     )

@@ -100,21 +100,29 @@ def run_queries(
 
 
 def run_task(
-    obligation: Obligation, parameter: int, *, shrink: bool = True, opinions: Opinions = NO_OPINIONS
+    obligation: Obligation, parameter: int, *, shrink: bool = True, opinions: Opinions = NO_OPINIONS,
+    witnesses: bool = False,
 ) -> TaskResult:
-    """Build and check one obligation at one parameter value."""
+    """Build and check one obligation at one parameter value; with ``witnesses``, once every query is proved,
+    also the scope's witnesses on the same built queries (proofs/scope_witness.py: the teeth pass reads them)."""
     start = time.perf_counter()
     queries = obligation.build(parameter)
     result = run_queries(
         obligation.name, parameter, queries, obligation.label(parameter), shrink=shrink, opinions=opinions
     )
+    if witnesses and result.failure is None:
+        from cpgraph.proofs.scope_witness import witness_checks
+
+        begin = time.process_time()  # CPU seconds of this worker: what the checks add, whatever the load
+        found = witness_checks(obligation.name, parameter, queries)
+        result = dataclasses.replace(result, witnesses=found, witness_seconds=time.process_time() - begin)
     return dataclasses.replace(result, seconds=time.perf_counter() - start)
 
 
-def _worker(task: tuple[tuple[str, ...], int, Opinions]) -> list[TaskResult]:
+def _worker(task: tuple[tuple[str, ...], int, Opinions, bool]) -> list[TaskResult]:
     # One task = every obligation at one parameter value, so terms cached per parameter are shared.
-    names, parameter, opinions = task
-    return [run_task(BY_NAME[name], parameter, opinions=opinions) for name in names]
+    names, parameter, opinions, witnesses = task
+    return [run_task(BY_NAME[name], parameter, opinions=opinions, witnesses=witnesses) for name in names]
 
 def default_jobs() -> int:
     """Worker processes: the CPUs this process may use (at least 1)."""
@@ -131,9 +139,11 @@ def run_obligations(
     jobs: int | None = None,
     progress: Callable[[int, int, TaskResult], None] | None = None,
     opinions: Opinions = NO_OPINIONS,
+    witnesses: bool = False,
 ) -> list[ObligationResult]:
     """Check every obligation at every parameter; ``progress(done, total, result)`` after each task;
-    ``opinions``: the cross-check and seed sweep on every query."""
+    ``opinions``: the cross-check and seed sweep on every query; ``witnesses``: the scope's witnesses at
+    every parameter (run_task)."""
     if cp_max < 1:
         raise ValueError(f"cp_max must be an int >= 1, got {cp_max}")
     groups: dict[tuple[str, int], list[str]] = {}
@@ -142,9 +152,9 @@ def run_obligations(
             groups.setdefault((o.over, p), []).append(o.name)
     # Big parameters first: the slowest tasks start early and the pool ends evenly.
     tasks = sorted(
-        ((tuple(names), p, opinions) for (_, p), names in groups.items()), key=lambda t: (-t[1], t[0])
+        ((tuple(names), p, opinions, witnesses) for (_, p), names in groups.items()), key=lambda t: (-t[1], t[0])
     )
-    total = sum(len(names) for names, _, _ in tasks)
+    total = sum(len(task[0]) for task in tasks)
     workers = min(jobs if jobs is not None else default_jobs(), len(tasks)) or 1
     results: dict[str, list[TaskResult]] = {o.name: [] for o in obligations}
     done = 0

@@ -4,8 +4,9 @@ A theorem whose statement has been weakened (a dropped conjunct, a loosened boun
 construction) still proves; what gives it away is that the wrong formulas it used to refute now prove
 too. ``cpgraph prove`` therefore runs, after the proofs, every variant of proofs/variants.py for the
 theorems it checked, and fails (exit 1) when one gets the wrong verdict: that theorem has lost its
-teeth. Variants run at their own small parameter; the whole pass takes a few seconds of solver time per
-worker (``jobs``: the variants and each theorem's coverage are independent tasks, run in a pool of spawned
+teeth. It also checks each theorem's declared scope (proofs/scope.py) against what the proofs ran and what
+their hypotheses reach (proofs/scope_witness.py: ``scope_bites``). Variants run at their own small
+parameter; the whole pass takes a few seconds of solver time per worker (``jobs``: the variants and each theorem's coverage are independent tasks, run in a pool of spawned
 workers like the proofs themselves).
 """
 
@@ -20,6 +21,8 @@ from cpgraph.proofs.bite import Bite as Bite, bite as bite
 from cpgraph.proofs.coverage import BOUNDARIES as BOUNDARIES, SCOPES as SCOPES, coverage as coverage, scope_edges as scope_edges
 from cpgraph.proofs.guards import guards as guards, induction_base as induction_base
 from cpgraph.proofs.registry import BY_NAME
+from cpgraph.proofs.results import ObligationResult
+from cpgraph.proofs.scope_witness import scope_bites
 from cpgraph.proofs.variants import VARIANTS
 
 
@@ -35,10 +38,14 @@ def _task(task: Task) -> tuple[Bite, ...]:
     return (bite(VARIANTS[index]),) if kind == "variant" else coverage(theorem)
 
 
-def teeth(theorems: Iterable[str], *, jobs: int = 1) -> tuple[tuple[Bite, ...], float]:
+def teeth(
+    theorems: Iterable[str], *, jobs: int = 1, proved: Iterable[ObligationResult] | None = None, cp_max: int = 64
+) -> tuple[tuple[Bite, ...], float]:
     """Every variant of ``theorems``, their coverage (non-vacuity and boundary points) and the spec's domain
     guards, with the seconds it took; with ``jobs`` > 1 the variants and coverage run in that many spawned
-    workers (the bites come back in the same order either way)."""
+    workers (the bites come back in the same order either way). With a prove run's results (``proved``:
+    ObligationResults, run with witnesses), also their scope: every declared parameter up to ``cp_max`` ran
+    and no other, and the scope's witnesses held at each (proofs/scope_witness.py)."""
     wanted = [t for t in dict.fromkeys(theorems)]
     start = time.perf_counter()
     tasks: list[Task] = [("variant", i, "") for i, v in enumerate(VARIANTS) if v.theorem in set(wanted)]
@@ -57,7 +64,8 @@ def teeth(theorems: Iterable[str], *, jobs: int = 1) -> tuple[tuple[Bite, ...], 
         results = [_task(t) for t in tasks]
     checked = tuple(b for found in results for b in found)
     edges = scope_edges() if any(t in SCOPES and t in BY_NAME and BY_NAME[t].over == "cp_size_sampled" for t in wanted) else ()
-    return (*checked, *edges, *guards(), induction_base()), time.perf_counter() - start
+    scoped = scope_bites(proved, cp_max) if proved is not None else ()
+    return (*checked, *edges, *scoped, *guards(), induction_base()), time.perf_counter() - start
 
 
 def toothless(bites: Iterable[Bite]) -> tuple[Bite, ...]:

@@ -7,6 +7,11 @@ printed); 2 on bad usage (an unknown --only name lists the valid names); 130 int
 ``--cross-check cvc5`` re-decides every proved query with cvc5 and ``--seeds N`` re-runs every query under
 z3 seeds 1..N: a disagreement or an unstable query also exits 1; a query cvc5 cannot decide is listed as
 "not cross-checked" with its reason and does not fail the run.
+
+Each theorem's scope is declared in proofs/scope.py: the table's scope column gives its cp sizes and list
+lengths, the lines under it the whole scope, and ``--json`` carries it as data (``scope_declared``, with the
+``parameters`` run). The teeth pass fails (exit 1) a theorem whose declared parameters did not all run, or
+whose hypotheses do not reach the scope's edges at one of them (proofs/scope_witness.py), naming the part.
 """
 
 from __future__ import annotations
@@ -189,7 +194,9 @@ def _prove(args: argparse.Namespace, chosen: list[Any], opinions: Opinions) -> l
     if args.jobs != 1:
         progress.shield = _WorkerShield(args.jobs)
     try:
-        return run_obligations(chosen, cp_max=args.cp_max, jobs=args.jobs, progress=progress, opinions=opinions)
+        return run_obligations(
+            chosen, cp_max=args.cp_max, jobs=args.jobs, progress=progress, opinions=opinions, witnesses=args.teeth
+        )
     finally:
         if progress.shield is not None:
             progress.shield.release()
@@ -209,7 +216,7 @@ def _teeth(args: argparse.Namespace, results: list[ObligationResult]) -> tuple[A
     jobs = args.jobs if args.jobs is not None else default_jobs()
     shield = _WorkerShield(jobs) if jobs != 1 else None
     try:
-        bites, _ = teeth((r.name for r in results), jobs=jobs)
+        bites, _ = teeth((r.name for r in results), jobs=jobs, proved=results, cp_max=args.cp_max)
     finally:
         if shield is not None:
             shield.release()
@@ -256,7 +263,8 @@ def _print_text(
     from cpgraph.commands.prove_report import _opinions_text
     from cpgraph.output import highlight
 
-    print(highlight(_table(_rows(results, opinions)), sys.stdout))
+    print(highlight(_table(_rows(results, opinions, args.cp_max)), sys.stdout))
+    print(_scope_text(results, args.cp_max))
     for r in results:
         if r.failures:
             print(f"\n{r.name}: {r.status.value}")
@@ -269,9 +277,15 @@ def _print_text(
 
         named = {(v.theorem, v.name) for v in VARIANTS}
         variants = sum((b.theorem, b.variant) in named for b in bites)
+        scoped = sum(b.variant.startswith("scope") for b in bites)
         print(f"\nteeth: {len(bites) - len(lost)} of {len(bites)} checks kept their verdicts ({variants} wrong "
-              f"variants, {len(bites) - variants} coverage, scope and domain-guard checks)")
+              f"variants, {scoped} declared-scope checks,\n  {len(bites) - variants - scoped} coverage and domain-guard "
+              f"checks; the scope's witnesses took {sum(r.witness_seconds for r in results):.1f} s of CPU in the proof workers)")
         for b in lost:
+            if b.variant.startswith("scope"):
+                print(f"  SCOPE LOST {b.theorem}: {b.variant}: {b.description} (its declared scope, proofs/scope.py, "
+                      "is not what was proved)")
+                continue
             print(f"  LOST {b.theorem}: variant {b.variant} ({b.description}) at {b.parameter}: "
                   f"expected {b.expected.value}, got {b.got.value}: the theorem no longer tells this wrong spec apart")
     verdict = "all proved" if proved and not lost else "NOT all proved" if not proved else "proved, but some theorems lost their teeth"
@@ -282,16 +296,32 @@ def _print_text(
     ))
 
 
-def _rows(results: list[ObligationResult], opinions: Opinions) -> list[list[str]]:
-    """The table's header and one row per theorem (with the cross-check and seeds columns when asked)."""
+def _scope_text(results: list[ObligationResult], cp_max: int, width: int = 110) -> str:
+    """Each theorem's declared scope (proofs/scope.py), wrapped to ``width`` columns under its name."""
+    import textwrap
+
+    from cpgraph.proofs.scope import SCOPE
+
+    lines = ["\nscope (declared in proofs/scope.py; the teeth pass checks it was run and reached):"]
+    for r in results:
+        text = SCOPE[r.name].text(cp_max) if r.name in SCOPE else r.scope
+        lines.append(textwrap.fill(text, width, initial_indent=f"  {r.name}: ", subsequent_indent="      "))
+    return "\n".join(lines)
+
+
+def _rows(results: list[ObligationResult], opinions: Opinions, cp_max: int = 64) -> list[list[str]]:
+    """The table's header and one row per theorem (with the cross-check and seeds columns when asked); the scope
+    column is the cp sizes and list lengths (the whole scope is printed under the table)."""
     from cpgraph.commands.prove_report import _cross_cell, _seed_cell
+    from cpgraph.proofs.scope import SCOPE
 
     rows = [["theorem", "scope", "verdict", "queries", "seconds", "slowest query"]]
     if opinions.active:
         rows[0] += ["cross-check", "seeds"]
     for r in results:
         rows.append(
-            [r.name, r.scope, r.status.value, str(r.queries), f"{r.seconds:.2f}", f"{r.slowest[0]} {r.slowest[1]:.3f}s"]
+            [r.name, SCOPE[r.name].short(cp_max) if r.name in SCOPE else r.scope, r.status.value, str(r.queries),
+             f"{r.seconds:.2f}", f"{r.slowest[0]} {r.slowest[1]:.3f}s"]
         )
         if opinions.active:
             rows[-1] += [_cross_cell(opinions, r), _seed_cell(opinions, r)]

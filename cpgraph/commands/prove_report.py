@@ -26,6 +26,8 @@ def _json(
                         "teeth": {
                             "checked": args.teeth,
                             "variants": len(bites),
+                            "scope_checks": sum(b.variant.startswith("scope") for b in bites),
+                            "scope_witness_cpu_seconds": round(sum(r.witness_seconds for r in results), 3),
                             "lost": [
                                 {"theorem": b.theorem, "variant": b.variant, "description": b.description,
                                  "expected": b.expected.value, "got": b.got.value}
@@ -36,6 +38,8 @@ def _json(
                             {
                                 "name": r.name,
                                 "scope": r.scope,
+                                "scope_declared": _declared(r.name, args.cp_max),
+                                "parameters": list(r.parameters),
                                 "verdict": r.status.value,
                                 "queries": r.queries,
                                 "seconds": round(r.seconds, 3),
@@ -56,6 +60,13 @@ def _json(
                             for r in results
                         ],
                     }
+
+
+def _declared(name: str, cp_max: int) -> dict[str, Any] | None:
+    """The theorem's declared scope as data (proofs/scope.py), None when the table has no entry."""
+    from cpgraph.proofs.scope import SCOPE
+
+    return SCOPE[name].data(cp_max) if name in SCOPE else None
 
 
 def _junit(results: list[ObligationResult], cp_max: int, wall: float) -> str:

@@ -44,11 +44,17 @@ def test_a_theorem_without_a_docstring_is_rejected() -> None:
 
 
 def test_every_theorem_is_proved_for_cp_size_1_to_64() -> None:
-    # The whole `cpgraph prove` scope: the test suite includes the proofs.
-    results = run_obligations(OBLIGATIONS, cp_max=64)
+    # The whole `cpgraph prove` scope: the test suite includes the proofs, and their declared scope
+    # (proofs/scope.py: every declared parameter ran, and the hypotheses reach the scope's edges at each).
+    from cpgraph.proofs.scope_witness import scope_bites
+
+    results = run_obligations(OBLIGATIONS, cp_max=64, witnesses=True)
     failures = [(r.name, [f.render() for f in r.failures]) for r in results if r.status is not Status.PROVED]
     assert not failures
     assert {r.name for r in results} == set(BY_NAME)
+    bites = scope_bites(results, 64)
+    assert [(b.theorem, b.variant, b.description) for b in bites if not b.ok] == []
+    assert len({(b.theorem, b.parameter) for b in bites}) >= sum(len(o.parameters(64)) for o in OBLIGATIONS)
 
 
 def _sample(o_over: str) -> tuple[int, ...]:

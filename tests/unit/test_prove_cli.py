@@ -34,7 +34,9 @@ def test_json_has_every_field_a_machine_needs(capsys: pytest.CaptureFixture[str]
     tight = report["theorems"][0]
     per_p = sum(len(registry.BY_NAME["headroom_bound_is_tight"].build(p)) for p in (1, 2))
     assert tight["verdict"] == "proved" and tight["queries"] == per_p and tight["failures"] == []
-    assert set(tight) == {"name", "scope", "verdict", "queries", "seconds", "slowest_query", "failures"}
+    assert set(tight) == {
+        "name", "scope", "scope_declared", "parameters", "verdict", "queries", "seconds", "slowest_query", "failures"}
+    assert tight["parameters"] == [1, 2] and tight["scope_declared"]["cp_sizes"] == {"kind": "every", "sizes": [1, 2]}
     assert "P = 1..2" in tight["scope"]
     assert report["queries"] == per_p + 32  # one query per capture-list length 1..32
     assert set(report["slowest_query"]) == {"theorem", "query", "seconds"}

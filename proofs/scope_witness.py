@@ -1,0 +1,230 @@
+"""The scope's witnesses: at every parameter a theorem ran, its hypotheses admit a model at the edges of the
+scope proofs/scope.py declares, and the parameters it ran are the ones declared.
+
+A theorem whose hypotheses exclude part of its declared scope still proves: a hypothesis ``p <= 4`` makes
+it vacuous above P = 4, ``n <= 4096`` makes "all lengths" a bounded claim, a sampled list cut to (1,) runs
+it at one P. ``witness_checks`` runs inside the worker that has just built and proved the theorem's queries
+at one parameter (proofs/run.py ``run_task``, so it reuses the built terms and the existing pool): for each
+chain of queries (the queries sharing a label suffix, "(zigzag, F=2)"), one satisfiability check of the
+union of their hypotheses with every declared edge that chain's variables carry (n past 2**62, the most
+requests the batch form allows, the last bucket of the longest declared capture list chosen, a large
+symbolic P). Only when that union has no model is each edge checked alone, to name the part of the scope
+that is missing. ``scope_bites`` turns the recorded outcomes and the parameters run into the teeth pass's
+bites (proofs/teeth.py), one per theorem and declared parameter and edge.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+import z3
+
+from cpgraph.proofs.bite import Bite
+from cpgraph.proofs.check import Status
+from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.results import ObligationResult
+from cpgraph.proofs.scope import HUGE, LARGE_P, MANY, SCOPE, Edge, Scope, Witnessed
+from cpgraph.spec.terms import BoolTerm
+
+SATISFIABLE = "hypotheses satisfiable (not vacuous)"
+WITNESS_RLIMIT = 20_000_000
+
+
+def occurs(name: str, term: BoolTerm) -> bool:
+    """Whether the integer constant ``name`` occurs in ``term`` (z3's own substitution: no Python walk over the
+    terms)."""
+    return not z3.substitute(term, (z3.Int(name), z3.Int("scope_witness!fresh"))).eq(term)
+
+
+def _suffix(part: str) -> str:
+    """The chain a query belongs to: the "(...)" its part ends in ("" when none)."""
+    return part[part.rindex("("):] if part.endswith(")") and "(" in part else ""
+
+
+def list_length(scope: Scope, parameter: int) -> int | None:
+    """The capture-list length the theorem is declared to run at ``parameter`` (None: no capture list)."""
+    if scope.lists is None or scope.lists.most is None:
+        return None
+    return scope.lists.most if scope.lists.fixed else parameter
+
+
+def edge_term(edge: Edge, scope: Scope, parameter: int) -> tuple[BoolTerm, str]:
+    """The witness ``edge`` asks for at ``parameter``, and the constant whose occurrence says a query carries it."""
+    if edge.kind == "past":
+        return z3.Int(edge.var) > HUGE, edge.var
+    if edge.kind == "large_p":
+        return z3.Int(edge.var) == LARGE_P, edge.var
+    if edge.kind == "last_rank":  # r = P-1: of the parameter's P, or of the symbolic P
+        return z3.Int(edge.var) == (z3.Int("P") - 1 if parameter == 0 else z3.IntVal(parameter - 1)), edge.var
+    if edge.kind == "requests":
+        if edge.form == "classes":  # a ClassBatch's counts: 2P long and 2P short remainder classes
+            counts = [z3.Int(f"{edge.var}.{kind}{m}") for kind in "cs" for m in range(2 * parameter)]
+            return z3.Sum(counts) >= MANY, f"{edge.var}.c0"
+        if edge.form == "any":
+            return z3.Int(f"{edge.var}.R") >= MANY, f"{edge.var}.R"
+        lengths = [z3.Int(f"{edge.var}.L{i}") for i in range(edge.count)]
+        return z3.And([x > HUGE for x in lengths]), f"{edge.var}.L{edge.count - 1}"
+    k = list_length(scope, parameter)
+    if k is None:
+        raise ValueError(f"a last_bucket edge needs a capture-list length in the scope; got lists={scope.lists!r}")
+    last, key = z3.Int(f"{edge.var}.b{k - 1}"), z3.Int(edge.key)
+    facts = [last > HUGE, key <= last, z3.Bool(f"{edge.var}.rec{k - 1}"), z3.Int(f"{edge.var}.c{k - 1}") > HUGE,
+             z3.Implies(z3.Bool("chosen.admitted"), z3.Int("chosen.bucket") == last)]
+    if k >= 2:
+        facts.append(key > z3.Int(f"{edge.var}.b{k - 2}"))
+    return z3.And(facts), f"{edge.var}.b{k - 1}"
+
+
+def _sat(hypotheses: Sequence[BoolTerm], rlimit: int) -> str:
+    """"sat", "unsat", or "unknown (reason)". A solver made of z3's simplifier and its SMT core: on these witness
+    problems a third of the default solver's cost (its preprocessing), and never the incremental core's blow-ups."""
+    solver = z3.Then("simplify", "smt").solver()
+    solver.set("rlimit", rlimit)
+    solver.add(*hypotheses)
+    result = solver.check()
+    if result == z3.sat:
+        return "sat"
+    if result == z3.unsat:
+        return "unsat"
+    return f"unknown ({solver.reason_unknown()})"
+
+
+def _applies(edge: Edge, label: str) -> bool:
+    return edge.where in label
+
+
+Group = tuple[str, tuple[Query, ...]]
+
+
+def _names(token: str, part: str) -> bool:
+    return re.search(rf"(^|[\s(]){re.escape(token)}($|[\s),])", part) is not None
+
+
+def groups(queries: Sequence[Query], edges: Sequence[Edge], strategies: Sequence[str] = ()) -> list[Group]:
+    """The queries checked together: each chain (the queries ending in one "(...)"), and the queries without
+    such a suffix (one argument's lemmas, sharing their variables) by the strategy their labels name (two
+    strategies' lemmas may give one fresh name two definitions) and the edges their labels let apply."""
+    out: dict[str, list[Query]] = {}
+    for q in queries:
+        key = _suffix(q.part)
+        if not key:
+            named = [s for s in strategies if _names(s, q.part)]
+            key = "the theorem's queries" + "".join(f" [{s}]" for s in named[:1])
+            key += "".join(f" [{e.where}]" for e in edges if e.where and _applies(e, q.part))
+        out.setdefault(key, []).append(q)
+    return [(key, tuple(members)) for key, members in out.items()]
+
+
+def _hypotheses(members: Sequence[Query]) -> tuple[BoolTerm, ...]:
+    """The union of the members' hypotheses, less the claims of members proved before (a chain's lemmas: valid,
+    so they change no model, and they make the check slower)."""
+    claims = [q.claim for q in members]
+    return tuple(h for h in dict.fromkeys(h for q in members for h in q.hypotheses)
+                 if not any(h.eq(c) for c in claims if isinstance(h, z3.ExprRef)))
+
+
+def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tuple[Witnessed, ...]:
+    """Every scope check of ``theorem`` at ``parameter`` over its built, proved ``queries`` (module docstring):
+    one satisfiability check per group (``groups``) of its hypotheses with every edge it carries; only when that
+    has no model is each member, then each edge, checked alone, to name what is missing."""
+    scope = SCOPE.get(theorem)
+    if scope is None:
+        return (Witnessed("declared scope", False, "no entry in proofs/scope.py SCOPE"),)
+    edges = [e for e in scope.edges if e.max_p is None or parameter <= e.max_p]
+    built = {e.name: edge_term(e, scope, parameter) for e in edges}
+    k = list_length(scope, parameter)
+    rlimit = max((q.rlimit for q in queries), default=WITNESS_RLIMIT)
+    applied: set[str] = set()
+    failed: dict[str, str] = {}
+    vacuous: list[str] = []
+    longer: list[str] = []
+    lists = [e.var for e in edges if e.kind == "last_bucket"]
+    for label, members in groups(queries, edges, [s.name for s in scope.strategies]):
+        hypotheses = _hypotheses(members)
+        union = z3.And(list(hypotheses))
+        terms = {e.name: built[e.name][0] for e in edges if _applies(e, label) and occurs(built[e.name][1], union)}
+        applied.update(terms)
+        if k is not None and any(occurs(f"{var}.b{k}", union) for var in lists):
+            longer.append(label)
+        if _sat((*hypotheses, *terms.values()), rlimit) == "sat":
+            continue
+        # Which member, and which part of the scope: each member alone, then each edge alone.
+        for q in members if len(members) > 1 and not _suffix(label) else (None,):
+            own = hypotheses if q is None else _hypotheses((q,))
+            where = label if q is None else q.part
+            mine = {n: t for n, t in terms.items() if q is None or occurs(built[n][1], z3.And(list(own)))}
+            if _sat((*own, *mine.values()), rlimit) == "sat":
+                continue
+            alone = _sat(own, rlimit)
+            if alone != "sat":
+                vacuous.append(f"{where}: {alone}")
+                continue
+            blamed = [n for n, t in mine.items() if _sat((*own, t), rlimit) != "sat"]
+            for n in blamed:
+                failed.setdefault(n, f"{where}: no model")
+            if not blamed:
+                failed.setdefault("every edge at once", f"{where}: no model with all of them")
+    out = [Witnessed(SATISFIABLE, not vacuous, "; ".join(vacuous))]
+    for e in edges:
+        if e.name not in applied:
+            out.append(Witnessed(e.name, False, f"no query of the theorem carries {built[e.name][1]}"))
+        else:
+            out.append(Witnessed(e.name, e.name not in failed, failed.get(e.name, "")))
+    if "every edge at once" in failed:
+        out.append(Witnessed("every edge at once", False, failed["every edge at once"]))
+    if k is not None and lists:
+        out.append(Witnessed(f"capture lists of at most {k} buckets, as declared", not longer,
+                             "longer lists in: " + ", ".join(longer) if longer else ""))
+    return (*out, *_labels(scope, parameter, queries))
+
+
+def _labels(scope: Scope, parameter: int, queries: Sequence[Query]) -> tuple[Witnessed, ...]:
+    """Each strategy and padding factor the scope declares at ``parameter`` names some query there."""
+    if not scope.labelled:
+        return ()
+    parts = [q.part for q in queries]
+    out = []
+    wanted = [(s.name, s.max_p) for s in scope.strategies] + [(f"F={f.value}", f.max_p) for f in scope.factors]
+    for token, max_p in wanted:
+        if max_p is not None and parameter > max_p:
+            continue
+        found = any(_names(token, part) for part in parts)
+        out.append(Witnessed(f"{token} in the queries", found, "" if found else "no query is labelled with it"))
+    return tuple(out)
+
+
+def _label(parameter: int, scope: Scope) -> str:
+    if scope.cp.kind in ("every", "listed"):
+        return f"P={parameter}"
+    return f"K={parameter}" if parameter else "symbolic"
+
+
+def scope_bites(results: Iterable[ObligationResult], cp_max: int) -> tuple[Bite, ...]:
+    """The teeth pass's scope bites from a prove run's ``ObligationResult``s: each declared parameter was run and
+    no other (a size missing or undeclared fails, naming it), and at each, every witness held."""
+    out: list[Bite] = []
+    for r in results:
+        name, ran = r.name, r.parameters
+        scope = SCOPE.get(name)
+        if scope is None:
+            out.append(Bite(name, "scope: declared", "the theorem has a declared scope in proofs/scope.py", 0,
+                            Status.PROVED, Status.REFUTED))
+            continue
+        declared = scope.parameters(cp_max)
+        for p in sorted(set(declared) | set(ran)):
+            where = _label(p, scope)
+            if p not in ran:
+                out.append(Bite(name, f"scope: ran at {where}", f"declared {where} (proofs/scope.py) but not run",
+                                p, Status.PROVED, Status.REFUTED))
+            elif p not in declared:
+                out.append(Bite(name, f"scope: declared {where}", f"run at {where} but not declared in proofs/scope.py",
+                                p, Status.PROVED, Status.REFUTED))
+            else:
+                out.append(Bite(name, f"scope: ran at {where}", f"declared {where} and run", p, Status.PROVED, Status.PROVED))
+        for p, witnessed in r.witnesses:
+            where = _label(p, scope)
+            for w in witnessed:
+                out.append(Bite(name, f"scope witness at {where}: {w.what}", w.detail or "a model at this edge of the "
+                                "declared scope", p, Status.REFUTED, Status.REFUTED if w.ok else Status.PROVED))
+    return tuple(out)

@@ -1,0 +1,159 @@
+"""The declared scope (proofs/scope.py): the docs are generated from it, and the teeth pass fails, naming the
+theorem and the part of its scope, when what ran or what the hypotheses admit is narrower than declared (the
+three planted changes of issue 21: the sampled cp sizes cut to (1,), a setting hypothesis p <= 4, and one
+n <= 4096). Cost: about 10 s of CPU in all (local_admitted_size_is_captured at P = 1..5, a scan theorem at
+K = 1..32, folded literals at P = 1..3 through the whole CLI)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import pytest
+import z3
+
+from cpgraph.cli import main
+from cpgraph.proofs import obligation as obligation_module
+from cpgraph.proofs import scope as scope_module
+from cpgraph.proofs import setting
+from cpgraph.proofs.bite import Bite
+from cpgraph.proofs.registry import BY_NAME, OBLIGATIONS
+from cpgraph.proofs.run import run_obligations
+from cpgraph.proofs.scope import SCOPE, CpSizes, Edge, Scope
+from cpgraph.proofs.scope_witness import SATISFIABLE, scope_bites
+from cpgraph.spec.terms import BoolTerm
+
+LOCAL = "local_admitted_size_is_captured"  # the cheapest end-to-end theorem (about 0.5 s per P here)
+
+
+def _bites(names: tuple[str, ...], cp_max: int) -> tuple[Bite, ...]:
+    results = run_obligations([BY_NAME[n] for n in names], cp_max=cp_max, jobs=1, witnesses=True)
+    return scope_bites(results, cp_max)
+
+
+def _plant_hypothesis(monkeypatch: pytest.MonkeyPatch, name: str, extra: Callable[[int], BoolTerm]) -> None:
+    """The registry's ``name`` gets one more hypothesis, ``extra(parameter)``, on every query."""
+    build = BY_NAME[name].build
+    planted = dataclasses.replace(BY_NAME[name], build=lambda p: tuple(
+        dataclasses.replace(q, hypotheses=(*q.hypotheses, extra(p))) for q in build(p)))
+    monkeypatch.setitem(BY_NAME, name, planted)
+
+
+def _lost(bites: tuple[Bite, ...]) -> list[tuple[str, str]]:
+    return [(b.theorem, b.variant) for b in bites if not b.ok]
+
+
+def test_the_readmes_scope_blocks_equal_the_table() -> None:
+    stale = [str(path) for path, text in scope_module.generated().items() if path.read_text() != text]
+    assert stale == [], "run: python -m cpgraph.proofs.scope --markdown"
+    assert scope_module.main(["--check"]) == 0
+
+
+def test_every_theorem_has_a_declared_scope_and_the_run_covers_exactly_it() -> None:
+    assert set(SCOPE) == set(BY_NAME)
+    for o in OBLIGATIONS:
+        assert o.scope_for(8) == SCOPE[o.name].text(8)
+        # the declaration and the run (proofs/obligation.py's sampled sizes, list lengths) are two statements
+        assert SCOPE[o.name].parameters(64) == o.parameters(64), o.name
+
+
+def test_a_scope_renders_its_parts_and_rejects_a_bad_declaration() -> None:
+    e2e = SCOPE["admitted_batches_fit_every_rank"]
+    text = e2e.text(64)
+    assert text.startswith("P in {1..8, 12, 16, 24, 32}; zigzag (every P), interleave, contiguous (P <= 8); global keying")
+    assert "any number of requests" in text and "every length (unbounded)" in text and "sorted 3-bucket lists" in text
+    assert e2e.text(12).startswith("P in {1..8, 12};")
+    data = e2e.data(8)
+    assert data["cp_sizes"] == {"kind": "listed", "sizes": [1, 2, 3, 4, 5, 6, 7, 8]}
+    assert data["capture_list_lengths"] == {"least": 3, "most": 3} and data["tokens"] == "unbounded"
+    with pytest.raises(ValueError, match="kind must be one of"):
+        CpSizes("some")
+    with pytest.raises(ValueError, match="strictly increasing"):
+        CpSizes("listed", (2, 1))
+    with pytest.raises(ValueError, match="most_requests"):
+        Scope(CpSizes("every"), requests="up to")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        Edge("wider")
+
+
+def test_the_unchanged_code_reaches_every_edge_of_its_scope() -> None:
+    bites = _bites((LOCAL, "scan_selects_minimal_bucket"), 5)
+    assert _lost(bites) == []
+    ran = {b.parameter for b in bites if b.theorem == LOCAL and b.variant.startswith("scope: ran at")}
+    assert ran == {1, 2, 3, 4, 5}
+    witnessed = {b.variant for b in bites if b.theorem == LOCAL and b.parameter == 5}
+    assert {"scope witness at P=5: n past 2**62 (unbounded)", f"scope witness at P=5: {SATISFIABLE}",
+            "scope witness at P=5: last bucket of cap chosen by batch.l0, past 2**62",
+            "scope witness at P=5: batch: 2**40 requests (any batch)",
+            "scope witness at P=5: batch: every request present, past 2**62 (requests batch)"} <= witnessed
+    assert "scope witness at K=32: last bucket of cap chosen by n, past 2**62" in {
+        b.variant for b in bites if b.theorem == "scan_selects_minimal_bucket"}
+
+
+def test_sampled_cp_sizes_cut_to_one_fail_naming_each_missing_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(obligation_module, "SAMPLED_CP_SIZES", (1,))
+    lost = _lost(_bites((LOCAL,), 3))
+    assert lost == [(LOCAL, "scope: ran at P=2"), (LOCAL, "scope: ran at P=3")]
+
+
+def test_a_shorter_list_range_fails_naming_the_list_length(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(obligation_module, "MAX_LIST_LENGTH", 30)
+    lost = _lost(_bites(("scan_selects_minimal_bucket",), 1))
+    assert lost == [("scan_selects_minimal_bucket", "scope: ran at K=31"), ("scan_selects_minimal_bucket", "scope: ran at K=32")]
+
+
+def _plant(monkeypatch: pytest.MonkeyPatch, hypothesis: object) -> None:
+    """Every Setting gets one more hypothesis, ``hypothesis(setting)``."""
+    original = setting.Setting.__init__
+
+    def planted(self: setting.Setting, *args: object, **kwargs: object) -> None:
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+        self.hypotheses = (*self.hypotheses, hypothesis(self))  # type: ignore[operator]
+
+    monkeypatch.setattr(setting.Setting, "__init__", planted)
+
+
+def test_a_setting_hypothesis_p_at_most_4_fails_as_vacuous_at_p_5(monkeypatch: pytest.MonkeyPatch) -> None:
+    _plant(monkeypatch, lambda s: z3.IntVal(s.cp_size) <= 4)
+    lost = _lost(_bites((LOCAL,), 5))
+    assert (LOCAL, f"scope witness at P=5: {SATISFIABLE}") in lost
+    assert all(v.startswith("scope witness at P=5") for _, v in lost)
+
+
+def test_a_setting_hypothesis_n_at_most_4096_fails_naming_unbounded_n(monkeypatch: pytest.MonkeyPatch) -> None:
+    _plant(monkeypatch, lambda s: s.n <= 4096)
+    lost = _lost(_bites((LOCAL,), 2))
+    assert (LOCAL, "scope witness at P=1: n past 2**62 (unbounded)") in lost
+    assert (LOCAL, "scope witness at P=2: n past 2**62 (unbounded)") in lost
+    assert (LOCAL, f"scope witness at P=2: {SATISFIABLE}") not in lost
+
+
+def test_prove_exits_1_by_itself_when_the_run_is_narrower_than_declared(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(obligation_module, "SAMPLED_CP_SIZES", (1,))
+    code = main(["prove", "--only", "folded_literals_equal_their_terms", "--cp-max", "3", "--jobs", "1"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "SCOPE LOST folded_literals_equal_their_terms: scope: ran at P=2: declared P=2" in out
+    assert "proved, but some theorems lost their teeth" in out
+
+
+def test_a_symbolic_p_bounded_to_4_fails_naming_the_large_p(monkeypatch: pytest.MonkeyPatch) -> None:
+    name = "busiest_rank_holds_ceil_share_for_symbolic_cp_size"
+    _plant_hypothesis(monkeypatch, name, lambda p: z3.Int("P") <= 4)
+    lost = _lost(_bites((name,), 1))
+    assert lost == [(name, "scope witness at symbolic: P = 2**20 (every P)")]
+
+
+def test_a_bounded_request_count_fails_naming_the_class_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    name = "admitted_bucket_is_captured"
+    _plant_hypothesis(monkeypatch, name, lambda p: z3.Sum([z3.Int(f"batch.{kind}{m}") for kind in "cs" for m in range(2 * p)]) <= 1000)
+    lost = _lost(_bites((name,), 1))
+    assert lost == [(name, "scope witness at P=1: batch: 2**40 requests (classes batch)")]
+
+
+def test_bounded_bucket_values_fail_naming_the_last_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
+    _plant_hypothesis(monkeypatch, LOCAL, lambda p: z3.Int("cap.b2") <= 2**20)
+    lost = _lost(_bites((LOCAL,), 1))
+    assert lost == [(LOCAL, "scope witness at P=1: last bucket of cap chosen by batch.l0, past 2**62")]
