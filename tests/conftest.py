@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -15,10 +16,12 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from cpgraph.design.report import Review
@@ -128,23 +131,41 @@ def sglang_release() -> Callable[[str, tuple[str, ...]], Path]:
     return sglang_release_root
 
 
+def once_per_run(tmp_path_factory: pytest.TempPathFactory, name: str, compute: Callable[[], T]) -> T:
+    """``compute()``, once per run of the suite: under pytest-xdist the first worker to ask computes it and
+    pickles it into the run's shared temporary folder (under a lock), and every other worker loads that; in a
+    serial run it is simply computed (the session fixture that calls this keeps it for the session)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return compute()
+    shared = tmp_path_factory.getbasetemp().parent  # this run's folder, one per run, above every worker's own
+    path = shared / f"{name}.pickle"
+    with machine_lock(shared, name):
+        if path.is_file():
+            value: T = pickle.loads(path.read_bytes())
+            return value
+        value = compute()
+        path.write_bytes(pickle.dumps(value))
+        return value
+
+
+def _review(design: str, against: str | None = None) -> Review:
+    from cpgraph.design.report import review
+    from cpgraph.design.schema import load_design
+
+    return review(load_design(design), against=load_design(against) if against else None)
+
+
 @pytest.fixture(scope="session")
-def default_review() -> Review:
+def default_review(tmp_path_factory: pytest.TempPathFactory) -> Review:
     """What ``cpgraph review`` with no arguments reviews (the bundled upstream design against the pre-fix
-    prefix design, with the diff), computed once for every test that reads it."""
-    from cpgraph.design.report import review
-    from cpgraph.design.schema import load_design
-
-    return review(load_design("upstream"), against=load_design("prefix"))
+    prefix design, with the diff), computed once per run for every test that reads it (about 10 CPU s)."""
+    return once_per_run(tmp_path_factory, "default-review", lambda: _review("upstream", "prefix"))
 
 
 @pytest.fixture(scope="session")
-def prefix_review() -> Review:
-    """``cpgraph review prefix``: the pre-fix design alone (refuted), computed once."""
-    from cpgraph.design.report import review
-    from cpgraph.design.schema import load_design
-
-    return review(load_design("prefix"))
+def prefix_review(tmp_path_factory: pytest.TempPathFactory) -> Review:
+    """``cpgraph review prefix``: the pre-fix design alone (refuted), computed once per run."""
+    return once_per_run(tmp_path_factory, "prefix-review", lambda: _review("prefix"))
 
 
 def _serve(monkeypatch: pytest.MonkeyPatch, cached: Review) -> None:
