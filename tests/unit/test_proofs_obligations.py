@@ -68,7 +68,9 @@ def test_every_theorem_is_proved_at_the_edges_of_its_scope(at: int | str) -> Non
 
 
 def _sample(o_over: str) -> tuple[int, ...]:
-    return {"cp_size": (1, 2, 5, 64), "cp_size_sampled": (1, 2, 5, 32), "cp_size_small": (1, 2, 5, 16),
+    # The smallest sizes and the largest; the teeth pass's coverage (test_proofs_teeth) checks every query's
+    # hypotheses satisfiable at a middle size (cp_size 4, 3 lists). cp_size 5 was here too: 11 of its 33 CPU s.
+    return {"cp_size": (1, 2, 64), "cp_size_sampled": (1, 2, 32), "cp_size_small": (1, 2, 16),
             "list_length": (1, 2, 32), "once": (0,)}[o_over]
 
 
