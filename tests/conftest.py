@@ -1,20 +1,27 @@
 """Shared test settings: Hypothesis profiles (dev: quick, ci: deterministic and bounded); the ``vllm_release``
-fixture (vLLM's released wheels, unpacked once per machine); the bundled designs' reviews computed once per
+and ``sglang_release`` fixtures (vLLM's and sglang's released wheels, unpacked once per machine under a file lock, so
+pytest-xdist workers never race on a download); the bundled designs' reviews computed once per
 session (the solver work of a review is the suite's costliest)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from cpgraph.design.report import Review
@@ -32,52 +39,84 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
-# -- vLLM's released wheels, for the vLLM adapter's tests --------------------------------------------------
-# Each release's vllm/**.py files, unpacked once per machine outside the work tree (the wheel, 250-500 MB,
-# is deleted after unpacking); CPGRAPH_VLLM_CACHE moves it. A wheel already downloaded into
-# ~/.cache/cpgraph-wheels is unpacked from there instead of downloading it again (and left in place).
+# -- Released wheels (vLLM's and sglang's), for the adapters' real-code tests ----------------------------------
+# Each release's files a test needs, unpacked once per machine outside the work tree (the wheel, up to 500 MB
+# for vLLM, is deleted after unpacking); CPGRAPH_VLLM_CACHE / CPGRAPH_SGLANG_CACHE move them. A wheel already
+# downloaded into ~/.cache/cpgraph-wheels is unpacked from there instead of downloading it again (and left in
+# place). A file lock per release makes one process (a pytest-xdist worker, another run) fetch it while any
+# other waits; the unpacked folder is renamed into place whole, so no reader ever sees half of it.
 VLLM_CACHE = Path(os.environ.get("CPGRAPH_VLLM_CACHE", str(Path.home() / ".cache" / "cpgraph" / "vllm")))
-VLLM_WHEELS = Path.home() / ".cache" / "cpgraph-wheels"
+SGLANG_CACHE = Path(os.environ.get("CPGRAPH_SGLANG_CACHE", str(Path.home() / ".cache" / "cpgraph" / "sglang")))
+WHEELS = Path.home() / ".cache" / "cpgraph-wheels"
 
 
-def _pip_reason(version: str, done: subprocess.CompletedProcess[str]) -> str:
+@contextlib.contextmanager
+def machine_lock(folder: Path, name: str) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder``/.``name``.lock: one process at a time (a pytest-xdist worker, or
+    another run of the suite) fills a cache folder shared by the machine; the others wait, then find it full."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f".{name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _pip_reason(spec: str, done: subprocess.CompletedProcess[str]) -> str:
     lines = done.stderr.splitlines()
     reason = next((line for line in reversed(lines) if "ERROR" in line), done.stderr.strip()[-300:])
     cause = next((line.strip() for line in lines if any(w in line for w in ("Retrying", "Connection", "Could not fetch", "NewConnectionError"))), "")
-    return f"cannot download vllm=={version} from the package index: {reason or 'no wheel'}{f' ({cause[:200]})' if cause else ''}"
+    return f"cannot download {spec} from the package index: {reason or 'no wheel'}{f' ({cause[:200]})' if cause else ''}"
 
 
-def vllm_release_root(version: str) -> Path:
-    """The folder holding vLLM ``version``'s ``vllm`` package (.py files only), downloaded and unpacked on
-    first use; pytest.skip with pip's reason when the package index cannot be reached."""
-    root = VLLM_CACHE / version
+def release_root(package: str, version: str, cache: Path, folder: str, keep: Callable[[str], bool]) -> Path:
+    """``cache``/``folder``: the members of ``package``==``version``'s wheel that ``keep`` selects, downloaded and
+    unpacked on first use (under the release's file lock); pytest.skip with pip's reason when the package index
+    cannot be reached."""
+    root = cache / folder
     if (root / "WHEEL-FILE").is_file():
         return root
-    VLLM_CACHE.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=VLLM_CACHE, prefix=f".download-{version}-") as scratch:
-        wheels = sorted(VLLM_WHEELS.glob(f"vllm-{version}-*.whl"))
+    with machine_lock(cache, folder):  # one download per machine, however many workers ask at once
+        if not (root / "WHEEL-FILE").is_file():
+            _unpack(package, version, cache, root, keep)
+    return root
+
+
+def _unpack(package: str, version: str, cache: Path, root: Path, keep: Callable[[str], bool]) -> None:
+    spec = f"{package}=={version}"
+    with tempfile.TemporaryDirectory(dir=cache, prefix=f".download-{version}-") as scratch:
+        wheels = sorted(WHEELS.glob(f"{package}-{version}-*.whl"))
         if not wheels:
             try:
                 done = subprocess.run(
                     [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
-                     "--timeout", "20", "--retries", "1", f"vllm=={version}", "-d", scratch],
+                     "--timeout", "20", "--retries", "1", spec, "-d", scratch],
                     capture_output=True, text=True, timeout=600,
                 )
             except subprocess.TimeoutExpired:
-                pytest.skip(f"pip download vllm=={version} timed out after 600 s: the package index is unreachable or slow")
-            wheels = sorted(Path(scratch).glob(f"vllm-{version}-*.whl"))
+                pytest.skip(f"pip download {spec} timed out after 600 s: the package index is unreachable or slow")
+            wheels = sorted(Path(scratch).glob(f"{package}-{version}-*.whl"))
             if done.returncode != 0 or not wheels:
-                pytest.skip(_pip_reason(version, done))
+                pytest.skip(_pip_reason(spec, done))
         unpacked = Path(scratch) / "unpacked"
         with zipfile.ZipFile(wheels[0]) as wheel:
-            wheel.extractall(unpacked, [m for m in wheel.namelist() if m.startswith("vllm/") and m.endswith(".py")])
+            wheel.extractall(unpacked, [m for m in wheel.namelist() if keep(m)])
         (unpacked / "WHEEL-FILE").write_text(wheels[0].name + "\n")
-        try:
-            unpacked.rename(root)  # atomic: a concurrent run unpacking the same release keeps the first
-        except OSError:
-            if not (root / "WHEEL-FILE").is_file():
-                raise
-    return root
+        unpacked.rename(root)  # whole, under the lock
+
+
+def vllm_release_root(version: str) -> Path:
+    """The folder holding vLLM ``version``'s ``vllm`` package (.py files only), see release_root."""
+    return release_root("vllm", version, VLLM_CACHE, version, lambda m: m.startswith("vllm/") and m.endswith(".py"))
+
+
+def sglang_release_root(version: str, needed: tuple[str, ...]) -> Path:
+    """The folder holding the files ``needed`` (paths, or folders ending in /) of sglang ``version``'s wheel;
+    the folder's name carries a checksum of ``needed``, so a test that needs other files gets a fresh unpack."""
+    key = zlib.crc32("\n".join(needed).encode())
+    return release_root("sglang", version, SGLANG_CACHE, f"{version}-{key:08x}",
+                        lambda m: any(m == n or (n.endswith("/") and m.startswith(n)) for n in needed))
 
 
 @pytest.fixture(scope="session")
@@ -87,22 +126,46 @@ def vllm_release() -> Callable[[str], Path]:
 
 
 @pytest.fixture(scope="session")
-def default_review() -> Review:
-    """What ``cpgraph review`` with no arguments reviews (the bundled upstream design against the pre-fix
-    prefix design, with the diff), computed once for every test that reads it."""
+def sglang_release() -> Callable[[str, tuple[str, ...]], Path]:
+    """``sglang_release(version, needed)``: the unpacked release's folder (see sglang_release_root)."""
+    return sglang_release_root
+
+
+def once_per_run(tmp_path_factory: pytest.TempPathFactory, name: str, compute: Callable[[], T]) -> T:
+    """``compute()``, once per run of the suite: under pytest-xdist the first worker to ask computes it and
+    pickles it into the run's shared temporary folder (under a lock), and every other worker loads that; in a
+    serial run it is simply computed (the session fixture that calls this keeps it for the session)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return compute()
+    shared = tmp_path_factory.getbasetemp().parent  # this run's folder, one per run, above every worker's own
+    path = shared / f"{name}.pickle"
+    with machine_lock(shared, name):
+        if path.is_file():
+            value: T = pickle.loads(path.read_bytes())
+            return value
+        value = compute()
+        path.write_bytes(pickle.dumps(value))
+        return value
+
+
+def _review(design: str, against: str | None = None) -> Review:
     from cpgraph.design.report import review
     from cpgraph.design.schema import load_design
 
-    return review(load_design("upstream"), against=load_design("prefix"))
+    return review(load_design(design), against=load_design(against) if against else None)
 
 
 @pytest.fixture(scope="session")
-def prefix_review() -> Review:
-    """``cpgraph review prefix``: the pre-fix design alone (refuted), computed once."""
-    from cpgraph.design.report import review
-    from cpgraph.design.schema import load_design
+def default_review(tmp_path_factory: pytest.TempPathFactory) -> Review:
+    """What ``cpgraph review`` with no arguments reviews (the bundled upstream design against the pre-fix
+    prefix design, with the diff), computed once per run for every test that reads it (about 10 CPU s)."""
+    return once_per_run(tmp_path_factory, "default-review", lambda: _review("upstream", "prefix"))
 
-    return review(load_design("prefix"))
+
+@pytest.fixture(scope="session")
+def prefix_review(tmp_path_factory: pytest.TempPathFactory) -> Review:
+    """``cpgraph review prefix``: the pre-fix design alone (refuted), computed once per run."""
+    return once_per_run(tmp_path_factory, "prefix-review", lambda: _review("prefix"))
 
 
 def _serve(monkeypatch: pytest.MonkeyPatch, cached: Review) -> None:

@@ -1,7 +1,8 @@
 """sglang's released prefill-CP CUDA-graph selectors, checked as deployed.
 
 The released wheels are downloaded at test time (``pip download --no-deps sglang==<v>``; the few files
-the selector runs are unpacked into pytest's cache, so a rerun does not download again) and driven
+the selector runs are unpacked once per machine by the ``sglang_release`` fixture in tests/conftest.py, so a
+rerun or a clean clone does not download again) and driven
 through cpgraph.adapters.sglang: the release's own can_run_graph, load_batch and prepare_cp_forward,
 with its constant F = 2, replay asked only after its own admission, padded n included.
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,41 +53,9 @@ EXAMPLE = dict(
 )
 
 
-def _unpacked(cache: Path, version: str) -> Path:
-    """The released wheel's selector files under ``cache``/<version> (downloaded once)."""
-    root = cache / version
-    marker = root / "WHEEL-FILE"
-    if marker.is_file():
-        return root
-    download = cache / f"download-{version}"
-    download.mkdir(parents=True, exist_ok=True)
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
-             "--timeout", "20", "--retries", "1", f"sglang=={version}", "-d", str(download)],
-            capture_output=True, text=True, timeout=300,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.skip(f"pip download sglang=={version} timed out after 300 s: the package index is unreachable or slow")
-    wheels = sorted(download.glob(f"sglang-{version}-*.whl"))
-    if done.returncode != 0 or not wheels:
-        lines = done.stderr.splitlines()
-        reason = next((line for line in reversed(lines) if "ERROR" in line), done.stderr.strip()[-300:])
-        cause = next((line.strip() for line in lines if any(w in line for w in ("Retrying", "Connection", "Could not fetch", "NewConnectionError"))), "")
-        pytest.skip(f"cannot download sglang=={version} from the package index: {reason or 'no wheel'}{f' ({cause[:200]})' if cause else ''}")
-    with zipfile.ZipFile(wheels[0]) as wheel:
-        members = [m for m in wheel.namelist() if any(m == n or (n.endswith("/") and m.startswith(n)) for n in NEEDED)]
-        wheel.extractall(root, members)
-    marker.write_text(wheels[0].name + "\n")
-    wheels[0].unlink()
-    return root
-
-
 @pytest.fixture(scope="module")
-def wheels(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    store = getattr(request.config, "cache", None)  # none under -p no:cacheprovider: a temporary folder, downloaded afresh
-    cache = Path(store.mkdir("sglang-wheels")) if store is not None else tmp_path_factory.mktemp("sglang-wheels")
-    return {v: _unpacked(cache, v) for v in (FIXED, FIRST, FIX)}
+def wheels(sglang_release: Callable[[str, tuple[str, ...]], Path]) -> dict[str, Path]:
+    return {v: sglang_release(v, NEEDED) for v in (FIXED, FIRST, FIX)}
 
 
 def _policy(root: Path, strategy: str = "zigzag", **kw: Any) -> SglangPolicy:

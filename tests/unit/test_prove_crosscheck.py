@@ -2,8 +2,9 @@
 
 The translation to cvc5 covers every operator the theorems use (quantifiers and uninterpreted functions
 included); a disagreement and an unstable query are failures that name the query; a query cvc5 cannot
-decide is reported as not cross-checked with its reason. The last test is the CI run: the whole registry at
-a small scope, cross-checked by cvc5 and swept over two seeds (the teeth pass is tested on its own).
+decide is reported as not cross-checked with its reason. The last two tests are the CI run: the whole registry
+at a small scope, cross-checked by cvc5 and swept over two seeds (the teeth pass is tested on its own), and the
+same through `cpgraph prove --json` on two theorems.
 """
 
 import json
@@ -14,8 +15,9 @@ import z3
 from cpgraph.cli import main
 from cpgraph.proofs import run as prove_run
 from cpgraph.proofs.check import Status, Verdict, check, cross_check
-from cpgraph.proofs.run import NoteKind, Opinions, run_queries
-from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.registry import BY_NAME, OBLIGATIONS
+from cpgraph.proofs.run import NoteKind, Opinions, run_queries, run_task
+from cpgraph.proofs.obligation import Obligation, Query
 
 
 def test_cvc5_proves_a_valid_claim_and_refutes_a_false_one() -> None:
@@ -130,16 +132,45 @@ def test_bad_second_opinion_flags_exit_2_naming_the_flag(
     assert says in err and "Traceback" not in err
 
 
-def test_ci_the_registry_is_cross_checked_by_cvc5_and_stable_over_two_seeds(capsys: pytest.CaptureFixture[str]) -> None:
-    # --no-teeth: the teeth pass is the same at any scope and has its own tests (test_proof_variants: every
-    # variant; test_proofs_teeth: every theorem's coverage, the guards, the induction base, the scope edges)
-    code = main(["prove", "--json", "--cp-max", "2", "--jobs", "2", "--cross-check", "cvc5", "--seeds", "2", "--no-teeth"])
+# The CI run of the second opinions: every theorem of the registry at a small scope (cp_size 1 and 2, as
+# `prove --cp-max 2`; list lengths at the edges 1, 2, 3, 4, 12 and 32 of the 32 that `prove` takes at any
+# cp_max: the lengths between cost about half of this test), each query cross-checked by cvc5 and re-run under
+# two z3 seeds. The teeth pass is the same at any scope and has its own tests (test_proof_variants: every
+# variant; test_proofs_teeth: every theorem's coverage, the guards, the induction base, the scope edges).
+SECOND = Opinions(cross_check="cvc5", seeds=2)
+LIST_EDGES = (1, 2, 3, 4, 12, 32)
+
+
+def _small_scope(o: Obligation) -> tuple[int, ...]:
+    every = o.parameters(2)
+    return tuple(p for p in every if p in LIST_EDGES) if o.over == "list_length" else every
+
+
+def test_ci_the_registry_is_cross_checked_by_cvc5_and_stable_over_two_seeds() -> None:
+    results = [run_task(o, p, opinions=SECOND) for o in OBLIGATIONS for p in _small_scope(o)]
+    assert {r.name for r in results} == set(BY_NAME)
+    assert all(r.failure is None for r in results), [(r.name, r.parameter) for r in results if r.failure]
+    queries = sum(r.queries for r in results)
+    notes = [n for r in results for n in r.notes]
+    assert not [n for n in notes if n.fails], notes  # no disagreement, no unstable query
+    assert sum(r.seed_runs for r in results) == 2 * queries
+    # cvc5 decides almost every query itself; the few it gives up on are listed with cvc5's reason.
+    given_up = [n for n in notes if n.kind is NoteKind.NOT_CROSS_CHECKED]
+    assert sum(r.cross_checked for r in results) + len(given_up) == queries
+    assert sum(r.cross_checked for r in results) >= 0.95 * queries
+    assert all("cvc5:" in n.detail for n in given_up)
+
+
+def test_prove_reports_the_second_opinions_in_its_json(capsys: pytest.CaptureFixture[str]) -> None:
+    # the CLI's path (two worker processes, the JSON report) on two theorems: one over cp_size, one over lists
+    code = main(["prove", "--json", "--cp-max", "2", "--jobs", "2", "--cross-check", "cvc5", "--seeds", "2", "--no-teeth",
+                 "--only", "zigzag_loads_sum_to_tokens", "--only", "least_fitting_bucket_is_unique"])
     report = json.loads(capsys.readouterr().out)
     opinions = report["second_opinions"]
     assert report["proved"] is True and opinions["trusted"] is True and code == 0
+    assert {t["name"] for t in report["theorems"]} == {"zigzag_loads_sum_to_tokens", "least_fitting_bucket_is_unique"}
     assert opinions["disagreement"] == 0 and opinions["unstable"] == 0
-    assert opinions["seed_runs"] == 2 * report["queries"]
-    # cvc5 decides almost every query itself; the few it gives up on are listed with cvc5's reason.
+    assert opinions["seed_runs"] == 2 * report["queries"] and report["queries"] >= 34  # 32 list lengths + P = 1, 2
     assert opinions["cross_checked"] + opinions["not_cross_checked"] == report["queries"]
     assert opinions["cross_checked"] >= 0.95 * report["queries"]
     for theorem in report["theorems"]:
