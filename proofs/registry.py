@@ -52,6 +52,7 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     obligation(capacity.headroom_capture_fits_first_bucket_at_or_above_n, scope="P = 1..{cp_max}, A = 2P; any batch of <= R requests (headroom form), every N <= n <= B, every R >= 1", over="cp_size"),
     obligation(selection.scan_selects_least_fitting_bucket, scope=_LISTS + " (induction over the list)", over="list_length"),
     obligation(selection.scan_selects_least_fitting_bucket_for_any_list_length, scope="sorted capture lists of every length (quantified induction), unbounded values and capacities; every n, F, required", over="once"),
+    obligation(selection.scan_select_is_the_step_folded_over_the_whole_list, scope=_LISTS + " (the fold admission and replay call, both keyings: with the step theorems, induction over the list)", over="list_length"),
     obligation(selection.scan_selects_a_captured_bucket, scope=_LISTS, over="list_length"),
     obligation(selection.scan_respects_padding_limit, scope=_LISTS, over="list_length"),
     obligation(selection.scan_bucket_has_room_for_required_rows, scope=_LISTS, over="list_length"),
