@@ -152,6 +152,7 @@ BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
         *_bounds("k >= 0", "k <= N", "R >= 1", "n >= 1", "N <= n", "B >= n")(p), _busiest_at_headroom(p)),
     "scan_selects_least_fitting_bucket": _scan,
     "scan_selects_least_fitting_bucket_for_any_list_length": _bounds("n >= 1", "high >= n", "required >= 0", "head.bucket >= 1"),
+    "scan_select_is_the_step_folded_over_the_whole_list": _scan,
     "scan_selects_a_captured_bucket": _scan,
     "scan_respects_padding_limit": _scan,
     "scan_bucket_has_room_for_required_rows": _scan,

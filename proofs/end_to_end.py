@@ -49,7 +49,11 @@ from cpgraph.proofs.setting import (
     STRATEGIES_FULL_SCOPE as STRATEGIES_FULL_SCOPE,
     Setting as Setting,
     _settings as _settings,
+    Step as Step,
     _sides as _sides,
+    every_rank_alike as every_rank_alike,
+    rank_sides as rank_sides,
+    ranks_at as ranks_at,
     strategies_at as strategies_at,
 )
 
@@ -194,11 +198,13 @@ SHARED_INPUTS = ("capture_num_tokens", "bucket_local_tokens", "max_padding_facto
 
 
 def ranks_sharing_their_capture_state_agree(
-    cp_size: int, *, admit_fn: Admit = admit, shared: Sequence[str] = SHARED_INPUTS
+    cp_size: int, *, admit_fn: Admit = admit, replay_fn: ReplayFn = replay, shared: Sequence[str] = SHARED_INPUTS
 ) -> tuple[Query, ...]:
     """rank_consensus: two ranks, each deciding from its own capture list, capacities, factor and alignment
     (and free to read its own load), decide the same admit and bucket for every batch whenever those
-    inputs agree: the capture list, the recorded capacities, F and A are what ranks must share."""
+    inputs agree: the capture list, the recorded capacities, F and A are what ranks must share. And every
+    rank (each of them up to P = 8; ranks 0, P/2 and P-1 above) decides and replays exactly as
+    rank 0 does, for every layout (any per-rank loads), so a rule that reads the deciding rank is refuted."""
     out: list[Query] = []
     for s in _settings(cp_size):
         other_capture = symbolic_capture_list(LIST_LENGTH, "cap2")
@@ -220,7 +226,8 @@ def ranks_sharing_their_capture_state_agree(
         out += s.chain("ranks_sharing_their_capture_state_agree", (same_rows(first.required, second.required), ("rank_consensus", claim)),
                        (first.holds, second.holds, *agree),
                        (("rank 0 bucket", first.selection.bucket), ("rank P-1 bucket", second.selection.bucket)))
-    return tuple(out)
+    every = Setting(cp_size, STRATEGIES_FULL_SCOPE[0], FACTORS[0], form="any")
+    return (*out, *every_rank_alike("ranks_sharing_their_capture_state_agree", every, admit_fn, replay_fn))
 
 
 THEOREM_OF_INVARIANT = {

@@ -38,7 +38,7 @@ from cpgraph.proofs.claims import (
 from cpgraph.proofs import end_to_end
 from cpgraph.proofs.end_to_end import _any_decision
 from cpgraph.proofs.obligation import Query
-from cpgraph.proofs.setting import LIST_LENGTH, Admit, ReplayFn, Setting
+from cpgraph.proofs.setting import LIST_LENGTH, Admit, ReplayFn, Setting, every_rank_alike
 from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.spec.admission import RankSetup, admit
 from cpgraph.spec.keying import KEYINGS
@@ -203,11 +203,13 @@ SHARED_INPUTS = ("capture_num_tokens",)  # under the local keying ranks need to 
 
 
 def local_ranks_sharing_their_sizes_agree(
-    cp_size: int, *, admit_fn: Admit = admit, shared: Sequence[str] = SHARED_INPUTS
+    cp_size: int, *, admit_fn: Admit = admit, replay_fn: ReplayFn = replay, shared: Sequence[str] = SHARED_INPUTS
 ) -> tuple[Query, ...]:
     """rank_consensus under the local keying: two ranks, each deciding from its own list of captured sizes
     (and free to read its own load), decide the same admit and size for every batch whenever their size
-    lists agree: the key m is computed from the whole batch, never from a rank's own rows."""
+    lists agree: the key m is computed from the whole batch, never from a rank's own rows. And every rank
+    (each of them up to P = 8; ranks 0, P/2 and P-1 above) decides and replays exactly as rank 0 does, for
+    every layout (any per-rank loads), so a rule that reads the deciding rank is refuted."""
     out: list[Query] = []
     for s in local_settings(cp_size):
         other_capture = symbolic_capture_list(LIST_LENGTH, "cap2")
@@ -224,7 +226,8 @@ def local_ranks_sharing_their_sizes_agree(
         out += s.chain("local_ranks_sharing_their_sizes_agree", (*s.layouts_agree("rank0.live", "rankP.live"), same_rows(first.required, second.required), ("rank_consensus", claim)),
                        (first.holds, second.holds, *agree),
                        (("rank 0 size", first.selection.bucket), ("rank P-1 size", second.selection.bucket)))
-    return tuple(out)
+    every = local_settings(cp_size)[-1]  # any layout: every strategy's loads at once
+    return (*out, *every_rank_alike("local_ranks_sharing_their_sizes_agree", every, admit_fn, replay_fn))
 
 
 THEOREM_OF_INVARIANT = {

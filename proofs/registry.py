@@ -32,6 +32,7 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     obligation(capacity.headroom_capture_fits_first_bucket_at_or_above_n, over="cp_size"),
     obligation(selection.scan_selects_least_fitting_bucket, over="list_length"),
     obligation(selection.scan_selects_least_fitting_bucket_for_any_list_length, over="once"),
+    obligation(selection.scan_select_is_the_step_folded_over_the_whole_list, over="list_length"),
     obligation(selection.scan_selects_a_captured_bucket, over="list_length"),
     obligation(selection.scan_respects_padding_limit, over="list_length"),
     obligation(selection.scan_bucket_has_room_for_required_rows, over="list_length"),

@@ -349,6 +349,8 @@ SCOPE: dict[str, Scope] = {
     "scan_selects_least_fitting_bucket_for_any_list_length": Scope(
         _NONE, lists=Lists(1, None), note="unbounded values and capacities; every n, F, required",
         edges=_past("n", "high", "head.bucket")),
+    "scan_select_is_the_step_folded_over_the_whole_list": dataclasses.replace(
+        _SCAN, note=_SCAN.note + "; the fold admission and replay call, both keyings (with the step theorems: induction over the list)"),
     "scan_selects_a_captured_bucket": _SCAN,
     "scan_respects_padding_limit": _SCAN,
     "scan_bucket_has_room_for_required_rows": _SCAN,
@@ -433,6 +435,8 @@ def _bullet(text: str) -> str:
 
 
 def blocks() -> dict[str, dict[str, str]]:
+    from cpgraph.proofs.setting import EVERY_RANK_MAX_P
+
     """Each README's generated blocks (name -> text), from the table."""
     scan = SCOPE["scan_selects_minimal_bucket"].lists
     assert scan is not None
@@ -445,9 +449,13 @@ def blocks() -> dict[str, dict[str, str]]:
                 "in `proofs/scope.py`, and the teeth pass fails a theorem whose run or hypotheses fall short of its "
                 "declaration): the end-to-end theorems (one per invariant, any number of requests, padded n, "
                 "independently built admission and replay) run by default " + _bounded_global() + "; the pre-fix "
-                "sides are refuted at 64 too, but a full proof at 64 costs about 25 s of CPU per theorem. Capture "
-                f"lists of {scan.least}..{scan.most} buckets, and of every length, are covered by the scan theorems, "
-                "not end to end."
+                "sides are refuted at 64 too, but a full proof at 64 costs about 25 s of CPU per theorem. Longer "
+                "capture lists reach them through the scan: the decision admission and replay take is proved to be the "
+                f"scan step folded over the whole list, and the step to give the least fitting bucket, for every list of "
+                f"{scan.least}..{scan.most} buckets (induction over the list); no {scan.most}-bucket list is run end to "
+                f"end. Ranks: each theorem is stated at rank 0, and the consensus theorems prove that every rank (all up "
+                f"to P = {EVERY_RANK_MAX_P}; 0, P/2 and P-1 above) computes the same rows and decides and replays as "
+                "rank 0, on any layout."
             ),
             "local": _local_sentence(),
         },
@@ -457,8 +465,14 @@ def blocks() -> dict[str, dict[str, str]]:
                 "that each declared P ran and that the hypotheses reach the scope's edges there). The end-to-end "
                 "theorems and the class lemma run " + _bounded_global() + " (`SAMPLED_CP_SIZES` runs them; interleave "
                 "and contiguous are the class-encodable rows besides zigzag: the DualChunkSwap rows are not, see "
-                f"below, and are covered by the local keying's any-layout theorems, P <= {bound} for their own loads); "
-                "the scan theorems cover every list length. The builders take any P: the pre-fix variants are refuted "
+                f"below, and are covered by the local keying's any-layout theorems, P <= {bound} for their own loads). "
+                "Longer capture lists: the decision admission and replay take is the scan step folded over the whole "
+                "list (`scan_select_is_the_step_folded_over_the_whole_list`) and the step meets the relation on every "
+                f"list of {scan.least}..{scan.most} buckets (`scan_selects_least_fitting_bucket`): by induction the "
+                "end-to-end chains' one use of the scan, its decision, is the least fitting bucket on those lists "
+                "(`scan_of_the_first_8_buckets`, a scan that stops early, is refuted at K = 9). Ranks: each theorem is "
+                f"stated at rank 0; the consensus theorems prove every rank (all up to P = {EVERY_RANK_MAX_P}; 0, P/2 "
+                "and P-1 above) computes the same rows and decides and replays as rank 0, on any layout. The builders take any P: the pre-fix variants are refuted "
                 "at P = 64 too (`tests/quality`), but a full proof at P = 64 costs about 25 s of CPU per theorem, so it "
                 "is not in the default run."
             ),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from fractions import Fraction
 
 import z3
 
@@ -91,6 +92,42 @@ def scan_selects_least_fitting_bucket(
             replay=selection_replay(theorem="scan_selects_least_fitting_bucket", length=length),
         ),
     )
+
+
+Select = Callable[[CaptureList, Window, IntLike], Selection]
+
+
+def scan_select_is_the_step_folded_over_the_whole_list(length: int, *, select: Select = scan_select) -> tuple[Query, ...]:
+    """The scan admission and replay call (spec/selection.py scan_select) is the scan step folded over the
+    whole list: on a list of K buckets its decision is one scan step at the first bucket over its decision on
+    the other K-1 (for a window with an upper end, and for the local keying's window with none), on the
+    empty list it falls back, and admission's decision (spec/admission.py rank_decision, both keyings) is
+    that scan over its whole keyed list. With scan_selects_least_fitting_bucket and
+    local_scan_meets_every_invariant (the step, K = 1..32), induction over K gives: the decision admission
+    and replay take meets the declarative relation on every sorted list of 1..32 buckets, so a scan that
+    stops early is refuted, not only sampled."""
+    from cpgraph.proofs.claims import sizes_holding_themselves
+    from cpgraph.spec.admission import RankSetup, rank_decision
+    from cpgraph.spec.keying import keying as keying_row
+    from cpgraph.spec.selection import same_selection, unbounded_window
+    from cpgraph.spec.terms import Loads
+
+    capture, window, required, hypotheses, size = _setting(length, capture_list_is_well_formed)
+    tail, empty = _tail(capture), CaptureList((), (), ())
+    shown = (("n", window.low), ("required", required))
+    out = [Query("empty list", is_least_fitting(select(empty, window, required), empty, window, required), hypotheses[1:])]
+    for part, w in (("fold", window), ("fold, no upper end", unbounded_window(window.low))):
+        folded = scan_step(capture, 0, w, required, select(tail, w, required))
+        out.append(Query(part, same_selection(select(capture, w, required), folded), hypotheses, size=size, shown=shown))
+    loads = Loads(tuple(z3.Int(f"load{r}") for r in range(3)), z3.BoolVal(True))  # any 3 ranks' loads
+    for keying, listed in (("global", capture), ("local", sizes_holding_themselves(capture))):
+        setup = RankSetup("zigzag", 3, 6, Fraction(2), capture, keying)
+        chosen, _, facts = rank_decision(loads, 0, setup, window.low, "decide")
+        keyed = keying_row(keying).inputs(window.low, loads, 6, Fraction(2), capture, "decide")
+        whole = select(listed, keyed.window, keyed.required)
+        out.append(Query(f"admission's call, {keying}", same_selection(chosen, whole),
+                         (*hypotheses, *(x >= 0 for x in loads.loads), facts, keyed.holds), size=size, shown=shown))
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=128)

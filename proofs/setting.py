@@ -10,6 +10,7 @@ layout at once) and ``requests`` (RequestsBatch: a few requests of symbolic leng
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 import z3
@@ -34,9 +35,11 @@ OTHER_STRATEGIES_MAX_P = 8
 RLIMIT = 20_000_000  # z3 resource units per query (deterministic); the costliest here needs ~5M at P = 32
 BATCH_FORMS = ("classes", "any", "requests")
 REQUESTS = 2  # requests (of any lengths, 0 = absent) in a ``requests`` batch
+EVERY_RANK_MAX_P = 8  # the consensus theorems compare every rank up to here; above, the ranks of ``ranks_at``
 
 Admit = Callable[[LiveBatch, IntTerm, RankSetup, int, str], Admission]
 ReplayFn = Callable[..., Replay]
+Step = tuple[str, BoolTerm] | tuple[str, BoolTerm, Sequence[BoolTerm]]
 
 
 def strategies_at(cp_size: int) -> tuple[str, ...]:
@@ -44,6 +47,17 @@ def strategies_at(cp_size: int) -> tuple[str, ...]:
     (spec/strategies.py ``CLASS_ENCODABLE``; the DualChunkSwap rows are not, and are covered under the
     local keying by proofs/end_to_end_local.py), all of them up to P = 8, zigzag above."""
     return CLASS_ENCODABLE if cp_size <= OTHER_STRATEGIES_MAX_P else STRATEGIES_FULL_SCOPE
+
+
+def ranks_at(cp_size: int) -> tuple[int, ...]:
+    """The deciding ranks the rank-consensus theorems compare with rank 0: every rank up to
+    ``EVERY_RANK_MAX_P``; above it the first, the middle and the last one (0, P/2, P-1), so a rule that differs
+    at the ends or in the middle cannot hide."""
+    if cp_size < 1:
+        raise ValueError(f"cp_size must be an int >= 1, got {cp_size}")
+    if cp_size <= EVERY_RANK_MAX_P:
+        return tuple(range(cp_size))
+    return (0, cp_size // 2, cp_size - 1)
 
 
 # -- the setting shared by every theorem ---------------------------------------------------------------------
@@ -130,6 +144,8 @@ class Setting:
         steps: Sequence[tuple[str, BoolTerm] | tuple[str, BoolTerm, Sequence[BoolTerm]]],
         facts: Sequence[BoolTerm],
         shown: Sequence[tuple[str, IntTerm]],
+        *,
+        guarded: bool = True,
     ) -> tuple[Query, ...]:
         """One checked chain: step i is proved under the setting, every earlier step's claim, and ``facts``
         (or the step's own subset of facts, its third element: fewer hypotheses make a stronger lemma);
@@ -154,8 +170,10 @@ class Setting:
         # A lemma is proved where the theorem's claim fails (Not(final) => lemma): the chain proves the
         # same theorem, and a refuted lemma's model is a counterexample to the theorem itself. The last
         # step is the claim itself.
-        guarded = [(step, z3.Implies(z3.Not(final), step[1])) for step in lemmas]
-        for step, claim in (*guarded, (last, final)):
+        # (``guarded`` False: each lemma as stated, for a lemma that is a conjunct of the claim itself, so a
+        # refuted lemma is a counterexample to the theorem all the same.)
+        stated = [(step, z3.Implies(z3.Not(final), step[1]) if guarded else step[1]) for step in lemmas]
+        for step, claim in (*stated, (last, final)):
             part = step[0]
             own = tuple(step[2]) if len(step) == 3 else tuple(facts)
             out.append(
@@ -183,3 +201,69 @@ def _sides(s: Setting, admit_fn: Admit, replay_fn: ReplayFn, layout: ReplayLayou
     a = admit_fn(s.batch, s.n, s.setup, 0, "admit")
     r = replay_fn(s.batch, s.n, s.setup, 0, "replay", layout=layout)
     return a, r
+
+
+@dataclass(frozen=True)
+class RankSides:
+    """Admission and replay on rank 0 (under the setting's own capture state) and on other ranks (under the
+    setup they were given), each built under its own names (``rank{r}``, ``replay{r}``): a rule that reads the
+    rank gives its ranks different terms."""
+
+    admission: Admission
+    replay: Replay
+    others: tuple[tuple[int, Admission, Replay], ...]
+
+    @property
+    def holds(self) -> tuple[BoolTerm, ...]:
+        """Every side's defining facts."""
+        return (self.admission.holds, self.replay.holds, *(x for _, a, r in self.others for x in (a.holds, r.holds)))
+
+
+def rank_sides(
+    s: Setting, admit_fn: Admit, replay_fn: ReplayFn, other: RankSetup, ranks: Sequence[int] | None = None, **how: object
+) -> RankSides:
+    """Rank 0's admission and replay under ``s.setup``, and every other rank of ``ranks`` (default
+    ``ranks_at``; rank 0 again, under ``other``, at P = 1) under ``other``; ``how`` goes to every replay."""
+    wanted = ranks_at(s.cp_size) if ranks is None else tuple(ranks)
+    first = admit_fn(s.batch, s.n, s.setup, 0, "rank0")
+    base = replay_fn(s.batch, s.n, s.setup, 0, "replay0", **how)
+    others = []
+    for rank in [r for r in wanted if r] or [0]:
+        tag = _tag(rank)
+        others.append((rank, admit_fn(s.batch, s.n, other, rank, tag), replay_fn(s.batch, s.n, other, rank, tag.replace("rank", "replay"), **how)))
+    return RankSides(first, base, tuple(others))
+
+
+def every_rank_alike(theorem: str, s: Setting, admit_fn: Admit, replay_fn: ReplayFn) -> tuple[Query, ...]:
+    """Every rank of ``ranks_at`` admits and replays exactly as rank 0 does under the same capture state (the
+    same rows, admit verdict and bucket, the same replay rows, verdict and bucket), one chain per rank: the
+    rows (a conjunct of the claim, proved first as a lemma, unguarded), then the whole claim. ``s`` is an
+    any-layout setting (a ValueError otherwise): the loads are free, so no layout or strategy hides a rule
+    that reads the deciding rank."""
+    if s.form != "any":
+        raise ValueError(f"every_rank_alike needs an any-layout setting (form 'any'); got form {s.form!r}")
+    sides = rank_sides(s, admit_fn, replay_fn, s.setup)
+    first, base = sides.admission, sides.replay
+    out: list[Query] = []
+    for rank, a, r in sides.others:
+        facts = (first.holds, base.holds, a.holds, r.holds)
+        rows = z3.And(first.required == a.required, base.required == r.required)
+        claim = z3.And(
+            rows,  # the rows lemma is a conjunct of the claim: a refuted lemma is a counterexample to the claim
+            first.selection.admitted == a.selection.admitted,
+            z3.Implies(first.selection.admitted, first.selection.bucket == a.selection.bucket),
+            base.succeeded == r.succeeded,
+            z3.Implies(base.succeeded, base.selection.bucket == r.selection.bucket),
+        )
+        steps: tuple[Step, ...] = (
+            (f"rows agree, rank {rank}", rows, facts),
+            (f"rank_consensus, rank {rank}", claim),
+        )
+        out += s.chain(theorem, steps, facts, (("rank 0 bucket", first.selection.bucket), (f"rank {rank} bucket", a.selection.bucket),
+                                               ("rank 0 replays", base.selection.bucket), (f"rank {rank} replays", r.selection.bucket)),
+                       guarded=False)
+    return tuple(out)
+
+
+def _tag(rank: int) -> str:
+    return f"rank{rank}" if rank else "rank0.again"

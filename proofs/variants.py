@@ -16,6 +16,8 @@ from cpgraph.proofs import arith, batch, capacity, dual_chunk_swap, selection, s
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.registry import BY_NAME
+from cpgraph.spec.selection import CaptureList, Selection, Window, scan_select
+from cpgraph.spec.terms import IntLike
 from cpgraph.proofs.wrong_terms import (
     class_batch_under,
     class_batch_with_untied_quotient,
@@ -82,6 +84,13 @@ class Variant:
     parameter: int
     expected: Status
     build: Callable[[int], tuple[Query, ...]]
+
+
+def scan_of_the_first_8_buckets(capture: CaptureList, window: Window, required: IntLike) -> Selection:
+    """spec.selection.scan_select, but the fold stops after the first 8 buckets of the list (issue 21's
+    planted change: a scan that stops early, unseen by 3-bucket end-to-end lists)."""
+    first = CaptureList(capture.buckets[:8], capture.capacities[:8], capture.recorded[:8])
+    return scan_select(first, window, required)
 
 
 P, K = 4, 3  # where the variants are checked: a small cp_size and capture-list length that show each bug
@@ -252,6 +261,9 @@ VARIANTS: tuple[Variant, ...] = (
             K, REFUTED, functools.partial(selection.local_scan_meets_every_invariant, keying="global")),
     Variant("stop_below_key", "local_scan_meets_every_invariant", "the scan stops (not skips) at a size below the key", K, REFUTED,
             functools.partial(selection.local_scan_meets_every_invariant, step=_step(below_stops=True))),
+    Variant("scan_of_the_first_8_buckets", "scan_select_is_the_step_folded_over_the_whole_list",
+            "the scan stops after the first 8 buckets of the list", 9, REFUTED,
+            functools.partial(selection.scan_select_is_the_step_folded_over_the_whole_list, select=scan_of_the_first_8_buckets)),
     Variant("window_one_short", "padding_window_holds_n_for_every_factor", "window [n, F*n - 1]", 0, REFUTED,
             functools.partial(selection.padding_window_holds_n_for_every_factor, window_of=_window_one_short)),
     Variant("forgets_quotient", "class_loads_track_request_loads", "a request adds no quotient blocks", P, REFUTED,

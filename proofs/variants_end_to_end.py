@@ -17,14 +17,14 @@ import z3
 
 from cpgraph.proofs import end_to_end as e2e
 from cpgraph.proofs.obligation import Query
-from cpgraph.spec.admission import Admission, RankSetup, admit, cp_active, rank_decision
+from cpgraph.spec.admission import Admission, RankSetup, admit, cp_active, gate, rank_decision
 from cpgraph.spec.arith import align_up
 from cpgraph.spec.batch import ClassBatch, LiveBatch
 from cpgraph.spec.capacity import required_local_tokens
 from cpgraph.spec.replay import Replay, capacity_of, tripwire
 from cpgraph.spec.replay import replay as spec_replay
 from cpgraph.spec.selection import NO_SELECTION, Selection, Window, padding_window, scan_select
-from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, all_of
 
 Select = Callable[[RankSetup, Window, IntTerm], Selection]
 
@@ -250,6 +250,31 @@ def ungated_replay(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike
                   r.layout_loads, r.required, r.holds)
 
 
+def middle_ranks_own_load(loads: Loads, rank: IntLike, setup: RankSetup, num_tokens: IntLike, name: str) -> tuple[Selection, IntTerm, BoolTerm]:
+    """The spec's rank_decision, but a middle rank (0 < r < P-1) decides from its own load instead of the
+    busiest rank's (rank consensus lost, and only where neither end rank looks: issue 21's planted change)."""
+    if isinstance(rank, int) and 0 < rank < setup.cp_size - 1:
+        loads = Loads((loads.loads[rank],), loads.holds)
+    return rank_decision(loads, rank, setup, num_tokens, name)
+
+
+def admit_deciding_by(decide: Callable[..., tuple[Selection, IntTerm, BoolTerm]]) -> Callable[[LiveBatch, IntTerm, RankSetup, int, str], Admission]:
+    """spec.admission.admit (its layout, its keying's gate) with ``decide`` as the rank's decision."""
+
+    def admit_fn(batch: LiveBatch, n: IntTerm, setup: RankSetup, rank: int, name: str) -> Admission:
+        loads = batch.layout_loads(setup.strategy, f"{name}.live")
+        chosen, rows, facts = decide(loads, rank, setup, n, name)
+        return Admission(Selection(z3.And(gate(batch, n, setup), chosen.admitted), chosen.bucket), rows, facts)
+
+    return admit_fn
+
+
+# Issue 21's planted change: the middle ranks' admission decides from their own load (replay as the spec's),
+# and the same rule in the decision both sides call.
+middle_ranks_own_load_admit = admit_deciding_by(middle_ranks_own_load)
+middle_ranks_own_load_replay = functools.partial(spec_replay, decide=middle_ranks_own_load)
+
+
 # sglang 0.5.17's replay: pad to the first bucket >= n (no capacity check), lay out the live lengths.
 prefix_replay = make_replay(select=smallest_at_or_above_n)
 
@@ -297,6 +322,13 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          functools.partial(e2e.ranks_sharing_their_capture_state_agree, admit_fn=make_admit(busiest="local"))),
         ("other_rank_largest", "ranks_sharing_their_capture_state_agree", "rank P-1 picks the greatest fitting bucket",
          functools.partial(e2e.ranks_sharing_their_capture_state_agree, admit_fn=per_rank_select(largest_fitting))),
+        ("middle_ranks_own_load", "ranks_sharing_their_capture_state_agree",
+         "a middle rank's admission decides from its own load, not the busiest rank's",
+         functools.partial(e2e.ranks_sharing_their_capture_state_agree, admit_fn=middle_ranks_own_load_admit)),
+        ("middle_ranks_own_load_both", "ranks_sharing_their_capture_state_agree",
+         "a middle rank's decision (admission and replay) reads its own load, not the busiest rank's",
+         functools.partial(e2e.ranks_sharing_their_capture_state_agree, admit_fn=middle_ranks_own_load_admit,
+                           replay_fn=middle_ranks_own_load_replay)),
         ("per_rank_capacities", "ranks_sharing_their_capture_state_agree", "ranks keep their own recorded capacities",
          functools.partial(e2e.ranks_sharing_their_capture_state_agree, shared=("capture_num_tokens", "max_padding_factor", "align_size"))),
         ("per_rank_factor", "ranks_sharing_their_capture_state_agree", "ranks keep their own padding factor",

@@ -25,6 +25,7 @@ import z3
 from cpgraph.proofs import end_to_end_local as local
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.variants_end_to_end import middle_ranks_own_load_admit, middle_ranks_own_load_replay
 from cpgraph.spec.admission import Admission, RankSetup, cp_active
 from cpgraph.spec.batch import LiveBatch
 from cpgraph.spec.capacity import busiest_load
@@ -185,6 +186,13 @@ def variants() -> tuple[tuple[str, str, str, int, Status, Callable[[int], tuple[
          functools.partial(local.local_batches_that_fit_are_admitted, admit_fn=vllm_0_28_admit)),
         ("own_rows_key", "local_ranks_sharing_their_sizes_agree", "each rank keys by its own rows (consensus lost)", REFUTED,
          functools.partial(local.local_ranks_sharing_their_sizes_agree, admit_fn=make_admit(key_of=own_rows_key))),
+        ("middle_ranks_own_load", "local_ranks_sharing_their_sizes_agree",
+         "a middle rank's admission keys by its own rows, not the largest", REFUTED,
+         functools.partial(local.local_ranks_sharing_their_sizes_agree, admit_fn=middle_ranks_own_load_admit)),
+        ("middle_ranks_own_load_both", "local_ranks_sharing_their_sizes_agree",
+         "a middle rank's decision (admission and replay) keys by its own rows", REFUTED,
+         functools.partial(local.local_ranks_sharing_their_sizes_agree, admit_fn=middle_ranks_own_load_admit,
+                           replay_fn=middle_ranks_own_load_replay)),
         ("per_rank_sizes", "local_ranks_sharing_their_sizes_agree", "ranks keep their own lists of sizes", REFUTED,
          functools.partial(local.local_ranks_sharing_their_sizes_agree, shared=())),
         ("doubled_window", "local_batches_that_fit_are_admitted", "sglang's window m <= s <= 2m on the local key", REFUTED,
