@@ -40,6 +40,7 @@ def _guard_cases() -> tuple[tuple[str, Callable[[], object], Callable[[], object
          lambda: batch.class_loads(batch.class_batch(1, "g"), "dual_chunk_swap_dcp", "g")),
         ("batch.any_layout", lambda: batch.any_layout(1, "g"), lambda: batch.any_layout(0, "g")),
         ("batch.requests_batch", lambda: batch.requests_batch(1, 1, "g"), lambda: batch.requests_batch(1, 0, "g")),
+        ("batch.requests_batch cp_size", lambda: batch.requests_batch(1, 1, "g"), lambda: batch.requests_batch(0, 1, "g")),
         ("keying.keying", lambda: keying.keying("local"), lambda: keying.keying("locals")),
         ("invariants.captured_bucket keying", lambda: invariants.captured_bucket(chosen, empty, "local"),
          lambda: invariants.captured_bucket(chosen, empty, "vllm")),
@@ -76,7 +77,7 @@ def _raises(call: Callable[[], object], argument: str | None = None) -> bool:
 _NAMED = {name: "cp_size" for name in (
     "batch.class_batch", "capacity.headroom_bound", "strategies.contiguous_request_loads",
     "strategies.dual_chunk_swap_request_loads", "strategies.dual_chunk_swap_dcp_request_loads", "batch.any_layout",
-    "strategies.interleave_loads", "zigzag.zigzag_request_loads")}
+    "strategies.interleave_loads", "zigzag.zigzag_request_loads", "batch.requests_batch cp_size")}
 
 
 def guards() -> tuple[Bite, ...]:
