@@ -57,6 +57,11 @@ at a time (or both at once on two cores), each mutant killed by ``cpgraph prove`
         --rev HEAD --label fresh-e
     python benchmarks/mutation.py --target proofs --stages prove --limit 100 --sample-seed 92 --jobs 1 \
         --rev HEAD --label fresh-e
+
+The scope operators alone (``--operators`` keeps only their mutants, before any sample):
+
+    python benchmarks/mutation.py --target proofs --stages prove --operators narrow-range bounding-hypothesis \
+        --jobs 1 --rev HEAD --label fresh-e-scope
 """
 
 from __future__ import annotations
@@ -632,7 +637,7 @@ def _worker(root: Path, stages: Sequence[Stage], timeouts: Sequence[float], muta
 
 def run_target(target: Target, *, limit: int | None, jobs: int, rev: str | None, sample_seed: int,
                timeout_factor: float, files: Sequence[str] | None, stages_named: Sequence[str] | None = None,
-               deadline: float | None = None) -> dict[str, object]:
+               deadline: float | None = None, operators: Sequence[str] | None = None) -> dict[str, object]:
     """Run the chosen mutants (all, or a deterministic sample of ``limit``); ``stages_named`` keeps only those
     kill stages; past ``deadline`` (a time.time()) no new mutant starts and the report says how many ran."""
     if stages_named:
@@ -646,7 +651,8 @@ def run_target(target: Target, *, limit: int | None, jobs: int, rev: str | None,
         root = copies[0]
         chosen = list(files) if files else target.files(root)
         stages = [_existing(stage, root) for stage in target.stages]
-        everything = [m for f in chosen for m in mutants_of(f, (root / f).read_text())]
+        everything = [m for f in chosen for m in mutants_of(f, (root / f).read_text())
+                      if operators is None or m.operator in operators]
         picked = everything
         if limit is not None and limit < len(everything):
             indices = sorted(random.Random(sample_seed).sample(range(len(everything)), limit))
@@ -693,6 +699,7 @@ def run_target(target: Target, *, limit: int | None, jobs: int, rev: str | None,
     outcomes.sort(key=lambda o: (o.mutant.path, o.mutant.start, o.mutant.operator, o.mutant.description))
     result = summarise(target, chosen, stages, outcomes, len(everything), baseline, wall, revision, limit, sample_seed, jobs)
     result["planned"] = len(picked)
+    result["operators_only"] = list(operators) if operators is not None else None
     result["stopped_at_deadline"] = len(outcomes) < len(picked)
     return result
 
@@ -966,6 +973,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="print the mutants and exit")
     parser.add_argument("--stages", nargs="+", default=None, metavar="NAME",
                         help="run only these kill stages (e.g. prove: the proofs alone)")
+    parser.add_argument("--operators", nargs="+", default=None, choices=OPERATORS, metavar="OP",
+                        help="only mutants of these operators (sampled among them), e.g. narrow-range bounding-hypothesis")
     parser.add_argument("--label", default=None, metavar="L",
                         help="write <date>-mutation-L-<target>.json/.md and leave the day's combined report alone")
     parser.add_argument("--deadline", default=None, metavar="HH:MM",
@@ -986,7 +995,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         files = options.files or target.files(ROOT)
         for path in files:
             for mutant in mutants_of(path, (ROOT / path).read_text()):
-                print(mutant.key)
+                if options.operators is None or mutant.operator in options.operators:
+                    print(mutant.key)
         for stage in target.stages:
             print(f"stage {stage.name}: {_existing(stage, ROOT).text()}", file=sys.stderr)
         return 0
@@ -998,7 +1008,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         deadline = now.replace(hour=hour, minute=minute, second=0, microsecond=0).timestamp()
     result = run_target(target, limit=options.limit, jobs=options.jobs, rev=options.rev,
                         sample_seed=options.sample_seed, timeout_factor=options.timeout_factor, files=options.files,
-                        stages_named=options.stages, deadline=deadline)
+                        stages_named=options.stages, deadline=deadline, operators=options.operators)
     md, js = write_reports(result, options.out, options.label)
     print(f"mutation: {result['target']}: {result['killed']} killed, {result['survived']} survived, "
           f"{result['timed_out']} timed out of {result['mutants']} (score {_pct(result['score'])}); {md}, {js}")

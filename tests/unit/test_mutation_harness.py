@@ -134,11 +134,10 @@ def test_the_scope_operators_find_the_repositorys_declared_scopes() -> None:
     """On the sites alone (no mutant is parsed): cheap."""
     import ast
 
-    statements = ast.parse((ROOT / "proofs" / "batch.py").read_text())
-    assert any(mutation._bounded_below_only(h) for h in mutation._hypotheses_literals(statements))
-    assert any(True for _ in mutation._scope_ranges(statements))
-    spec = ast.parse((ROOT / "spec" / "strategies.py").read_text())
-    assert any(True for _ in mutation._declared_ranges(spec))  # DECODE_PLACEMENTS
+    statements = ast.parse((ROOT / "proofs" / "zigzag.py").read_text())
+    assert any(mutation._bounded_below_only(h) for h in mutation._hypotheses_literals(statements))  # step_facts
+    assert any(True for _ in mutation._scope_ranges(ast.parse((ROOT / "spec" / "selection.py").read_text())))  # the scan
+    assert any(True for _ in mutation._declared_ranges(ast.parse((ROOT / "spec" / "strategies.py").read_text())))
 
 
 @pytest.mark.slow
@@ -160,3 +159,11 @@ def test_a_run_on_a_copy_kills_and_survives_and_leaves_the_tree_alone(tmp_path: 
     md, js = mutation.write_reports(result, tmp_path)
     text = md.read_text()
     assert "| toy |" in text and f"Survivors ({result['survived']}, of which" in text and js.exists()
+
+
+def test_operators_keeps_only_the_named_operators(capsys: pytest.CaptureFixture[str]) -> None:
+    assert mutation.main(["--target", "spec", "--files", "spec/strategies.py", "--operators", "narrow-range", "--list"]) == 0
+    keys = capsys.readouterr().out.splitlines()
+    assert keys and all(": narrow-range: " in k for k in keys)  # DECODE_PLACEMENTS' two ends
+    with pytest.raises(SystemExit):
+        mutation.main(["--target", "spec", "--operators", "no-such-operator", "--list"])
