@@ -19,6 +19,21 @@ and replacing a return value with a constant of its declared type (bool, int, z3
 docstrings, annotations, f-strings, ``raise`` statements (error messages), lines marked ``# pragma: no
 mutate``.
 
+Two scope operators (issue 21: a theorem must fail when the scope it claims shrinks), applied only where a
+scope is declared:
+- ``narrow-range``: (a) a declared range, i.e. a tuple, list or set of two or more distinct constants (or
+  calls of constants, ``Fraction(3, 2)``) assigned to an UPPER_CASE name (cp sizes, factors, the strategies or
+  layouts in scope, the shared inputs), loses its first or its last element (one mutant each; a one-element
+  tuple keeps its comma); (b) a ``range(...)`` that a claim or a loop quantifies over (the iterable of a
+  ``for``, or of a comprehension passed to z3.And/Or/all_of/any_of; ``reversed(range(...))`` too) with a stop
+  that is not a bare constant gets ``stop - 1`` (a constant stop, e.g. ``OTHER_STRATEGIES_MAX_P = 8``, is
+  already moved by the constant operator).
+- ``bounding-hypothesis``: a hypotheses literal (a tuple or list assigned to a name containing "hypothes" or
+  "facts", a Query's third argument, or a ``hypotheses=`` / ``facts=`` keyword) gains one conjunct per variable
+  that its comparisons bound from below only (``n >= 0``, ``self.n >= self.batch.tokens``; not ``rank`` with
+  ``rank < p``, not a variable fixed by ``==``): ``p <= 4`` for a cp size (p, P, cp, cp_size) and
+  ``x <= 4096`` for anything else, so "every P" or "all lengths" becomes a bounded claim.
+
 Kill commands (``TARGETS``):
 - spec, proofs: every theorem of the registry at cp_size 1..8, then the teeth pass (``_prove`` below: the
   obligations and variants ``cpgraph prove --cp-max 8 --jobs 1`` runs, through the same ``run_task``, and the
@@ -31,7 +46,22 @@ A mutant that runs past its timeout (``--timeout-factor`` times the unmutated ru
 "timed out": reported apart, and not counted as killed. The score is killed / (mutants - timed out).
 
 Results go to ``benchmarks/results/<date>-mutation-<target>.json``; every run also rewrites
-``<date>-mutation.md`` and ``<date>-mutation.json``, which combine all targets measured that day.
+``<date>-mutation.md`` and ``<date>-mutation.json``, which combine all targets measured that day. With
+``--label L`` a run writes ``<date>-mutation-L-<target>.json`` and ``.md`` instead, and leaves the day's
+combined report alone (a pilot, or one round of a fresh-sample series).
+
+The fresh measurement of issue 21 (item 6), run at a committed revision after the branches merge, one target
+at a time (or both at once on two cores), each mutant killed by ``cpgraph prove`` alone:
+
+    python benchmarks/mutation.py --target spec --stages prove --limit 80 --sample-seed 91 --jobs 1 \
+        --rev HEAD --label fresh-e
+    python benchmarks/mutation.py --target proofs --stages prove --limit 100 --sample-seed 92 --jobs 1 \
+        --rev HEAD --label fresh-e
+
+The scope operators alone (``--operators`` keeps only their mutants, before any sample):
+
+    python benchmarks/mutation.py --target proofs --stages prove --operators narrow-range bounding-hypothesis \
+        --jobs 1 --rev HEAD --label fresh-e-scope
 """
 
 from __future__ import annotations
@@ -92,7 +122,15 @@ COMPARISON_FLIPS = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!="
 ARITHMETIC_SWAPS = {ast.Add: ("+", "-"), ast.Sub: ("-", "+"), ast.Mult: ("*", "//"), ast.FloorDiv: ("//", "*"),
                     ast.Mod: ("%", "//")}
 CONJUNCTIONS = {"And", "Or", "all_of", "any_of"}
-OPERATORS = ("comparison", "arithmetic", "constant", "boolean", "not", "drop-argument", "if-swap", "return")
+OPERATORS = ("comparison", "arithmetic", "constant", "boolean", "not", "drop-argument", "if-swap", "return",
+             "narrow-range", "bounding-hypothesis")
+# The scope operators (issue 21): a hypotheses literal is a tuple or list that is assigned to a name that says so,
+# passed as a Query's third argument, or passed as ``hypotheses=`` / ``facts=``.
+_HYPOTHESES_NAME = re.compile(r"hypothes|facts", re.IGNORECASE)
+_CP_SIZE_NAMES = {"p", "P", "cp", "cp_size"}
+CP_SIZE_BOUND = 4  # ``p <= 4``: every theorem vacuous above P = 4
+LENGTH_BOUND = 4096  # ``n <= 4096``: "all lengths" becomes a bounded claim
+_UPPER_CASE = re.compile(r"^_?[A-Z][A-Z0-9_]*$")
 _COMPARISON_TOKEN = re.compile(r"<=|>=|==|!=|<|>")
 
 
@@ -160,6 +198,106 @@ def _return_constants(function: ast.FunctionDef | ast.AsyncFunctionDef, z3_impor
     if annotation in ("BoolTerm", "z3.BoolRef") and z3_imported:
         return ("z3.BoolVal(True)",)
     return ()
+
+
+def _is_declared_value(node: ast.expr) -> bool:
+    """A constant, or a call of constants (``Fraction(5, 4)``): an element of a declared range."""
+    if isinstance(node, ast.Constant):
+        return True
+    return (isinstance(node, ast.Call) and not node.keywords
+            and all(isinstance(a, ast.Constant) for a in node.args))
+
+
+def _declared_ranges(tree: ast.AST) -> Iterator[ast.Tuple | ast.List | ast.Set]:
+    """Literals of two or more constants assigned to an UPPER_CASE name: a declared range (cp sizes, factors,
+    strategies in scope, shared inputs)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if (isinstance(target, ast.Name) and _UPPER_CASE.match(target.id)
+                and isinstance(value, (ast.Tuple, ast.List, ast.Set)) and len(value.elts) >= 2
+                and all(_is_declared_value(e) for e in value.elts)
+                and len({ast.dump(e) for e in value.elts}) == len(value.elts)):  # a set of values, not a record
+            yield value
+
+
+def _scope_ranges(tree: ast.AST) -> Iterator[ast.Call]:
+    """``range(...)`` calls that a claim or a loop quantifies over (the iterable of a ``for`` statement, or of a
+    comprehension passed to z3.And/Or/all_of/any_of), with a stop that is not a bare constant (the constant
+    operator already moves those)."""
+    def unwrap(node: ast.expr) -> ast.expr:
+        if isinstance(node, ast.Call) and _callee(node) == "reversed" and len(node.args) == 1:
+            return node.args[0]
+        return node
+
+    iterables: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.For):
+            iterables.append(unwrap(node.iter))
+        elif isinstance(node, ast.Call) and _callee(node) in CONJUNCTIONS:
+            for arg in node.args:
+                if isinstance(arg, (ast.GeneratorExp, ast.ListComp)):
+                    iterables.extend(unwrap(g.iter) for g in arg.generators)
+    for it in iterables:
+        if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and 1 <= len(it.args) <= 3 and not it.keywords and not isinstance(it.args[min(len(it.args), 2) - 1], ast.Constant)):
+            yield it
+
+
+def _hypotheses_literals(tree: ast.AST) -> Iterator[ast.Tuple | ast.List]:
+    """Tuples and lists of hypotheses: assigned to a name that says so (``hypotheses``, ``facts``), a Query's
+    third argument, or a ``hypotheses=`` / ``facts=`` keyword."""
+    for node in ast.walk(tree):
+        found: list[ast.expr] = []
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if (node.value is not None and len(targets) == 1 and isinstance(targets[0], ast.Name)
+                    and _HYPOTHESES_NAME.search(targets[0].id)):
+                found.append(node.value)
+        elif isinstance(node, ast.Call):
+            if _callee(node) == "Query" and len(node.args) >= 3:
+                found.append(node.args[2])
+            found.extend(k.value for k in node.keywords if k.arg is not None and _HYPOTHESES_NAME.search(k.arg))
+        for value in found:
+            if isinstance(value, (ast.Tuple, ast.List)):
+                yield value
+
+
+def _bounded_below_only(literal: ast.Tuple | ast.List) -> list[str]:
+    """Names (or attributes, ``self.n``) the literal's comparisons bound from below and never from above (nor fix with ==): the integer
+    variables whose declared range is open above, in order of first mention."""
+    below: list[str] = []
+    above: set[str] = set()
+    for element in literal.elts:
+        if not isinstance(element, ast.Compare):
+            continue
+        operands = [element.left, *element.comparators]
+        for op, left, right in zip(element.ops, operands, operands[1:]):
+            for name_node, lower in ((left, isinstance(op, (ast.GtE, ast.Gt))), (right, isinstance(op, (ast.LtE, ast.Lt)))):
+                if not isinstance(name_node, (ast.Name, ast.Attribute)):
+                    continue
+                name = ast.unparse(name_node)  # n, or self.n
+                if lower:
+                    if name not in below:
+                        below.append(name)
+                else:
+                    above.add(name)  # an upper bound, or an equation (==, !=: never open above)
+    return [name for name in below if name not in above]
+
+
+def _range_without(source: str, offsets: _Offsets, literal: ast.Tuple | ast.List | ast.Set, drop: int) -> str:
+    """The literal's text with element ``drop`` left out (a one-element tuple keeps its comma)."""
+    start, end = offsets.span(literal)
+    text = source[start:end]
+    opened = text[:1] if text[:1] in "([{" else ""
+    closed = {"(": ")", "[": "]", "{": "}"}.get(opened, "")
+    kept = [source[slice(*offsets.span(e))] for i, e in enumerate(literal.elts) if i != drop]
+    comma = "," if isinstance(literal, ast.Tuple) and len(kept) == 1 else ""
+    return f"{opened}{', '.join(kept)}{comma}{closed}"
 
 
 def mutants_of(path: str, source: str) -> list[Mutant]:
@@ -265,6 +403,30 @@ def mutants_of(path: str, source: str) -> list[Mutant]:
             for constant in returns.get(id(node), ()):
                 if source[start:end] != constant:
                     add(node, "return", f"return {constant}", start, end, constant)
+    # Scope operators (issue 21): narrow a declared range; add a bounding hypothesis.
+    for literal in _declared_ranges(tree):
+        if id(literal) in skipped:
+            continue
+        start, end = offsets.span(literal)
+        ends = sorted({0, len(literal.elts) - 1})
+        for i in ends:
+            element = source[slice(*offsets.span(literal.elts[i]))]
+            add(literal.elts[i], "narrow-range", f"drop {element} from the declared range", start, end,
+                _range_without(source, offsets, literal, i))
+    for call in _scope_ranges(tree):
+        if id(call) in skipped:
+            continue
+        stop = call.args[0] if len(call.args) == 1 else call.args[1]
+        a, b = offsets.span(stop)
+        add(call, "narrow-range", "range stop -> stop - 1", a, b, f"({source[a:b]}) - 1")
+    for literal in _hypotheses_literals(tree):
+        if id(literal) in skipped or not literal.elts:
+            continue
+        after = offsets.span(literal.elts[-1])[1]
+        for name in _bounded_below_only(literal):
+            bound = CP_SIZE_BOUND if name in _CP_SIZE_NAMES else LENGTH_BOUND
+            add(literal, "bounding-hypothesis", f"add hypothesis {name} <= {bound}", after, after,
+                f", {name} <= {bound}")
     out.sort(key=lambda m: (m.start, m.operator, m.description))
     return [m for m in out if _parses(m.apply(source))]  # a mutant is a program, never a syntax error
 
@@ -475,7 +637,7 @@ def _worker(root: Path, stages: Sequence[Stage], timeouts: Sequence[float], muta
 
 def run_target(target: Target, *, limit: int | None, jobs: int, rev: str | None, sample_seed: int,
                timeout_factor: float, files: Sequence[str] | None, stages_named: Sequence[str] | None = None,
-               deadline: float | None = None) -> dict[str, object]:
+               deadline: float | None = None, operators: Sequence[str] | None = None) -> dict[str, object]:
     """Run the chosen mutants (all, or a deterministic sample of ``limit``); ``stages_named`` keeps only those
     kill stages; past ``deadline`` (a time.time()) no new mutant starts and the report says how many ran."""
     if stages_named:
@@ -489,7 +651,8 @@ def run_target(target: Target, *, limit: int | None, jobs: int, rev: str | None,
         root = copies[0]
         chosen = list(files) if files else target.files(root)
         stages = [_existing(stage, root) for stage in target.stages]
-        everything = [m for f in chosen for m in mutants_of(f, (root / f).read_text())]
+        everything = [m for f in chosen for m in mutants_of(f, (root / f).read_text())
+                      if operators is None or m.operator in operators]
         picked = everything
         if limit is not None and limit < len(everything):
             indices = sorted(random.Random(sample_seed).sample(range(len(everything)), limit))
@@ -536,6 +699,7 @@ def run_target(target: Target, *, limit: int | None, jobs: int, rev: str | None,
     outcomes.sort(key=lambda o: (o.mutant.path, o.mutant.start, o.mutant.operator, o.mutant.description))
     result = summarise(target, chosen, stages, outcomes, len(everything), baseline, wall, revision, limit, sample_seed, jobs)
     result["planned"] = len(picked)
+    result["operators_only"] = list(operators) if operators is not None else None
     result["stopped_at_deadline"] = len(outcomes) < len(picked)
     return result
 
@@ -624,10 +788,18 @@ def _head(rev: str = "HEAD") -> str:
 # -- reports ------------------------------------------------------------------------------------------------
 
 
-def write_reports(result: dict[str, object], out: Path) -> tuple[Path, Path]:
-    """Write this target's JSON, then the day's combined Markdown and JSON over every target measured."""
+def write_reports(result: dict[str, object], out: Path, label: str | None = None) -> tuple[Path, Path]:
+    """Write this target's JSON, then the day's combined Markdown and JSON over every target measured; with a
+    ``label``, this run's own JSON and Markdown (``<day>-mutation-<label>-<target>``) and nothing else."""
     out.mkdir(parents=True, exist_ok=True)
     day = str(result["date"])[:10]
+    if label is not None:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", label):
+            raise ValueError(f"label must be lower-case letters, digits and dashes; got {label!r}")
+        stem = out / f"{day}-mutation-{label}-{result['target']}"
+        stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+        stem.with_suffix(".md").write_text(render_markdown(f"{day} ({label})", [result]))
+        return stem.with_suffix(".md"), stem.with_suffix(".json")
     (out / f"{day}-mutation-{result['target']}.json").write_text(json.dumps(result, indent=2) + "\n")
     return combine_reports(day, out)
 
@@ -635,7 +807,8 @@ def write_reports(result: dict[str, object], out: Path) -> tuple[Path, Path]:
 def combine_reports(day: str, out: Path) -> tuple[Path, Path]:
     """The day's combined Markdown and JSON from every ``<day>-mutation-<target>.json`` in ``out``."""
     order = {name: i for i, name in enumerate(TARGETS)}
-    paths = sorted(out.glob(f"{day}-mutation-*.json"),
+    paths = sorted((p for p in out.glob(f"{day}-mutation-*.json")
+                    if "-" not in p.stem.removeprefix(f"{day}-mutation-")),  # not a labelled run's file
                    key=lambda p: (order.get(p.stem.removeprefix(f"{day}-mutation-"), len(order)), p.name))
     runs = [json.loads(p.read_text()) for p in paths]
     combined_json = out / f"{day}-mutation.json"
@@ -800,6 +973,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="print the mutants and exit")
     parser.add_argument("--stages", nargs="+", default=None, metavar="NAME",
                         help="run only these kill stages (e.g. prove: the proofs alone)")
+    parser.add_argument("--operators", nargs="+", default=None, choices=OPERATORS, metavar="OP",
+                        help="only mutants of these operators (sampled among them), e.g. narrow-range bounding-hypothesis")
+    parser.add_argument("--label", default=None, metavar="L",
+                        help="write <date>-mutation-L-<target>.json/.md and leave the day's combined report alone")
     parser.add_argument("--deadline", default=None, metavar="HH:MM",
                         help="start no mutant after this UTC time today; the report counts what ran")
     options = parser.parse_args(args)
@@ -810,13 +987,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.target is None:
         parser.error("--target is required (or --report DAY)")
     target = TARGETS[options.target]
+    if options.label is not None and not re.fullmatch(r"[a-z0-9][a-z0-9-]*", options.label):
+        parser.error(f"--label must be lower-case letters, digits and dashes; got {options.label!r}")
     if options.jobs < 1 or (options.limit is not None and options.limit < 1):
         parser.error("--jobs and --limit must be >= 1")
     if options.list:
         files = options.files or target.files(ROOT)
         for path in files:
             for mutant in mutants_of(path, (ROOT / path).read_text()):
-                print(mutant.key)
+                if options.operators is None or mutant.operator in options.operators:
+                    print(mutant.key)
         for stage in target.stages:
             print(f"stage {stage.name}: {_existing(stage, ROOT).text()}", file=sys.stderr)
         return 0
@@ -828,8 +1008,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         deadline = now.replace(hour=hour, minute=minute, second=0, microsecond=0).timestamp()
     result = run_target(target, limit=options.limit, jobs=options.jobs, rev=options.rev,
                         sample_seed=options.sample_seed, timeout_factor=options.timeout_factor, files=options.files,
-                        stages_named=options.stages, deadline=deadline)
-    md, js = write_reports(result, options.out)
+                        stages_named=options.stages, deadline=deadline, operators=options.operators)
+    md, js = write_reports(result, options.out, options.label)
     print(f"mutation: {result['target']}: {result['killed']} killed, {result['survived']} survived, "
           f"{result['timed_out']} timed out of {result['mutants']} (score {_pct(result['score'])}); {md}, {js}")
     return 0

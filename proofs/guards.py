@@ -40,6 +40,7 @@ def _guard_cases() -> tuple[tuple[str, Callable[[], object], Callable[[], object
          lambda: batch.class_loads(batch.class_batch(1, "g"), "dual_chunk_swap_dcp", "g")),
         ("batch.any_layout", lambda: batch.any_layout(1, "g"), lambda: batch.any_layout(0, "g")),
         ("batch.requests_batch", lambda: batch.requests_batch(1, 1, "g"), lambda: batch.requests_batch(1, 0, "g")),
+        ("batch.requests_batch cp_size", lambda: batch.requests_batch(1, 1, "g"), lambda: batch.requests_batch(0, 1, "g")),
         ("keying.keying", lambda: keying.keying("local"), lambda: keying.keying("locals")),
         ("invariants.captured_bucket keying", lambda: invariants.captured_bucket(chosen, empty, "local"),
          lambda: invariants.captured_bucket(chosen, empty, "vllm")),
@@ -61,12 +62,22 @@ def _guard_cases() -> tuple[tuple[str, Callable[[], object], Callable[[], object
     )
 
 
-def _raises(call: Callable[[], object]) -> bool:
+def _raises(call: Callable[[], object], argument: str | None = None) -> bool:
+    """The call raises ValueError or TypeError (whose message, when ``argument`` is given, starts by naming it:
+    a builder's own guard, not a refusal deeper down that names some other value)."""
     try:
         call()
-    except (ValueError, TypeError):
-        return True
+    except (ValueError, TypeError) as error:
+        return argument is None or str(error).split(" ", 1)[0] == argument
     return False
+
+
+# The argument each cp_size guard's message must name: without the guard (or with it moved past 0), cp_size = 0
+# is still refused, but by divmod_by naming its divisor, and the builder no longer says what was wrong.
+_NAMED = {name: "cp_size" for name in (
+    "batch.class_batch", "capacity.headroom_bound", "strategies.contiguous_request_loads",
+    "strategies.dual_chunk_swap_request_loads", "strategies.dual_chunk_swap_dcp_request_loads", "batch.any_layout",
+    "strategies.interleave_loads", "zigzag.zigzag_request_loads", "batch.requests_batch cp_size")}
 
 
 def guards() -> tuple[Bite, ...]:
@@ -74,7 +85,7 @@ def guards() -> tuple[Bite, ...]:
     per builder, PROVED when both hold."""
     out = []
     for name, edge, past in _guard_cases():
-        ok = not _raises(edge) and _raises(past)
+        ok = not _raises(edge) and _raises(past, _NAMED.get(name))
         out.append(Bite("domain guards", name, "builds at the edge of its domain, raises one past it", 0, Status.PROVED,
                         Status.PROVED if ok else Status.REFUTED))
     return tuple(out)

@@ -12,12 +12,14 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import z3
+
 from cpgraph.proofs import arith, batch, capacity, dual_chunk_swap, selection, strategies, variants_end_to_end, variants_local, zigzag
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.registry import BY_NAME
 from cpgraph.spec.selection import CaptureList, Selection, Window, scan_select
-from cpgraph.spec.terms import IntLike
+from cpgraph.spec.terms import BoolTerm, IntLike, all_of, any_of
 from cpgraph.proofs.wrong_terms import (
     class_batch_under,
     class_batch_with_untied_quotient,
@@ -99,6 +101,24 @@ REFUTED, PROVED = Status.REFUTED, Status.PROVED
 
 _EDGE_THEOREMS = ("scan_selects_first_bucket_at_or_above_n_when_it_has_room", "scan_never_falls_back_when_a_bucket_fits",
                   "scan_selects_minimal_bucket")
+
+def _last_bucket_wrong(chosen: Selection, capture: CaptureList, window: Window, required: IntLike, how: str) -> BoolTerm:
+    """The least-fitting relation, wrong only at the list's last bucket: ``larger`` names it B + 1 (a size past
+    the list), ``skipped`` never admits into it; each is refuted only by a claim that reads the last bucket."""
+    members = [_fits(capture, i, window, required) for i in range(len(capture))]
+    named = [*capture.buckets[:-1], capture.buckets[-1] + 1] if how == "larger" else list(capture.buckets)
+    tried = members if how == "larger" else members[:-1]
+    member = any_of(z3.And(f, chosen.bucket == b) for f, b in zip(tried, named))
+    least = all_of(z3.Implies(f, chosen.bucket <= b) for f, b in zip(tried, named))
+    return z3.And(chosen.admitted == any_of(tried), z3.Implies(chosen.admitted, z3.And(member, least)))
+
+
+def variants_of(theorem: str) -> tuple[Variant, ...]:
+    """The variants substituted into ``theorem`` (KeyError for an unknown theorem)."""
+    if theorem not in BY_NAME:
+        raise KeyError(f"no theorem named {theorem!r}")
+    return tuple(v for v in VARIANTS if v.theorem == theorem)
+
 
 VARIANTS: tuple[Variant, ...] = (
     Variant("loose_remainder", "divmod_quotient_and_remainder_are_unique", "0 <= m <= S", 0, REFUTED,
@@ -289,12 +309,11 @@ VARIANTS: tuple[Variant, ...] = (
         Variant(name, theorem, description, parameter, expected, build)
         for name, theorem, description, parameter, expected, build in variants_local.variants()
     ),
+    # The last bucket of the list, where a scan or a claim that stops one short differs (issue 21).
+    Variant("last_bucket_read_one_larger", "scan_selects_minimal_bucket", "the largest bucket taken as B + 1", K,
+            REFUTED, functools.partial(selection.scan_selects_minimal_bucket, relation=functools.partial(_last_bucket_wrong, how="larger"))),
+    Variant("stops_before_last_bucket", "scan_never_falls_back_when_a_bucket_fits", "the scan never tries the last bucket",
+            K, REFUTED, functools.partial(selection.scan_never_falls_back_when_a_bucket_fits,
+                                          relation=functools.partial(_last_bucket_wrong, how="skipped"))),
 )
-
-
-def variants_of(theorem: str) -> tuple[Variant, ...]:
-    """The variants substituted into ``theorem`` (KeyError for an unknown theorem)."""
-    if theorem not in BY_NAME:
-        raise KeyError(f"no theorem named {theorem!r}")
-    return tuple(v for v in VARIANTS if v.theorem == theorem)
 

@@ -224,6 +224,14 @@ tripwire_ignoring_record = _with_tripwire(lambda r, setup: all_of(
     for x in r.layout_loads
 ))
 
+# The tripwire checks the room of every listed bucket equal to the chosen one, and that some capacity was
+# recorded, but not that the chosen bucket is listed at all: an unlisted bucket passes (no entry to refuse it).
+tripwire_ignoring_membership = _with_tripwire(lambda r, setup: z3.And(
+    z3.Or(list(setup.capture.recorded)),
+    all_of(z3.Implies(r.selection.bucket == b, z3.And(rec, c >= x)) for x in r.layout_loads
+           for b, c, rec in zip(setup.capture.buckets, setup.capture.capacities, setup.capture.recorded)),
+))
+
 
 def replay_ignoring_its_decision(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, **how: object) -> Replay:
     """spec.replay that runs whenever the tripwire passes, even when its own selector call said run eagerly."""
@@ -370,6 +378,9 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          functools.partial(e2e.replay_runs_only_into_a_listed_bucket_with_room, replay_fn=ungated_replay)),
         ("replay_ignores_decision", "replay_runs_only_into_a_listed_bucket_with_room", "replay runs when its selector said eager",
          functools.partial(e2e.replay_runs_only_into_a_listed_bucket_with_room, replay_fn=replay_ignoring_its_decision)),
+        ("tripwire_ignores_membership", "replay_runs_only_into_a_listed_bucket_with_room",
+         "the tripwire accepts a bucket that is not in the list",
+         functools.partial(e2e.replay_runs_only_into_a_listed_bucket_with_room, replay_fn=tripwire_ignoring_membership)),
     ]
     rows += [
         (f"doubled_alignment_{sid}", "admitted_bucket_is_the_least_that_fits", f"{sid} pads to twice its alignment",

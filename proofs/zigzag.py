@@ -22,7 +22,8 @@ def _symbolic(split: Split, rank_load: ZigzagRankLoad) -> tuple[z3.ArithRef, z3.
     p, rank, length = z3.Int("P"), z3.Int("r"), z3.Int("L")
     parts = split(length, p, "req")
     load = rank_load(parts, rank, p)
-    return p, rank, length, load, (p >= 1, rank >= 0, rank < p, length >= 0, parts.holds), parts
+    # P >= 1 is not written: 0 <= r < P implies it (a second copy would be a conjunct no verdict reads).
+    return p, rank, length, load, (rank >= 0, rank < p, length >= 0, parts.holds), parts
 
 
 def per_request_headroom_bound_holds_for_symbolic_cp_size(
@@ -66,9 +67,9 @@ def headroom_bound_holds_for_symbolic_cp_size(
             base_facts=(p >= 1,),
         ),
         # Not a weaker bound than the invariant gives: at the invariant's edge with R = k <= N requests, the
-        # bound is met with equality.
+        # bound is met with equality (an identity for every P and R, so no P >= 1 or R >= 1 is assumed here).
         Query("bound attained", p * prior == headroom,
-              (p >= 1, p * prior == tokens + requests * (p - 1), requests == limit, limit >= 1, limit <= tokens)),
+              (p * prior == tokens + requests * (p - 1), requests == limit, limit <= tokens)),
     )
 
 
@@ -116,7 +117,9 @@ def zigzag_ownership_partitions_blocks_for_symbolic_cp_size(
     parameter: int, *, owned: Owned = zigzag_owned_blocks
 ) -> tuple[Query, ...]:
     """For every P >= 1, each of the 2P blocks is owned by exactly one rank: block j by rank j (j < P) or
-    rank 2P-1-j (j >= P), and no other rank owns it (so no token is lost or duplicated)."""
+    rank 2P-1-j (j >= P), and no other rank owns it (so no token is lost or duplicated). Stated as one
+    equivalence over every rank r in [0, P): r owns block j iff r is j's owner (at r = owner: it owns j;
+    at any other r: it does not)."""
     del parameter
     p, block, rank = z3.Int("P"), z3.Int("j"), z3.Int("r")
     owner = z3.If(block < p, block, 2 * p - 1 - block)
@@ -128,7 +131,7 @@ def zigzag_ownership_partitions_blocks_for_symbolic_cp_size(
     return (
         Query(
             "blocks",
-            z3.And(owner >= 0, owner < p, owns(owner), z3.Implies(owns(rank), rank == owner)),
-            (p >= 1, block >= 0, block < 2 * p, rank >= 0, rank < p),
+            owns(rank) == (rank == owner),
+            (block >= 0, block < 2 * p, rank >= 0, rank < p),  # P >= 1 follows from 0 <= r < P
         ),
     )

@@ -45,9 +45,9 @@ def _window(window: Window, keying: str) -> Window:
 
 
 def rank_consensus(selections: Sequence[Selection], keying: str = "global") -> BoolTerm:
-    """Every rank decides the same admit and bucket."""
+    """Every rank decides the same admit and bucket (each rank as its neighbour: the relation is transitive)."""
     keying_row(keying)
-    return all_of(same_selection(selections[0], other) for other in selections[1:])
+    return all_of(same_selection(first, second) for first, second in zip(selections, selections[1:]))
 
 
 def admission_replay(admission: Selection, replay: Selection, keying: str = "global") -> BoolTerm:

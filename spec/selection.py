@@ -50,6 +50,14 @@ def symbolic_capture_list(length: int, name: str) -> CaptureList:
     )
 
 
+# Values no reader may observe are free, unconstrained variables rather than a constant: the capacity written
+# for a bucket with no recorded capacity (every reader conjoins the recorded flag, or membership for a
+# CaptureSet), and the bucket of a decision that is not admitted (every reader guards it by admitted). A proof
+# then holds for every value they could take, so "never read" is proved, not argued.
+UNRECORDED_CAPACITY = z3.Int("unrecorded.capacity")
+UNADMITTED_BUCKET = z3.Int("unadmitted.bucket")
+
+
 def concrete_capture_list(
     capture_num_tokens: Sequence[int], bucket_local_tokens: Mapping[int, int | None]
 ) -> CaptureList:
@@ -57,7 +65,7 @@ def concrete_capture_list(
     caps = [bucket_local_tokens.get(b) for b in capture_num_tokens]
     return CaptureList(
         tuple(z3.IntVal(b) for b in capture_num_tokens),
-        tuple(z3.IntVal(0 if c is None else c) for c in caps),
+        tuple(UNRECORDED_CAPACITY if c is None else z3.IntVal(c) for c in caps),
         tuple(z3.BoolVal(c is not None) for c in caps),
     )
 
@@ -161,11 +169,11 @@ def scan_step(capture: CaptureList, index: int, window: Window, required: IntLik
     b = capture.buckets[index]
     below, above, room = b < window.low, above_top(b, window), has_room(capture, index, required)
     admitted = z3.If(below, rest.admitted, z3.If(above, z3.BoolVal(False), z3.Or(room, rest.admitted)))
-    bucket = z3.If(below, rest.bucket, z3.If(above, z3.IntVal(0), z3.If(room, b, rest.bucket)))
+    bucket = z3.If(below, rest.bucket, z3.If(above, UNADMITTED_BUCKET, z3.If(room, b, rest.bucket)))
     return Selection(admitted, bucket)
 
 
-NO_SELECTION = Selection(z3.BoolVal(False), z3.IntVal(0))  # the scan of an empty list: run eagerly
+NO_SELECTION = Selection(z3.BoolVal(False), UNADMITTED_BUCKET)  # the scan of an empty list: run eagerly
 
 
 def scan_select(capture: CaptureList, window: Window, required: IntLike) -> Selection:
@@ -199,7 +207,7 @@ def symbolic_capture_set(name: str) -> CaptureSet:
     )
 
 
-EMPTY_CAPTURE_SET = CaptureSet(lambda b: z3.BoolVal(False), lambda b: z3.IntVal(0), lambda b: z3.BoolVal(False))
+EMPTY_CAPTURE_SET = CaptureSet(lambda b: z3.BoolVal(False), lambda b: UNRECORDED_CAPACITY, lambda b: z3.BoolVal(False))
 
 
 def with_head(capture: CaptureSet, bucket: IntTerm, capacity: IntTerm, recorded: BoolTerm) -> CaptureSet:

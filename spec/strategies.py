@@ -32,13 +32,14 @@ an unknown id is a ValueError, never a default.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import z3
 
 from cpgraph.spec.arith import DivMod, ceil_div, divmod_by
-from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, all_of, indicator, int_term, literal, sub
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, all_of, indicator, int_term, literal, literals, sub
 from cpgraph.spec.zigzag import zigzag_request_loads
 
 RequestLoads = Callable[[IntLike, int, str], Loads]
@@ -134,8 +135,9 @@ def interleave_loads(total: IntLike, cp_size: int, name: str) -> Loads:
     if cp_size < 1:
         raise ValueError(f"cp_size must be an int >= 1, got {cp_size}")
     split = divmod_by(total, cp_size, name)
-    q, m = literal(split.quotient), literal(split.remainder)
-    if q is not None and m is not None:
+    folded = literals(split.quotient, split.remainder)
+    if folded is not None:
+        q, m = folded
         return Loads(tuple(z3.IntVal(q + (1 if m > r else 0)) for r in range(cp_size)), split.holds)
     return Loads(tuple(interleave_rank_load(split, r) for r in range(cp_size)), split.holds)
 
@@ -169,10 +171,8 @@ class Strategy:
             values = [literal(x) for x in lengths]
             total = sum(v for v in values if v is not None) if all(v is not None for v in values) else None
             return interleave_loads(total if total is not None else z3.Sum([int_term(x) for x in lengths]), cp_size, name)
-        loads = self.request_loads(lengths[0], cp_size, f"{name}.req0")
-        for i, length in enumerate(lengths[1:], start=1):
-            loads = loads.plus(self.request_loads(length, cp_size, f"{name}.req{i}"))
-        return loads
+        each = [self.request_loads(length, cp_size, f"{name}.req{i}") for i, length in enumerate(lengths)]
+        return functools.reduce(Loads.plus, each)
 
 
 STRATEGIES: dict[str, Strategy] = {

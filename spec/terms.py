@@ -21,6 +21,13 @@ def int_term(value: IntLike) -> IntTerm:
     return z3.IntVal(value) if isinstance(value, int) else value
 
 
+def literals(*values: IntLike) -> tuple[int, ...] | None:
+    """Every value as a Python int (see ``literal``), or None when any of them is symbolic."""
+    folded = [literal(value) for value in values]
+    ints = [value for value in folded if value is not None]
+    return tuple(ints) if len(ints) == len(folded) else None
+
+
 def literal(value: IntLike) -> int | None:
     """``value`` as a Python int when it is one or a z3 numeral, else None (a symbolic term).
 
@@ -92,13 +99,17 @@ class Loads:
     loads: tuple[IntTerm, ...]
     holds: BoolTerm
 
+    def __post_init__(self) -> None:
+        if not self.loads:
+            raise ValueError("loads must hold one term per rank (cp_size >= 1), got none")
+
     @property
     def cp_size(self) -> int:
         return len(self.loads)
 
     def total(self) -> IntTerm:
         """The sum of the loads over ranks."""
-        return z3.Sum(list(self.loads)) if self.loads else z3.IntVal(0)
+        return z3.Sum(list(self.loads))
 
     def plus(self, other: Loads) -> Loads:
         """Rank-wise sum: the loads of two batches laid out one after the other."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from cpgraph.spec.arith import DivMod, divmod_by
 import z3
 
-from cpgraph.spec.terms import IntLike, IntTerm, Loads, indicator, int_term, literal
+from cpgraph.spec.terms import IntLike, IntTerm, Loads, indicator, int_term, literal, literals
 
 
 def zigzag_split(length: IntLike, cp_size: IntLike, name: str) -> DivMod:
@@ -57,7 +57,8 @@ def zigzag_request_loads(length: IntLike, cp_size: int, name: str) -> Loads:
     if cp_size < 1:
         raise ValueError(f"cp_size must be an int >= 1, got {cp_size}")
     split = zigzag_split(length, cp_size, name)
-    q, m = literal(split.quotient), literal(split.remainder)
-    if q is not None and m is not None:  # concrete length: fold the same ladder over Python ints
+    folded = literals(split.quotient, split.remainder)
+    if folded is not None:  # concrete length: fold the same ladder over Python ints
+        q, m = folded
         return Loads(tuple(z3.IntVal(_rank_load(q, m, r, cp_size)) for r in range(cp_size)), split.holds)
     return Loads(tuple(zigzag_rank_load(split, r, cp_size) for r in range(cp_size)), split.holds)

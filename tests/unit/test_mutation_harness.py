@@ -81,6 +81,65 @@ def test_a_pragma_line_is_skipped() -> None:
     assert mutation.mutants_of("x.py", "y = 1 + 2\n")
 
 
+SCOPE_SOURCE = """import z3
+SIZES = (1, 2, 8)
+FORMS = ("a", "b")
+EMPTY = (0, 0, 0)
+small = (1, 2)
+
+
+def f(p, n, rank, q, s):
+    hypotheses = (p >= 1, n >= 0, rank >= 0, rank < p, q == 2 * n, s.n >= 0)
+    out = [Query("x", z3.BoolVal(True), (n >= 1,))]
+    for j in range(3):
+        out.append(j)
+    return all_of(r >= 0 for r in range(2 * p)), out, [r for r in range(p)]
+"""
+
+
+def _scope_edits() -> dict[tuple[int, str], str]:
+    """(line, description) -> the mutated line, for the two scope operators."""
+    out = {}
+    for m in mutation.mutants_of("x.py", SCOPE_SOURCE):
+        if m.operator in ("narrow-range", "bounding-hypothesis"):
+            out[(m.line, m.description)] = m.apply(SCOPE_SOURCE).splitlines()[m.line - 1]
+    return out
+
+
+def test_narrow_range_drops_an_end_of_a_declared_range_and_lowers_a_quantified_range() -> None:
+    edits = _scope_edits()
+    assert edits[(2, "drop 1 from the declared range")] == "SIZES = (2, 8)"
+    assert edits[(2, "drop 8 from the declared range")] == "SIZES = (1, 2)"
+    assert edits[(3, 'drop "a" from the declared range')] == 'FORMS = ("b",)'  # still a tuple
+    assert edits[(13, "range stop -> stop - 1")].endswith("for r in range((2 * p) - 1)), out, [r for r in range(p)]")
+    # Not a declared range: a record with repeated values, a lower-case name, the middle element; not a
+    # quantified range: a constant stop (the constant operator moves it), a list comprehension outside a conjunction.
+    assert not {line for line, _ in edits} & {4, 5, 11}
+    assert sum(line == 13 for line, _ in edits) == 1 and len([k for k in edits if k[0] == 2]) == 2
+
+
+def test_bounding_hypothesis_bounds_only_variables_open_above() -> None:
+    edits = _scope_edits()
+    line = "    hypotheses = (p >= 1, n >= 0, rank >= 0, rank < p, q == 2 * n, s.n >= 0{})"
+    assert edits[(9, "add hypothesis p <= 4")] == line.format(", p <= 4")
+    assert edits[(9, "add hypothesis n <= 4096")] == line.format(", n <= 4096")
+    assert edits[(9, "add hypothesis s.n <= 4096")] == line.format(", s.n <= 4096")
+    assert edits[(10, "add hypothesis n <= 4096")] == '    out = [Query("x", z3.BoolVal(True), (n >= 1, n <= 4096,))]'
+    # rank is bounded above (rank < p), q is fixed by an equation: neither gets a bound.
+    assert {d for line_no, d in edits if line_no == 9} == {
+        "add hypothesis p <= 4", "add hypothesis n <= 4096", "add hypothesis s.n <= 4096"}
+
+
+def test_the_scope_operators_find_the_repositorys_declared_scopes() -> None:
+    """On the sites alone (no mutant is parsed): cheap."""
+    import ast
+
+    statements = ast.parse((ROOT / "proofs" / "zigzag.py").read_text())
+    assert any(mutation._bounded_below_only(h) for h in mutation._hypotheses_literals(statements))  # step_facts
+    assert any(True for _ in mutation._scope_ranges(ast.parse((ROOT / "spec" / "selection.py").read_text())))  # the scan
+    assert any(True for _ in mutation._declared_ranges(ast.parse((ROOT / "spec" / "strategies.py").read_text())))
+
+
 @pytest.mark.slow
 def test_a_run_on_a_copy_kills_and_survives_and_leaves_the_tree_alone(tmp_path: Path) -> None:
     target = mutation.Target(
@@ -100,3 +159,11 @@ def test_a_run_on_a_copy_kills_and_survives_and_leaves_the_tree_alone(tmp_path: 
     md, js = mutation.write_reports(result, tmp_path)
     text = md.read_text()
     assert "| toy |" in text and f"Survivors ({result['survived']}, of which" in text and js.exists()
+
+
+def test_operators_keeps_only_the_named_operators(capsys: pytest.CaptureFixture[str]) -> None:
+    assert mutation.main(["--target", "spec", "--files", "spec/strategies.py", "--operators", "narrow-range", "--list"]) == 0
+    keys = capsys.readouterr().out.splitlines()
+    assert keys and all(": narrow-range: " in k for k in keys)  # DECODE_PLACEMENTS' two ends
+    with pytest.raises(SystemExit):
+        mutation.main(["--target", "spec", "--operators", "no-such-operator", "--list"])

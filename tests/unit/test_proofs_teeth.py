@@ -88,6 +88,19 @@ def test_a_guard_moved_by_one_is_caught(monkeypatch: pytest.MonkeyPatch) -> None
     assert lost == ["batch.class_batch"]
 
 
+def test_a_guard_that_divmod_by_backs_is_caught_when_moved(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without zigzag's own guard, cp_size = 0 is still refused, by divmod_by naming its divisor: the guard
+    check wants the builder's own refusal, naming cp_size."""
+    from cpgraph.spec import arith, zigzag
+
+    def unguarded(length: object, cp_size: int, name: str) -> object:
+        return arith.divmod_by(length, 2 * cp_size, name)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(zigzag, "zigzag_request_loads", unguarded)
+    lost = [b.variant for b in teeth.guards() if not b.ok]
+    assert lost == ["zigzag.zigzag_request_loads"]
+
+
 @pytest.mark.parametrize("moved", [(1, 0, 0), (0, 1, 0), (0, 0, 1)])
 def test_an_induction_base_moved_off_the_empty_batch_is_caught(monkeypatch: pytest.MonkeyPatch, moved: tuple[int, int, int]) -> None:
     from cpgraph.proofs import guards, induction

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from cpgraph.proofs.evaluate import value_of
 from cpgraph.spec.arith import align_up, ceil_div, divmod_by, floor_div, max_of
-from cpgraph.spec.terms import Loads, literal
+from cpgraph.spec.terms import Loads, literal, literals
 
 
 def test_divmod_by_folds_two_literals_to_numerals() -> None:
@@ -60,6 +60,23 @@ def test_loads_plus_rejects_a_different_rank_count() -> None:
     a = Loads((z3.IntVal(1), z3.IntVal(2)), z3.BoolVal(True))
     with pytest.raises(ValueError, match="cp_size=2"):
         a.plus(Loads((z3.IntVal(1),), z3.BoolVal(True)))
+
+
+def test_loads_refuse_no_ranks_and_literals_fold_all_or_none() -> None:
+    with pytest.raises(ValueError, match="loads must hold one term per rank"):
+        Loads((), z3.BoolVal(True))
+    assert literals(3, z3.IntVal(4)) == (3, 4)
+    assert literals(3, z3.Int("x")) is None and literals(z3.Int("x"), 3) is None
+
+
+def test_a_value_no_reader_may_observe_is_free() -> None:
+    """The capacity of a bucket with no recorded capacity and the bucket of an eager decision are free
+    variables: a proof over them holds for every value they could take."""
+    from cpgraph.spec.selection import NO_SELECTION, concrete_capture_list
+
+    capture = concrete_capture_list((8, 16), {8: 4})
+    assert [literal(c) for c in capture.capacities] == [4, None]
+    assert z3.is_false(z3.simplify(capture.recorded[1])) and literal(NO_SELECTION.bucket) is None
 
 
 def test_divmod_by_refuses_a_divisor_below_one_even_for_a_symbolic_dividend() -> None:
