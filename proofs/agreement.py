@@ -295,7 +295,7 @@ def selections(cases: Sequence[SelectionCase] | None = None) -> Outcome:
     for i, case in enumerate(chosen):
         window = spec_selection.padding_window(case.num_tokens, case.factor, f"agree.window{i}")
         picked = spec_selection.scan_select(spec_selection.concrete_capture_list(case.buckets, dict(case.capacities)), window, case.required)
-        terms += [picked.admitted, picked.bucket]
+        terms += [picked.admitted, z3.If(picked.admitted, picked.bucket, 0)]  # an eager decision has no bucket
         facts.append(window.holds)
     got = _spec_values(terms, facts)
     for i, case in enumerate(chosen):

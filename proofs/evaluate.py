@@ -180,7 +180,9 @@ def spec_plan(
         for r in every:
             admitted = admission.admit(live, num_tokens, setup, r, f"eval.admit{r}")
             replayed = replay.replay(live, num_tokens, setup, r, f"eval.replay{r}")
-            terms += [admitted.selection.admitted, admitted.selection.bucket, replayed.succeeded, replayed.selection.bucket]
+            # an eager decision (or a refused replay) has no bucket: the spec leaves it free, so it is not read
+            terms += [admitted.selection.admitted, z3.If(admitted.selection.admitted, admitted.selection.bucket, 0),
+                      replayed.succeeded, z3.If(replayed.succeeded, replayed.selection.bucket, 0)]
             facts += [admitted.holds, replayed.holds]
         got = values_of(terms, z3.And(*facts))
     except (SpecEvaluationError, ValueError, TypeError, z3.Z3Exception) as exc:
