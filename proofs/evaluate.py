@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import z3
 
-from cpgraph.proofs.check import Status, check
+from cpgraph.proofs.check import Status, check, determined_values
 
 from cpgraph.spec.capacity import capture_local_tokens, headroom_local_tokens, required_local_tokens
 from cpgraph.spec.selection import concrete_capture_list, padding_window, scan_select
@@ -116,18 +116,14 @@ def values_of(terms: Sequence[IntTerm | BoolTerm], facts: BoolTerm) -> tuple[int
     open_ = [i for i, v in enumerate(out) if v is None]
     if not open_:
         return tuple(v for v in out if v is not None)
-    solver = z3.Solver()
-    solver.set("rlimit", _RLIMIT)
-    solver.add(facts)
-    if solver.check() != z3.sat:
+    values, why = determined_values([folded[i] for i in open_], facts, rlimit=_RLIMIT)
+    if values is None and why != "not determined":
         raise SpecEvaluationError(f"spec facts are unsatisfiable (or undecided) for these inputs: {z3.simplify(facts)}")
-    model = solver.model()
-    values = {i: model.eval(folded[i], model_completion=True) for i in open_}
-    solver.add(z3.Or([folded[i] != values[i] for i in open_]))
-    if solver.check() != z3.unsat:
+    if values is None:
         raise SpecEvaluationError(f"spec terms {[terms[i] for i in open_]} are not determined by their facts")
+    by_index = dict(zip(open_, values))
     for i in open_:
-        out[i] = _numeral(values[i])
+        out[i] = _numeral(by_index[i])
         if out[i] is None:
             raise SpecEvaluationError(f"spec term {terms[i]} has no value in the model of its facts")
     return tuple(v for v in out if v is not None)

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 import z3
 
 from cpgraph.proofs.bite import Bite
-from cpgraph.proofs.check import Status
+from cpgraph.proofs.check import Status, satisfiable
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.results import ObligationResult
 from cpgraph.proofs.scope import HUGE, LARGE_P, MANY, SCOPE, Edge, Scope, Witnessed
@@ -77,17 +77,8 @@ def edge_term(edge: Edge, scope: Scope, parameter: int) -> tuple[BoolTerm, str]:
 
 
 def _sat(hypotheses: Sequence[BoolTerm], rlimit: int) -> str:
-    """"sat", "unsat", or "unknown (reason)". A solver made of z3's simplifier and its SMT core: on these witness
-    problems a third of the default solver's cost (its preprocessing), and never the incremental core's blow-ups."""
-    solver = z3.Then("simplify", "smt").solver()
-    solver.set("rlimit", rlimit)
-    solver.add(*hypotheses)
-    result = solver.check()
-    if result == z3.sat:
-        return "sat"
-    if result == z3.unsat:
-        return "unsat"
-    return f"unknown ({solver.reason_unknown()})"
+    """"sat", "unsat", or "unknown (reason)": proofs/check.py ``satisfiable``."""
+    return satisfiable(hypotheses, rlimit=rlimit)
 
 
 def _applies(edge: Edge, label: str) -> bool:
