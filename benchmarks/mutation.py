@@ -905,10 +905,14 @@ def _teeth_failure(names: Sequence[str]) -> str | None:
 def prove_fail_fast(cp_max: int, *, teeth_first: bool = False) -> int:
     """Every (obligation, parameter) of ``cpgraph prove --cp-max N`` through ``run_task`` (no counterexample
     minimisation), small parameters first (a wrong spec is usually refuted at P = 1 or 2, or a short list),
-    and the teeth pass (variants, coverage, the domain guards, which go first: milliseconds); exit 1 at the
+    and the teeth pass (variants, coverage, the domain guards, which go first: milliseconds; the spec-vs-reference
+    agreement stage and the declared-scope checks, as `cpgraph prove` runs them for the whole registry); exit 1 at the
     first failure (an exception exits 1 too). ``teeth_first`` runs the teeth pass before the theorems."""
+    from cpgraph.proofs.agreement import FAMILIES as AGREEMENT_FAMILIES, agreement
     from cpgraph.proofs.registry import OBLIGATIONS
+    from cpgraph.proofs.results import TaskResult, summarise
     from cpgraph.proofs.run import run_task
+    from cpgraph.proofs.scope_witness import scope_bites
     from cpgraph.proofs.teeth import guards, toothless
 
     for lost in toothless(guards()):
@@ -923,12 +927,24 @@ def prove_fail_fast(cp_max: int, *, teeth_first: bool = False) -> int:
          for parameter in obligation.parameters(cp_max)),
         key=lambda t: (t[0], t[1]),
     )
+    ran: dict[str, list[TaskResult]] = {o.name: [] for o in OBLIGATIONS}
     for parameter, _, obligation in instances:
-        result = run_task(obligation, parameter, shrink=False)
+        result = run_task(obligation, parameter, shrink=False, witnesses=True)
         if result.failure is not None:
             print(f"{obligation.name} {result.failure.label}: {result.failure.verdict.status.value} "
                   f"{result.failure.verdict.reason}".rstrip())
             return 1
+        ran[obligation.name].append(result)
+    # `cpgraph prove`'s teeth pass also checks, when the whole registry is checked, that the spec agrees with
+    # the reference on its edge cases (proofs/agreement.py) and that every theorem ran over its declared scope
+    # with witnesses at its edges (proofs/scope_witness.py): the kill command runs them too, cheap ones first.
+    for family in AGREEMENT_FAMILIES:
+        for lost in toothless(agreement(family)):
+            print(f"{lost.theorem}: {lost.variant}: {lost.description[:300]}")
+            return 1
+    for lost in toothless(scope_bites([summarise(o, cp_max, ran[o.name]) for o in OBLIGATIONS], cp_max)):
+        print(f"{lost.theorem}: scope lost: {lost.variant}: {lost.description[:300]}")
+        return 1
     # `cpgraph prove` also runs the teeth pass: every wrong variant must still get its verdict, so a
     # weakened theorem statement (which still proves) is killed here too.
     if not teeth_first and (failure := _teeth_failure(names)) is not None:

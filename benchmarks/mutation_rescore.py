@@ -1,0 +1,100 @@
+"""Re-run the survivors of a mutation report under this checkout's kill command (benchmarks/mutation.py).
+
+    python benchmarks/mutation_rescore.py benchmarks/results/<date>-mutation-<label>-<target>.json [--jobs J]
+
+A mutant the old kill command killed stays killed under a kill command that runs everything the old one did
+and more (here: ``_prove`` gained the agreement stage and the declared-scope checks that ``cpgraph prove``
+runs), so re-running the survivors alone gives the score the whole sample would get. Each survivor is found
+again in the report's own sample (its files at its revision, the same seeded draw) by file, line, operator and edit,
+applied to a private copy of that revision, and run through the prove stage. Writes ``<report>-rescored.json``
+and ``.md`` beside the report: every survivor with its old and new outcome, and the score before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import random
+import shutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import mutation  # noqa: E402  (the harness, beside this file)
+
+
+def _sampled(report: dict[str, object]) -> list[mutation.Mutant]:
+    """The report's sample again: its target's files at its revision, every mutant of them, the same seeded
+    draw (benchmarks/mutation.py ``run_target``)."""
+    rev = str(report["revision"])
+    target = mutation.TARGETS[str(report["target"])]
+    root = mutation.make_copy(rev)
+    try:
+        everything = [m for f in target.files(root) for m in mutation.mutants_of(f, (root / f).read_text())]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    limit, seed = int(str(report["mutants"])), report["sample_seed"]
+    if seed is None:
+        return everything
+    return [everything[i] for i in sorted(random.Random(int(str(seed))).sample(range(len(everything)), limit))]
+
+
+def _find(sample: list[mutation.Mutant], survivor: dict[str, object]) -> mutation.Mutant:
+    path, line = str(survivor["where"]).rsplit(":", 1)
+    found = [m for m in sample
+             if m.path == path and m.line == int(line) and m.operator == survivor["operator"]
+             and m.description == survivor["mutation"]]
+    if len(found) != 1:
+        raise ValueError(f"survivor {survivor['where']} {survivor['mutation']}: {len(found)} matching mutants in the sample")
+    return found[0]
+
+
+def _run(rev: str, mutant: mutation.Mutant, timeout: float) -> tuple[str, float, str]:
+    root = mutation.make_copy(rev)
+    try:
+        target = root / mutant.path
+        target.write_text(mutant.apply(target.read_text()))
+        return mutation.run_kill(root, mutation._PROVE.argv, timeout)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("report", type=Path)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per mutant (default 900)")
+    args = parser.parse_args(argv)
+    report = json.loads(args.report.read_text())
+    rev = str(report["revision"])
+    survivors = list(report["survivors"])
+    sample = _sampled(report)
+    mutants = [_find(sample, s) for s in survivors]
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        outcomes = list(pool.map(lambda m: _run(rev, m, args.timeout), mutants))
+    rows = [{**s, "rescored": status, "rescored_seconds": round(seconds, 1), "rescored_evidence": evidence}
+            for s, (status, seconds, evidence) in zip(survivors, outcomes)]
+    killed_before = int(report["killed"])
+    total = killed_before + int(report["survived"])
+    killed_after = killed_before + sum(r["rescored"] == "killed" for r in rows)
+    result = {"report": args.report.name, "revision": rev, "target": report["target"], "mutants": total,
+              "killed_before": killed_before, "killed_after": killed_after,
+              "score_before": killed_before / total if total else None,
+              "score_after": killed_after / total if total else None, "survivors": rows}
+    out = args.report.with_name(args.report.stem + "-rescored")
+    out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+    lines = [f"# {report['target']}: the survivors of {args.report.name} re-run under the current kill command", "",
+             f"Revision {rev}; {total} mutants; killed {killed_before} -> {killed_after} "
+             f"(raw {100 * killed_before / total:.1f}% -> {100 * killed_after / total:.1f}%).", "",
+             "| mutant | edit | now | seconds | evidence |", "| --- | --- | --- | --- | --- |"]
+    lines += [f"| `{r['where']}` | {r['operator']}: `{r['mutation']}` | {r['rescored']} | {r['rescored_seconds']} | "
+              f"{str(r['rescored_evidence']).replace('|', '/')[:160]} |" for r in rows]
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
