@@ -22,29 +22,19 @@ CONFIG = ModelConfig(hidden=32, heads=4)
 BUCKETS = (16, 32, 64, 96, 128, 192, 256)
 
 
-class RunnerMachine(RuleBasedStateMachine):
-    """Model: reference.ReferenceRunner. System: PrefillGraphRunner. They agree on every plan; every output
-    equals eager; the static buffers never move."""
+def _pointers(runner: PrefillGraphRunner) -> tuple[int, int, int]:
+    g = runner.graph_runner
+    return g.static_hidden.data_ptr(), g.static_request_id.data_ptr(), g.static_position.data_ptr()
 
-    @initialize(p=st.sampled_from((2, 4)), rule_name=st.sampled_from(("captured", "headroom")),
-                max_requests=st.integers(1, 8))
-    def start(self, p: int, rule_name: str, max_requests: int) -> None:
-        self.runner = PrefillGraphRunner(build_model(CONFIG, seed=p), cp_size=p, capture_num_tokens=BUCKETS,
-                                         capture_rule=rule_name, max_requests=max_requests)
-        self.reference = reference.ReferenceRunner(
-            cp_size=p, capture_num_tokens=BUCKETS, capture_rule=reference.CaptureRule(rule_name, max_requests=max_requests))
-        g = self.runner.graph_runner
-        self.pointers = (g.static_hidden.data_ptr(), g.static_request_id.data_ptr(), g.static_position.data_ptr())
-        self.served = 0
 
-    @rule(lengths=st.lists(st.integers(1, 48), min_size=1, max_size=8), seed=st.integers(0, 1000))
-    def serve(self, lengths: list[int], seed: int) -> None:
-        batch = tuple(lengths)
-        want = self.reference.plan(batch)
-        c = compare_with_eager(self.runner, batch, batch_hidden(batch, CONFIG.hidden, seed, 0), atol=1e-5, rtol=1e-5)
-        assert (c.bucket, c.reason) == (want.bucket, want.fallback.value if want.fallback else None), c
-        assert c.within_tolerance and c.bit_exact is not False, c.message(1e-5, 1e-5)
-        self.served += 1
+class StaticBuffersMachine(RuleBasedStateMachine):
+    """What both machines share: once a batch was served, the static buffers may be poisoned between batches
+    (the next replay must overwrite them), and they never move. A subclass sets ``runner``, ``pointers`` (from
+    ``_pointers``) and ``served`` when it starts."""
+
+    runner: PrefillGraphRunner
+    pointers: tuple[int, int, int]
+    served: int
 
     @precondition(lambda self: self.served > 0)
     @rule()
@@ -57,8 +47,31 @@ class RunnerMachine(RuleBasedStateMachine):
     @invariant()
     def buffers_never_move(self) -> None:
         if hasattr(self, "runner"):
-            g = self.runner.graph_runner
-            assert (g.static_hidden.data_ptr(), g.static_request_id.data_ptr(), g.static_position.data_ptr()) == self.pointers
+            assert _pointers(self.runner) == self.pointers
+
+
+class RunnerMachine(StaticBuffersMachine):
+    """Model: reference.ReferenceRunner. System: PrefillGraphRunner. They agree on every plan; every output
+    equals eager; the static buffers never move."""
+
+    @initialize(p=st.sampled_from((2, 4)), rule_name=st.sampled_from(("captured", "headroom")),
+                max_requests=st.integers(1, 8))
+    def start(self, p: int, rule_name: str, max_requests: int) -> None:
+        self.runner = PrefillGraphRunner(build_model(CONFIG, seed=p), cp_size=p, capture_num_tokens=BUCKETS,
+                                         capture_rule=rule_name, max_requests=max_requests)
+        self.reference = reference.ReferenceRunner(
+            cp_size=p, capture_num_tokens=BUCKETS, capture_rule=reference.CaptureRule(rule_name, max_requests=max_requests))
+        self.pointers = _pointers(self.runner)
+        self.served = 0
+
+    @rule(lengths=st.lists(st.integers(1, 48), min_size=1, max_size=8), seed=st.integers(0, 1000))
+    def serve(self, lengths: list[int], seed: int) -> None:
+        batch = tuple(lengths)
+        want = self.reference.plan(batch)
+        c = compare_with_eager(self.runner, batch, batch_hidden(batch, CONFIG.hidden, seed, 0), atol=1e-5, rtol=1e-5)
+        assert (c.bucket, c.reason) == (want.bucket, want.fallback.value if want.fallback else None), c
+        assert c.within_tolerance and c.bit_exact is not False, c.message(1e-5, 1e-5)
+        self.served += 1
 
 
 RunnerMachine.TestCase.settings = settings(RunnerMachine.TestCase.settings, max_examples=8, stateful_step_count=15)
@@ -68,7 +81,7 @@ TestRunnerMachine = RunnerMachine.TestCase
 SIZES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96)
 
 
-class LocalRunnerMachine(RuleBasedStateMachine):
+class LocalRunnerMachine(StaticBuffersMachine):
     """Model: reference.rank_loads and the keying table's local row (key = the largest rank-local rows, size = the
     least captured s >= key, s rows on every rank). System: PrefillGraphRunner(keying="local") with a
     dual_chunk_swap row. Every plan is the model's; every output equals eager; the static buffers never move."""
@@ -80,8 +93,7 @@ class LocalRunnerMachine(RuleBasedStateMachine):
         self.runner = PrefillGraphRunner(build_model(CONFIG, seed=p), cp_size=p, capture_num_tokens=SIZES,
                                          strategy=strategy, keying="local")
         assert self.runner.bucket_local_tokens == {s: s for s in SIZES}
-        g = self.runner.graph_runner
-        self.pointers = (g.static_hidden.data_ptr(), g.static_request_id.data_ptr(), g.static_position.data_ptr())
+        self.pointers = _pointers(self.runner)
         self.served = 0
 
     @rule(batch=st.lists(st.tuples(st.integers(0, 70), st.booleans()), min_size=1, max_size=8),
@@ -101,20 +113,6 @@ class LocalRunnerMachine(RuleBasedStateMachine):
         assert c.reason == (None if fitting else "too_many_tokens"), c
         assert c.within_tolerance and c.bit_exact is not False, c.message(1e-5, 1e-5)
         self.served += 1
-
-    @precondition(lambda self: self.served > 0)
-    @rule()
-    def poison_static_buffers(self) -> None:
-        g = self.runner.graph_runner
-        g.static_hidden.fill_(math.nan)
-        g.static_request_id.fill_(0)
-        g.static_position.fill_(-5)
-
-    @invariant()
-    def buffers_never_move(self) -> None:
-        if hasattr(self, "runner"):
-            g = self.runner.graph_runner
-            assert (g.static_hidden.data_ptr(), g.static_request_id.data_ptr(), g.static_position.data_ptr()) == self.pointers
 
 
 LocalRunnerMachine.TestCase.settings = settings(LocalRunnerMachine.TestCase.settings, max_examples=8,
