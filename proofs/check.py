@@ -5,7 +5,10 @@
 - unknown: the solver gave up, with its reason. Unknown is a failure, never a pass.
 
 Limits are z3's deterministic ``rlimit`` (resource units), not wall-clock timeouts, so a verdict does not
-depend on machine load. Non-vacuity uses the same helper: ``check(False, hypotheses=h)`` must be refuted,
+depend on machine load. Every query runs in a fresh z3 context its terms are translated into
+(``_isolated``): z3's search follows its terms' ids, and in a shared context those ids depend on every term
+built before, so the same query could need more units after other work in the same process (a test
+worker's history under pytest-xdist) and run out of its limit. Isolated, a query's cost is one number. Non-vacuity uses the same helper: ``check(False, hypotheses=h)`` must be refuted,
 and the refuting model is a witness that ``h`` is satisfiable.
 
 Second opinions (``cpgraph prove --cross-check cvc5 --seeds N``) run here too, so this module stays the only
@@ -41,6 +44,17 @@ class Status(str, enum.Enum):
     PROVED = "proved"
     REFUTED = "refuted"
     UNKNOWN = "unknown"
+
+
+def _isolated(terms: Sequence[z3.ExprRef]) -> tuple[z3.Context, list[z3.ExprRef]]:
+    """A fresh z3 context and ``terms`` translated into it (node ids assigned in translation order): the
+    solver's work on them no longer depends on what else this process built."""
+    ctx = z3.Context()
+    return ctx, [t.translate(ctx) for t in terms]
+
+
+def _bool(claim: BoolTerm | bool) -> BoolTerm:
+    return z3.BoolVal(claim) if isinstance(claim, bool) else claim
 
 
 @dataclass(frozen=True)
@@ -87,12 +101,12 @@ def check(
     if seed is not None:
         z3.set_param("sat.random_seed", seed)  # the SAT core's seed is global: set before the solver, restored below
     try:
-        solver = z3.Solver()
+        ctx, terms = _isolated([*hypotheses, z3.Not(_bool(claim))])
+        solver = z3.Solver(ctx=ctx)
         solver.set("rlimit", rlimit)
         if seed is not None:
             solver.set("random_seed", seed)  # the SMT core's seed (smt.random_seed)
-        solver.add(*hypotheses)
-        solver.add(z3.Not(z3.BoolVal(claim) if isinstance(claim, bool) else claim))
+        solver.add(*terms)
         start = time.perf_counter()
         result = solver.check()
     finally:
@@ -113,16 +127,20 @@ def determined_values(
     them, in two solver calls: (values, "") or (None, why: "unsatisfiable", "undecided" or "not determined")."""
     if rlimit < 1:
         raise ValueError(f"rlimit must be an int >= 1 (z3 resource units), got {rlimit}")
-    solver = z3.Solver()
+    ctx, (local_facts, *local) = _isolated([facts, *terms])
+    solver = z3.Solver(ctx=ctx)
     solver.set("rlimit", rlimit)
-    solver.add(facts)
+    solver.add(local_facts)
     first = solver.check()
     if first != z3.sat:
         return None, "unsatisfiable" if first == z3.unsat else "undecided"
     model = solver.model()
-    values = tuple(model.eval(t, model_completion=True) for t in terms)
-    solver.add(z3.Or([t != v for t, v in zip(terms, values)]))
-    return (values, "") if solver.check() == z3.unsat else (None, "not determined")
+    values = tuple(model.eval(t, model_completion=True) for t in local)
+    solver.add(z3.Or([t != v for t, v in zip(local, values)], ctx))
+    if solver.check() != z3.unsat:
+        return None, "not determined"
+    home = terms[0].ctx if terms else z3.main_ctx()
+    return tuple(v.translate(home) for v in values), ""
 
 
 def satisfiable(hypotheses: Sequence[BoolTerm], *, rlimit: int = DEFAULT_RLIMIT) -> str:
@@ -131,9 +149,10 @@ def satisfiable(hypotheses: Sequence[BoolTerm], *, rlimit: int = DEFAULT_RLIMIT)
     cost (its preprocessing), and never the incremental core's blow-ups."""
     if rlimit < 1:
         raise ValueError(f"rlimit must be an int >= 1 (z3 resource units), got {rlimit}")
-    solver = z3.Then("simplify", "smt").solver()
+    ctx, terms = _isolated(hypotheses)
+    solver = z3.Then("simplify", "smt", ctx=ctx).solver()
     solver.set("rlimit", rlimit)
-    solver.add(*hypotheses)
+    solver.add(*terms)
     result = solver.check()
     if result == z3.sat:
         return "sat"
@@ -161,10 +180,14 @@ def least_model(
     ``rlimit``), read back as the values of ``read``."""
     if rlimit < 1:
         raise ValueError(f"rlimit must be an int >= 1 (z3 resource units), got {rlimit}")
-    solver = z3.Optimize()
+    ctx, local = _isolated([*facts, *objectives, *read])
+    local_facts = local[: len(facts)]
+    local_objectives = local[len(facts) : len(facts) + len(objectives)]
+    local_read = local[len(facts) + len(objectives) :]
+    solver = z3.Optimize(ctx=ctx)
     solver.set("rlimit", rlimit)
-    solver.add(*facts)
-    for objective in objectives:
+    solver.add(*local_facts)
+    for objective in local_objectives:
         solver.minimize(objective)
     result = solver.check()
     if result == z3.unsat:
@@ -172,7 +195,7 @@ def least_model(
     if result != z3.sat:
         return Least(None, f"{solver.reason_unknown()} (rlimit={rlimit})")
     model = solver.model()
-    return Least(tuple(model.eval(x, model_completion=True).as_long() for x in read))
+    return Least(tuple(model.eval(x, model_completion=True).as_long() for x in local_read))
 
 
 # -- the second solver: cvc5 ----------------------------------------------------------------------------------
