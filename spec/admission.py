@@ -23,7 +23,7 @@ import z3
 from cpgraph.spec.batch import LiveBatch
 from cpgraph.spec.keying import keying
 from cpgraph.spec.selection import CaptureList, Selection, scan_select
-from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, int_term
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, check_index, int_term
 
 
 @dataclass(frozen=True)
@@ -64,15 +64,16 @@ def rank_decision(loads: Loads, rank: IntLike, setup: RankSetup, num_tokens: Int
     """The scan under the rank's keying: the key, its window, the capacity table and the rows to hold come
     from the keying table (global: [n, F*n] and align_up of the busiest load; local: [m, inf) and m, the
     busiest load). ``rank`` is the deciding rank: the decision deliberately does not read it or its own
-    load (proofs/variants keeps the versions that do, and rank consensus refutes them)."""
-    del rank
+    load (proofs/variants keeps the versions that do, and rank consensus refutes them). A literal rank
+    outside 0..P-1 is a ValueError."""
+    check_index("rank", rank, setup.cp_size, f"a rank of cp_size {setup.cp_size}")
     keyed = keying(setup.keying).inputs(num_tokens, loads, setup.align_size, setup.max_padding_factor, setup.capture, name)
     return scan_select(keyed.capture, keyed.window, keyed.required), keyed.required, keyed.holds
 
 
 def admit(batch: LiveBatch, num_tokens: IntLike, setup: RankSetup, rank: IntLike, name: str) -> Admission:
     """Rank ``rank``'s admission of every batch in ``batch`` with ``num_tokens`` tokens (variables under
-    ``name``)."""
+    ``name``); a literal ``rank`` outside 0..P-1 is a ValueError (``rank_decision``'s)."""
     loads = batch.layout_loads(setup.strategy, f"{name}.live")
     chosen, rows, facts = rank_decision(loads, rank, setup, num_tokens, name)
     active = gate(batch, num_tokens, setup)

@@ -51,7 +51,7 @@ from cpgraph.spec.selection import (
     scan_select,
 )
 from cpgraph.spec.strategies import interleave_loads
-from cpgraph.spec.terms import BoolTerm, Defined, IntTerm, Loads, all_of, any_of
+from cpgraph.spec.terms import BoolTerm, Defined, IntTerm, Loads, all_of, any_of, check_index
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,8 @@ class DesignSpec:
         return max(self.shortest, row.regular_from(self.cp_size) if row.modulus is not None else 0)
 
     def capture_list(self, rank: int) -> CaptureList:
+        """The capture list as rank ``rank`` recorded it (a rank outside 0..P-1 is a ValueError)."""
+        check_index("rank", rank, self.cp_size, f"a rank of cp_size {self.cp_size}")
         return concrete_capture_list(self.buckets, dict(self.capacities[rank]))
 
     def rank_groups(self) -> tuple[tuple[int, ...], ...]:
@@ -292,6 +294,7 @@ def open_select(selector: str, capture: CaptureList, key: IntTerm, required: Int
 
 def _keyed_fits(capture: CaptureList, index: int, key: IntTerm, required: IntTerm) -> BoolTerm:
     """Bucket ``index`` fits under a keying with no window: >= the key, recorded, room for the rows."""
+    check_index("index", index, len(capture), f"a bucket of a {len(capture)}-bucket capture list")
     return z3.And(capture.buckets[index] >= key, capture.recorded[index], capture.capacities[index] >= required)
 
 

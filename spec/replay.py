@@ -74,7 +74,8 @@ def replay(
 ) -> Replay:
     """Rank ``rank``'s replay of ``batch`` with ``num_tokens`` tokens (variables under ``name``). ``decide``
     is the selector call (the spec's keyed scan; proofs/end_to_end.py passes an arbitrary decision to show
-    the tripwire alone keeps replay within a listed bucket's room, whatever the selector chose)."""
+    the tripwire alone keeps replay within a listed bucket's room, whatever the selector chose). The spec's
+    ``decide`` makes a literal ``rank`` outside 0..P-1 a ValueError."""
     laid_out = layout(batch, num_tokens, f"{name}.layout")
     loads: Loads = laid_out.layout_loads(setup.strategy, f"{name}.layout")
     chosen, required, facts = decide(loads, rank, setup, num_tokens, name)

@@ -17,7 +17,7 @@ from fractions import Fraction
 import z3
 
 from cpgraph.spec.arith import floor_div
-from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of, any_of, int_term
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of, any_of, check_index, int_term
 
 
 @dataclass(frozen=True)
@@ -137,12 +137,15 @@ def within_padding_limit(bucket: IntLike, window: Window) -> BoolTerm:
 
 def has_room(capture: CaptureList, index: int, required: IntLike) -> BoolTerm:
     """Bucket ``index`` has a recorded capacity >= required (a missing capacity is never room)."""
+    check_index("index", index, len(capture), f"a bucket of a {len(capture)}-bucket capture list")
     return z3.And(capture.recorded[index], capture.capacities[index] >= required)
 
 
 def fits(capture: CaptureList, index: int, window: Window, required: IntLike) -> BoolTerm:
-    """Bucket ``index`` is in the fitting set: within the padding limit and with room."""
-    return z3.And(within_padding_limit(capture.buckets[index], window), has_room(capture, index, required))
+    """Bucket ``index`` is in the fitting set: within the padding limit and with room (``has_room`` checks
+    the index)."""
+    room = has_room(capture, index, required)
+    return z3.And(within_padding_limit(capture.buckets[index], window), room)
 
 
 def some_bucket_fits(capture: CaptureList, window: Window, required: IntLike) -> BoolTerm:
@@ -165,9 +168,11 @@ def is_least_fitting(selection: Selection, capture: CaptureList, window: Window,
 
 def scan_step(capture: CaptureList, index: int, window: Window, required: IntLike, rest: Selection) -> Selection:
     """One step of the scan at bucket ``index``, given the decision ``rest`` of scanning the buckets after
-    it: below n, defer to the rest; above F*n, stop with none; with room, take it; else defer."""
+    it: below n, defer to the rest; above F*n, stop with none; with room, take it; else defer (``has_room``
+    checks the index)."""
+    room = has_room(capture, index, required)
     b = capture.buckets[index]
-    below, above, room = b < window.low, above_top(b, window), has_room(capture, index, required)
+    below, above = b < window.low, above_top(b, window)
     admitted = z3.If(below, rest.admitted, z3.If(above, z3.BoolVal(False), z3.Or(room, rest.admitted)))
     bucket = z3.If(below, rest.bucket, z3.If(above, UNADMITTED_BUCKET, z3.If(room, b, rest.bucket)))
     return Selection(admitted, bucket)

@@ -41,6 +41,15 @@ def literal(value: IntLike) -> int | None:
     return None
 
 
+def check_index(argument: str, value: IntLike, size: int, of: str) -> None:
+    """ValueError naming ``argument`` when ``value`` is a literal outside 0..size-1 (``of`` says what it
+    indexes). A Python index of -1 would silently read the last entry, and a rank past P is no rank: a wrong
+    answer, never an error, unless checked here. A symbolic value is the caller's to bound."""
+    v = literal(value)
+    if v is not None and not 0 <= v < size:
+        raise ValueError(f"{argument} must be an int in 0..{size - 1} ({of}), got {v}")
+
+
 def add(first: IntLike, second: IntLike) -> IntTerm:
     """first + second, folded to a numeral when both are literals."""
     a, b = literal(first), literal(second)

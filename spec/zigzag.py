@@ -11,7 +11,7 @@ from __future__ import annotations
 from cpgraph.spec.arith import DivMod, divmod_by
 import z3
 
-from cpgraph.spec.terms import IntLike, IntTerm, Loads, indicator, int_term, literal, literals
+from cpgraph.spec.terms import IntLike, IntTerm, Loads, check_index, indicator, int_term, literal, literals
 
 
 def zigzag_split(length: IntLike, cp_size: IntLike, name: str) -> DivMod:
@@ -43,8 +43,11 @@ def zigzag_block_len(split: DivMod, block: IntLike) -> IntTerm:
 
 
 def zigzag_rank_load(split: DivMod, rank: IntLike, cp_size: IntLike) -> IntTerm:
-    """Tokens of one sequence on rank r: the sizes of its two owned blocks."""
+    """Tokens of one sequence on rank r: the sizes of its two owned blocks (a literal rank outside 0..P-1 of
+    a literal P is a ValueError)."""
     q, m, r, p = literal(split.quotient), literal(split.remainder), literal(rank), literal(cp_size)
+    if p is not None:
+        check_index("rank", rank, p, f"a rank of cp_size {p}")
     if q is not None and m is not None and r is not None and p is not None:
         return z3.IntVal(_rank_load(q, m, r, p))
     return zigzag_block_len(split, zigzag_owned_blocks(rank, cp_size)[0]) + zigzag_block_len(
