@@ -37,9 +37,11 @@ from fractions import Fraction
 
 import z3
 
+from cpgraph.proofs.agreement_forms import batch_forms
+from cpgraph.proofs.agreement_tally import BIG, Outcome, Tally, spec_values
 from cpgraph.proofs.bite import Bite
 from cpgraph.proofs.check import Status
-from cpgraph.proofs.evaluate import SpecEvaluationError, spec_plan, values_of
+from cpgraph.proofs.evaluate import spec_plan
 from cpgraph.reference import keying as ref_keying
 from cpgraph.reference import selection as ref_selection
 from cpgraph.reference import strategies as ref_strategies
@@ -63,50 +65,6 @@ CP_SIZES = (1, 2, 3, 4, 5, 8)  # loads, rows and capacities
 LONG_LIST = 40  # buckets in the long capture lists (issue 21: 32 or more)
 FACTORS: tuple[int | Fraction, ...] = (Fraction(1), Fraction(5, 4), Fraction(3, 2), Fraction(2), 2)  # an int F too: its own window branch
 SHOWN = 3  # disagreements shown per function; the rest are counted in one more bite
-BIG = 2**40
-
-
-@dataclass(frozen=True)
-class Disagreement:
-    """One function on one input where the spec's value is not the reference's."""
-
-    function: str
-    inputs: str  # paste-able: the call with its arguments, lists by reference.lists.compact
-    cp_size: int
-    expected: object  # the reference's value
-    actual: object  # the spec's value
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """One family's comparisons: how many per function, and every disagreement."""
-
-    checked: dict[str, int]
-    disagreements: tuple[Disagreement, ...]
-
-
-class _Tally:
-    """Counts comparisons per function and keeps the disagreements."""
-
-    def __init__(self) -> None:
-        self.checked: dict[str, int] = {}
-        self.found: list[Disagreement] = []
-
-    def compare(self, function: str, inputs: Callable[[], str], cp_size: int, expected: object, actual: object) -> None:
-        self.checked[function] = self.checked.get(function, 0) + 1
-        if expected != actual or type(expected) is not type(actual):
-            self.found.append(Disagreement(function, inputs(), cp_size, expected, actual))
-
-    def outcome(self) -> Outcome:
-        return Outcome(dict(self.checked), tuple(self.found))
-
-
-def _spec_values(terms: Sequence[IntTerm | BoolTerm], facts: Sequence[BoolTerm]) -> tuple[int | bool, ...] | str:
-    """The spec's values of ``terms`` (or why they have none: a contradiction or a crash is a disagreement)."""
-    try:
-        return values_of(terms, z3.And(*facts) if facts else z3.BoolVal(True))
-    except (SpecEvaluationError, ValueError, TypeError, z3.Z3Exception) as exc:
-        return f"spec raised {type(exc).__name__}: {str(exc)[:200]}"
 
 
 def _call(name: str, *args: object, **kwargs: object) -> str:
@@ -120,7 +78,7 @@ def _call(name: str, *args: object, **kwargs: object) -> str:
 
 def tables() -> Outcome:
     """The strategy and keying tables, row for row and column for column."""
-    tally = _Tally()
+    tally = Tally()
     spec_rows, ref_rows = spec_strategies.STRATEGIES, ref_strategies.STRATEGY_TABLE
     tally.compare("strategy table", lambda: "strategy ids", 0, sorted(ref_rows), sorted(spec_rows))
     for sid in sorted(set(spec_rows) & set(ref_rows)):
@@ -138,7 +96,7 @@ def tables() -> Outcome:
             tally.compare("keying table", lambda: f"{column} of {kid!r}", 0, getattr(ref_k, column), getattr(spec_k, column))
         for n, loads in ((20, (3, 5, 4)), (7, (7,)), (9, (0, 4))):
             key = spec_k.key(n, Loads(tuple(z3.IntVal(x) for x in loads), z3.BoolVal(True)), f"agree.key.{kid}")
-            got = _spec_values([key.value], [key.holds])
+            got = spec_values([key.value], [key.holds])
             tally.compare("keying table", lambda: f"key of {kid!r} at num_tokens={n}, loads={loads}", 0,
                           ref_k.key(n, loads), got if isinstance(got, str) else got[0])
     return tally.outcome()
@@ -163,7 +121,7 @@ def load_batches(p: int) -> tuple[tuple[int, ...], ...]:
 
 def loads_and_rows(strategies: Iterable[str] | None = None, cp_sizes: Iterable[int] = CP_SIZES) -> Outcome:
     """rank_loads and required_local_tokens (the strategy's default A and A = 3) on ``load_batches``."""
-    tally = _Tally()
+    tally = Tally()
     for kind in strategies or tuple(ref_strategies.STRATEGY_TABLE):
         for p in cp_sizes:
             batches = load_batches(p)
@@ -178,7 +136,7 @@ def loads_and_rows(strategies: Iterable[str] | None = None, cp_sizes: Iterable[i
                     rows = spec_capacity.required_local_tokens(loads, a, f"agree.rows{i}.{a}")
                     terms.append(rows.value)
                     facts.append(rows.holds)
-            got = _spec_values(terms, facts)
+            got = spec_values(terms, facts)
             at = 0
             for lengths in batches:
                 expected_loads = ref_rank_loads(lengths, cp_size=p, strategy=kind)
@@ -205,12 +163,12 @@ def capture_buckets(p: int, align_size: int) -> tuple[int, ...]:
 def capture_capacities(strategies: Iterable[str] | None = None, cp_sizes: Iterable[int] = CP_SIZES) -> Outcome:
     """capture_local_tokens: the capacity recorded for a bucket (one request of B tokens); and (zigzag, the
     spec's only headroom row) headroom_local_tokens for R = 1, 2, B, B+P, 2B requests on every 5th bucket."""
-    tally = _Tally()
+    tally = Tally()
     for p in cp_sizes if strategies is None or "zigzag" in strategies else ():
         a = 2 * p
         cases = [(b, r) for b in capture_buckets(p, a)[::5] for r in (1, 2, b, b + p, 2 * b)]
         built = [spec_capacity.headroom_local_tokens(b, p, a, r, f"agree.headroom{b}.{r}") for b, r in cases]
-        got = _spec_values([c.value for c in built], [c.holds for c in built])
+        got = spec_values([c.value for c in built], [c.holds for c in built])
         for i, (b, r) in enumerate(cases):
             tally.compare("headroom_local_tokens",
                           lambda: _call("headroom_local_tokens", b, cp_size=p, align_size=a, max_requests=r), p,
@@ -221,7 +179,7 @@ def capture_capacities(strategies: Iterable[str] | None = None, cp_sizes: Iterab
             for a in sorted({ref_strategies.strategy_row(kind).align_size(p), 1, 3}):
                 buckets = capture_buckets(p, a)
                 built = [spec_capacity.capture_local_tokens(b, p, a, f"agree.capture{b}", kind) for b in buckets]
-                got = _spec_values([c.value for c in built], [c.holds for c in built])
+                got = spec_values([c.value for c in built], [c.holds for c in built])
                 for i, b in enumerate(buckets):
                     tally.compare("capture_local_tokens",
                                   lambda: _call("capture_local_tokens", b, cp_size=p, align_size=a, strategy=kind), p,
@@ -288,7 +246,7 @@ def selection_cases() -> tuple[SelectionCase, ...]:
 
 def selections(cases: Sequence[SelectionCase] | None = None) -> Outcome:
     """spec.selection.scan_select over [n, F*n] against reference.selection.select_replay_bucket."""
-    tally = _Tally()
+    tally = Tally()
     chosen = cases if cases is not None else selection_cases()
     terms: list[IntTerm | BoolTerm] = []
     facts: list[BoolTerm] = []
@@ -297,7 +255,7 @@ def selections(cases: Sequence[SelectionCase] | None = None) -> Outcome:
         picked = spec_selection.scan_select(spec_selection.concrete_capture_list(case.buckets, dict(case.capacities)), window, case.required)
         terms += [picked.admitted, z3.If(picked.admitted, picked.bucket, 0)]  # an eager decision has no bucket
         facts.append(window.holds)
-    got = _spec_values(terms, facts)
+    got = spec_values(terms, facts)
     for i, case in enumerate(chosen):
         expected = ref_selection.select_replay_bucket(
             num_tokens=case.num_tokens, required_local_tokens=case.required, capture_num_tokens=case.buckets,
@@ -468,7 +426,7 @@ def _spec_capacities(case: BatchCase) -> dict[int, int | None] | str:
     if case.table is not None:
         return dict(case.table)
     built = [spec_capacity.capture_local_tokens(b, case.cp_size, case.align_size, f"agree.cap{b}", case.strategy) for b in case.buckets]
-    got = _spec_values([c.value for c in built], [c.holds for c in built])
+    got = spec_values([c.value for c in built], [c.holds for c in built])
     if isinstance(got, str):
         return got
     return {b: int(v) for b, v in zip(case.buckets, got)}
@@ -477,7 +435,7 @@ def _spec_capacities(case: BatchCase) -> dict[int, int | None] | str:
 def whole_batches(cases: Sequence[BatchCase] | None = None) -> Outcome:
     """spec admission and replay at each of the case's ranks (proofs/evaluate.py ``spec_plan``) against the
     reference runner's plan: the bucket, or None for a fallback; replay must run exactly the admitted bucket."""
-    tally = _Tally()
+    tally = Tally()
     for case in cases if cases is not None else batch_cases():
         expected = _runner(case).plan(case.lengths, case.num_tokens).bucket
         capacities = _spec_capacities(case)
@@ -503,6 +461,7 @@ FAMILIES: dict[str, Callable[[], Outcome]] = {
     "selection": selections,
     "whole batches, global keying": lambda: whole_batches(batch_cases("global")),
     "whole batches, local keying": lambda: whole_batches(batch_cases("local")),
+    "batch forms and term helpers": batch_forms,
 }
 
 
