@@ -180,6 +180,18 @@ def per_rank_select(other: Select) -> Callable[[LiveBatch, IntTerm, RankSetup, i
     return admit_fn
 
 
+def per_rank_replay(other: Callable[..., Replay]) -> Callable[..., Replay]:
+    """The spec's replay on rank 0, ``other`` on every other rank (admission untouched: with ``other`` a
+    replay that succeeds exactly when the spec's does, only the replayed bucket differs between ranks)."""
+
+    def replay_fn(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, **how: object) -> Replay:
+        if rank == 0:
+            return spec_replay(batch, n, setup, rank, name, **how)  # type: ignore[arg-type]
+        return other(batch, n, setup, rank, name, **how)
+
+    return replay_fn
+
+
 def make_replay(
     *, select: Select = _scan, busiest: Callable[[tuple[IntTerm, ...], str], tuple[IntTerm, BoolTerm]] | None = None,
     strict_tripwire: bool = False,
@@ -337,6 +349,12 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          "a middle rank's decision (admission and replay) reads its own load, not the busiest rank's",
          functools.partial(e2e.ranks_sharing_their_capture_state_agree, admit_fn=middle_ranks_own_load_admit,
                            replay_fn=middle_ranks_own_load_replay)),
+        ("other_ranks_replay_largest", "ranks_sharing_their_capture_state_agree",
+         "every rank but 0 replays the greatest fitting bucket (same verdict, another bucket)",
+         functools.partial(e2e.ranks_sharing_their_capture_state_agree, replay_fn=per_rank_replay(make_replay(select=largest_fitting)))),
+        ("other_ranks_strict_tripwire", "ranks_sharing_their_capture_state_agree",
+         "every rank but 0 refuses an exact fit at replay (same bucket, another verdict)",
+         functools.partial(e2e.ranks_sharing_their_capture_state_agree, replay_fn=per_rank_replay(make_replay(strict_tripwire=True)))),
         ("per_rank_capacities", "ranks_sharing_their_capture_state_agree", "ranks keep their own recorded capacities",
          functools.partial(e2e.ranks_sharing_their_capture_state_agree, shared=("capture_num_tokens", "max_padding_factor", "align_size"))),
         ("per_rank_factor", "ranks_sharing_their_capture_state_agree", "ranks keep their own padding factor",
