@@ -63,6 +63,13 @@ def rank_one_extra(split: DivMod, rank: IntLike, cp_size: IntLike) -> IntTerm:
     return zigzag_rank_load(split, rank, cp_size) + z3.If(int_term(rank) == 1, z3.IntVal(1), z3.IntVal(0))
 
 
+def even_share_one_extra(split: DivMod, rank: IntLike, cp_size: IntLike) -> IntTerm:
+    """Zigzag, but rank 0 holds one token more when L is a multiple of 2P: L/P + 1 exactly where the share
+    divides evenly (a bound ceil(L/P) stated one too loose, P*(a - 1) <= L, lets it through)."""
+    return zigzag_rank_load(split, rank, cp_size) + z3.If(z3.And(int_term(rank) == 0, split.remainder == 0),
+                                                          z3.IntVal(1), z3.IntVal(0))
+
+
 def interleave_rank_one_extra(split: DivMod, rank: IntLike) -> IntTerm:
     """Interleave, but rank 1 holds one token more."""
     from cpgraph.spec.strategies import interleave_rank_load
@@ -102,6 +109,14 @@ def interleave_without_remainder(total: IntLike, cp_size: int, name: str) -> Loa
 def interleave_one_remainder_token_short(split: DivMod, rank: IntLike) -> IntTerm:
     """q + [r < m - 1]: the remainder's last token is lost, so with N mod P = 1 no rank holds ceil(N/P)."""
     return split.quotient + z3.If(int_term(rank) < split.remainder - 1, 1, 0)
+
+
+def interleave_even_share_one_extra(split: DivMod, rank: IntLike) -> IntTerm:
+    """Interleave, but rank 0 holds N/P + 1 when P divides N (a bound stated one too loose lets it through)."""
+    from cpgraph.spec.strategies import interleave_rank_load
+
+    return interleave_rank_load(split, rank) + z3.If(z3.And(int_term(rank) == 0, split.remainder == 0),
+                                                     z3.IntVal(1), z3.IntVal(0))
 
 
 def interleave_remainder_to_rank_zero(split: DivMod, rank: IntLike) -> IntTerm:

@@ -84,12 +84,11 @@ class Keying:
         the capacity table and the rows to hold (global: align_up(max_r l_r, A); local: the key itself)."""
         key = self.key(num_tokens, loads, name)
         window = self.window(key.value, max_padding_factor, f"{name}.window")
-        if self.recorded_capacity:
-            rows = required_local_tokens(loads, align_size, f"{name}.rows")
-            required, facts = rows.value, z3.And(key.holds, rows.holds, window.holds)  # rows' facts hold the loads'
-        else:
-            required, facts = key.value, z3.And(key.holds, window.holds)  # the key's facts hold the loads'
-        return Keyed(key.value, window, self.capacities(capture), required, facts)
+        facts = z3.And(key.holds, window.holds)  # the key's facts hold the loads'
+        if not self.recorded_capacity:
+            return Keyed(key.value, window, self.capacities(capture), key.value, facts)
+        rows = required_local_tokens(loads, align_size, f"{name}.rows")
+        return Keyed(key.value, window, self.capacities(capture), rows.value, z3.And(facts, rows.holds))
 
 
 KEYINGS: dict[str, Keying] = {
