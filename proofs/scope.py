@@ -141,6 +141,16 @@ class Scope:
     note: str = ""
     edges: tuple[Edge, ...] = ()
     labelled: bool = True  # every declared strategy and F names queries at each P it is declared at
+    every_rank_max_p: int = 0  # > 0: ranks compared with rank 0, every one up to this P, then 0, P/2, P-1
+
+    def ranks(self, cp_size: int) -> tuple[int, ...]:
+        """The ranks whose decisions the theorem compares with rank 0's at ``cp_size`` (rank 0 itself at
+        P = 1, where it is the only rank); none without a per-rank claim."""
+        if not self.every_rank_max_p:
+            return ()
+        if cp_size <= self.every_rank_max_p:
+            return tuple(range(1, cp_size)) or (0,)
+        return (cp_size // 2, cp_size - 1)
 
     def __post_init__(self) -> None:
         if self.requests not in REQUEST_KINDS:
@@ -366,7 +376,7 @@ SCOPE: dict[str, Scope] = {
         _SAMPLED, (Strategy("zigzag"), Strategy("contiguous", 8)), requests="any",
         note="base + step; the class-encodable rows (interleave: by its total; not the DualChunkSwap rows)",
         edges=(*_past("L", "state.Q"), Edge("requests", "state", form="classes"))),
-    "ranks_sharing_their_capture_state_agree": _E2E,
+    "ranks_sharing_their_capture_state_agree": dataclasses.replace(_E2E, every_rank_max_p=8),
     "admitted_batches_replay_the_admitted_bucket": _E2E,
     "admitted_bucket_is_captured": _E2E,
     "admitted_bucket_is_within_padding_limit": _e2e(factors=tuple(Factor(f) for f in ("1", "5/4", "3/2", "2", "4"))),
@@ -375,7 +385,7 @@ SCOPE: dict[str, Scope] = {
                                                             note="any padded n, A = default; any decision of replay's selector"),
     "admitted_bucket_is_the_least_that_fits": _E2E,
     "active_batches_that_fit_are_admitted": _E2E,
-    "local_ranks_sharing_their_sizes_agree": _LOCAL,
+    "local_ranks_sharing_their_sizes_agree": dataclasses.replace(_LOCAL, every_rank_max_p=8),
     "local_admitted_batches_replay_the_admitted_size": _LOCAL,
     "local_admitted_size_is_captured": _LOCAL,
     "local_admitted_size_is_at_or_above_the_key": _LOCAL,

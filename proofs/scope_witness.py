@@ -167,7 +167,27 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
     if k is not None and lists:
         out.append(Witnessed(f"capture lists of at most {k} buckets, as declared", not longer,
                              "longer lists in: " + ", ".join(longer) if longer else ""))
-    return (*out, *_labels(scope, parameter, queries))
+    return (*out, *_labels(scope, parameter, queries), *_ranks(scope, parameter, queries))
+
+
+RANK_LABEL = re.compile(r"\brank (\d+)\b")
+
+
+def _ranks(scope: Scope, parameter: int, queries: Sequence[Query]) -> tuple[Witnessed, ...]:
+    """A per-rank theorem compares exactly the ranks its scope declares at ``parameter`` with rank 0: each
+    named by some query ("..., rank r"), and no other (a rank list cut to the ends, or widened, fails)."""
+    declared = set(scope.ranks(parameter))
+    if not declared:
+        return ()
+    ran = {int(m.group(1)) for q in queries for m in RANK_LABEL.finditer(q.part)}
+    ok = ran == declared
+    detail = "" if ok else (f"declared ranks {sorted(declared)}, queries name ranks {sorted(ran)}"
+                            f" (missing {sorted(declared - ran)}, undeclared {sorted(ran - declared)})")
+    return (Witnessed(f"ranks {_rank_text(sorted(declared))} compared with rank 0", ok, detail),)
+
+
+def _rank_text(ranks: Sequence[int]) -> str:
+    return f"{ranks[0]}..{ranks[-1]}" if len(ranks) > 2 and ranks[-1] - ranks[0] == len(ranks) - 1 else ", ".join(map(str, ranks))
 
 
 def _labels(scope: Scope, parameter: int, queries: Sequence[Query]) -> tuple[Witnessed, ...]:

@@ -157,3 +157,17 @@ def test_bounded_bucket_values_fail_naming_the_last_bucket(monkeypatch: pytest.M
     _plant_hypothesis(monkeypatch, LOCAL, lambda p: z3.Int("cap.b2") <= 2**20)
     lost = _lost(_bites((LOCAL,), 1))
     assert lost == [(LOCAL, "scope witness at P=1: last bucket of cap chosen by batch.l0, past 2**62")]
+
+
+@pytest.mark.parametrize("theorem", ["ranks_sharing_their_capture_state_agree", "local_ranks_sharing_their_sizes_agree"])
+def test_the_consensus_theorems_compare_exactly_the_declared_ranks(theorem: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cpgraph.proofs.scope_witness import witness_checks
+
+    def ranks(p: int) -> dict[str, tuple[bool, str]]:
+        return {w.what: (w.ok, w.detail) for w in witness_checks(theorem, p, BY_NAME[theorem].build(p)) if "rank" in w.what}
+
+    assert SCOPE[theorem].ranks(5) == (1, 2, 3, 4) and SCOPE[theorem].ranks(12) == (6, 11)
+    assert ranks(5) == {"ranks 1..4 compared with rank 0": (True, "")}
+    monkeypatch.setattr(setting, "ranks_at", lambda p: (0, p // 2, p - 1))  # the ends and the middle only
+    ok, detail = ranks(5)["ranks 1..4 compared with rank 0"]
+    assert not ok and "missing [1, 3]" in detail
