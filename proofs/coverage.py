@@ -273,6 +273,14 @@ def coverage(theorem: str) -> tuple[Bite, ...]:
     queries = obligation.build(parameter)
     out = [Bite(theorem, f"satisfiable: {label}", "the hypotheses have a model (not vacuous)", parameter, Status.REFUTED,
                 _satisfiable(q)) for label, q in _chains(queries)]
+    # A guarded lemma (proved where the claim fails) proves whatever it says while the claim holds: its own
+    # statement, unguarded, must hold too (first chain only: the lemma builders are shared by every chain).
+    first = _chains(queries)[0][0] if queries else ""
+    for step, q in enumerate(queries):
+        if q.lemma is not None and q.part.endswith(first):
+            verdict = check(q.lemma, hypotheses=q.hypotheses, rlimit=q.rlimit).status
+            out.append(Bite(theorem, f"lemma holds unguarded: step {step + 1}, {q.part}",
+                            "the chain's lemma, stated on its own, is proved", parameter, Status.PROVED, verdict))
     # A lemma that assumes its own conclusion proves whatever it says (an off-by-one slice of earlier lemmas).
     circular = [q.part for q in queries if any(z3.is_expr(h) and h.eq(q.claim) for h in q.hypotheses)]
     out.append(Bite(theorem, "no query assumes its own claim", ", ".join(circular) or "none", parameter, Status.PROVED,

@@ -37,6 +37,7 @@ class Query:
     shown: tuple[tuple[str, IntTerm], ...] = ()
     replay: Replay | None = None
     rlimit: int = DEFAULT_RLIMIT
+    lemma: BoolTerm | None = None  # a guarded lemma step's own statement: the teeth pass checks it holds unguarded
 
 
 Theorem = Callable[[int], tuple[Query, ...]]

@@ -185,6 +185,7 @@ class Setting:
                     shown=tuple(shown_all),
                     replay=replay_of,
                     rlimit=RLIMIT,
+                    lemma=step[1] if guarded and step is not last else None,
                 )
             )
             proved.append(claim)

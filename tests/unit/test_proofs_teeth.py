@@ -186,3 +186,21 @@ def test_a_class_setting_refuses_a_row_that_is_not_class_encodable() -> None:
     with pytest.raises(ValueError, match="form must be one of"):
         Setting(4, "zigzag", Fraction(2), form="lengths")
     assert Setting(4, "dual_chunk_swap", Fraction(2), keying="local", form="requests").label == "(dual_chunk_swap, local)"
+
+
+@pytest.mark.parametrize("theorem", ["admitted_batches_replay_the_admitted_bucket", "local_admitted_batches_fit_every_rank"])
+def test_a_guarded_lemma_that_no_longer_holds_on_its_own_is_caught(theorem: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A chain's lemmas are proved guarded (where the claim fails), so a lemma turned false still proves while the
+    # claim holds; the coverage task states each of the first chain's lemmas unguarded.
+    from cpgraph.proofs import claims, end_to_end, end_to_end_local
+
+    lemmas = [b for b in teeth.coverage(theorem) if b.variant.startswith("lemma holds unguarded")]
+    assert lemmas and all(b.ok for b in lemmas)
+
+    def rows_differ(first: z3.ArithRef, second: z3.ArithRef) -> tuple[str, z3.BoolRef]:
+        return "rows agree", first != second
+
+    for module in (claims, end_to_end, end_to_end_local):
+        monkeypatch.setattr(module, "same_rows", rows_differ)
+    lost = [b.variant for b in teeth.coverage(theorem) if not b.ok]
+    assert lost and all(v.startswith("lemma holds unguarded: step ") and "rows agree" in v for v in lost)
