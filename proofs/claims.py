@@ -96,11 +96,6 @@ def layout_within_rows(loads: Sequence[IntTerm], rows: IntTerm) -> tuple[str, Bo
 # -- the local keying, restated --------------------------------------------------------------------------------
 
 
-def largest_load(loads: Sequence[IntTerm], name: str) -> tuple[IntTerm, BoolTerm]:
-    """The local key m as a relation: the least integer at or above every load (rows_needed with A = 1)."""
-    return rows_needed(loads, 1, name)
-
-
 def sizes_holding_themselves(capture: CaptureList) -> CaptureList:
     """The capture list as the local keying reads it: every listed size has a capacity, the size itself."""
     return CaptureList(capture.buckets, capture.buckets, tuple(z3.BoolVal(True) for _ in capture.buckets))

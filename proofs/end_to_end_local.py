@@ -27,7 +27,6 @@ from fractions import Fraction
 import z3
 
 from cpgraph.proofs.claims import (
-    largest_load,
     is_listed_with_room,
     layout_within_rows,
     same_decision,

@@ -103,39 +103,3 @@ def selection_replay(*, theorem: str, length: int) -> Replay:
         )
 
     return replay
-
-
-def runner_replay(*, theorem: str, cp_size: int, length_names: Sequence[str], list_length: int) -> Replay:
-    """Replay a batch and a capture table (model names cap.b{i}, cap.c{i}, cap.rec{i}) through the
-    reference runner: one plan, then replay of that plan's live layout."""
-
-    def replay(model: Mapping[str, Value]) -> str:
-        lengths = tuple(_int(model, name) for name in length_names)
-        shown = compact(lengths)
-        buckets = tuple(_int(model, f"cap.b{i}") for i in range(list_length))
-        table = {b: _int(model, f"cap.c{i}") for i, b in enumerate(buckets) if model.get(f"cap.rec{i}", True)}
-        try:
-            runner = reference.ReferenceRunner(
-                cp_size=cp_size, capture_num_tokens=buckets, capture_rule=reference.CaptureRule("table", table=table)
-            )
-            plan = runner.plan(lengths)
-            outcome = f"replay rows {runner.replay(plan).rows}" if plan.admitted else f"fallback {plan.fallback}"
-        except (TypeError, ValueError, reference.ReplayError) as exc:
-            return f"the reference rejects these inputs: {exc}"
-        return "\n".join(
-            [
-                f"reference plan for {shown} at P={cp_size}, buckets {buckets}, capacities {table}: bucket "
-                f"{plan.bucket}, required {plan.required_local_tokens}; {outcome}",
-                "",
-                "from reference import CaptureRule, ReferenceRunner",
-                "",
-                f"def {_test_name(theorem, cp_size)}() -> None:",
-                f"    runner = ReferenceRunner(cp_size={cp_size}, capture_num_tokens={buckets},",
-                f"                             capture_rule=CaptureRule('table', table={table}))",
-                f"    plan = runner.plan({shown})",
-                "    if plan.admitted:",
-                "        assert runner.replay(plan).rows == plan.bucket_local_tokens >= plan.required_local_tokens",
-            ]
-        )
-
-    return replay

@@ -17,7 +17,6 @@ import z3
 from cpgraph.proofs import arith, batch, capacity, dual_chunk_swap, selection, strategies, variants_end_to_end, variants_local, zigzag
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
-from cpgraph.proofs.registry import BY_NAME
 from cpgraph.spec.selection import CaptureList, Selection, Window, scan_select
 from cpgraph.spec.terms import BoolTerm, IntLike, all_of, any_of
 from cpgraph.proofs.wrong_terms import (
@@ -113,13 +112,6 @@ def _last_bucket_wrong(chosen: Selection, capture: CaptureList, window: Window, 
     member = any_of(z3.And(f, chosen.bucket == b) for f, b in zip(tried, named))
     least = all_of(z3.Implies(f, chosen.bucket <= b) for f, b in zip(tried, named))
     return z3.And(chosen.admitted == any_of(tried), z3.Implies(chosen.admitted, z3.And(member, least)))
-
-
-def variants_of(theorem: str) -> tuple[Variant, ...]:
-    """The variants substituted into ``theorem`` (KeyError for an unknown theorem)."""
-    if theorem not in BY_NAME:
-        raise KeyError(f"no theorem named {theorem!r}")
-    return tuple(v for v in VARIANTS if v.theorem == theorem)
 
 
 VARIANTS: tuple[Variant, ...] = (
