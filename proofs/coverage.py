@@ -180,10 +180,13 @@ _ALL = ("zigzag", "interleave", "contiguous", "dual_chunk_swap", "dual_chunk_swa
 _CLASS = ("zigzag", "interleave", "contiguous")  # the class-encodable rows: the class-batch theorems' scope
 _E2E_SCOPE = tuple(f"({sid}, F={f})" for sid in _CLASS for f in ("2", "3/2"))
 _LOCAL_SCOPE = ("(dual_chunk_swap, local)", "(dual_chunk_swap_dcp, local)", "(any layout, local)")
+_CHUNK_LEMMAS = tuple(f"chunk {j}" for j in range(8))  # one lemma per DualChunkSwap chunk: 2P at P = 4
+
 SCOPES: dict[str, tuple[str, ...]] = {
     # "checked at the edges of every clause: L in {0, 1, P-1, P, P+1, 2P-1, 2P, 2P+1, 3P+1, 4P-1, 4P}" at P = 4
     "folded_literals_equal_their_terms": tuple(f"L={v}" for v in (0, 1, 3, 4, 5, 7, 8, 9, 13, 15, 16)),
-    "table_batch_loads_sum_to_tokens": _ALL,
+    "table_batch_loads_sum_to_tokens": (*_ALL, *_CHUNK_LEMMAS),
+    "dual_chunk_swap_loads_sum_to_tokens": ("request", "base", "step", *_CHUNK_LEMMAS),
     "class_loads_track_request_loads": (
         "base", "step invariant", "step covers", "step tokens", "exact", "class_batch is the state",
         *(f"{part} {kind}" for kind in ("zigzag", "contiguous") for part in ("base loads", "request split", "step loads")),
