@@ -37,6 +37,7 @@ from fractions import Fraction
 
 import z3
 
+from cpgraph.proofs.agreement_claims import claim_builders
 from cpgraph.proofs.agreement_forms import batch_forms
 from cpgraph.proofs.agreement_tally import BIG, Outcome, Tally, spec_values
 from cpgraph.proofs.bite import Bite
@@ -462,6 +463,7 @@ FAMILIES: dict[str, Callable[[], Outcome]] = {
     "whole batches, global keying": lambda: whole_batches(batch_cases("global")),
     "whole batches, local keying": lambda: whole_batches(batch_cases("local")),
     "batch forms and term helpers": batch_forms,
+    "claim builders": claim_builders,
 }
 
 

@@ -13,6 +13,7 @@ import z3
 
 from cpgraph.proofs import agreement as ag
 from cpgraph.proofs import agreement_forms as forms
+from cpgraph.proofs.agreement_tally import Outcome
 from cpgraph.spec import batch, terms
 from cpgraph.spec.terms import IntTerm
 
@@ -47,7 +48,7 @@ def _add_mixed_crashes(first: Any, second: Any) -> IntTerm:
 
 _REAL_ANY = batch.any_layout
 
-PLANTED: list[tuple[str, Callable[[pytest.MonkeyPatch], None], Callable[[], ag.Outcome], str]] = [
+PLANTED: list[tuple[str, Callable[[pytest.MonkeyPatch], None], Callable[[], Outcome], str]] = [
     ("a request of 1 not counted short", lambda m: m.setattr(batch.RequestsBatch, "short_counts", property(_short_from_two)),
      forms.requests_forms, "requests_batch short_requests"),
     ("a request of 1 not counted", lambda m: m.setattr(batch.RequestsBatch, "requests", property(_requests_from_two)),
@@ -63,7 +64,7 @@ PLANTED: list[tuple[str, Callable[[pytest.MonkeyPatch], None], Callable[[], ag.O
 @pytest.mark.parametrize(("label", "plant", "family", "function"), PLANTED, ids=[p[0] for p in PLANTED])
 def test_a_planted_off_by_one_in_a_form_is_a_disagreement(
     monkeypatch: pytest.MonkeyPatch, label: str, plant: Callable[[pytest.MonkeyPatch], None],
-    family: Callable[[], ag.Outcome], function: str,
+    family: Callable[[], Outcome], function: str,
 ) -> None:
     assert not family().disagreements, label
     plant(monkeypatch)
