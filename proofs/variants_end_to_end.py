@@ -109,6 +109,13 @@ def off_list_bucket(setup: RankSetup, window: Window, rows: IntTerm) -> Selectio
     return Selection(chosen.admitted, chosen.bucket + 1)
 
 
+def last_bucket_reported_one_past(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
+    """The right decision, but when it is the list's last bucket, the bucket reported one past it: wrong only
+    at the last index, so a claim that quantifies over every bucket but the last misses it."""
+    chosen, last = _scan(setup, window, rows), setup.capture.buckets[-1]
+    return Selection(chosen.admitted, z3.If(chosen.bucket == last, last + 1, chosen.bucket))
+
+
 def unlisted_bucket(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
     """The right decision, but the bucket reported as 0, below every listed bucket (a list is sorted from 1)."""
     chosen = _scan(setup, window, rows)
@@ -367,6 +374,9 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          functools.partial(e2e.admitted_bucket_is_the_least_that_fits, admit_fn=make_admit(select=largest_fitting))),
         ("window_one_below", "admitted_bucket_is_within_padding_limit", "window [n - 1, F*n]",
          functools.partial(e2e.admitted_bucket_is_within_padding_limit, admit_fn=make_admit(window_of=window_one_below))),
+        ("last_bucket_reported_one_past", "admitted_bucket_is_the_least_that_fits",
+         "the last bucket, when chosen, reported one past it (a smaller listed bucket fits: the last one)",
+         functools.partial(e2e.admitted_bucket_is_the_least_that_fits, admit_fn=make_admit(select=last_bucket_reported_one_past))),
         ("off_list_bucket", "admitted_bucket_is_captured", "the bucket reported is one above the chosen one",
          functools.partial(e2e.admitted_bucket_is_captured, admit_fn=make_admit(select=off_list_bucket))),
         ("unlisted_bucket", "admitted_batches_fit_every_rank", "the right decision reported as bucket 0 (never listed)",

@@ -211,6 +211,10 @@ def variants() -> tuple[tuple[str, str, str, int, Status, Callable[[int], tuple[
         ("rank_zero_key", "local_admitted_batches_fit_every_rank", "both sides key by rank 0's rows (DualChunkSwap's lightest)",
          REFUTED, functools.partial(local.local_admitted_batches_fit_every_rank, admit_fn=make_admit(key_of=rank_zero_key),
                                     replay_fn=make_replay(key_of=rank_zero_key, checked=False))),
+        ("last_size_reported_one_past", "local_admitted_size_is_the_least_that_fits",
+         "the last size, when chosen, reported one past it (wrong only at the last index)", REFUTED,
+         functools.partial(local.local_admitted_size_is_the_least_that_fits,
+                           admit_fn=make_admit(select=lambda c, w, r: _last_shifted(_scan(c, w, r), c)))),
         ("off_list_size", "local_admitted_size_is_captured", "the size reported one above the chosen one", REFUTED,
          functools.partial(local.local_admitted_size_is_captured,
                            admit_fn=make_admit(select=lambda c, w, r: _shifted(_scan(c, w, r))))),
@@ -227,3 +231,8 @@ def variants() -> tuple[tuple[str, str, str, int, Status, Callable[[int], tuple[
 
 def _shifted(chosen: Selection) -> Selection:
     return Selection(chosen.admitted, chosen.bucket + 1)
+
+
+def _last_shifted(chosen: Selection, capture: CaptureList) -> Selection:
+    last = capture.buckets[-1]
+    return Selection(chosen.admitted, z3.If(chosen.bucket == last, last + 1, chosen.bucket))
