@@ -150,9 +150,69 @@ def term_helpers() -> Outcome:
     return tally.outcome()
 
 
+def _mixed(tally: Tally, function: str, call: str, expected: int | bool, build: object, facts: Sequence[BoolTerm]) -> None:
+    """One folding builder called with a literal beside a term: ``build()`` gives (term, its facts)."""
+    try:
+        term, holds = build()  # type: ignore[operator]
+    except (TypeError, ValueError, z3.Z3Exception) as exc:
+        tally.compare(function, lambda: call, 0, expected, f"spec raised {type(exc).__name__}: {exc}")
+        return
+    values = spec_values([term], [*facts, holds])
+    tally.compare(function, lambda: call, 0, expected, values if isinstance(values, str) else values[0])
+
+
+def folding_builders() -> Outcome:
+    """The spec's builders that fold literals to numerals (spec/arith.py, spec/strategies.py DualChunkSwap,
+    spec/zigzag.py), each called with every mix of a literal and a term: the folded path and the term path
+    give the same value, and a mix never takes the literal path."""
+    from cpgraph.spec import arith, zigzag
+
+    tally = Tally()
+    x, y = z3.Int("agree.fold.x"), z3.Int("agree.fold.y")
+    true = z3.BoolVal(True)
+    for a, b in ((7, 3), (12, 4), (0, 5)):
+        pins = [x == a, y == b]
+        q, up = -(-a // b), b * -(-a // b)
+        for left, right, shown in ((a, y, f"{a}, y={b}"), (x, b, f"x={a}, {b}"), (x, y, f"x={a}, y={b}"), (a, b, f"{a}, {b}")):
+            _mixed(tally, "arith.divmod_by", f"divmod_by({shown})", a // b,
+                   lambda: (lambda d: (d.quotient, d.holds))(arith.divmod_by(left, right, "agree.fold.d")), pins)
+            _mixed(tally, "arith.divmod_by", f"divmod_by({shown}).remainder", a % b,
+                   lambda: (lambda d: (d.remainder, d.holds))(arith.divmod_by(left, right, "agree.fold.d")), pins)
+            _mixed(tally, "arith.ceil_div", f"ceil_div({shown})", q,
+                   lambda: (lambda d: (d.value, d.holds))(arith.ceil_div(left, right, "agree.fold.c")), pins)
+            _mixed(tally, "arith.align_up", f"align_up({shown})", up,
+                   lambda: (lambda d: (d.value, d.holds))(arith.align_up(left, right, "agree.fold.u")), pins)
+    for length, chunk in ((10, 3), (5, 3), (2, 3)):
+        pins = [x == length, y == chunk]
+        for j in (0, 1, 3):
+            expected = min(chunk, max(0, length - j * chunk))
+            for left, right, shown in ((length, y, f"{length}, c={chunk}"), (x, chunk, f"L={length}, {chunk}"),
+                                       (x, y, f"L={length}, c={chunk}")):
+                _mixed(tally, "strategies.dual_chunk_swap_chunk", f"dual_chunk_swap_chunk({shown}, {j})", expected,
+                       lambda: (spec_strategies.dual_chunk_swap_chunk(left, right, j), true), pins)
+        for p in (2, 3):
+            for left, right, shown in ((length, y, f"{length}, c={chunk}"), (x, chunk, f"L={length}, {chunk}")):
+                _mixed(tally, "strategies.is_short_for_dcp", f"is_short_for_dcp({shown}, {p})", (2 * p - 1) * chunk >= length,
+                       lambda: (spec_strategies.is_short_for_dcp(left, right, p), true), pins)
+    for length, p in ((13, 2), (8, 3), (3, 4)):
+        pins = [x == length]
+        for j in (0, p, 2 * p - 1):
+            q, m = divmod(length, 2 * p)
+            _mixed(tally, "zigzag.zigzag_block_len", f"zigzag_block_len(L={length} at P={p}, {j})", q + (1 if j < m else 0),
+                   lambda: (lambda d: (zigzag.zigzag_block_len(d, j), d.holds))(zigzag.zigzag_split(x, p, "agree.fold.z")), pins)
+        for r in range(p):
+            split = divmod(length, 2 * p)
+            expected = sum(split[0] + (1 if blk < split[1] else 0) for blk in (r, 2 * p - 1 - r))
+            for shown, length_term, rank in ((f"L={length}, rank {r}", x, r), (f"{length}, rank r={r}", length, y)):
+                _mixed(tally, "zigzag.zigzag_rank_load", f"zigzag_rank_load({shown}) at P={p}", expected,
+                       lambda: (lambda d: (zigzag.zigzag_rank_load(d, rank, p), d.holds))(zigzag.zigzag_split(length_term, p, "agree.fold.r")),
+                       [*pins, y == r])
+    return tally.outcome()
+
+
 def batch_forms() -> Outcome:
     """Every form and the term helpers, as one family."""
-    parts = (requests_forms(), any_layout_forms(), class_forms(), term_helpers())
+    parts = (requests_forms(), any_layout_forms(), class_forms(), term_helpers(), folding_builders())
     checked: dict[str, int] = {}
     for part in parts:
         checked.update(part.checked)

@@ -88,8 +88,11 @@ def _dcs_rank_loads(length: IntLike, chunk: IntLike, cp_size: int) -> tuple[IntL
 def _dual_chunk_swap(length: IntLike, cp_size: int, name: str) -> tuple[Loads, IntLike]:
     """The DualChunkSwap loads of one prefill and its chunk size c (a numeral for a concrete length)."""
     chunk, holds = dual_chunk_swap_chunk_size(length, cp_size, name)
-    n, c = literal(length), literal(chunk)
-    if n is not None and c is not None:  # concrete length: fold the same ladder over Python ints
+    n = literal(length)
+    if n is not None:  # concrete length (so a numeral chunk size): fold the same ladder over Python ints
+        c = literal(chunk)
+        if c is None:
+            raise AssertionError(f"the chunk size of a concrete length {n} is not a numeral: {chunk}")
         return Loads(tuple(z3.IntVal(x) for x in _dcs_rank_loads(n, c, cp_size)), holds), c
     return Loads(tuple(int_term(x) for x in _dcs_rank_loads(int_term(length), chunk, cp_size)), holds), chunk
 

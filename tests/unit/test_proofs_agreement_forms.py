@@ -91,3 +91,21 @@ def test_the_edges_include_one_request_of_one_token_and_the_empty_batch() -> Non
 
 def test_class_state_of_concrete_lengths() -> None:
     assert forms.class_state([1, 4, 9], 2) == (3, [1, 1, 0, 0], [0, 1, 0, 0])  # 4 = 4*1 + 0 and 9 = 4*2 + 1 long; 1 short
+
+
+def test_a_folding_builder_taking_its_literal_path_on_a_mix_is_a_disagreement(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cpgraph.spec import strategies
+
+    assert not forms.folding_builders().disagreements
+    real = strategies.dual_chunk_swap_chunk
+
+    def chunk(length: Any, size: Any, j: int) -> Any:
+        rest = length - j * size
+        if isinstance(rest, int) or isinstance(size, int):  # `and` turned `or`: a mix takes the int path
+            return min(size, max(0, rest))
+        return real(length, size, j)
+
+    monkeypatch.setattr(strategies, "dual_chunk_swap_chunk", chunk)
+    found = forms.folding_builders().disagreements
+    assert found and all(d.function == "strategies.dual_chunk_swap_chunk" for d in found)
+    assert "raised" in str(found[0].actual)
