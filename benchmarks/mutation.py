@@ -885,6 +885,7 @@ def render_markdown(day: str, runs: Sequence[dict[str, object]]) -> str:
 def _teeth_failure(names: Sequence[str]) -> str | None:
     """The teeth pass of ``cpgraph prove`` (proofs/teeth.py: every variant, then each theorem's coverage),
     stopping at the first bite that gets the wrong verdict; its message, or None."""
+    from cpgraph.proofs.minimal import PINNED, minimal_bite
     from cpgraph.proofs.teeth import Bite, bite, coverage, scope_edges
     from cpgraph.proofs.variants import VARIANTS
 
@@ -895,6 +896,9 @@ def _teeth_failure(names: Sequence[str]) -> str | None:
                 yield bite(variant)
         for name in names:
             yield from coverage(name)
+        for pinned in PINNED:
+            if pinned.theorem in names:
+                yield minimal_bite(pinned)
 
     for lost in bites():
         if not lost.ok:

@@ -20,13 +20,15 @@ from cpgraph.proofs.agreement import FAMILIES as AGREEMENT, agreement as agreeme
 from cpgraph.proofs.bite import Bite as Bite, bite as bite
 from cpgraph.proofs.coverage import BOUNDARIES as BOUNDARIES, SCOPES as SCOPES, coverage as coverage, scope_edges as scope_edges
 from cpgraph.proofs.guards import guards as guards, induction_base as induction_base
+from cpgraph.proofs.minimal import PINNED, minimal_bite
 from cpgraph.proofs.registry import BY_NAME
 from cpgraph.proofs.results import ObligationResult
 from cpgraph.proofs.scope_witness import scope_bites
 from cpgraph.proofs.variants import VARIANTS
 
 
-Task = tuple[str, int, str]  # ("variant", index into VARIANTS, ""), ("coverage", 0, theorem) or ("agreement", 0, family)
+Task = tuple[str, int, str]  # ("variant", index into VARIANTS, ""), ("coverage", 0, theorem), ("agreement", 0, family)
+# or ("minimal", index into proofs/minimal.py PINNED, "")
 
 
 def _task(task: Task) -> tuple[Bite, ...]:
@@ -35,6 +37,8 @@ def _task(task: Task) -> tuple[Bite, ...]:
     kind, index, theorem = task
     if kind == "agreement":
         return agreement(theorem)
+    if kind == "minimal":
+        return (minimal_bite(PINNED[index]),)
     return (bite(VARIANTS[index]),) if kind == "variant" else coverage(theorem)
 
 
@@ -50,6 +54,7 @@ def teeth(
     start = time.perf_counter()
     tasks: list[Task] = [("variant", i, "") for i, v in enumerate(VARIANTS) if v.theorem in set(wanted)]
     tasks += [("coverage", 0, t) for t in wanted if t in BY_NAME]
+    tasks += [("minimal", i, "") for i, pinned in enumerate(PINNED) if pinned.theorem in set(wanted)]
     if set(BY_NAME) <= set(wanted):  # the whole spec is claimed: it must also be the reference's design
         tasks += [("agreement", 0, family) for family in AGREEMENT]
     if jobs > 1 and len(tasks) > 1:
