@@ -41,7 +41,7 @@ from cpgraph.proofs.agreement_claims import claim_builders
 from cpgraph.proofs.agreement_forms import batch_forms
 from cpgraph.proofs.agreement_tally import BIG, Outcome, Tally, spec_values
 from cpgraph.proofs.bite import Bite
-from cpgraph.proofs.check import Status
+from cpgraph.proofs.check import Status, one_context
 from cpgraph.proofs.evaluate import spec_plan
 from cpgraph.reference import keying as ref_keying
 from cpgraph.reference import selection as ref_selection
@@ -490,4 +490,5 @@ def agreement(family: str) -> tuple[Bite, ...]:
     """One family's bites (a name of ``FAMILIES``; ValueError names them)."""
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {', '.join(FAMILIES)}; got {family!r}")
-    return bites_of(FAMILIES[family]())
+    with one_context():  # the family's evaluations, always in this order, in one fresh context
+        return bites_of(FAMILIES[family]())

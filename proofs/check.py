@@ -8,7 +8,9 @@ Limits are z3's deterministic ``rlimit`` (resource units), not wall-clock timeou
 depend on machine load. Every query runs in a fresh z3 context its terms are translated into
 (``_isolated``): z3's search follows its terms' ids, and in a shared context those ids depend on every term
 built before, so the same query could need more units after other work in the same process (a test
-worker's history under pytest-xdist) and run out of its limit. Isolated, a query's cost is one number. Non-vacuity uses the same helper: ``check(False, hypotheses=h)`` must be refuted,
+worker's history under pytest-xdist) and run out of its limit. Isolated, a query's cost is one number. A
+run of queries that always runs in the same order (one theorem at one parameter) shares one fresh context
+(``one_context``): still independent of the process's history, at one context's cost. Non-vacuity uses the same helper: ``check(False, hypotheses=h)`` must be refuted,
 and the refuting model is a witness that ``h`` is satisfiable.
 
 Second opinions (``cpgraph prove --cross-check cvc5 --seeds N``) run here too, so this module stays the only
@@ -24,10 +26,11 @@ place that runs a solver:
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import importlib.util
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,10 +49,27 @@ class Status(str, enum.Enum):
     UNKNOWN = "unknown"
 
 
+_BLOCK: list[z3.Context] = []  # the context of the innermost ``one_context`` block, if any
+
+
+@contextlib.contextmanager
+def one_context() -> Iterator[None]:
+    """Inside the block, every query translates into one context made for the block instead of one of its
+    own. For a run of queries that always runs in the same order (one theorem at one parameter, one family
+    of checks): each query's ids then depend only on the queries before it in the block, never on what the
+    process ran before, and the block pays for one context (a few ms each) instead of one per query."""
+    _BLOCK.append(z3.Context())
+    try:
+        yield
+    finally:
+        _BLOCK.pop()
+
+
 def _isolated(terms: Sequence[z3.ExprRef]) -> tuple[z3.Context, list[z3.ExprRef]]:
-    """A fresh z3 context and ``terms`` translated into it (node ids assigned in translation order): the
-    solver's work on them no longer depends on what else this process built."""
-    ctx = z3.Context()
+    """A context of the query's own (or the enclosing ``one_context`` block's) and ``terms`` translated into it
+    (node ids assigned in translation order): the solver's work on them no longer depends on what else this
+    process built."""
+    ctx = _BLOCK[-1] if _BLOCK else z3.Context()
     return ctx, [t.translate(ctx) for t in terms]
 
 

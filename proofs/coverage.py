@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import z3
 
-from cpgraph.proofs.check import Status, check
+from cpgraph.proofs.check import Status, check, one_context
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.registry import BY_NAME
 from cpgraph.spec.terms import BoolTerm
@@ -270,7 +270,13 @@ def _chains(queries: Sequence[Query]) -> list[tuple[str, Query]]:
 
 def coverage(theorem: str) -> tuple[Bite, ...]:
     """Non-vacuity of every query of ``theorem`` and its boundary points, at its coverage parameter: each a
-    Bite that must be REFUTED (a witness model exists)."""
+    Bite that must be REFUTED (a witness model exists). Its checks share one fresh context (always run in
+    this order)."""
+    with one_context():
+        return _coverage(theorem)
+
+
+def _coverage(theorem: str) -> tuple[Bite, ...]:
     obligation = BY_NAME[theorem]
     parameter = COVERAGE_PARAMETER[obligation.over]
     queries = obligation.build(parameter)

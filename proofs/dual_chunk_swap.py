@@ -153,7 +153,7 @@ def dual_chunk_swap_request_excess_is_tight(
         out.append(Query(f"bound {kind}", bound, (length >= 0, loads.holds), size=length, shown=_shown(loads),
                          replay=batch_replay(theorem="dual_chunk_swap_request_excess_is_tight", cp_size=p, strategy=kind,
                                              length_names=("L",), claim=f"all(P * x <= N + {e} * (N >= 1) for x in loads)")))
-        witness = _excess_witness(p, kind) if p > 1 else 1
+        witness = _excess_witness(p, kind)  # at P = 1 (E = 0) any length reaches it, this one too
         reached: BoolTerm = any_of(p * x == length + e for x in loads.loads)
         out.append(Query(f"reached {kind}", reached, (length == witness, loads.holds), shown=_shown(loads)))
     return tuple(out)

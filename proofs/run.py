@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-from cpgraph.proofs.check import Status, Verdict, check, cross_check
+from cpgraph.proofs.check import Status, Verdict, check, cross_check, one_context
 from cpgraph.proofs.counterexample import failure_of, minimise
 from cpgraph.proofs.obligation import Obligation, Query
 from cpgraph.proofs.opinions import CROSS_CHECKERS, NO_OPINIONS, Note, NoteKind, Opinions
@@ -87,15 +87,16 @@ def run_queries(
             tuple(second.notes), second.cross_checked, second.seed_runs, second.seconds,
         )
 
-    for query in queries:
-        verdict = check(query.claim, hypotheses=query.hypotheses, rlimit=query.rlimit)
-        where = f"{label} {query.part}".strip()
-        if verdict.seconds > slowest[1]:
-            slowest = (where, verdict.seconds)
-        if opinions.active:
-            second_opinions(where, query, verdict, opinions, second)
-        if not verdict.proved:
-            return result(failure_of(where, query, verdict, shrink=shrink))
+    with one_context():  # the queries of one theorem at one parameter, always in this order
+        for query in queries:
+            verdict = check(query.claim, hypotheses=query.hypotheses, rlimit=query.rlimit)
+            where = f"{label} {query.part}".strip()
+            if verdict.seconds > slowest[1]:
+                slowest = (where, verdict.seconds)
+            if opinions.active:
+                second_opinions(where, query, verdict, opinions, second)
+            if not verdict.proved:
+                return result(failure_of(where, query, verdict, shrink=shrink))
     return result(None)
 
 
@@ -114,7 +115,8 @@ def run_task(
         from cpgraph.proofs.scope_witness import witness_checks
 
         begin = time.process_time()  # CPU seconds of this worker: what the checks add, whatever the load
-        found = witness_checks(obligation.name, parameter, queries)
+        with one_context():
+            found = witness_checks(obligation.name, parameter, queries)
         result = dataclasses.replace(result, witnesses=found, witness_seconds=time.process_time() - begin)
     return dataclasses.replace(result, seconds=time.perf_counter() - start)
 

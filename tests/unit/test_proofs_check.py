@@ -71,3 +71,20 @@ def test_determined_values_come_back_in_the_callers_context() -> None:
     x = z3.Int("home.x")
     values, why = determined_values([x + 1], z3.And(x >= 4, x <= 4))
     assert why == "" and values is not None and values[0].ctx is z3.main_ctx() and values[0].as_long() == 5
+
+
+def test_queries_in_one_block_share_a_fresh_context_whatever_ran_before() -> None:
+    from cpgraph.proofs.check import _isolated, one_context
+
+    def block_ids() -> list[list[int]]:
+        x = z3.Int("blk.x")
+        with one_context():
+            first_ctx, first = _isolated([x >= 1])
+            second_ctx, second = _isolated([x + 1 >= 2, x <= 9])
+            assert first_ctx is second_ctx and first_ctx is not z3.main_ctx()
+        return [[t.get_id() for t in first], [t.get_id() for t in second]]
+
+    before = block_ids()
+    _ = [z3.Int(f"blk.junk{i}") + i for i in range(300)]
+    assert block_ids() == before  # the block's ids depend on the block alone
+    assert _isolated([z3.Int("blk.y") >= 0])[0] is not _isolated([z3.Int("blk.y") >= 0])[0]  # outside: one each
