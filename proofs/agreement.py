@@ -26,7 +26,7 @@ fixed, deterministic set of edge cases and compared with the reference, one fami
 Each disagreement is one failing ``Bite`` naming the function, the inputs (lists written by
 reference.lists.compact, so they paste), the reference's value (expected) and the spec's (actual); each
 function that agrees on every case is one passing ``Bite`` with its case count. The local keying is compared
-at A = 1 (vLLM aligns nothing; the reference's local runner rounds its key up to A, the spec's does not).
+at A = 1 (vLLM aligns nothing) and, for dual_chunk_swap at P = 3, at A = 2 and 3 (both round the key m up to A).
 """
 
 from __future__ import annotations
@@ -352,19 +352,23 @@ def _global_cases(kind: str, p: int, gates: tuple[int, ...] | None = None, ranke
     return out
 
 
-def _local_cases(kind: str, p: int, batches: int | None = None) -> list[BatchCase]:
+def _local_cases(kind: str, p: int, batches: int | None = None, aligns: tuple[int, ...] = (1,)) -> list[BatchCase]:
     """The first ``batches`` (all: None) of: one request of 1, of 2P+1 thrice, of 2P-1, a short one mixed into
-    a long one, one long one; each with sizes below the key m only, at m, and past F*m only."""
+    a long one, one long one; each with sizes below the key m only, at m, and past F*m only; at each A of
+    ``aligns`` above 1, sizes at m and at align_up(m, A) (the rows a size must hold), one below it, one past."""
     every = tuple(range(p))
     out = []
     drawn = ((1,), (2 * p + 1,) * 3, (2 * p - 1,), (2 * p - 1, 6 * p + 1), (9 * p + 2,))
     for lengths in drawn[:batches]:
         m = max(ref_rank_loads(lengths, cp_size=p, strategy=kind))
         n = sum(lengths)
-        for sizes in ((m - 1,), (m - 1, m, m + 1), (m - 1, 2 * m + 1, n + 1)):  # none; at the key; past F*m
-            listed = tuple(sorted({x for x in sizes if x >= 1}))
-            if listed:
-                out.append(BatchCase("local", kind, p, 1, Fraction(2), listed, lengths, n, every))
+        for a in aligns:
+            up = -(-m // a) * a
+            lists = ((m - 1,), (m - 1, m, m + 1), (m - 1, 2 * m + 1, n + 1)) if a == 1 else ((m, up), (up - 1, up + 1), (up - 1,))
+            for sizes in lists:  # none; at the key; past F*m (A = 1); at the aligned rows, around them (A > 1)
+                listed = tuple(sorted({x for x in sizes if x >= 1}))
+                if listed:
+                    out.append(BatchCase("local", kind, p, a, Fraction(2), listed, lengths, n, every))
     return out
 
 
@@ -398,6 +402,7 @@ def _long_cases() -> list[BatchCase]:
 WIDE_CP_SIZES = (1, 2, 4)  # zigzag (global) and dual_chunk_swap (local) here too; every row at P = 3
 MIXED_GATES = (7,)  # the gate batch every row gets: a short request in the middle of long ones
 RANKED = 2  # the rank batches every row other than zigzag gets
+LOCAL_ALIGNS = (1, 2, 3)  # A for dual_chunk_swap's local cases at P = 3 (vLLM's is 1; the keying rounds m up to A)
 
 
 def batch_cases(keying: str | None = None) -> tuple[BatchCase, ...]:
@@ -410,7 +415,7 @@ def batch_cases(keying: str | None = None) -> tuple[BatchCase, ...]:
     for kind in ref_strategies.STRATEGY_TABLE:
         zigzag = kind == "zigzag"
         out += _global_cases(kind, 3, None if zigzag else MIXED_GATES, None if zigzag else RANKED)
-        out += _local_cases(kind, 3, None if kind == "dual_chunk_swap" else 2)
+        out += _local_cases(kind, 3, None if kind == "dual_chunk_swap" else 2, LOCAL_ALIGNS if kind == "dual_chunk_swap" else (1,))
     for p in WIDE_CP_SIZES:
         out += _global_cases("zigzag", p, None if p < 3 else ()) + _local_cases("dual_chunk_swap", p, None if p < 3 else 2)
     out += _global_cases("zigzag", 5, (), 2)  # every rank of P = 5 on two rank batches

@@ -7,9 +7,10 @@ selector compares. Row for row the mirror of reference/keying.py (same ids, same
   capacity must hold are align_up(max_r l_r, A).
 - ``local`` (vLLM 0.29 on): key = m, the largest real rank-local row count over all ranks; no window (every
   size s >= m; no padding factor); capacity of a size s = s on every rank (a size holds its own rows; a
-  listed size always has one); not gated: every batch is keyed. The rows the capacity must hold are m
-  itself (vLLM pads a rank's rows to the size and aligns nothing else; ``_build_batch_layout`` raises
-  when the size is below a rank's rows).
+  listed size always has one); not gated: every batch is keyed. The rows the capacity must hold are
+  align_up(m, A), as the reference's local runner has them: m itself at vLLM's A = 1 (vLLM pads a rank's
+  rows to the size and aligns nothing else; ``_build_batch_layout`` raises when the size is below a rank's
+  rows).
 
 The seven invariants keep their ids under both rows, stated over the key (spec/invariants.py takes the
 keying as a parameter); admission (spec/admission.py) and replay (spec/replay.py) each build their own
@@ -81,14 +82,12 @@ class Keying:
         capture: CaptureList, name: str,
     ) -> Keyed:
         """Everything one selector call reads, built from the live loads under ``name``: the key, its window,
-        the capacity table and the rows to hold (global: align_up(max_r l_r, A); local: the key itself)."""
+        the capacity table and the rows to hold, align_up(max_r l_r, A) under both rows (local: the key m
+        rounded up to A, m itself at A = 1)."""
         key = self.key(num_tokens, loads, name)
         window = self.window(key.value, max_padding_factor, f"{name}.window")
-        facts = z3.And(key.holds, window.holds)  # the key's facts hold the loads'
-        if not self.recorded_capacity:
-            return Keyed(key.value, window, self.capacities(capture), key.value, facts)
-        rows = required_local_tokens(loads, align_size, f"{name}.rows")
-        return Keyed(key.value, window, self.capacities(capture), rows.value, z3.And(facts, rows.holds))
+        rows = required_local_tokens(loads, align_size, f"{name}.rows")  # rows' facts hold the loads'
+        return Keyed(key.value, window, self.capacities(capture), rows.value, z3.And(key.holds, window.holds, rows.holds))
 
 
 KEYINGS: dict[str, Keying] = {
