@@ -24,7 +24,7 @@ from fractions import Fraction
 import z3
 
 from cpgraph.proofs import claims
-from cpgraph.proofs.agreement_tally import Outcome, Tally, spec_values
+from cpgraph.proofs.agreement_tally import Outcome, Tally, merged, spec_values
 from cpgraph.reference import strategies as ref_strategies
 from cpgraph.reference.capacity import align_up
 from cpgraph.reference.selection import is_cp_active, window_top
@@ -131,8 +131,4 @@ def gate_and_lemmas() -> Outcome:
 
 def claim_builders() -> Outcome:
     """Every part, as one family."""
-    parts = (alignment_and_rows(), windows_and_fits(), gate_and_lemmas())
-    checked: dict[str, int] = {}
-    for part in parts:
-        checked.update(part.checked)
-    return Outcome(checked, tuple(d for part in parts for d in part.disagreements))
+    return merged((alignment_and_rows(), windows_and_fits(), gate_and_lemmas()))

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import z3
 
-from cpgraph.proofs.agreement_tally import BIG, Outcome, Tally, spec_values
+from cpgraph.proofs.agreement_tally import BIG, Outcome, Tally, merged, spec_values
 from cpgraph.reference.layout import rank_loads as ref_rank_loads
 from cpgraph.reference.lists import compact
 from cpgraph.reference.selection import is_cp_active
@@ -212,8 +212,4 @@ def folding_builders() -> Outcome:
 
 def batch_forms() -> Outcome:
     """Every form and the term helpers, as one family."""
-    parts = (requests_forms(), any_layout_forms(), class_forms(), term_helpers(), folding_builders())
-    checked: dict[str, int] = {}
-    for part in parts:
-        checked.update(part.checked)
-    return Outcome(checked, tuple(d for part in parts for d in part.disagreements))
+    return merged((requests_forms(), any_layout_forms(), class_forms(), term_helpers(), folding_builders()))

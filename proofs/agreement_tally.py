@@ -56,3 +56,11 @@ def spec_values(terms: Sequence[IntTerm | BoolTerm], facts: Sequence[BoolTerm]) 
         return values_of(terms, z3.And(*facts) if facts else z3.BoolVal(True))
     except (SpecEvaluationError, ValueError, TypeError, z3.Z3Exception) as exc:
         return f"spec raised {type(exc).__name__}: {str(exc)[:200]}"
+
+
+def merged(parts: Sequence[Outcome]) -> Outcome:
+    """Several outcomes as one family's: the counts per function and every disagreement."""
+    checked: dict[str, int] = {}
+    for part in parts:
+        checked.update(part.checked)
+    return Outcome(checked, tuple(d for part in parts for d in part.disagreements))
