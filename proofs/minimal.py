@@ -35,6 +35,9 @@ PINNED = (
     # sglang 0.5.17's admission at P = 4: one request of 8 tokens, admitted to bucket 8 whose 8 rows are
     # one request's zigzag rows aligned to A = 8 (a class batch: requests, then tokens).
     Pinned("prefix_admission", "admitted_batches_fit_every_rank", (("n", "8"), ("requests", "1"))),
+    # The scan relation reporting one above its bucket, on a 3-bucket list: the least list shows a decision
+    # that admitted (shown as 1) bucket 2, one above the listed 1.
+    Pinned("off_list_bucket", "scan_selects_a_captured_bucket", (("admitted", "1"), ("bucket", "2"))),
 )
 
 

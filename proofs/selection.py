@@ -20,7 +20,7 @@ from fractions import Fraction
 
 import z3
 
-from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.obligation import Query, flag
 from cpgraph.proofs.replay import selection_replay
 from cpgraph.spec.invariants import (
     admission_replay,
@@ -88,7 +88,7 @@ def scan_selects_least_fitting_bucket(
             is_least_fitting(chosen, capture, window, required),
             (*hypotheses, is_least_fitting(rest, _tail(capture), window, required)),
             size=size,
-            shown=(("admitted", z3.If(chosen.admitted, 1, 0)), ("bucket", chosen.bucket)),
+            shown=(("admitted", flag(chosen.admitted)), ("bucket", chosen.bucket)),
             replay=selection_replay(theorem="scan_selects_least_fitting_bucket", length=length),
         ),
     )
@@ -158,7 +158,7 @@ def scan_selects_least_fitting_bucket_for_any_list_length(
         "step",
         is_least_fitting_in_set(chosen, whole, window, required),
         (*setting, head >= 1, sorted_head(head, tail), is_least_fitting_in_set(rest, tail, window, required)),
-        shown=(("admitted", z3.If(chosen.admitted, 1, 0)), ("bucket", chosen.bucket)),
+        shown=(("admitted", flag(chosen.admitted)), ("bucket", chosen.bucket)),
     )
     return (base, induction)
 
@@ -173,7 +173,7 @@ def _from_relation(length: int, relation: Relation, claim: Callable[[Selection, 
             claim(chosen, capture, window, required),
             (*hypotheses, _relation_of(relation, length, well_formed)),
             size=size,
-            shown=(("admitted", z3.If(chosen.admitted, 1, 0)), ("bucket", chosen.bucket)),
+            shown=(("admitted", flag(chosen.admitted)), ("bucket", chosen.bucket)),
         ),
     )
 
@@ -297,7 +297,7 @@ def local_scan_meets_every_invariant(length: int, *, keying: str = "local", step
     stepped = step(sizes, 0, window, key, rest)
     out = [Query("step", _least_size_at_or_above(stepped, capture, key),
                  (*hypotheses, _least_size_at_or_above(rest, _tail(capture), key)), size=size,
-                 shown=(("admitted", z3.If(stepped.admitted, 1, 0)), ("size", stepped.bucket)))]
+                 shown=(("admitted", flag(stepped.admitted)), ("size", stepped.bucket)))]
     chosen = Selection(z3.Bool("chosen.admitted"), z3.Int("chosen.bucket"))
     other = Selection(z3.Bool("other.admitted"), z3.Int("other.bucket"))
     relation = _least_size_at_or_above(chosen, capture, key)
@@ -311,10 +311,10 @@ def local_scan_meets_every_invariant(length: int, *, keying: str = "local", step
     # One query for the five one-decision invariants, one for the two that compare decisions (a conjunction:
     # a refutation's model names the one that fails through the shown terms).
     every = z3.And([claim for _, claim in claims])
-    shown = tuple((part, z3.If(claim, 1, 0)) for part, claim in claims)
+    shown = tuple((part, flag(claim)) for part, claim in claims)
     out.append(Query(", ".join(part for part, _ in claims), every, (*hypotheses, relation), size=size, shown=shown))
     both = (*hypotheses, relation, _least_size_at_or_above(other, capture, key))
     pair = (("admission_replay", admission_replay(chosen, other, keying)), ("rank_consensus", rank_consensus((chosen, other), keying)))
     out.append(Query("admission_replay, rank_consensus", z3.And([c for _, c in pair]), both, size=size,
-                     shown=tuple((part, z3.If(c, 1, 0)) for part, c in pair)))
+                     shown=tuple((part, flag(c)) for part, c in pair)))
     return tuple(out)
