@@ -176,6 +176,18 @@ def scaled_alignment(strategy: str, scale: int) -> Callable[[LiveBatch, IntTerm,
     return admit_fn
 
 
+def middle_ranks_select(other: Select) -> Callable[[LiveBatch, IntTerm, RankSetup, int, str], Admission]:
+    """The spec's admission on the first and last rank, ``other`` as the selector on a middle rank (0 < r < P-1):
+    the two ends a pairwise comparison reads agree, so only a claim on every rank sees it."""
+    theirs = make_admit(select=other)
+
+    def admit_fn(batch: LiveBatch, n: IntTerm, setup: RankSetup, rank: int, name: str) -> Admission:
+        middle = 0 < rank < setup.cp_size - 1
+        return theirs(batch, n, setup, rank, name) if middle else admit(batch, n, setup, rank, name)
+
+    return admit_fn
+
+
 def per_rank_select(other: Select) -> Callable[[LiveBatch, IntTerm, RankSetup, int, str], Admission]:
     """The spec's admission on rank 0, ``other`` as the selector on every other rank (same admit verdict
     whenever ``other`` admits exactly when some bucket fits, a different bucket)."""
@@ -356,6 +368,9 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          "a middle rank's decision (admission and replay) reads its own load, not the busiest rank's",
          functools.partial(e2e.ranks_sharing_their_capture_state_agree, admit_fn=middle_ranks_own_load_admit,
                            replay_fn=middle_ranks_own_load_replay)),
+        ("middle_ranks_admit_largest", "ranks_sharing_their_capture_state_agree",
+         "a middle rank admits the greatest fitting bucket (same verdict, another bucket; ranks 0 and P-1 as the spec)",
+         functools.partial(e2e.ranks_sharing_their_capture_state_agree, admit_fn=middle_ranks_select(largest_fitting))),
         ("other_ranks_replay_largest", "ranks_sharing_their_capture_state_agree",
          "every rank but 0 replays the greatest fitting bucket (same verdict, another bucket)",
          functools.partial(e2e.ranks_sharing_their_capture_state_agree, replay_fn=per_rank_replay(make_replay(select=largest_fitting)))),
