@@ -17,7 +17,7 @@ import z3
 from cpgraph.proofs import arith, batch, capacity, dual_chunk_swap, selection, strategies, variants_end_to_end, variants_local, zigzag
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
-from cpgraph.spec.selection import CaptureList, Selection, Window, scan_select
+from cpgraph.spec.selection import CaptureList, Selection, Window, is_least_fitting, scan_select
 from cpgraph.spec.terms import BoolTerm, IntLike, all_of, any_of
 from cpgraph.proofs.wrong_terms import (
     class_batch_under,
@@ -112,6 +112,12 @@ def _last_bucket_wrong(chosen: Selection, capture: CaptureList, window: Window, 
     member = any_of(z3.And(f, chosen.bucket == b) for f, b in zip(tried, named))
     least = all_of(z3.Implies(f, chosen.bucket <= b) for f, b in zip(tried, named))
     return z3.And(chosen.admitted == any_of(tried), z3.Implies(chosen.admitted, z3.And(member, least)))
+
+
+def _right_bucket_never_admitted(chosen: Selection, capture: CaptureList, window: Window, required: IntLike) -> BoolTerm:
+    """The least fitting bucket reported, but the verdict always "not admitted" (the eager path taken)."""
+    right = Selection(z3.Bool("right.admitted"), chosen.bucket)
+    return z3.And(is_least_fitting(right, capture, window, required), z3.Not(chosen.admitted))
 
 
 VARIANTS: tuple[Variant, ...] = (
@@ -267,6 +273,9 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("any_fitting_replay", "least_fitting_bucket_is_unique", "any fitting bucket: replay may differ from admission", K,
             REFUTED, functools.partial(selection.least_fitting_bucket_is_unique, relation=_relation(_fits, "any"),
                                        parts=("admission_replay",))),
+    Variant("right_bucket_never_admitted", "scan_selects_first_bucket_at_or_above_n_when_it_has_room",
+            "the right bucket reported, never admitted", K, REFUTED,
+            functools.partial(selection.scan_selects_first_bucket_at_or_above_n_when_it_has_room, relation=_right_bucket_never_admitted)),
     Variant("largest_fitting", "scan_selects_first_bucket_at_or_above_n_when_it_has_room", "the greatest fitting bucket", K, REFUTED,
             functools.partial(selection.scan_selects_first_bucket_at_or_above_n_when_it_has_room, relation=_relation(_fits, "greatest"))),
     *(  # each edge of the fitting test moved in by one, against every theorem whose claim reads that edge
