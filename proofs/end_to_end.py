@@ -69,10 +69,7 @@ def admitted_batches_replay_the_admitted_bucket(
     out: list[Query] = []
     for s in _settings(cp_size):
         a, r = _sides(s, admit_fn, replay_fn, layout)
-        claim = z3.And(
-            a.selection.admitted == r.succeeded,
-            z3.Implies(a.selection.admitted, r.selection.bucket == a.selection.bucket),
-        )
+        claim = same_decision(a.selection, Selection(r.succeeded, r.selection.bucket))[1]  # replay runs iff admitted, the same bucket
         steps = (
             same_rows(a.required, r.required),
             same_decision(a.selection, r.selection),
@@ -219,10 +216,7 @@ def ranks_sharing_their_capture_state_agree(
         if "bucket_local_tokens" in shared:
             agree += [x == y for x, y in zip(s.capture.capacities, other_capture.capacities)]
             agree += [x == y for x, y in zip(s.capture.recorded, other_capture.recorded)]
-        claim = z3.And(
-            first.selection.admitted == second.selection.admitted,
-            z3.Implies(first.selection.admitted, first.selection.bucket == second.selection.bucket),
-        )
+        claim = same_decision(first.selection, second.selection)[1]  # the same admit verdict, and bucket when admitted
         out += s.chain("ranks_sharing_their_capture_state_agree", (same_rows(first.required, second.required), ("rank_consensus", claim)),
                        (first.holds, second.holds, *agree),
                        (("rank 0 bucket", first.selection.bucket), ("rank P-1 bucket", second.selection.bucket)))

@@ -81,10 +81,7 @@ def local_admitted_batches_replay_the_admitted_size(
     for s in local_settings(cp_size):
         a = admit_fn(s.batch, s.n, s.setup, 0, "admit")
         r = replay_fn(s.batch, s.n, s.setup, 0, "replay", layout=layout)
-        claim = z3.And(
-            a.selection.admitted == r.succeeded,
-            z3.Implies(a.selection.admitted, r.selection.bucket == a.selection.bucket),
-        )
+        claim = same_decision(a.selection, Selection(r.succeeded, r.selection.bucket))[1]  # replay runs iff admitted, the same bucket
         steps = (
             *s.layouts_agree("admit.live", "replay.layout"),
             same_rows(a.required, r.required),
@@ -218,10 +215,7 @@ def local_ranks_sharing_their_sizes_agree(
         agree: list[BoolTerm] = [capture_list_is_sorted(other_capture)]
         if "capture_num_tokens" in shared:
             agree += [x == y for x, y in zip(s.capture.buckets, other_capture.buckets)]
-        claim = z3.And(
-            first.selection.admitted == second.selection.admitted,
-            z3.Implies(first.selection.admitted, first.selection.bucket == second.selection.bucket),
-        )
+        claim = same_decision(first.selection, second.selection)[1]  # the same admit verdict, and bucket when admitted
         out += s.chain("local_ranks_sharing_their_sizes_agree", (*s.layouts_agree("rank0.live", "rankP.live"), same_rows(first.required, second.required), ("rank_consensus", claim)),
                        (first.holds, second.holds, *agree),
                        (("rank 0 size", first.selection.bucket), ("rank P-1 size", second.selection.bucket)))
