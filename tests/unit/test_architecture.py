@@ -54,6 +54,15 @@ def test_only_proofs_check_runs_a_solver() -> None:
             assert not found, f"{path.relative_to(ROOT)} runs a solver ({found[0]}); only proofs/check.py may"
 
 
+def test_no_test_runs_a_solver_of_its_own() -> None:
+    # A solver built in a test shares the worker's z3 context, so its cost would depend on the tests before it.
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if path == Path(__file__).resolve():
+            continue
+        found = [call for call in SOLVER_CALLS if call in path.read_text()]
+        assert not found, f"{path.relative_to(ROOT)} runs a solver ({found[0]}); go through cpgraph.proofs.check"
+
+
 def test_the_package_installs_one_top_level_name() -> None:
     import tomllib
 

@@ -5,6 +5,7 @@ import z3
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cpgraph.proofs.check import Status, check
 from cpgraph.proofs.evaluate import value_of
 from cpgraph.spec.arith import align_up, ceil_div, divmod_by, floor_div, max_of
 from cpgraph.spec.terms import Loads, literal, literals
@@ -19,10 +20,9 @@ def test_divmod_by_folds_two_literals_to_numerals() -> None:
 def test_divmod_by_introduces_named_quotient_and_remainder() -> None:
     split = divmod_by(z3.Int("L"), 8, "blocks")
     assert str(split.quotient) == "blocks.q" and str(split.remainder) == "blocks.m"
-    solver = z3.Solver()
-    solver.add(split.holds, z3.Int("L") == 29)
-    assert solver.check() == z3.sat
-    assert solver.model()[split.quotient].as_long() == 3 and solver.model()[split.remainder].as_long() == 5
+    witness = check(False, hypotheses=[split.holds, z3.Int("L") == 29])  # refuted: a model of the facts
+    assert witness.status is Status.REFUTED
+    assert witness.model["blocks.q"] == 3 and witness.model["blocks.m"] == 5
 
 
 @pytest.mark.parametrize("divisor", [0, -3])
