@@ -238,7 +238,7 @@ def rank_sides(
 def every_rank_alike(theorem: str, s: Setting, admit_fn: Admit, replay_fn: ReplayFn) -> tuple[Query, ...]:
     """Every rank of ``ranks_at`` admits and replays exactly as rank 0 does under the same capture state (the
     same rows, admit verdict and bucket, the same replay rows, verdict and bucket), one chain per rank: the
-    rows (a conjunct of the claim, proved first as a lemma, unguarded), then the whole claim. ``s`` is an
+    rows (proved first, unguarded: a step of the theorem, not a hint), then the decisions under them. ``s`` is an
     any-layout setting (a ValueError otherwise): the loads are free, so no layout or strategy hides a rule
     that reads the deciding rank."""
     if s.form != "any":
@@ -249,8 +249,7 @@ def every_rank_alike(theorem: str, s: Setting, admit_fn: Admit, replay_fn: Repla
     for rank, a, r in sides.others:
         facts = (first.holds, base.holds, a.holds, r.holds)
         rows = z3.And(first.required == a.required, base.required == r.required)
-        claim = z3.And(
-            rows,  # the rows lemma is a conjunct of the claim: a refuted lemma is a counterexample to the claim
+        claim = z3.And(  # the rows are the chain's first step, proved on their own (unguarded): part of the theorem
             first.selection.admitted == a.selection.admitted,
             z3.Implies(first.selection.admitted, first.selection.bucket == a.selection.bucket),
             base.succeeded == r.succeeded,
