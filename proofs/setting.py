@@ -102,8 +102,9 @@ class Setting:
         self.hypotheses: tuple[BoolTerm, ...] = tuple(facts)
         # What a counterexample is minimised on: fewest requests first, then fewest tokens (and, for the
         # requests and any-layout forms, n padded past the lengths' sum last: a batch with n = its tokens first).
-        padding = 0 if form == "classes" else 64 * (self.n - self.batch.tokens)
-        self.size = self.n + 4096 * self.batch.requests + padding
+        self.size = self.n + 4096 * self.batch.requests
+        if form != "classes":
+            self.size += 64 * (self.n - self.batch.tokens)
 
     @property
     def label(self) -> str:
