@@ -171,22 +171,21 @@ class Setting:
         # A lemma is proved where the theorem's claim fails (Not(final) => lemma): the chain proves the
         # same theorem, and a refuted lemma's model is a counterexample to the theorem itself. The last
         # step is the claim itself.
-        # (``guarded`` False: each lemma as stated, for a lemma that is a conjunct of the claim itself, so a
-        # refuted lemma is a counterexample to the theorem all the same.)
+        # (``guarded`` False: each lemma as stated, a step of the theorem in its own right, so a refuted lemma
+        # is a counterexample to the theorem all the same.)
         stated = [(step, z3.Implies(z3.Not(final), step[1]) if guarded else step[1]) for step in lemmas]
         for step, claim in (*stated, (last, final)):
-            part = step[0]
-            own = tuple(step[2]) if len(step) == 3 else tuple(facts)
+            part, own_claim, *own = step  # a step may state its own facts: fewer hypotheses, a stronger lemma
             out.append(
                 Query(
                     f"{part} {self.label}",
                     claim,
-                    (*self.hypotheses, *own, *proved),
+                    (*self.hypotheses, *(tuple(*own) if own else tuple(facts)), *proved),
                     size=self.size,
                     shown=tuple(shown_all),
                     replay=replay_of,
                     rlimit=RLIMIT,
-                    lemma=step[1] if guarded and step is not last else None,
+                    lemma=own_claim if guarded and step is not last else None,
                 )
             )
             proved.append(claim)
