@@ -8,6 +8,14 @@ runs), so re-running the survivors alone gives the score the whole sample would 
 again in the report's own sample (its files at its revision, the same seeded draw) by file, line, operator and edit,
 applied to a private copy of that revision, and run through the prove stage. Writes ``<report>-rescored.json``
 and ``.md`` beside the report: every survivor with its old and new outcome, and the score before and after.
+
+    python benchmarks/mutation_rescore.py REPORT.json --at REV
+
+re-runs the survivors as mutants of REV's files instead (the code the fixes landed in): each is found among
+REV's mutants by file, operator, edit and the mutated line's text; one whose line is gone from REV (the
+code was rewritten or removed) is reported ``gone``, counted neither killed nor survived. Writes
+``<report>-at-<REV>.json`` / ``.md``. A rescore is not a fresh sample: the survivors were seen before the
+fixes were written.
 """
 
 from __future__ import annotations
@@ -51,6 +59,19 @@ def _find(sample: list[mutation.Mutant], survivor: dict[str, object]) -> mutatio
     return found[0]
 
 
+def _at(rev: str, target: str, survivor: dict[str, object]) -> mutation.Mutant | None:
+    """The survivor among ``rev``'s mutants of its file: the same operator, edit and line text (None: gone)."""
+    path = str(survivor["where"]).rsplit(":", 1)[0]
+    root = mutation.make_copy(rev)
+    try:
+        source = (root / path).read_text() if (root / path).exists() else ""
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    found = [m for m in mutation.mutants_of(path, source) if m.operator == survivor["operator"]
+             and m.description == survivor["mutation"] and m.text == survivor.get("line_text")] if source else []
+    return found[0] if found else None
+
+
 def _run(rev: str, mutant: mutation.Mutant, timeout: float) -> tuple[str, float, str]:
     root = mutation.make_copy(rev)
     try:
@@ -66,28 +87,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("report", type=Path)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per mutant (default 900)")
+    parser.add_argument("--at", default=None, metavar="REV", help="re-run the survivors as mutants of REV's files")
     args = parser.parse_args(argv)
     report = json.loads(args.report.read_text())
-    rev = str(report["revision"])
+    rev = str(report["revision"]) if args.at is None else mutation._head(args.at)
     survivors = list(report["survivors"])
-    sample = _sampled(report)
-    mutants = [_find(sample, s) for s in survivors]
+    if args.at is None:
+        sample = _sampled(report)
+        mutants: list[mutation.Mutant | None] = [_find(sample, s) for s in survivors]
+    else:
+        mutants = [_at(rev, str(report["target"]), s) for s in survivors]
+
+    def run(m: mutation.Mutant | None) -> tuple[str, float, str]:
+        return ("gone", 0.0, f"no such mutant in {rev}: the line was rewritten or removed") if m is None else _run(rev, m, args.timeout)
+
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        outcomes = list(pool.map(lambda m: _run(rev, m, args.timeout), mutants))
+        outcomes = list(pool.map(run, mutants))
     rows = [{**s, "rescored": status, "rescored_seconds": round(seconds, 1), "rescored_evidence": evidence}
             for s, (status, seconds, evidence) in zip(survivors, outcomes)]
+    gone = sum(r["rescored"] == "gone" for r in rows)
     killed_before = int(report["killed"])
-    total = killed_before + int(report["survived"])
+    sampled = killed_before + int(report["survived"])
+    total = sampled - gone  # a mutant whose line is gone from REV is no mutant of it
     killed_after = killed_before + sum(r["rescored"] == "killed" for r in rows)
-    result = {"report": args.report.name, "revision": rev, "target": report["target"], "mutants": total,
+    result = {"report": args.report.name, "revision": rev, "target": report["target"], "mutants": total, "gone": gone,
               "killed_before": killed_before, "killed_after": killed_after,
-              "score_before": killed_before / total if total else None,
+              "score_before": killed_before / sampled if sampled else None,
               "score_after": killed_after / total if total else None, "survivors": rows}
-    out = args.report.with_name(args.report.stem + "-rescored")
+    out = args.report.with_name(args.report.stem + ("-rescored" if args.at is None else f"-at-{rev}"))
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    lines = [f"# {report['target']}: the survivors of {args.report.name} re-run under the current kill command", "",
-             f"Revision {rev}; {total} mutants; killed {killed_before} -> {killed_after} "
-             f"(raw {100 * killed_before / total:.1f}% -> {100 * killed_after / total:.1f}%).", "",
+    where = "under the current kill command" if args.at is None else f"as mutants of {rev} (a rescore, not a fresh sample)"
+    lines = [f"# {report['target']}: the survivors of {args.report.name} re-run {where}", "",
+             f"Revision {rev}; {sampled} mutants sampled at {report['revision']}, {gone} gone at {rev}; killed "
+             f"{killed_before} -> {killed_after} (raw {100 * killed_before / sampled:.1f}% -> "
+             f"{100 * killed_after / total:.1f}% of {total}).", "",
              "| mutant | edit | now | seconds | evidence |", "| --- | --- | --- | --- | --- |"]
     lines += [f"| `{r['where']}` | {r['operator']}: `{r['mutation']}` | {r['rescored']} | {r['rescored_seconds']} | "
               f"{str(r['rescored_evidence']).replace('|', '/')[:160]} |" for r in rows]
