@@ -120,8 +120,8 @@ def dual_chunk_swap_long_requests_split_by_remainder(
 
 
 def dcs_excess(cp_size: int) -> int:
-    """The most one non-empty DualChunkSwap prefill puts on a rank beyond its mean, P*l_r - L: 2P-1 (L =
-    2P(2P-1)+1 on rank 1), and 0 at P = 1 (one rank holds everything)."""
+    """The most one non-empty DualChunkSwap prefill puts on a rank beyond its mean, P*l_r - L: 2P-1 (first at
+    L = 4P+1, on rank P-1), and 0 at P = 1 (one rank holds everything)."""
     return 2 * cp_size - 1 if cp_size > 1 else 0
 
 
@@ -132,17 +132,21 @@ def dcp_excess(cp_size: int) -> int:
 
 
 def _excess_witness(cp_size: int, kind: str) -> int:
+    """The least length whose loads reach the excess: 4P+1 under dual_chunk_swap (rank P-1: c = 3 at P = 4,
+    chunks 3 and 3), 2P(2P-2)+1 under dcp (the longest prefill it copies); 0 at P = 1 (E = 0: every length)."""
     p = cp_size
-    return 2 * p * (2 * p - 1) + 1 if kind == "dual_chunk_swap" else 2 * p * (2 * p - 2) + 1
+    if p == 1:
+        return 0
+    return 4 * p + 1 if kind == "dual_chunk_swap" else 2 * p * (2 * p - 2) + 1
 
 
 def dual_chunk_swap_request_excess_is_tight(
     cp_size: int, *, excess: Callable[[int, str], int] = lambda p, kind: dcs_excess(p) if kind == "dual_chunk_swap" else dcp_excess(p),
 ) -> tuple[Query, ...]:
     """For one prefill of any length L, every rank holds P*l_r <= L + E (E only when L >= 1): E = 2P-1
-    under dual_chunk_swap and (P-1)(2P-1)^2 under dual_chunk_swap_dcp (0 at P = 1 for both), and one
-    length reaches it (L = 2P(2P-1)+1 on rank 1; dcp: L = 2P(2P-2)+1, copied), so E is exactly the most a
-    request puts on a rank beyond its mean: the headroom capacity's per-request excess."""
+    under dual_chunk_swap and (P-1)(2P-1)^2 under dual_chunk_swap_dcp (0 at P = 1 for both), and the least
+    length reaching it is L = 4P+1 (on rank P-1; dcp: L = 2P(2P-2)+1, copied; L = 0 at P = 1), so E is
+    exactly the most a request puts on a rank beyond its mean: the headroom capacity's per-request excess."""
     p = cp_size
     out: list[Query] = []
     for kind, builder in (("dual_chunk_swap", dual_chunk_swap_request_loads), ("dual_chunk_swap_dcp", dual_chunk_swap_dcp_request_loads)):
@@ -153,9 +157,12 @@ def dual_chunk_swap_request_excess_is_tight(
         out.append(Query(f"bound {kind}", bound, (length >= 0, loads.holds), size=length, shown=_shown(loads),
                          replay=batch_replay(theorem="dual_chunk_swap_request_excess_is_tight", cp_size=p, strategy=kind,
                                              length_names=("L",), claim=f"all(P * x <= N + {e} * (N >= 1) for x in loads)")))
-        witness = _excess_witness(p, kind)  # at P = 1 (E = 0) any length reaches it, this one too
+        witness = _excess_witness(p, kind)
         reached: BoolTerm = any_of(p * x == length + e for x in loads.loads)
         out.append(Query(f"reached {kind}", reached, (length == witness, loads.holds), shown=_shown(loads)))
+        if witness > 0:  # no length below it (at P = 1 every length reaches E = 0, the least is 0)
+            out.append(Query(f"reached first at the witness {kind}", z3.Not(reached), (length >= 0, length < witness, loads.holds),
+                             size=length, shown=_shown(loads)))
     return tuple(out)
 
 
