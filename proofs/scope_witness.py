@@ -110,9 +110,9 @@ def groups(queries: Sequence[Query], edges: Sequence[Edge], strategies: Sequence
 def _hypotheses(members: Sequence[Query]) -> tuple[BoolTerm, ...]:
     """The union of the members' hypotheses, less the claims of members proved before (a chain's lemmas: valid,
     so they change no model, and they make the check slower)."""
-    claims = [q.claim for q in members]
+    proved = {q.claim.get_id() for q in members if isinstance(q.claim, z3.ExprRef)}  # one context: same term, same id
     return tuple(h for h in dict.fromkeys(h for q in members for h in q.hypotheses)
-                 if not any(h.eq(c) for c in claims if isinstance(h, z3.ExprRef)))
+                 if not (isinstance(h, z3.ExprRef) and h.get_id() in proved))
 
 
 def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tuple[Witnessed, ...]:
