@@ -21,7 +21,7 @@ gate, ``reference.layout.rank_loads`` for class loads):
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import z3
 
@@ -30,10 +30,13 @@ from cpgraph.reference.layout import rank_loads as ref_rank_loads
 from cpgraph.reference.lists import compact
 from cpgraph.reference.selection import is_cp_active
 from cpgraph.spec import admission as spec_admission
+from cpgraph.spec import arith as spec_arith
 from cpgraph.spec import batch as spec_batch
 from cpgraph.spec import strategies as spec_strategies
 from cpgraph.spec import terms as spec_terms
-from cpgraph.spec.terms import BoolTerm, IntTerm
+from cpgraph.spec import zigzag as spec_zigzag
+from cpgraph.spec.arith import DivMod
+from cpgraph.spec.terms import BoolTerm, Defined, IntTerm, int_term
 
 FORM_CP_SIZES = (1, 2, 3, 4)
 SLOTS = 3  # lengths in a requests batch here (a 0 is no request)
@@ -129,6 +132,35 @@ def class_forms(cp_sizes: Sequence[int] = FORM_CP_SIZES) -> Outcome:
     return tally.outcome()
 
 
+Built = tuple[IntTerm | BoolTerm, BoolTerm]  # a builder's value and the facts defining it
+TRUE = z3.BoolVal(True)
+
+
+def _mixed(tally: Tally, function: str, call: str, expected: int | bool, build: Callable[[], Built],
+           facts: Sequence[BoolTerm]) -> None:
+    """One builder called with literals and terms mixed: ``build()`` gives its value and facts, read under
+    ``facts`` (which pin the terms); a crash is the spec's answer, so a disagreement."""
+    try:
+        term, holds = build()
+    except (TypeError, ValueError, z3.Z3Exception) as exc:
+        tally.compare(function, lambda: call, 0, expected, f"spec raised {type(exc).__name__}: {exc}")
+        return
+    values = spec_values([term], [*facts, holds])
+    tally.compare(function, lambda: call, 0, expected, values if isinstance(values, str) else values[0])
+
+
+def _quotient(d: DivMod) -> Built:
+    return d.quotient, d.holds
+
+
+def _remainder(d: DivMod) -> Built:
+    return d.remainder, d.holds
+
+
+def _value(d: Defined) -> Built:
+    return d.value, d.holds
+
+
 def term_helpers() -> Outcome:
     """``add``, ``sub`` and ``mul`` of spec/terms.py: literals fold, a literal with a term and two terms
     evaluate to the integer result."""
@@ -139,74 +171,53 @@ def term_helpers() -> Outcome:
         for a, b in ((7, 3), (-2, 5), (0, BIG)):
             for left, right, shown in ((a, b, f"{a}, {b}"), (a, y, f"{a}, y={b}"), (x, b, f"x={a}, {b}"),
                                        (x, y, f"x={a}, y={b}"), (z3.IntVal(a), b, f"IntVal({a}), {b}")):
-                try:
-                    term = fn(left, right)
-                except (TypeError, ValueError) as exc:
-                    got: object = f"spec raised {type(exc).__name__}: {exc}"
-                else:
-                    values = spec_values([term], [x == a, y == b])
-                    got = values if isinstance(values, str) else values[0]
-                tally.compare(f"terms.{name}", lambda: f"{name}({shown})", 0, expect(a, b), got)
+                _mixed(tally, f"terms.{name}", f"{name}({shown})", expect(a, b), lambda: (fn(left, right), TRUE),
+                       [x == a, y == b])
     return tally.outcome()
-
-
-def _mixed(tally: Tally, function: str, call: str, expected: int | bool, build: object, facts: Sequence[BoolTerm]) -> None:
-    """One folding builder called with a literal beside a term: ``build()`` gives (term, its facts)."""
-    try:
-        term, holds = build()  # type: ignore[operator]
-    except (TypeError, ValueError, z3.Z3Exception) as exc:
-        tally.compare(function, lambda: call, 0, expected, f"spec raised {type(exc).__name__}: {exc}")
-        return
-    values = spec_values([term], [*facts, holds])
-    tally.compare(function, lambda: call, 0, expected, values if isinstance(values, str) else values[0])
 
 
 def folding_builders() -> Outcome:
     """The spec's builders that fold literals to numerals (spec/arith.py, spec/strategies.py DualChunkSwap,
     spec/zigzag.py), each called with every mix of a literal and a term: the folded path and the term path
     give the same value, and a mix never takes the literal path."""
-    from cpgraph.spec import arith, zigzag
-
     tally = Tally()
     x, y = z3.Int("agree.fold.x"), z3.Int("agree.fold.y")
-    true = z3.BoolVal(True)
     for a, b in ((7, 3), (12, 4), (0, 5)):
         pins = [x == a, y == b]
-        q, up = -(-a // b), b * -(-a // b)
+        up = -(-a // b)
         for left, right, shown in ((a, y, f"{a}, y={b}"), (x, b, f"x={a}, {b}"), (x, y, f"x={a}, y={b}"), (a, b, f"{a}, {b}")):
             _mixed(tally, "arith.divmod_by", f"divmod_by({shown})", a // b,
-                   lambda: (lambda d: (d.quotient, d.holds))(arith.divmod_by(left, right, "agree.fold.d")), pins)
+                   lambda: _quotient(spec_arith.divmod_by(left, right, "agree.fold.d")), pins)
             _mixed(tally, "arith.divmod_by", f"divmod_by({shown}).remainder", a % b,
-                   lambda: (lambda d: (d.remainder, d.holds))(arith.divmod_by(left, right, "agree.fold.d")), pins)
-            _mixed(tally, "arith.ceil_div", f"ceil_div({shown})", q,
-                   lambda: (lambda d: (d.value, d.holds))(arith.ceil_div(left, right, "agree.fold.c")), pins)
-            _mixed(tally, "arith.align_up", f"align_up({shown})", up,
-                   lambda: (lambda d: (d.value, d.holds))(arith.align_up(left, right, "agree.fold.u")), pins)
+                   lambda: _remainder(spec_arith.divmod_by(left, right, "agree.fold.d")), pins)
+            _mixed(tally, "arith.ceil_div", f"ceil_div({shown})", up,
+                   lambda: _value(spec_arith.ceil_div(left, right, "agree.fold.c")), pins)
+            _mixed(tally, "arith.align_up", f"align_up({shown})", b * up,
+                   lambda: _value(spec_arith.align_up(left, right, "agree.fold.u")), pins)
     for length, chunk in ((10, 3), (5, 3), (2, 3)):
         pins = [x == length, y == chunk]
+        mixes = ((length, y, f"{length}, c={chunk}"), (x, chunk, f"L={length}, {chunk}"), (x, y, f"L={length}, c={chunk}"))
         for j in (0, 1, 3):
-            expected = min(chunk, max(0, length - j * chunk))
-            for left, right, shown in ((length, y, f"{length}, c={chunk}"), (x, chunk, f"L={length}, {chunk}"),
-                                       (x, y, f"L={length}, c={chunk}")):
-                _mixed(tally, "strategies.dual_chunk_swap_chunk", f"dual_chunk_swap_chunk({shown}, {j})", expected,
-                       lambda: (spec_strategies.dual_chunk_swap_chunk(left, right, j), true), pins)
+            for left, right, shown in mixes:
+                _mixed(tally, "strategies.dual_chunk_swap_chunk", f"dual_chunk_swap_chunk({shown}, {j})",
+                       min(chunk, max(0, length - j * chunk)),
+                       lambda: (int_term(spec_strategies.dual_chunk_swap_chunk(left, right, j)), TRUE), pins)
         for p in (2, 3):
-            for left, right, shown in ((length, y, f"{length}, c={chunk}"), (x, chunk, f"L={length}, {chunk}")):
+            for left, right, shown in mixes[:2]:
                 _mixed(tally, "strategies.is_short_for_dcp", f"is_short_for_dcp({shown}, {p})", (2 * p - 1) * chunk >= length,
-                       lambda: (spec_strategies.is_short_for_dcp(left, right, p), true), pins)
+                       lambda: (spec_strategies.is_short_for_dcp(left, right, p), TRUE), pins)  # a mix: a term
     for length, p in ((13, 2), (8, 3), (3, 4)):
-        pins = [x == length]
+        q, m = divmod(length, 2 * p)
+        symbolic = spec_zigzag.zigzag_split(x, p, "agree.fold.z")
         for j in (0, p, 2 * p - 1):
-            q, m = divmod(length, 2 * p)
-            _mixed(tally, "zigzag.zigzag_block_len", f"zigzag_block_len(L={length} at P={p}, {j})", q + (1 if j < m else 0),
-                   lambda: (lambda d: (zigzag.zigzag_block_len(d, j), d.holds))(zigzag.zigzag_split(x, p, "agree.fold.z")), pins)
+            _mixed(tally, "zigzag.zigzag_block_len", f"zigzag_block_len(L={length} at P={p}, {j})", q + (j < m),
+                   lambda: (spec_zigzag.zigzag_block_len(symbolic, j), symbolic.holds), [x == length])
         for r in range(p):
-            split = divmod(length, 2 * p)
-            expected = sum(split[0] + (1 if blk < split[1] else 0) for blk in (r, 2 * p - 1 - r))
+            expected = sum(q + (blk < m) for blk in (r, 2 * p - 1 - r))
             for shown, length_term, rank in ((f"L={length}, rank {r}", x, r), (f"{length}, rank r={r}", length, y)):
+                split = spec_zigzag.zigzag_split(length_term, p, "agree.fold.r")
                 _mixed(tally, "zigzag.zigzag_rank_load", f"zigzag_rank_load({shown}) at P={p}", expected,
-                       lambda: (lambda d: (zigzag.zigzag_rank_load(d, rank, p), d.holds))(zigzag.zigzag_split(length_term, p, "agree.fold.r")),
-                       [*pins, y == r])
+                       lambda: (spec_zigzag.zigzag_rank_load(split, rank, p), split.holds), [x == length, y == r])
     return tally.outcome()
 
 

@@ -354,7 +354,7 @@ def cross_check(
         memo: dict[int, Any] = {}
         for hypothesis in hypotheses:
             solver.assertFormula(translate.term(hypothesis, (), memo))
-        negated = z3.Not(z3.BoolVal(claim) if isinstance(claim, bool) else claim)
+        negated = z3.Not(_bool(claim))
         solver.assertFormula(translate.term(negated, (), memo))
     except TranslationError as exc:
         return Verdict(Status.UNKNOWN, time.perf_counter() - start, reason=str(exc))

@@ -274,6 +274,11 @@ def _chains(queries: Sequence[Query]) -> list[tuple[str, Query]]:
     return out
 
 
+def _covered(fragment: str, queries: Sequence[Query]) -> bool:
+    """Some query's label names ``fragment`` as a whole part (not inside a longer word)."""
+    return any(re.search(rf"(^|[\s(]){re.escape(fragment)}($|[\s)])", q.part) for q in queries)
+
+
 def coverage(theorem: str) -> tuple[Bite, ...]:
     """Non-vacuity of every query of ``theorem`` and its boundary points, at its coverage parameter: each a
     Bite that must be REFUTED (a witness model exists). Its checks share one fresh context (always run in
@@ -301,13 +306,11 @@ def _coverage(theorem: str) -> tuple[Bite, ...]:
     out.append(Bite(theorem, "no query assumes its own claim", ", ".join(circular) or "none", parameter, Status.PROVED,
                     Status.REFUTED if circular else Status.PROVED))
     for fragment in SCOPES.get(theorem, ()):
-        found = any(re.search(rf"(^|[\s(]){re.escape(fragment)}($|[\s)])", q.part) for q in queries)
         out.append(Bite(theorem, f"scope: {fragment}", f"a query covers {fragment}", parameter, Status.PROVED,
-                        Status.PROVED if found else Status.REFUTED))
+                        Status.PROVED if _covered(fragment, queries) else Status.REFUTED))
     for fragment in BEYOND.get(theorem, ()):
-        found = any(re.search(rf"(^|[\s(]){re.escape(fragment)}($|[\s)])", q.part) for q in queries)
         out.append(Bite(theorem, f"scope ends before: {fragment}", f"no query covers {fragment}", parameter,
-                        Status.PROVED, Status.REFUTED if found else Status.PROVED))
+                        Status.PROVED, Status.REFUTED if _covered(fragment, queries) else Status.PROVED))
     stated = re.search(r"sorted (\d+)-bucket lists", obligation.scope)
     if stated:  # the capture-list length the scope states: its last bucket is in the queries, one more is not
         k = int(stated.group(1))

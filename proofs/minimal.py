@@ -51,9 +51,7 @@ def minimal_bite(pinned: Pinned) -> Bite:
     if result.failure is None or result.failure.verdict.status is not Status.REFUTED:
         return Bite(pinned.theorem, what, "the variant is no longer refuted", variant.parameter, Status.PROVED, Status.REFUTED)
     shown = dict(result.failure.shown)
-    wrong = {k: shown.get(k) for k, v in pinned.shown if shown.get(k) != v}
-    description = (f"shrunk to {', '.join(f'{k}={v}' for k, v in pinned.shown)}" if not wrong else
-                   f"shrunk to {', '.join(f'{k}={shown.get(k)}' for k, _ in pinned.shown)}, not the minimal "
-                   f"{', '.join(f'{k}={v}' for k, v in pinned.shown)}")
-    return Bite(pinned.theorem, what, description, variant.parameter, Status.PROVED,
-                Status.PROVED if not wrong else Status.REFUTED)
+    got = ", ".join(f"{k}={shown.get(k)}" for k, _ in pinned.shown)
+    want = ", ".join(f"{k}={v}" for k, v in pinned.shown)
+    return Bite(pinned.theorem, what, f"shrunk to {got}" + ("" if got == want else f", not the minimal {want}"),
+                variant.parameter, Status.PROVED, Status.PROVED if got == want else Status.REFUTED)
