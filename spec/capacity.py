@@ -23,9 +23,13 @@ def busiest_load(loads: Loads, name: str) -> Defined:
 
 def required_local_tokens(loads: Loads, align_size: IntLike, name: str) -> Defined:
     """align_up(max_r l_r, A): the physical rows every rank pads to for this live batch."""
-    top = busiest_load(loads, name)
-    rows = align_up(top.value, align_size, f"{name}.rows")
-    return Defined(rows.value, z3.And(top.holds, rows.holds))
+    return aligned_rows(busiest_load(loads, name), align_size, name)
+
+
+def aligned_rows(busiest: Defined, align_size: IntLike, name: str) -> Defined:
+    """align_up of an already built busiest load (``busiest_load``), its facts kept: the rows every rank pads to."""
+    rows = align_up(busiest.value, align_size, f"{name}.rows")
+    return Defined(rows.value, z3.And(busiest.holds, rows.holds))
 
 
 def capture_local_tokens(

@@ -25,21 +25,21 @@ from fractions import Fraction
 
 import z3
 
-from cpgraph.spec.capacity import busiest_load, required_local_tokens
+from cpgraph.spec.capacity import aligned_rows, busiest_load
 from cpgraph.spec.selection import CaptureList, Window, padding_window, unbounded_window
 from cpgraph.spec.terms import BoolTerm, Defined, IntLike, IntTerm, Loads, int_term
 
-KeyTerm = Callable[[IntLike, Loads, str], Defined]  # (num_tokens, live per-rank loads, name) -> the key
+KeyTerm = Callable[[IntLike, Defined], Defined]  # (num_tokens, the busiest rank's live load) -> the key
 
 
-def _global_key(num_tokens: IntLike, loads: Loads, name: str) -> Defined:
-    del loads, name
+def _global_key(num_tokens: IntLike, busiest: Defined) -> Defined:
+    del busiest
     return Defined(int_term(num_tokens), z3.BoolVal(True))
 
 
-def _local_key(num_tokens: IntLike, loads: Loads, name: str) -> Defined:
+def _local_key(num_tokens: IntLike, busiest: Defined) -> Defined:
     del num_tokens
-    return busiest_load(loads, f"{name}.key")
+    return busiest
 
 
 @dataclass(frozen=True)
@@ -84,9 +84,10 @@ class Keying:
         """Everything one selector call reads, built from the live loads under ``name``: the key, its window,
         the capacity table and the rows to hold, align_up(max_r l_r, A) under both rows (local: the key m
         rounded up to A, m itself at A = 1)."""
-        key = self.key(num_tokens, loads, name)
+        busiest = busiest_load(loads, f"{name}.rows")  # built once: the local key, and what the rows align up
+        key = self.key(num_tokens, busiest)
         window = self.window(key.value, max_padding_factor, f"{name}.window")
-        rows = required_local_tokens(loads, align_size, f"{name}.rows")  # rows' facts hold the loads'
+        rows = aligned_rows(busiest, align_size, f"{name}.rows")  # its facts hold the busiest load's and the loads'
         return Keyed(key.value, window, self.capacities(capture), rows.value, z3.And(key.holds, window.holds, rows.holds))
 
 
