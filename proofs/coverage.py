@@ -255,7 +255,7 @@ def _constants(terms: Iterable[BoolTerm]) -> set[str]:
 
 
 def _satisfiable(query: Query, extra: tuple[BoolTerm, ...] = ()) -> Status:
-    witness = check(False, hypotheses=(*query.hypotheses, *extra), rlimit=query.rlimit)
+    witness = check(False, hypotheses=(*query.hypotheses, *extra), rlimit=query.rlimit, pipeline_first=True, model=False)
     return Status.REFUTED if witness.status is Status.REFUTED else witness.status
 
 
@@ -298,7 +298,7 @@ def _coverage(theorem: str) -> tuple[Bite, ...]:
     first = _chains(queries)[0][0] if queries else ""
     for step, q in enumerate(queries):
         if q.lemma is not None and q.part.endswith(first):
-            verdict = check(q.lemma, hypotheses=q.hypotheses, rlimit=q.rlimit).status
+            verdict = check(q.lemma, hypotheses=q.hypotheses, rlimit=q.rlimit, pipeline_first=True).status
             out.append(Bite(theorem, f"lemma holds unguarded: step {step + 1}, {q.part}",
                             "the chain's lemma, stated on its own, is proved", parameter, Status.PROVED, verdict))
     # A lemma that assumes its own conclusion proves whatever it says (an off-by-one slice of earlier lemmas).

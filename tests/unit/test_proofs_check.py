@@ -88,3 +88,65 @@ def test_queries_in_one_block_share_a_fresh_context_whatever_ran_before() -> Non
     _ = [z3.Int(f"blk.junk{i}") + i for i in range(300)]
     assert block_ids() == before  # the block's ids depend on the block alone
     assert _isolated([z3.Int("blk.y") >= 0])[0] is not _isolated([z3.Int("blk.y") >= 0])[0]  # outside: one each
+
+
+# -- the pipeline first (proofs/run.py's proof queries, the coverage checks) ------------------------------------
+
+
+def test_the_pipeline_proves_what_the_default_solver_proves() -> None:
+    x, y = z3.Int("x"), z3.Int("y")
+    facts = (y == x + 1, x >= 0)
+    assert check(y > x, hypotheses=facts, pipeline_first=True).status is Status.PROVED
+    assert check(y > x + 1, hypotheses=facts, pipeline_first=True).status is Status.REFUTED
+
+
+def test_a_refutation_after_the_pipeline_carries_the_default_solvers_whole_model() -> None:
+    # solve-eqs eliminates y = x + 1; the model still names it, because it comes from the default solver
+    x, y = z3.Int("x"), z3.Int("y")
+    facts = (y == x + 1, x >= 0)
+    first = check(x > 3, hypotheses=facts, pipeline_first=True)
+    assert first.status is Status.REFUTED and first.model == check(x > 3, hypotheses=facts).model
+    assert first.model["y"] == first.model["x"] + 1 and first.model["x"] <= 3
+
+
+def test_without_a_model_the_pipelines_refutation_is_the_verdict() -> None:
+    x, y = z3.Int("x"), z3.Int("y")
+    verdict = check(False, hypotheses=(y == x + 1, x >= 0), pipeline_first=True, model=False)
+    assert verdict.status is Status.REFUTED and verdict.model == {}
+
+
+def test_a_query_the_pipeline_gives_up_on_goes_to_the_default_solver(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cpgraph.proofs import check as module
+
+    x = z3.Int("x")
+    claim, facts = x * x >= 0, (x >= -1000,)
+    monkeypatch.setattr(module, "PIPELINE_RLIMIT", 1)  # the pipeline runs out at once
+    seen: list[str] = []
+    pipeline, default = module._pipeline, z3.Solver
+
+    def pipeline_spy(ctx: z3.Context, rlimit: int) -> z3.Solver:
+        seen.append("pipeline")
+        return pipeline(ctx, rlimit)
+
+    def default_spy(*args: object, **kwargs: object) -> z3.Solver:
+        seen.append("default")
+        return default(*args, **kwargs)
+
+    monkeypatch.setattr(module, "_pipeline", pipeline_spy)
+    monkeypatch.setattr(z3, "Solver", default_spy)
+    assert check(claim, hypotheses=facts, pipeline_first=True).status is Status.PROVED
+    assert seen == ["pipeline", "default"]
+    seen.clear()
+    assert check(claim, hypotheses=facts, pipeline_first=True, seed=1).status is Status.PROVED
+    assert seen == ["default"]  # a seeded check is the default solver's alone
+    seen.clear()
+    monkeypatch.setattr(module, "PIPELINE_RLIMIT", 8_000_000)
+    assert check(claim, hypotheses=facts, pipeline_first=True).status is Status.PROVED
+    assert seen == ["pipeline"]  # proved by the pipeline: the default solver never runs
+
+
+def test_a_limit_exhausted_by_both_solvers_is_unknown_naming_the_callers_limit() -> None:
+    x, y, z = z3.Ints("x y z")
+    hard = z3.Implies(z3.And(x > 1, y > 1, z > 1), x * x * x + y * y * y != z * z * z)
+    verdict = check(hard, rlimit=2_000, pipeline_first=True)
+    assert verdict.status is Status.UNKNOWN and "rlimit=2000" in verdict.reason
