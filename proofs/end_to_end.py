@@ -48,6 +48,7 @@ from cpgraph.proofs.setting import (
     RLIMIT as RLIMIT,
     STRATEGIES_FULL_SCOPE as STRATEGIES_FULL_SCOPE,
     Setting as Setting,
+    setting as setting,
     _settings as _settings,
     Step as Step,
     _sides as _sides,
@@ -117,7 +118,7 @@ def admitted_bucket_is_captured(cp_size: int, *, admit_fn: Admit = admit) -> tup
     """captured_bucket: an admitted batch's bucket is in the capture list and has a recorded capacity."""
     out: list[Query] = []
     for s in _settings(cp_size):
-        a = admit_fn(s.batch, s.n, s.setup, 0, "admit")
+        a = s.admitted(admit_fn)
         b = a.selection.bucket
         claim = z3.Implies(a.selection.admitted, any_of(z3.And(b == x, rec) for x, rec in zip(s.capture.buckets, s.capture.recorded)))
         out += s.chain("admitted_bucket_is_captured", (("captured_bucket", claim),), (a.holds,), (("admitted", b),))
@@ -128,7 +129,7 @@ def admitted_bucket_is_within_padding_limit(cp_size: int, *, admit_fn: Admit = a
     """padding_limit: an admitted batch's bucket B satisfies n <= B <= F*n, for rational F in 1..4."""
     out: list[Query] = []
     for s in _settings(cp_size, PADDING_FACTORS):
-        a = admit_fn(s.batch, s.n, s.setup, 0, "admit")
+        a = s.admitted(admit_fn)
         claim = z3.Implies(a.selection.admitted, within_window(a.selection.bucket, s.n, s.factor))
         out += s.chain("admitted_bucket_is_within_padding_limit", (("padding_limit", claim),), (a.holds,),
                        (("admitted", a.selection.bucket),))
@@ -139,7 +140,7 @@ def admitted_bucket_is_the_least_that_fits(cp_size: int, *, admit_fn: Admit = ad
     """minimal_bucket: no captured bucket smaller than the admitted one fits the batch."""
     out: list[Query] = []
     for s in _settings(cp_size):
-        a = admit_fn(s.batch, s.n, s.setup, 0, "admit")
+        a = s.admitted(admit_fn)
         need, facts = s.rows_needed("truth")
         b = a.selection.bucket
         claim = z3.Implies(
@@ -156,7 +157,7 @@ def active_batches_that_fit_are_admitted(cp_size: int, *, admit_fn: Admit = admi
     such a batch is (the CP-active gates P > 1, n >= 2P and no request under 2P, restated, are exact)."""
     out: list[Query] = []
     for s in _settings(cp_size):
-        a = admit_fn(s.batch, s.n, s.setup, 0, "admit")
+        a = s.admitted(admit_fn)
         need, facts = s.rows_needed("truth")
         some = any_of(bucket_fits(s.capture, i, s.n, s.factor, need) for i in range(LIST_LENGTH))
         # Both directions: a batch the gates let through that some bucket fits is admitted, and nothing
@@ -181,7 +182,7 @@ def replay_runs_only_into_a_listed_bucket_with_room(
     holds every rank's rows of the layout it built."""
     out: list[Query] = []
     for s in _settings(cp_size, FACTORS[:1]):
-        r = replay_fn(s.batch, s.n, s.setup, 0, "replay", layout=layout, decide=_any_decision)
+        r = s.replayed(replay_fn, layout=layout, decide=_any_decision)
         claim = z3.Implies(
             r.succeeded,
             z3.And(r.selection.admitted, is_active(s.batch, s.n), is_listed_with_room(s.capture, r.selection.bucket, r.layout_loads)),
@@ -220,7 +221,7 @@ def ranks_sharing_their_capture_state_agree(
         out += s.chain("ranks_sharing_their_capture_state_agree", (same_rows(first.required, second.required), ("rank_consensus", claim)),
                        (first.holds, second.holds, *agree),
                        (("rank 0 bucket", first.selection.bucket), ("rank P-1 bucket", second.selection.bucket)))
-    every = Setting(cp_size, STRATEGIES_FULL_SCOPE[0], FACTORS[0], form="any")
+    every = setting(cp_size, STRATEGIES_FULL_SCOPE[0], FACTORS[0], form="any")
     return (*out, *every_rank_alike("ranks_sharing_their_capture_state_agree", every, admit_fn, replay_fn))
 
 

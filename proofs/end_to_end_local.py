@@ -37,7 +37,7 @@ from cpgraph.proofs.claims import (
 from cpgraph.proofs import end_to_end
 from cpgraph.proofs.end_to_end import _any_decision
 from cpgraph.proofs.obligation import Query
-from cpgraph.proofs.setting import LIST_LENGTH, Admit, ReplayFn, Setting, every_rank_alike
+from cpgraph.proofs.setting import LIST_LENGTH, Admit, ReplayFn, Setting, every_rank_alike, setting
 from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.spec.admission import RankSetup, admit
 from cpgraph.spec.keying import KEYINGS
@@ -55,8 +55,8 @@ FACTOR = Fraction(2)  # F is not read under the local keying; the setup still ca
 def local_settings(cp_size: int) -> list[Setting]:
     """The settings every local theorem covers at ``cp_size``: the DualChunkSwap instances first (their
     models are real batches), then any layout."""
-    out = [Setting(cp_size, sid, FACTOR, keying=KEYING, form="requests") for sid in INSTANCES if cp_size <= INSTANCE_MAX_P]
-    out.append(Setting(cp_size, ANY_LAYOUT, FACTOR, keying=KEYING, form="any"))
+    out = [setting(cp_size, sid, FACTOR, keying=KEYING, form="requests") for sid in INSTANCES if cp_size <= INSTANCE_MAX_P]
+    out.append(setting(cp_size, ANY_LAYOUT, FACTOR, keying=KEYING, form="any"))
     return out
 
 
@@ -79,8 +79,8 @@ def local_admitted_batches_replay_the_admitted_size(
     rank-local rows)."""
     out: list[Query] = []
     for s in local_settings(cp_size):
-        a = admit_fn(s.batch, s.n, s.setup, 0, "admit")
-        r = replay_fn(s.batch, s.n, s.setup, 0, "replay", layout=layout)
+        a = s.admitted(admit_fn)
+        r = s.replayed(replay_fn, layout=layout)
         claim = same_decision(a.selection, Selection(r.succeeded, r.selection.bucket))[1]  # replay runs iff admitted, the same bucket
         steps = (
             *s.layouts_agree("admit.live", "replay.layout"),
@@ -102,8 +102,8 @@ def local_admitted_batches_fit_every_rank(
     replay builds fit the admitted size and the size replay pads to (a size s holds s rows on every rank)."""
     out: list[Query] = []
     for s in local_settings(cp_size):
-        a = admit_fn(s.batch, s.n, s.setup, 0, "admit")
-        r = replay_fn(s.batch, s.n, s.setup, 0, "replay", layout=layout)
+        a = s.admitted(admit_fn)
+        r = s.replayed(replay_fn, layout=layout)
         sizes = sizes_holding_themselves(s.capture)
         claim = z3.Implies(
             a.selection.admitted,
@@ -127,7 +127,7 @@ def local_admitted_size_is_captured(cp_size: int, *, admit_fn: Admit = admit) ->
     """captured_bucket under the local keying: an admitted batch's size is one of the captured sizes."""
     out: list[Query] = []
     for s in local_settings(cp_size):
-        a = admit_fn(s.batch, s.n, s.setup, 0, "admit")
+        a = s.admitted(admit_fn)
         claim = z3.Implies(a.selection.admitted, any_of(a.selection.bucket == b for b in s.capture.buckets))
         out += s.chain("local_admitted_size_is_captured", (("captured_bucket", claim),), (a.holds,),
                        (("admitted", a.selection.bucket),))
@@ -139,7 +139,7 @@ def local_admitted_size_is_at_or_above_the_key(cp_size: int, *, admit_fn: Admit 
     the key m, the largest rank-local row count of the batch over all ranks: m <= s."""
     out: list[Query] = []
     for s in local_settings(cp_size):
-        a = admit_fn(s.batch, s.n, s.setup, 0, "admit")
+        a = s.admitted(admit_fn)
         key, facts = s.rows_needed("truth")
         claim = z3.Implies(a.selection.admitted, key <= a.selection.bucket)
         out += s.chain("local_admitted_size_is_at_or_above_the_key", (*s.layouts_agree("truth", "admit.live"), same_rows(key, a.required), ("padding_limit", claim)),
@@ -152,7 +152,7 @@ def local_admitted_size_is_the_least_that_fits(cp_size: int, *, admit_fn: Admit 
     the key m."""
     out: list[Query] = []
     for s in local_settings(cp_size):
-        a = admit_fn(s.batch, s.n, s.setup, 0, "admit")
+        a = s.admitted(admit_fn)
         key, facts = s.rows_needed("truth")
         b = a.selection.bucket
         claim = z3.Implies(
@@ -169,7 +169,7 @@ def local_batches_that_fit_are_admitted(cp_size: int, *, admit_fn: Admit = admit
     at or above its key m (every batch is keyed: no CP-active gate; none above the largest size: eager)."""
     out: list[Query] = []
     for s in local_settings(cp_size):
-        a = admit_fn(s.batch, s.n, s.setup, 0, "admit")
+        a = s.admitted(admit_fn)
         key, facts = s.rows_needed("truth")
         claim = a.selection.admitted == any_of(size_fits(s.capture, i, key) for i in range(LIST_LENGTH))
         out += s.chain("local_batches_that_fit_are_admitted", (*s.layouts_agree("truth", "admit.live"), same_rows(key, a.required), ("no_needless_fallback", claim)),
@@ -185,7 +185,7 @@ def local_replay_runs_only_into_a_listed_size_holding_every_rank(
     captured size at or above every rank's rows of the layout it built."""
     out: list[Query] = []
     for s in local_settings(cp_size):
-        r = replay_fn(s.batch, s.n, s.setup, 0, "replay", layout=layout, decide=_any_decision)
+        r = s.replayed(replay_fn, layout=layout, decide=_any_decision)
         claim = z3.Implies(
             r.succeeded,
             z3.And(r.selection.admitted, is_listed_with_room(sizes_holding_themselves(s.capture), r.selection.bucket, r.layout_loads)),

@@ -9,9 +9,11 @@ layout at once) and ``requests`` (RequestsBatch: a few requests of symbolic leng
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any, TypeVar
 
 import z3
 
@@ -58,6 +60,44 @@ def ranks_at(cp_size: int) -> tuple[int, ...]:
     if cp_size <= EVERY_RANK_MAX_P:
         return tuple(range(cp_size))
     return (0, cp_size // 2, cp_size - 1)
+
+
+# -- built once per task ------------------------------------------------------------------------------------------
+
+_SHARED: list[dict[tuple[Hashable, ...], Any]] = []  # the innermost ``shared_settings`` block's builds, if any
+T = TypeVar("T")
+
+
+@contextlib.contextmanager
+def shared_settings() -> Iterator[None]:
+    """Inside the block, a setting and the sides built on it are built once per key and shared by every theorem
+    built in the block (proofs/run.py: one worker task, every obligation at one parameter). Only Python's work
+    is saved: z3 hash-conses terms, and the builders name their variables deterministically, so a shared term
+    is the very term a rebuild gives. Outside any block nothing is shared, so a caller that patches a spec
+    builder between two builds sees its patch."""
+    _SHARED.append({})
+    try:
+        yield
+    finally:
+        _SHARED.pop()
+
+
+def _shared(key: tuple[Hashable, ...], build: Callable[[], T]) -> T:
+    if not _SHARED:
+        return build()
+    built = _SHARED[-1]
+    if key not in built:
+        built[key] = build()
+    value: T = built[key]
+    return value
+
+
+def setting(
+    cp_size: int, strategy: str, factor: Fraction, *, captured: bool = False, keying: str = "global", form: str = "classes"
+) -> Setting:
+    """``Setting(...)``, shared inside a ``shared_settings`` block."""
+    return _shared(("setting", cp_size, strategy, factor, captured, keying, form),
+                   lambda: Setting(cp_size, strategy, factor, captured=captured, keying=keying, form=form))
 
 
 # -- the setting shared by every theorem ---------------------------------------------------------------------
@@ -115,7 +155,22 @@ class Setting:
         what = "any layout" if self.form == "any" else self.strategy
         return f"({what}, {self.keying})"
 
+    def admitted(self, admit_fn: Admit, name: str = "admit") -> Admission:
+        """``admit_fn`` on this setting's batch, n and setup at rank 0, under ``name`` (shared inside a
+        ``shared_settings`` block)."""
+        return _shared(("admit", self, admit_fn, name), lambda: admit_fn(self.batch, self.n, self.setup, 0, name))
+
+    def replayed(self, replay_fn: ReplayFn, name: str = "replay", **how: Hashable) -> Replay:
+        """``replay_fn`` on this setting's batch, n and setup at rank 0, under ``name``, ``how`` passed on (shared
+        inside a ``shared_settings`` block)."""
+        return _shared(("replay", self, replay_fn, name, *sorted(how.items())),
+                       lambda: replay_fn(self.batch, self.n, self.setup, 0, name, **how))
+
     def layouts_agree(self, first: str, second: str) -> tuple[tuple[str, BoolTerm, tuple[BoolTerm, ...]], ...]:
+        """The lemma steps of ``_layouts_agree``, shared inside a ``shared_settings`` block."""
+        return _shared(("agree", self, first, second), lambda: self._layouts_agree(first, second))
+
+    def _layouts_agree(self, first: str, second: str) -> tuple[tuple[str, BoolTerm, tuple[BoolTerm, ...]], ...]:
         """Lemma steps for a ``requests`` batch: the layouts two sides built of the same lengths under the names
         ``first`` and ``second`` (admission lays out under "{name}.live", replay under "{name}.layout", the claim
         side under its own name) agree: first every fresh variable they define for the same request (the same
@@ -134,7 +189,10 @@ class Setting:
 
     def rows_needed(self, name: str) -> tuple[IntTerm, BoolTerm]:
         """The claim side's own live loads and the rows they need, with their facts (under local: the key m,
-        the largest load, which is the rows a size must hold)."""
+        the largest load, which is the rows a size must hold); shared inside a ``shared_settings`` block."""
+        return _shared(("rows", self, name), lambda: self._rows_needed(name))
+
+    def _rows_needed(self, name: str) -> tuple[IntTerm, BoolTerm]:
         loads = self.batch.layout_loads(self.strategy, name)
         need, facts = rows_needed(loads.loads, self.align if self.keying == "global" else 1, name)
         return need, z3.And(loads.holds, facts)
@@ -195,13 +253,11 @@ class Setting:
 def _settings(cp_size: int, factors: Sequence[Fraction] | None = None, *, captured: bool = False) -> list[Setting]:
     if factors is None:
         factors = FACTORS if cp_size <= OTHER_STRATEGIES_MAX_P else FACTORS[:1]
-    return [Setting(cp_size, s, f, captured=captured) for s in strategies_at(cp_size) for f in factors]
+    return [setting(cp_size, s, f, captured=captured) for s in strategies_at(cp_size) for f in factors]
 
 
 def _sides(s: Setting, admit_fn: Admit, replay_fn: ReplayFn, layout: ReplayLayout) -> tuple[Admission, Replay]:
-    a = admit_fn(s.batch, s.n, s.setup, 0, "admit")
-    r = replay_fn(s.batch, s.n, s.setup, 0, "replay", layout=layout)
-    return a, r
+    return s.admitted(admit_fn), s.replayed(replay_fn, layout=layout)
 
 
 @dataclass(frozen=True)
