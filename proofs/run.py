@@ -12,22 +12,26 @@ proofs/counterexample.py; every name the prove command uses is importable from h
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import importlib
 import multiprocessing
 import os
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from cpgraph.proofs.check import Status, Verdict, check, cross_check, one_context
 from cpgraph.proofs.counterexample import failure_of, minimise
 from cpgraph.proofs.obligation import Obligation, Query
 from cpgraph.proofs.opinions import CROSS_CHECKERS, NO_OPINIONS, Note, NoteKind, Opinions
 from cpgraph.proofs.registry import BY_NAME
+from cpgraph.proofs.setting import shared_settings
 from cpgraph.proofs.results import Failure, ObligationResult, TaskResult, summarise
 
 __all__ = [
     "CROSS_CHECKERS", "NO_OPINIONS", "Failure", "Note", "NoteKind", "ObligationResult", "Opinions", "TaskResult",
-    "default_jobs", "minimise", "run_obligations", "run_queries", "run_task", "second_opinions", "summarise",
+    "default_jobs", "minimise", "run_obligations", "run_queries", "run_task", "run_with", "second_opinions", "summarise",
 ]
 
 
@@ -74,9 +78,12 @@ def run_queries(
     *,
     shrink: bool = True,
     opinions: Opinions = NO_OPINIONS,
+    fresh: bool = True,
 ) -> TaskResult:
     """Check ``queries`` in order; stop at the first that is not proved. With ``opinions``, every query
-    checked also gets its second opinions (before minimisation, on the query as stated)."""
+    checked also gets its second opinions (before minimisation, on the query as stated). The queries share
+    one fresh context (``fresh``), or the enclosing ``one_context`` block's (``fresh=False``: the caller's
+    block, which must always run the same checks before these)."""
     start = time.perf_counter()
     slowest = ("", 0.0)
     second = _Second()
@@ -87,9 +94,9 @@ def run_queries(
             tuple(second.notes), second.cross_checked, second.seed_runs, second.seconds,
         )
 
-    with one_context():  # the queries of one theorem at one parameter, always in this order
+    with one_context() if fresh else contextlib.nullcontext():  # one theorem at one parameter, always in this order
         for query in queries:
-            verdict = check(query.claim, hypotheses=query.hypotheses, rlimit=query.rlimit)
+            verdict = check(query.claim, hypotheses=query.hypotheses, rlimit=query.rlimit, pipeline_first=True)
             where = f"{label} {query.part}".strip()
             if verdict.seconds > slowest[1]:
                 slowest = (where, verdict.seconds)
@@ -105,26 +112,44 @@ def run_task(
     witnesses: bool = False,
 ) -> TaskResult:
     """Build and check one obligation at one parameter value; with ``witnesses``, once every query is proved,
-    also the scope's witnesses on the same built queries (proofs/scope_witness.py: the teeth pass reads them)."""
+    also the scope's witnesses on the same built queries (proofs/scope_witness.py: the teeth pass reads them),
+    in the same fresh context: they always follow the same queries, so their cost still depends on this task
+    alone, and the task pays for one context, not two."""
     start = time.perf_counter()
     queries = obligation.build(parameter)
-    result = run_queries(
-        obligation.name, parameter, queries, obligation.label(parameter), shrink=shrink, opinions=opinions
-    )
-    if witnesses and result.failure is None:
-        from cpgraph.proofs.scope_witness import witness_checks
+    with one_context():
+        result = run_queries(
+            obligation.name, parameter, queries, obligation.label(parameter), shrink=shrink, opinions=opinions,
+            fresh=False,
+        )
+        if witnesses and result.failure is None:
+            from cpgraph.proofs.scope_witness import witness_checks
 
-        begin = time.process_time()  # CPU seconds of this worker: what the checks add, whatever the load
-        with one_context():
+            begin = time.process_time()  # CPU seconds of this worker: what the checks add, whatever the load
             found = witness_checks(obligation.name, parameter, queries)
-        result = dataclasses.replace(result, witnesses=found, witness_seconds=time.process_time() - begin)
+            result = dataclasses.replace(result, witnesses=found, witness_seconds=time.process_time() - begin)
     return dataclasses.replace(result, seconds=time.perf_counter() - start)
 
 
 def _worker(task: tuple[tuple[str, ...], int, Opinions, bool]) -> list[TaskResult]:
     # One task = every obligation at one parameter value, so terms cached per parameter are shared.
     names, parameter, opinions, witnesses = task
-    return [run_task(BY_NAME[name], parameter, opinions=opinions, witnesses=witnesses) for name in names]
+    with shared_settings():  # one setting's sides built once for every theorem of the task (proofs/setting.py)
+        return [run_task(BY_NAME[name], parameter, opinions=opinions, witnesses=witnesses) for name in names]
+
+
+Job = tuple[str, Any]  # ("prove", a _worker task) or ("after", (index, an ``after`` task))
+
+
+def _job(job: Job) -> tuple[str, Any]:
+    """One task of the shared pool: a proof task (its TaskResults) or one of ``run_with``'s ``after`` tasks
+    (its index and what ``after_fn`` returned)."""
+    kind, task = job
+    if kind == "prove":
+        return kind, _worker(task)
+    index, (module, function, argument) = task
+    return kind, (index, getattr(importlib.import_module(module), function)(argument))
+
 
 def default_jobs() -> int:
     """Worker processes: the CPUs this process may use (at least 1)."""
@@ -146,6 +171,28 @@ def run_obligations(
     """Check every obligation at every parameter; ``progress(done, total, result)`` after each task;
     ``opinions``: the cross-check and seed sweep on every query; ``witnesses``: the scope's witnesses at
     every parameter (run_task)."""
+    results, _ = run_with(obligations, cp_max=cp_max, jobs=jobs, progress=progress, opinions=opinions, witnesses=witnesses)
+    return results
+
+
+After = tuple[str, str, Any]  # (module, function, argument): a picklable call run in a worker
+
+
+def run_with(
+    obligations: Sequence[Obligation],
+    *,
+    cp_max: int,
+    jobs: int | None = None,
+    progress: Callable[[int, int, TaskResult], None] | None = None,
+    opinions: Opinions = NO_OPINIONS,
+    witnesses: bool = False,
+    after: Sequence[After] = (),
+) -> tuple[list[ObligationResult], list[Any] | None]:
+    """``run_obligations``, and in the same pool of workers the calls ``after`` (module, function, argument:
+    ``function(argument)`` in a worker), started once every proof task has been handed out: one pool, so the
+    calls fill the proofs' tail instead of waiting for a second pool to start. Returns the obligations'
+    results and the calls' results in ``after``'s order, or None in their place when some obligation was
+    not proved (the calls still running are then stopped: they are only read for a proved run)."""
     if cp_max < 1:
         raise ValueError(f"cp_max must be an int >= 1, got {cp_max}")
     groups: dict[tuple[str, int], list[str]] = {}
@@ -156,25 +203,38 @@ def run_obligations(
     tasks = sorted(
         ((tuple(names), p, opinions, witnesses) for (_, p), names in groups.items()), key=lambda t: (-t[1], t[0])
     )
+    jobs_list: list[Job] = [("prove", t) for t in tasks] + [("after", (i, a)) for i, a in enumerate(after)]
     total = sum(len(task[0]) for task in tasks)
-    workers = min(jobs if jobs is not None else default_jobs(), len(tasks)) or 1
+    workers = min(jobs if jobs is not None else default_jobs(), len(jobs_list)) or 1
     results: dict[str, list[TaskResult]] = {o.name: [] for o in obligations}
+    extra: list[Any] = [None] * len(after)
     done = 0
+    failed = False
 
-    def record(batch: list[TaskResult]) -> None:
-        nonlocal done
-        for result in batch:
+    def record(kind: str, payload: Any) -> None:
+        nonlocal done, failed
+        if kind == "after":
+            extra[payload[0]] = payload[1]
+            return
+        for result in payload:
             done += 1
+            failed = failed or result.failure is not None
             results[result.name].append(result)
             if progress is not None:
                 progress(done, total, result)
 
     if workers == 1:
-        for task in tasks:
-            record(_worker(task))
+        for job in jobs_list:
+            if job[0] == "after" and failed:
+                break
+            record(*_job(job))
     else:
         # spawn, not fork: z3 contexts are not fork-safe. Each worker imports z3 once.
         with multiprocessing.get_context("spawn").Pool(workers) as pool:
-            for batch in pool.imap_unordered(_worker, tasks):
-                record(batch)
-    return [summarise(o, cp_max, results[o.name]) for o in obligations]
+            proofs_left = len(tasks)
+            for kind, payload in pool.imap_unordered(_job, jobs_list):
+                record(kind, payload)
+                proofs_left -= kind == "prove"
+                if failed and not proofs_left:
+                    break  # leaving the block terminates the calls still running
+    return [summarise(o, cp_max, results[o.name]) for o in obligations], None if failed else extra

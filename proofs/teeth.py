@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from cpgraph.proofs.agreement import FAMILIES as AGREEMENT, agreement as agreement
 from cpgraph.proofs.bite import Bite as Bite, bite as bite
 from cpgraph.proofs.coverage import BOUNDARIES as BOUNDARIES, SCOPES as SCOPES, coverage as coverage, scope_edges as scope_edges
 from cpgraph.proofs.guards import guards as guards, induction_base as induction_base
 from cpgraph.proofs.minimal import PINNED, minimal_bite
+from cpgraph.proofs.obligation import Obligation
 from cpgraph.proofs.registry import BY_NAME
-from cpgraph.proofs.results import ObligationResult
+from cpgraph.proofs.results import ObligationResult, TaskResult
+from cpgraph.proofs.run import NO_OPINIONS, Opinions, run_with
 from cpgraph.proofs.scope_witness import scope_bites
 from cpgraph.proofs.variants import VARIANTS
 
@@ -31,7 +33,7 @@ Task = tuple[str, int, str]  # ("variant", index into VARIANTS, ""), ("coverage"
 # or ("minimal", index into proofs/minimal.py PINNED, "")
 
 
-def _task(task: Task) -> tuple[Bite, ...]:
+def teeth_task(task: Task) -> tuple[Bite, ...]:
     """One independent piece of the pass: a variant's bite, one theorem's coverage checks, or one family of
     the spec-vs-reference agreement (proofs/agreement.py)."""
     kind, index, theorem = task
@@ -42,35 +44,81 @@ def _task(task: Task) -> tuple[Bite, ...]:
     return (bite(VARIANTS[index]),) if kind == "variant" else coverage(theorem)
 
 
+def teeth_tasks(theorems: Sequence[str]) -> list[Task]:
+    """The pass's independent tasks for ``theorems``, in the order their bites are reported."""
+    wanted = set(theorems)
+    tasks: list[Task] = [("variant", i, "") for i, v in enumerate(VARIANTS) if v.theorem in wanted]
+    tasks += [("coverage", 0, t) for t in theorems if t in BY_NAME]
+    tasks += [("minimal", i, "") for i, pinned in enumerate(PINNED) if pinned.theorem in wanted]
+    if set(BY_NAME) <= wanted:  # the whole spec is claimed: it must also be the reference's design
+        tasks += [("agreement", 0, family) for family in AGREEMENT]
+    return tasks
+
+
+def _long_first(tasks: Sequence[Task]) -> list[int]:
+    """The tasks' indices, the long ones (coverage, agreement) first: handed out in this order, a pool ends
+    evenly."""
+    return sorted(range(len(tasks)), key=lambda i: tasks[i][0] in ("variant", "minimal"))
+
+
 def teeth(
     theorems: Iterable[str], *, jobs: int = 1, proved: Iterable[ObligationResult] | None = None, cp_max: int = 64
 ) -> tuple[tuple[Bite, ...], float]:
     """Every variant of ``theorems``, their coverage (non-vacuity and boundary points) and the spec's domain
-    guards, with the seconds it took; with ``jobs`` > 1 the variants and coverage run in that many spawned
-    workers (the bites come back in the same order either way). With a prove run's results (``proved``:
-    ObligationResults, run with witnesses), also their scope: every declared parameter up to ``cp_max`` ran
-    and no other, and the scope's witnesses held at each (proofs/scope_witness.py)."""
-    wanted = [t for t in dict.fromkeys(theorems)]
+    guards, with the seconds it took; with ``jobs`` > 1 the tasks run in that many spawned workers (the bites
+    come back in the same order either way). With a prove run's results (``proved``: ObligationResults, run
+    with witnesses), also their scope: every declared parameter up to ``cp_max`` ran and no other, and the
+    scope's witnesses held at each (proofs/scope_witness.py). ``prove_with_teeth`` runs the proofs and this
+    pass in one pool."""
+    wanted = list(dict.fromkeys(theorems))
     start = time.perf_counter()
-    tasks: list[Task] = [("variant", i, "") for i, v in enumerate(VARIANTS) if v.theorem in set(wanted)]
-    tasks += [("coverage", 0, t) for t in wanted if t in BY_NAME]
-    tasks += [("minimal", i, "") for i, pinned in enumerate(PINNED) if pinned.theorem in set(wanted)]
-    if set(BY_NAME) <= set(wanted):  # the whole spec is claimed: it must also be the reference's design
-        tasks += [("agreement", 0, family) for family in AGREEMENT]
+    tasks = teeth_tasks(wanted)
     if jobs > 1 and len(tasks) > 1:
-        # Coverage and agreement tasks are the long ones: hand them out first so the pool ends evenly; reorder after.
-        order = sorted(range(len(tasks)), key=lambda i: tasks[i][0] == "variant")
+        order = _long_first(tasks)
         with multiprocessing.get_context("spawn").Pool(min(jobs, len(tasks))) as pool:
-            done = pool.map(_task, [tasks[i] for i in order], chunksize=1)
+            done = pool.map(teeth_task, [tasks[i] for i in order], chunksize=1)
         results: list[tuple[Bite, ...]] = [()] * len(tasks)
         for i, found in zip(order, done):
             results[i] = found
     else:
-        results = [_task(t) for t in tasks]
+        results = [teeth_task(t) for t in tasks]
+    return finish(wanted, results, proved, cp_max), time.perf_counter() - start
+
+
+def finish(
+    theorems: Sequence[str], results: Sequence[tuple[Bite, ...]], proved: Iterable[ObligationResult] | None, cp_max: int
+) -> tuple[Bite, ...]:
+    """The pass's bites: the tasks' ``results`` (``teeth_tasks``' order), the scope's edges, the proved run's
+    scope (when ``proved``), the domain guards and the induction base."""
     checked = tuple(b for found in results for b in found)
-    edges = scope_edges() if any(t in SCOPES and t in BY_NAME and BY_NAME[t].over == "cp_size_sampled" for t in wanted) else ()
+    edges = scope_edges() if any(t in SCOPES and t in BY_NAME and BY_NAME[t].over == "cp_size_sampled" for t in theorems) else ()
     scoped = scope_bites(proved, cp_max) if proved is not None else ()
-    return (*checked, *edges, *scoped, *guards(), induction_base()), time.perf_counter() - start
+    return (*checked, *edges, *scoped, *guards(), induction_base())
+
+
+def prove_with_teeth(
+    obligations: Sequence[Obligation],
+    *,
+    cp_max: int,
+    jobs: int | None = None,
+    progress: Callable[[int, int, TaskResult], None] | None = None,
+    opinions: Opinions = NO_OPINIONS,
+) -> tuple[list[ObligationResult], tuple[Bite, ...]]:
+    """The proofs (with the scope's witnesses) and, in the same pool of workers, the teeth pass: its tasks fill
+    the proofs' tail. The bites are empty when some obligation was not proved (the pass reads a proved run)."""
+    names = list(dict.fromkeys(o.name for o in obligations))
+    tasks = teeth_tasks(names)
+    order = _long_first(tasks)
+    results, done = run_with(
+        obligations, cp_max=cp_max, jobs=jobs, progress=progress, opinions=opinions, witnesses=True,
+        after=[("cpgraph.proofs.teeth", "teeth_task", tasks[i]) for i in order],
+    )
+    if done is None:
+        return results, ()
+    found: list[tuple[Bite, ...]] = [()] * len(tasks)
+    for i, bites in zip(order, done):
+        found[i] = bites
+    return results, finish(names, found, results, cp_max)
 
 
 def toothless(bites: Iterable[Bite]) -> tuple[Bite, ...]:

@@ -162,8 +162,7 @@ def run(args: argparse.Namespace) -> int:
         return USAGE_ERROR
     opinions = Opinions(cross_check=args.cross_check, seeds=args.seeds)
     start = time.perf_counter()
-    results = _prove(args, chosen, opinions)
-    bites = _teeth(args, results)
+    results, bites = _prove(args, chosen, opinions)
     lost = [b for b in bites if not b.ok]
     wall = time.perf_counter() - start
     proved = all(r.status is Status.PROVED for r in results)
@@ -184,43 +183,28 @@ def _chosen(names: list[str]) -> list[Any]:
     return [BY_NAME[n] for n in dict.fromkeys(names)] if names else list(OBLIGATIONS)
 
 
-def _prove(args: argparse.Namespace, chosen: list[Any], opinions: Opinions) -> list[ObligationResult]:
-    """Every query of the chosen obligations, with progress on stderr and Ctrl-C kept from the workers."""
+def _prove(
+    args: argparse.Namespace, chosen: list[Any], opinions: Opinions
+) -> tuple[list[ObligationResult], tuple[Any, ...]]:
+    """Every query of the chosen obligations and, unless --no-teeth, the teeth pass in the same pool of workers
+    (its bites are empty when a theorem was not proved: the pass reads a proved run), with progress on stderr
+    and Ctrl-C kept from the workers."""
     from cpgraph.proofs.run import run_obligations
+    from cpgraph.proofs.teeth import prove_with_teeth
 
     progress = _Progress(quiet=args.quiet)
     if not args.quiet:
-        print(f"cpgraph prove: {len(chosen)} theorems, cp_size 1..{args.cp_max} ...", file=sys.stderr, flush=True)
+        teeth = " and the teeth pass (every wrong variant of these theorems must keep its verdict)" if args.teeth else ""
+        print(f"cpgraph prove: {len(chosen)} theorems, cp_size 1..{args.cp_max}{teeth} ...", file=sys.stderr, flush=True)
     if args.jobs != 1:
         progress.shield = _WorkerShield(args.jobs)
     try:
-        return run_obligations(
-            chosen, cp_max=args.cp_max, jobs=args.jobs, progress=progress, opinions=opinions, witnesses=args.teeth
-        )
+        if args.teeth:
+            return prove_with_teeth(chosen, cp_max=args.cp_max, jobs=args.jobs, progress=progress, opinions=opinions)
+        return run_obligations(chosen, cp_max=args.cp_max, jobs=args.jobs, progress=progress, opinions=opinions), ()
     finally:
         if progress.shield is not None:
             progress.shield.release()
-
-
-def _teeth(args: argparse.Namespace, results: list[ObligationResult]) -> tuple[Any, ...]:
-    """The teeth pass's bites, when it runs (--no-teeth not given and every theorem proved), else none."""
-    from cpgraph.proofs.check import Status
-
-    if not (args.teeth and all(r.status is Status.PROVED for r in results)):
-        return ()
-    from cpgraph.proofs.run import default_jobs
-    from cpgraph.proofs.teeth import teeth
-
-    if not args.quiet:
-        print("cpgraph prove: teeth: every wrong variant of these theorems must still be refuted ...", file=sys.stderr, flush=True)
-    jobs = args.jobs if args.jobs is not None else default_jobs()
-    shield = _WorkerShield(jobs) if jobs != 1 else None
-    try:
-        bites, _ = teeth((r.name for r in results), jobs=jobs, proved=results, cp_max=args.cp_max)
-    finally:
-        if shield is not None:
-            shield.release()
-    return bites
 
 
 def _report(

@@ -7,7 +7,7 @@ import pytest
 
 from cpgraph.proofs import setting
 from cpgraph.proofs.minimal import PINNED, Pinned, minimal_bite
-from cpgraph.proofs.teeth import _task
+from cpgraph.proofs.teeth import teeth_task as _task
 
 
 def test_the_pinned_variants_shrink_to_their_minimal_counterexamples() -> None:
