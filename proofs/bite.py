@@ -28,7 +28,7 @@ class Bite:
 
 
 def bite(variant: Variant) -> Bite:
-    """Run one variant (no counterexample minimisation: only the verdict matters)."""
-    result = run_queries(variant.theorem, variant.parameter, variant.build(variant.parameter), "variant", shrink=False)
+    """Run one variant (only the verdict matters: no model, no counterexample minimisation)."""
+    result = run_queries(variant.theorem, variant.parameter, variant.build(variant.parameter), "variant", verdict_only=True)
     got = Status.PROVED if result.failure is None else result.failure.verdict.status
     return Bite(variant.theorem, variant.name, variant.description, variant.parameter, variant.expected, got)

@@ -79,11 +79,13 @@ def run_queries(
     shrink: bool = True,
     opinions: Opinions = NO_OPINIONS,
     fresh: bool = True,
+    verdict_only: bool = False,
 ) -> TaskResult:
     """Check ``queries`` in order; stop at the first that is not proved. With ``opinions``, every query
     checked also gets its second opinions (before minimisation, on the query as stated). The queries share
     one fresh context (``fresh``), or the enclosing ``one_context`` block's (``fresh=False``: the caller's
-    block, which must always run the same checks before these)."""
+    block, which must always run the same checks before these). With ``verdict_only`` a failure carries its
+    verdict alone: no model, so a refutation needs no second solver (proofs/check.py), and no replay."""
     start = time.perf_counter()
     slowest = ("", 0.0)
     second = _Second()
@@ -96,14 +98,16 @@ def run_queries(
 
     with one_context() if fresh else contextlib.nullcontext():  # one theorem at one parameter, always in this order
         for query in queries:
-            verdict = check(query.claim, hypotheses=query.hypotheses, rlimit=query.rlimit, pipeline_first=True)
+            verdict = check(
+                query.claim, hypotheses=query.hypotheses, rlimit=query.rlimit, pipeline_first=True, model=not verdict_only
+            )
             where = f"{label} {query.part}".strip()
             if verdict.seconds > slowest[1]:
                 slowest = (where, verdict.seconds)
             if opinions.active:
                 second_opinions(where, query, verdict, opinions, second)
             if not verdict.proved:
-                return result(failure_of(where, query, verdict, shrink=shrink))
+                return result(Failure(where, verdict) if verdict_only else failure_of(where, query, verdict, shrink=shrink))
     return result(None)
 
 

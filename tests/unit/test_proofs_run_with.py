@@ -46,3 +46,19 @@ def test_a_theorem_not_proved_reads_none_of_the_calls(monkeypatch: pytest.Monkey
     assert after is None and called == []  # the calls are not run for a run that failed
     results, bites = teeth.prove_with_teeth([false], cp_max=4, jobs=1)
     assert [r.status for r in results] == [Status.REFUTED] and bites == ()
+
+
+def test_a_verdict_only_run_reports_the_refutation_without_a_model_or_replay() -> None:
+    x = z3.Int("x")
+    replayed: list[object] = []
+    queries = (
+        Query("holds", x >= 0, (x >= 1,)),
+        Query("fails", x > 5, (x >= 1,), replay=lambda model: replayed.append(model) or "replayed"),
+    )
+    full = run.run_queries("t", 0, queries, "t")
+    assert full.failure is not None and full.failure.label == "t fails" and full.failure.model["x"] <= 5
+    assert full.failure.replay == "replayed" and len(replayed) == 1
+    quick = run.run_queries("t", 0, queries, "t", verdict_only=True)
+    assert quick.failure is not None and quick.failure.label == "t fails"
+    assert quick.failure.verdict.status is Status.REFUTED
+    assert quick.failure.model == {} and quick.failure.replay == "" and len(replayed) == 1  # no second replay
