@@ -360,7 +360,7 @@ SCOPE: dict[str, Scope] = {
         _NONE, lists=Lists(1, None), note="unbounded values and capacities; every n, F, required",
         edges=_past("n", "high", "head.bucket")),
     "scan_select_is_the_step_folded_over_the_whole_list": dataclasses.replace(
-        _SCAN, note=_SCAN.note + "; the fold admission and replay call, both keyings (with the step theorems: induction over the list)"),
+        _SCAN, note=_SCAN.note + "; the fold admission and replay call and replay's tripwire, both keyings (with the step theorems: induction over the list)"),
     "scan_selects_a_captured_bucket": _SCAN,
     "scan_respects_padding_limit": _SCAN,
     "scan_bucket_has_room_for_required_rows": _SCAN,
@@ -461,9 +461,10 @@ def blocks() -> dict[str, dict[str, str]]:
                 "independently built admission and replay) run by default " + _bounded_global() + "; the pre-fix "
                 "sides are refuted at 64 too, but a full proof at 64 costs about 25 s of CPU per theorem. Longer "
                 "capture lists reach them through the scan: the decision admission and replay take is proved to be the "
-                f"scan step folded over the whole list, and the step to give the least fitting bucket, for every list of "
-                f"{scan.least}..{scan.most} buckets (induction over the list); no {scan.most}-bucket list is run end to "
-                f"end. Ranks: each theorem is stated at rank 0, and the consensus theorems prove that every rank (all up "
+                f"scan step folded over the whole list, and the step to give the least fitting bucket, and replay's "
+                f"tripwire to read the whole list, for every list of {scan.least}..{scan.most} buckets (induction over "
+                f"the list); no {scan.most}-bucket list is run end to end, so the link from the 3-bucket chains to longer "
+                f"lists is that argument, each step of it proved, their composition read, not solved. Ranks: each theorem is stated at rank 0, and the consensus theorems prove that every rank (all up "
                 f"to P = {EVERY_RANK_MAX_P}; 0, P/2 and P-1 above) computes the same rows and decides and replays as "
                 "rank 0, on any layout."
             ),
@@ -480,7 +481,8 @@ def blocks() -> dict[str, dict[str, str]]:
                 "list (`scan_select_is_the_step_folded_over_the_whole_list`) and the step meets the relation on every "
                 f"list of {scan.least}..{scan.most} buckets (`scan_selects_least_fitting_bucket`): by induction the "
                 "end-to-end chains' one use of the scan, its decision, is the least fitting bucket on those lists "
-                "(`scan_of_the_first_8_buckets`, a scan that stops early, is refuted at K = 9). Ranks: each theorem is "
+                "(`scan_of_the_first_8_buckets`, a scan that stops early, is refuted at K = 9), and replay's tripwire reads "
+                "the whole list, both keyings (`tripwire_of_the_first_8_buckets` is refuted at K = 9). Ranks: each theorem is "
                 f"stated at rank 0; the consensus theorems prove every rank (all up to P = {EVERY_RANK_MAX_P}; 0, P/2 "
                 "and P-1 above) computes the same rows and decides and replays as rank 0, on any layout. The builders take any P: the pre-fix variants are refuted "
                 "at P = 64 too (`tests/quality`), but a full proof at P = 64 costs about 25 s of CPU per theorem, so it "

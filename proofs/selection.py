@@ -97,16 +97,29 @@ def scan_selects_least_fitting_bucket(
 Select = Callable[[CaptureList, Window, IntLike], Selection]
 
 
-def scan_select_is_the_step_folded_over_the_whole_list(length: int, *, select: Select = scan_select) -> tuple[Query, ...]:
+Tripwire = Callable[[CaptureList, IntTerm, tuple[IntTerm, ...]], BoolTerm]
+
+
+def _spec_tripwire(capture: CaptureList, bucket: IntTerm, loads: tuple[IntTerm, ...]) -> BoolTerm:
+    from cpgraph.spec.replay import tripwire
+
+    return tripwire(capture, bucket, loads)
+
+
+def scan_select_is_the_step_folded_over_the_whole_list(
+    length: int, *, select: Select = scan_select, tripwire: Tripwire = _spec_tripwire
+) -> tuple[Query, ...]:
     """The scan admission and replay call (spec/selection.py scan_select) is the scan step folded over the
     whole list: on a list of K buckets its decision is one scan step at the first bucket over its decision on
     the other K-1 (for a window with an upper end, and for the local keying's window with none), on the
     empty list it falls back, and admission's decision (spec/admission.py rank_decision, both keyings) is
-    that scan over its whole keyed list. With scan_selects_least_fitting_bucket and
-    local_scan_meets_every_invariant (the step, K = 1..32), induction over K gives: the decision admission
-    and replay take meets the declarative relation on every sorted list of 1..32 buckets, so a scan that
-    stops early is refuted, not only sampled."""
-    from cpgraph.proofs.claims import sizes_holding_themselves
+    that scan over its whole keyed list; and replay's tripwire (spec/replay.py, both keyings) reads the whole
+    keyed list: it passes exactly when the bucket is listed with room for every rank's rows (proofs/claims.py,
+    restated). With scan_selects_least_fitting_bucket and local_scan_meets_every_invariant (the step,
+    K = 1..32), induction over K gives: the decision admission and replay take meets the declarative relation on
+    every sorted list of 1..32 buckets, so a scan or a tripwire that stops early is refuted, not only
+    sampled."""
+    from cpgraph.proofs.claims import is_listed_with_room, sizes_holding_themselves
     from cpgraph.spec.admission import RankSetup, rank_decision
     from cpgraph.spec.keying import keying as keying_row
     from cpgraph.spec.selection import same_selection, unbounded_window
@@ -127,6 +140,10 @@ def scan_select_is_the_step_folded_over_the_whole_list(length: int, *, select: S
         whole = select(listed, keyed.window, keyed.required)
         out.append(Query(f"admission's call, {keying}", same_selection(chosen, whole),
                          (*hypotheses, *(x >= 0 for x in loads.loads), facts, keyed.holds), size=size, shown=shown))
+        bucket = z3.Int("replay.bucket")
+        passes = tripwire(keying_row(keying).capacities(capture), bucket, loads.loads)
+        out.append(Query(f"replay's tripwire, {keying}", passes == is_listed_with_room(listed, bucket, loads.loads),
+                         (*hypotheses, *(x >= 0 for x in loads.loads)), size=size, shown=(*shown, ("bucket", bucket))))
     return tuple(out)
 
 

@@ -18,7 +18,7 @@ from cpgraph.proofs import arith, batch, capacity, dual_chunk_swap, selection, s
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
 from cpgraph.spec.selection import CaptureList, Selection, Window, is_least_fitting, scan_select
-from cpgraph.spec.terms import BoolTerm, IntLike, all_of, any_of
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of, any_of
 from cpgraph.proofs.wrong_terms import (
     class_batch_under,
     class_batch_with_untied_quotient,
@@ -94,6 +94,14 @@ def scan_of_the_first_8_buckets(capture: CaptureList, window: Window, required: 
     planted change: a scan that stops early, unseen by 3-bucket end-to-end lists)."""
     first = CaptureList(capture.buckets[:8], capture.capacities[:8], capture.recorded[:8])
     return scan_select(first, window, required)
+
+
+def tripwire_of_the_first_8_buckets(capture: CaptureList, bucket: IntTerm, loads: tuple[IntTerm, ...]) -> BoolTerm:
+    """spec.replay.tripwire, but reading only the first 8 buckets of the list (a capacity lookup that stops
+    early: replay would refuse every bucket past the 8th, unseen by 3-bucket end-to-end lists)."""
+    from cpgraph.spec.replay import tripwire
+
+    return tripwire(CaptureList(capture.buckets[:8], capture.capacities[:8], capture.recorded[:8]), bucket, loads)
 
 
 P, K = 4, 3  # where the variants are checked: a small cp_size and capture-list length that show each bug
@@ -295,6 +303,9 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("scan_of_the_first_8_buckets", "scan_select_is_the_step_folded_over_the_whole_list",
             "the scan stops after the first 8 buckets of the list", 9, REFUTED,
             functools.partial(selection.scan_select_is_the_step_folded_over_the_whole_list, select=scan_of_the_first_8_buckets)),
+    Variant("tripwire_of_the_first_8_buckets", "scan_select_is_the_step_folded_over_the_whole_list",
+            "replay's tripwire reads only the first 8 buckets of the list", 9, REFUTED,
+            functools.partial(selection.scan_select_is_the_step_folded_over_the_whole_list, tripwire=tripwire_of_the_first_8_buckets)),
     Variant("window_one_short", "padding_window_holds_n_for_every_factor", "window [n, F*n - 1]", 0, REFUTED,
             functools.partial(selection.padding_window_holds_n_for_every_factor, window_of=_window_one_short)),
     Variant("forgets_quotient", "class_loads_track_request_loads", "a request adds no quotient blocks", P, REFUTED,

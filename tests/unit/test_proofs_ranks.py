@@ -10,7 +10,7 @@ from cpgraph.proofs import end_to_end, end_to_end_local, selection
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.run import run_queries
 from cpgraph.proofs.setting import EVERY_RANK_MAX_P, Setting, every_rank_alike, ranks_at
-from cpgraph.proofs.variants import scan_of_the_first_8_buckets
+from cpgraph.proofs.variants import scan_of_the_first_8_buckets, tripwire_of_the_first_8_buckets
 from cpgraph.proofs.variants_end_to_end import middle_ranks_own_load_admit
 
 
@@ -61,3 +61,13 @@ def test_a_scan_of_the_first_8_buckets_is_refuted_only_past_8_buckets() -> None:
     assert at_8.failure is None
     assert at_9.failure is not None and at_9.failure.verdict.status is Status.REFUTED
     assert run_queries("fold", 32, theorem(32), "K=32", shrink=False).failure is None
+
+
+def test_a_tripwire_of_the_first_8_buckets_is_refuted_only_past_8_buckets() -> None:
+    # replay refusing every bucket past the 8th: the end-to-end chains' 3-bucket lists cannot see it
+    theorem = selection.scan_select_is_the_step_folded_over_the_whole_list
+    at_8 = run_queries("fold", 8, theorem(8, tripwire=tripwire_of_the_first_8_buckets), "K=8", shrink=False)
+    at_9 = run_queries("fold", 9, theorem(9, tripwire=tripwire_of_the_first_8_buckets), "K=9", shrink=False)
+    assert at_8.failure is None
+    assert at_9.failure is not None and at_9.failure.verdict.status is Status.REFUTED
+    assert at_9.failure.label.startswith("K=9 replay's tripwire")
