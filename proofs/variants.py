@@ -337,5 +337,17 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("stops_before_last_bucket", "scan_never_falls_back_when_a_bucket_fits", "the scan never tries the last bucket",
             K, REFUTED, functools.partial(selection.scan_never_falls_back_when_a_bucket_fits,
                                           relation=functools.partial(_last_bucket_wrong, how="skipped"))),
+    # A claim stated bucket by bucket must hold at every index, not only at the first: wrong only at the last.
+    *(
+        Variant(f"{name}_first_bucket_at_or_above_n", "scan_selects_first_bucket_at_or_above_n_when_it_has_room", description,
+                K, REFUTED, functools.partial(selection.scan_selects_first_bucket_at_or_above_n_when_it_has_room,
+                                              relation=functools.partial(_last_bucket_wrong, how=how)))
+        for name, how, description in (
+            ("last_bucket_read_one_larger", "larger", "the largest bucket taken as B + 1"),
+            ("stops_before_last_bucket", "skipped", "the scan never tries the last bucket"),
+        )
+    ),
+    Variant("last_bucket_read_one_larger_captured", "scan_selects_a_captured_bucket", "the largest bucket taken as B + 1", K,
+            REFUTED, functools.partial(selection.scan_selects_a_captured_bucket, relation=functools.partial(_last_bucket_wrong, how="larger"))),
 )
 
