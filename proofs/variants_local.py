@@ -211,6 +211,12 @@ def variants() -> tuple[tuple[str, str, str, int, Status, Callable[[int], tuple[
         ("rank_zero_key", "local_admitted_batches_fit_every_rank", "both sides key by rank 0's rows (DualChunkSwap's lightest)",
          REFUTED, functools.partial(local.local_admitted_batches_fit_every_rank, admit_fn=make_admit(key_of=rank_zero_key),
                                     replay_fn=make_replay(key_of=rank_zero_key, checked=False))),
+        # Replay alone wrong, its rows and layout right: the size it pads to is not the admitted one and has no
+        # room (only the claim's second half, the size replay pads to, tells it apart).
+        ("replay_pads_one_below", "local_admitted_batches_fit_every_rank",
+         "replay pads to one below the size it chose, with no tripwire", REFUTED,
+         functools.partial(local.local_admitted_batches_fit_every_rank,
+                           replay_fn=make_replay(select=lambda c, w, r: _shifted(_scan(c, w, r), -1), checked=False))),
         ("last_size_reported_one_past", "local_admitted_size_is_the_least_that_fits",
          "the last size, when chosen, reported one past it (wrong only at the last index)", REFUTED,
          functools.partial(local.local_admitted_size_is_the_least_that_fits,
@@ -229,8 +235,8 @@ def variants() -> tuple[tuple[str, str, str, int, Status, Callable[[int], tuple[
     return tuple((name, theorem, description, P, expected, build) for name, theorem, description, expected, build in rows)
 
 
-def _shifted(chosen: Selection) -> Selection:
-    return Selection(chosen.admitted, chosen.bucket + 1)
+def _shifted(chosen: Selection, by: int = 1) -> Selection:
+    return Selection(chosen.admitted, chosen.bucket + by)
 
 
 def _last_shifted(chosen: Selection, capture: CaptureList) -> Selection:
