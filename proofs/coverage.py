@@ -137,7 +137,8 @@ BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
     "contiguous_busiest_rank_holds_ceil_share": _bounds("L >= 0"),
     "dual_chunk_swap_loads_sum_to_tokens": _bounds("L >= 0"),
     "dual_chunk_swap_long_requests_split_by_remainder": lambda p: (*_bounds("m >= 0", "m <= 7")(p), _split_threshold(p)),
-    "dual_chunk_swap_request_excess_is_tight": _bounds("L >= 0 @ bound dual_chunk_swap", "L >= 0 @ bound dual_chunk_swap_dcp"),
+    "dual_chunk_swap_request_excess_is_tight": _bounds(*(f"L >= 0 @ {part} {kind}" for kind in ("dual_chunk_swap", "dual_chunk_swap_dcp")
+                                                         for part in ("bound", "reached first at the witness"))),
     "dual_chunk_swap_dcp_copies_exactly_the_short_prefills": lambda p: (*_bounds("L >= 0")(p), _one_chunk_short(p)),
     "interleave_busiest_rank_holds_ceil_share": _bounds("L >= 0", "r >= 0", "r <= P-1"),
     "zigzag_ownership_partitions_blocks_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "j >= 0"),
@@ -336,13 +337,14 @@ def _coverage(theorem: str) -> tuple[Bite, ...]:
         if not where:
             out.append(Bite(theorem, f"boundary: {text}", "no query mentions these variables", parameter, Status.REFUTED, Status.PROVED))
             continue
-        if "@" in text:  # a bound of one part of the argument only
+        one_part = "@" in text
+        if one_part:  # a bound of one part of the argument only
             text, part = (x.strip() for x in text.split("@"))
             where = [q for q in where if q.part == part]
         # The edge on every query that mentions the bound's variables (a lemma's hypotheses tightened is as
         # narrow as the theorem's), the point past it on the first (later lemmas may hold more generally).
         for i, q in enumerate(where if every_query else where[:1]):
-            label = f"{text} ({q.part})" if every_query and len(where) > 1 else text
+            label = f"{text} ({q.part})" if one_part or (every_query and len(where) > 1) else text
             out.append(Bite(theorem, f"edge: {label}", f"the hypotheses admit the edge of {text}", parameter, Status.REFUTED,
                             _satisfiable(q, (edge,))))
             if i == 0:

@@ -204,3 +204,23 @@ def test_a_guarded_lemma_that_no_longer_holds_on_its_own_is_caught(theorem: str,
         monkeypatch.setattr(module, "same_rows", rows_differ)
     lost = [b.variant for b in teeth.coverage(theorem) if not b.ok]
     assert lost and all(v.startswith("lemma holds unguarded: step ") and "rows agree" in v for v in lost)
+
+
+@pytest.mark.parametrize("kind", ["dual_chunk_swap", "dual_chunk_swap_dcp"])
+def test_a_loosened_lower_bound_of_one_part_is_caught_and_named(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # "no shorter prefill reaches the excess" over L >= -1: negative lengths are no prefill, and the part
+    # still proves, so only its own boundary sees it
+    real = BY_NAME["dual_chunk_swap_request_excess_is_tight"]
+    part = f"reached first at the witness {kind}"
+    length = z3.Int("L")
+
+    def loosened(parameter: int) -> tuple[Query, ...]:
+        return tuple(
+            dataclasses.replace(q, hypotheses=tuple(length >= -1 if h.eq(length >= 0) else h for h in q.hypotheses))
+            if q.part == part else q
+            for q in real.build(parameter)
+        )
+
+    _replace_theorem(monkeypatch, real.name, loosened)
+    lost = [b.variant for b in teeth.coverage(real.name) if not b.ok]
+    assert lost == [f"past: L >= 0 ({part})"]
