@@ -33,20 +33,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mutation  # noqa: E402  (the harness, beside this file)
 
 
-def _sampled(report: dict[str, object]) -> list[mutation.Mutant]:
-    """The report's sample again: its target's files at its revision, every mutant of them, the same seeded
-    draw (benchmarks/mutation.py ``run_target``)."""
-    rev = str(report["revision"])
-    target = mutation.TARGETS[str(report["target"])]
+def _everything(rev: str, target_name: str) -> list[mutation.Mutant]:
+    """Every mutant of the target's files at ``rev``, in the harness's order."""
+    target = mutation.TARGETS[target_name]
     root = mutation.make_copy(rev)
     try:
-        everything = [m for f in target.files(root) for m in mutation.mutants_of(f, (root / f).read_text())]
+        return [m for f in target.files(root) for m in mutation.mutants_of(f, (root / f).read_text())]
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _sampled(report: dict[str, object], everything: list[mutation.Mutant] | None = None) -> list[mutation.Mutant]:
+    """The report's sample again: its target's files at its revision, every mutant of them, the same seeded
+    draw (benchmarks/mutation.py ``run_target``)."""
+    if everything is None:
+        everything = _everything(str(report["revision"]), str(report["target"]))
     limit, seed = int(str(report["mutants"])), report["sample_seed"]
     if seed is None:
         return everything
     return [everything[i] for i in sorted(random.Random(int(str(seed))).sample(range(len(everything)), limit))]
+
+
+def _alike(mutants: list[mutation.Mutant], like: mutation.Mutant) -> list[mutation.Mutant]:
+    """The mutants of ``like``'s file with its operator, edit and line text, in source order: one line can hold
+    two of them (two 1s on a line, each turned 0), told apart only by their order."""
+    return sorted((m for m in mutants if m.path == like.path and m.operator == like.operator
+                   and m.description == like.description and m.text == like.text), key=lambda m: m.start)
 
 
 def _find(sample: list[mutation.Mutant], survivor: dict[str, object]) -> mutation.Mutant:
@@ -59,17 +71,18 @@ def _find(sample: list[mutation.Mutant], survivor: dict[str, object]) -> mutatio
     return found[0]
 
 
-def _at(rev: str, target: str, survivor: dict[str, object]) -> mutation.Mutant | None:
-    """The survivor among ``rev``'s mutants of its file: the same operator, edit and line text (None: gone)."""
-    path = str(survivor["where"]).rsplit(":", 1)[0]
+def _at(rev: str, original: mutation.Mutant, before: list[mutation.Mutant]) -> mutation.Mutant | None:
+    """The survivor ``original`` (one of ``before``, the mutants at the sample's revision) among ``rev``'s
+    mutants of its file: the same operator, edit and line text, and the same place among those alike (None:
+    gone)."""
     root = mutation.make_copy(rev)
     try:
-        source = (root / path).read_text() if (root / path).exists() else ""
+        source = (root / original.path).read_text() if (root / original.path).exists() else ""
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    found = [m for m in mutation.mutants_of(path, source) if m.operator == survivor["operator"]
-             and m.description == survivor["mutation"] and m.text == survivor.get("line_text")] if source else []
-    return found[0] if found else None
+    ordinal = [m.start for m in _alike(before, original)].index(original.start)
+    found = _alike(mutation.mutants_of(original.path, source), original) if source else []
+    return found[ordinal] if ordinal < len(found) else None
 
 
 def _run(rev: str, mutant: mutation.Mutant, timeout: float) -> tuple[str, float, str]:
@@ -92,11 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     report = json.loads(args.report.read_text())
     rev = str(report["revision"]) if args.at is None else mutation._head(args.at)
     survivors = list(report["survivors"])
-    if args.at is None:
-        sample = _sampled(report)
-        mutants: list[mutation.Mutant | None] = [_find(sample, s) for s in survivors]
-    else:
-        mutants = [_at(rev, str(report["target"]), s) for s in survivors]
+    before = _everything(str(report["revision"]), str(report["target"]))
+    originals = [_find(_sampled(report, before), s) for s in survivors]
+    mutants: list[mutation.Mutant | None] = list(originals) if args.at is None else [_at(rev, m, before) for m in originals]
 
     def run(m: mutation.Mutant | None) -> tuple[str, float, str]:
         return ("gone", 0.0, f"no such mutant in {rev}: the line was rewritten or removed") if m is None else _run(rev, m, args.timeout)
