@@ -6,8 +6,9 @@ too. ``cpgraph prove`` therefore runs, after the proofs, every variant of proofs
 theorems it checked, and fails (exit 1) when one gets the wrong verdict: that theorem has lost its
 teeth. It also checks each theorem's declared scope (proofs/scope.py) against what the proofs ran and what
 their hypotheses reach (proofs/scope_witness.py: ``scope_bites``). Variants run at their own small
-parameter; the whole pass takes a few seconds of solver time per worker (``jobs``: the variants and each theorem's coverage are independent tasks, run in a pool of spawned
-workers like the proofs themselves).
+parameter. Its tasks (each variant, each theorem's coverage, each agreement family) are independent: ``cpgraph
+prove`` runs them in the proofs' own pool of workers (``prove_with_teeth``), after the proof tasks; ``teeth``
+runs them alone, in a pool of ``jobs`` spawned workers.
 """
 
 from __future__ import annotations
