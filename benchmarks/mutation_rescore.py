@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     rev = str(report["revision"]) if args.at is None else mutation._head(args.at)
     survivors = list(report["survivors"])
     before = _everything(str(report["revision"]), str(report["target"]))
-    originals = [_find(_sampled(report, before), s) for s in survivors]
+    sample = _sampled(report, before)
+    originals = [_find(sample, s) for s in survivors]
     mutants: list[mutation.Mutant | None] = list(originals) if args.at is None else [_at(rev, m, before) for m in originals]
 
     def run(m: mutation.Mutant | None) -> tuple[str, float, str]:

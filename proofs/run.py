@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
 import multiprocessing
 import os
 import time
@@ -146,13 +145,13 @@ Job = tuple[str, Any]  # ("prove", a _worker task) or ("after", (index, an ``aft
 
 
 def _job(job: Job) -> tuple[str, Any]:
-    """One task of the shared pool: a proof task (its TaskResults) or one of ``run_with``'s ``after`` tasks
-    (its index and what ``after_fn`` returned)."""
+    """One task of the shared pool: a proof task (its TaskResults) or one of ``run_with``'s ``after`` calls
+    (its index and what the call returned)."""
     kind, task = job
     if kind == "prove":
         return kind, _worker(task)
-    index, (module, function, argument) = task
-    return kind, (index, getattr(importlib.import_module(module), function)(argument))
+    index, (function, argument) = task
+    return kind, (index, function(argument))
 
 
 def default_jobs() -> int:
@@ -179,7 +178,7 @@ def run_obligations(
     return results
 
 
-After = tuple[str, str, Any]  # (module, function, argument): a picklable call run in a worker
+After = tuple[Callable[[Any], Any], Any]  # (function, argument): a module-level function (pickled by name), run in a worker
 
 
 def run_with(
@@ -192,7 +191,7 @@ def run_with(
     witnesses: bool = False,
     after: Sequence[After] = (),
 ) -> tuple[list[ObligationResult], list[Any] | None]:
-    """``run_obligations``, and in the same pool of workers the calls ``after`` (module, function, argument:
+    """``run_obligations``, and in the same pool of workers the calls ``after`` (function, argument:
     ``function(argument)`` in a worker), started once every proof task has been handed out: one pool, so the
     calls fill the proofs' tail instead of waiting for a second pool to start. Returns the obligations'
     results and the calls' results in ``after``'s order, or None in their place when some obligation was

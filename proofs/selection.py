@@ -50,6 +50,7 @@ from cpgraph.spec.selection import (
     scan_step,
     symbolic_capture_list,
 )
+from cpgraph.spec.replay import tripwire as spec_tripwire
 from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of
 
 Step = Callable[[CaptureList, int, Window, IntLike, Selection], Selection]
@@ -100,14 +101,8 @@ Select = Callable[[CaptureList, Window, IntLike], Selection]
 Tripwire = Callable[[CaptureList, IntTerm, tuple[IntTerm, ...]], BoolTerm]
 
 
-def _spec_tripwire(capture: CaptureList, bucket: IntTerm, loads: tuple[IntTerm, ...]) -> BoolTerm:
-    from cpgraph.spec.replay import tripwire
-
-    return tripwire(capture, bucket, loads)
-
-
 def scan_select_is_the_step_folded_over_the_whole_list(
-    length: int, *, select: Select = scan_select, tripwire: Tripwire = _spec_tripwire
+    length: int, *, select: Select = scan_select, tripwire: Tripwire = spec_tripwire
 ) -> tuple[Query, ...]:
     """The scan admission and replay call (spec/selection.py scan_select) is the scan step folded over the
     whole list: on a list of K buckets its decision is one scan step at the first bucket over its decision on

@@ -62,6 +62,14 @@ def _long_first(tasks: Sequence[Task]) -> list[int]:
     return sorted(range(len(tasks)), key=lambda i: tasks[i][0] in ("variant", "minimal"))
 
 
+def _in_task_order(order: Sequence[int], done: Sequence[tuple[Bite, ...]]) -> list[tuple[Bite, ...]]:
+    """The results of tasks handed out in ``order`` (``_long_first``), put back in task order."""
+    results: list[tuple[Bite, ...]] = [()] * len(order)
+    for i, found in zip(order, done):
+        results[i] = found
+    return results
+
+
 def teeth(
     theorems: Iterable[str], *, jobs: int = 1, proved: Iterable[ObligationResult] | None = None, cp_max: int = 64
 ) -> tuple[tuple[Bite, ...], float]:
@@ -77,10 +85,7 @@ def teeth(
     if jobs > 1 and len(tasks) > 1:
         order = _long_first(tasks)
         with multiprocessing.get_context("spawn").Pool(min(jobs, len(tasks))) as pool:
-            done = pool.map(teeth_task, [tasks[i] for i in order], chunksize=1)
-        results: list[tuple[Bite, ...]] = [()] * len(tasks)
-        for i, found in zip(order, done):
-            results[i] = found
+            results = _in_task_order(order, pool.map(teeth_task, [tasks[i] for i in order], chunksize=1))
     else:
         results = [teeth_task(t) for t in tasks]
     return finish(wanted, results, proved, cp_max), time.perf_counter() - start
@@ -112,14 +117,11 @@ def prove_with_teeth(
     order = _long_first(tasks)
     results, done = run_with(
         obligations, cp_max=cp_max, jobs=jobs, progress=progress, opinions=opinions, witnesses=True,
-        after=[("cpgraph.proofs.teeth", "teeth_task", tasks[i]) for i in order],
+        after=[(teeth_task, tasks[i]) for i in order],
     )
     if done is None:
         return results, ()
-    found: list[tuple[Bite, ...]] = [()] * len(tasks)
-    for i, bites in zip(order, done):
-        found[i] = bites
-    return results, finish(names, found, results, cp_max)
+    return results, finish(names, _in_task_order(order, done), results, cp_max)
 
 
 def toothless(bites: Iterable[Bite]) -> tuple[Bite, ...]:

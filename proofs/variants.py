@@ -17,6 +17,7 @@ import z3
 from cpgraph.proofs import arith, batch, capacity, dual_chunk_swap, selection, strategies, variants_end_to_end, variants_local, zigzag
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
+from cpgraph.spec.replay import tripwire
 from cpgraph.spec.selection import CaptureList, Selection, Window, is_least_fitting, scan_select
 from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of, any_of
 from cpgraph.proofs.wrong_terms import (
@@ -99,8 +100,6 @@ def scan_of_the_first_8_buckets(capture: CaptureList, window: Window, required: 
 def tripwire_of_the_first_8_buckets(capture: CaptureList, bucket: IntTerm, loads: tuple[IntTerm, ...]) -> BoolTerm:
     """spec.replay.tripwire, but reading only the first 8 buckets of the list (a capacity lookup that stops
     early: replay would refuse every bucket past the 8th, unseen by 3-bucket end-to-end lists)."""
-    from cpgraph.spec.replay import tripwire
-
     return tripwire(CaptureList(capture.buckets[:8], capture.capacities[:8], capture.recorded[:8]), bucket, loads)
 
 

@@ -167,3 +167,29 @@ def test_operators_keeps_only_the_named_operators(capsys: pytest.CaptureFixture[
     assert keys and all(": narrow-range: " in k for k in keys)  # DECODE_PLACEMENTS' two ends
     with pytest.raises(SystemExit):
         mutation.main(["--target", "spec", "--operators", "no-such-operator", "--list"])
+
+
+def _rescore() -> ModuleType:
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # mutation_rescore imports the harness beside it
+    try:
+        spec = importlib.util.spec_from_file_location("mutation_rescore", ROOT / "benchmarks" / "mutation_rescore.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_a_rescore_tells_two_alike_mutants_on_one_line_apart_by_their_order() -> None:
+    # two 1s on one line, each turned 0: the same operator, edit and line text; only their order differs
+    rescore = _rescore()
+    source = "def h(p, n):\n    return p * n <= n + (p - 1) * (n >= 1)\n"
+    mutants = rescore.mutation.mutants_of("m.py", source)
+    alike = [m for m in mutants if m.description == "1 -> 0"]
+    assert len(alike) == 2
+    for m in alike:
+        found = rescore._alike(mutants, m)
+        assert found == alike and found[[x.start for x in found].index(m.start)] is m
+    first, second = (m.apply(source) for m in alike)
+    assert "(p - 0)" in first and "(n >= 1)" in first and "(p - 1)" in second and "(n >= 0)" in second

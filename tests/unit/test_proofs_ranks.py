@@ -54,20 +54,16 @@ def test_a_middle_rank_deciding_from_its_own_load_is_refuted_at_a_middle_rank() 
     assert "rank 1 (any layout, global)" in result.failure.label or "rank 2 (any layout, global)" in result.failure.label
 
 
-def test_a_scan_of_the_first_8_buckets_is_refuted_only_past_8_buckets() -> None:
-    theorem = selection.scan_select_is_the_step_folded_over_the_whole_list
-    at_8 = run_queries("fold", 8, theorem(8, select=scan_of_the_first_8_buckets), "K=8", shrink=False)
-    at_9 = run_queries("fold", 9, theorem(9, select=scan_of_the_first_8_buckets), "K=9", shrink=False)
-    assert at_8.failure is None
-    assert at_9.failure is not None and at_9.failure.verdict.status is Status.REFUTED
-    assert run_queries("fold", 32, theorem(32), "K=32", shrink=False).failure is None
-
-
-def test_a_tripwire_of_the_first_8_buckets_is_refuted_only_past_8_buckets() -> None:
+@pytest.mark.parametrize("cut, part", [
+    ({"select": scan_of_the_first_8_buckets}, "fold"),
     # replay refusing every bucket past the 8th: the end-to-end chains' 3-bucket lists cannot see it
+    ({"tripwire": tripwire_of_the_first_8_buckets}, "replay's tripwire"),
+])
+def test_a_list_read_to_its_8th_bucket_only_is_refuted_only_past_8_buckets(cut: dict[str, object], part: str) -> None:
     theorem = selection.scan_select_is_the_step_folded_over_the_whole_list
-    at_8 = run_queries("fold", 8, theorem(8, tripwire=tripwire_of_the_first_8_buckets), "K=8", shrink=False)
-    at_9 = run_queries("fold", 9, theorem(9, tripwire=tripwire_of_the_first_8_buckets), "K=9", shrink=False)
+    at_8 = run_queries("fold", 8, theorem(8, **cut), "K=8", shrink=False)  # type: ignore[arg-type]
+    at_9 = run_queries("fold", 9, theorem(9, **cut), "K=9", shrink=False)  # type: ignore[arg-type]
     assert at_8.failure is None
     assert at_9.failure is not None and at_9.failure.verdict.status is Status.REFUTED
-    assert at_9.failure.label.startswith("K=9 replay's tripwire")
+    assert at_9.failure.label.startswith(f"K=9 {part}")
+    assert run_queries("fold", 32, theorem(32), "K=32", shrink=False).failure is None

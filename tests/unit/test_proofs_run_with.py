@@ -15,7 +15,7 @@ from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.registry import BY_NAME
 
 CHEAP = "padding_window_holds_n_for_every_factor"  # one symbolic query
-CALLS = [("cpgraph.proofs.teeth", "teeth_task", t) for t in teeth.teeth_tasks([CHEAP])]
+CALLS = [(teeth.teeth_task, t) for t in teeth.teeth_tasks([CHEAP])]
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
@@ -23,7 +23,7 @@ def test_the_calls_after_the_proofs_come_back_in_their_order(jobs: int) -> None:
     results, after = run.run_with([BY_NAME[CHEAP]], cp_max=4, jobs=jobs, witnesses=True, after=CALLS)
     assert [r.status for r in results] == [Status.PROVED]
     assert after is not None and len(after) == len(CALLS) >= 2
-    assert after == [teeth.teeth_task(call[2]) for call in CALLS]  # each in its own slot, whatever finished first
+    assert after == [teeth.teeth_task(call[1]) for call in CALLS]  # each in its own slot, whatever finished first
 
 
 def test_prove_with_teeth_gives_the_bites_of_the_separate_pass() -> None:
@@ -37,15 +37,20 @@ def test_prove_with_teeth_gives_the_bites_of_the_separate_pass() -> None:
 def test_a_theorem_not_proved_reads_none_of_the_calls(monkeypatch: pytest.MonkeyPatch) -> None:
     # In one process (jobs=1) the registry can be patched: the theorem now claims something false.
     x = z3.Int("x")
-    false = dataclasses.replace(BY_NAME[CHEAP], build=lambda _: (Query("false", x > 0, (x >= 0,)),))
+    real = BY_NAME[CHEAP]
+    false = dataclasses.replace(real, build=lambda _: (Query("false", x > 0, (x >= 0,)),))
     monkeypatch.setitem(run.BY_NAME, CHEAP, false)
     called: list[object] = []
     monkeypatch.setattr(teeth, "teeth_task", lambda task: called.append(task) or ())
-    results, after = run.run_with([false], cp_max=4, jobs=1, after=CALLS)
+    spied = [(teeth.teeth_task, task) for _, task in CALLS]  # the patched function, looked up now
+    results, after = run.run_with([false], cp_max=4, jobs=1, after=spied)
     assert [r.status for r in results] == [Status.REFUTED]
     assert after is None and called == []  # the calls are not run for a run that failed
     results, bites = teeth.prove_with_teeth([false], cp_max=4, jobs=1)
-    assert [r.status for r in results] == [Status.REFUTED] and bites == ()
+    assert [r.status for r in results] == [Status.REFUTED] and bites == () and called == []
+    monkeypatch.setitem(run.BY_NAME, CHEAP, real)
+    results, after = run.run_with([real], cp_max=4, jobs=1, after=spied)
+    assert after is not None and len(called) == len(CALLS)  # the spy does see the calls of a proved run
 
 
 def test_a_verdict_only_run_reports_the_refutation_without_a_model_or_replay() -> None:
