@@ -24,7 +24,7 @@ def divmod_quotient_and_remainder_are_unique(parameter: int, *, divide: DivModBy
         Query(
             "divmod",
             z3.And(first.quotient == second.quotient, first.remainder == second.remainder),
-            (divisor >= 1, first.holds, second.holds),
+            (first.holds, second.holds),  # S >= 1 follows from 0 <= m < S
         ),
     )
 
@@ -39,7 +39,7 @@ def align_up_is_least_multiple_at_or_above(parameter: int, *, align: AlignUp = a
         Query(
             "align",
             z3.And(aligned.value >= value, aligned.value < value + size, aligned.value == size * times),
-            (size >= 1, value >= 0, aligned.holds, times == aligned.value / size),
+            (value >= 0, aligned.holds, times == aligned.value / size),  # A >= 1 follows from aligned.holds
         ),
     )
 

@@ -1,5 +1,6 @@
 """Coverage, run by the teeth pass: every theorem's hypotheses are satisfiable, also at the boundary of its
-domain and one past it, and each theorem's queries cover the scope it states."""
+domain and one past it, each theorem's queries cover the scope it states, and no bound it assumes is implied
+by the others (proofs/needed.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 import z3
 
 from cpgraph.proofs.check import Status, check, one_context
+from cpgraph.proofs.needed import needed_bites
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.registry import BY_NAME
 from cpgraph.spec.terms import BoolTerm
@@ -319,6 +321,7 @@ def _coverage(theorem: str) -> tuple[Bite, ...]:
         ok = f"cap.b{k - 1}" in seen and f"cap.b{k}" not in seen
         out.append(Bite(theorem, f"scope: {k}-bucket lists", f"the queries' capture list has exactly the {k} buckets the scope states",
                         parameter, Status.PROVED, Status.PROVED if ok else Status.REFUTED))
+    out += needed_bites(obligation, parameter, queries)
     boundaries = BOUNDARIES.get(theorem)
     if boundaries is None:
         return (*out, Bite(theorem, "boundaries", "no boundary points listed in proofs/teeth.py BOUNDARIES", parameter,

@@ -107,7 +107,7 @@ def dual_chunk_swap_long_requests_split_by_remainder(
     for kind, builder in rows:
         length, loads = request_terms(builder, p)
         q, m = z3.Int("q"), z3.Int("m")
-        facts = (length == 2 * p * q + m, m >= 0, m < 2 * p, q >= threshold(p, kind), length >= 0, loads.holds)
+        facts = (length == 2 * p * q + m, m >= 0, m < 2 * p, q >= threshold(p, kind), loads.holds)  # so L >= 0
         claim = all_of(x == form(p, q, m, r) for r, x in enumerate(loads.loads))
         out.append(Query(
             kind, claim, facts, size=length, shown=_shown(loads),

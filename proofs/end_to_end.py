@@ -211,12 +211,17 @@ def ranks_sharing_their_capture_state_agree(
         other = RankSetup(s.strategy, s.cp_size, align, factor, other_capture)
         first = admit_fn(s.batch, s.n, s.setup, 0, "rank0")
         second = admit_fn(s.batch, s.n, other, s.cp_size - 1, "rankP")
-        agree: list[BoolTerm] = [capture_list_is_sorted(other_capture), *[c >= 0 for c in other_capture.capacities]]
+        # The second rank's list is sorted and its capacities >= 0 as the first's are: stated only where not shared.
+        agree: list[BoolTerm] = []
         if "capture_num_tokens" in shared:
             agree += [x == y for x, y in zip(s.capture.buckets, other_capture.buckets)]
+        else:
+            agree.append(capture_list_is_sorted(other_capture))
         if "bucket_local_tokens" in shared:
             agree += [x == y for x, y in zip(s.capture.capacities, other_capture.capacities)]
             agree += [x == y for x, y in zip(s.capture.recorded, other_capture.recorded)]
+        else:
+            agree += [c >= 0 for c in other_capture.capacities]
         claim = same_decision(first.selection, second.selection)[1]  # the same admit verdict, and bucket when admitted
         out += s.chain("ranks_sharing_their_capture_state_agree", (same_rows(first.required, second.required), ("rank_consensus", claim)),
                        (first.holds, second.holds, *agree),

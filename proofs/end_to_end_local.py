@@ -212,9 +212,9 @@ def local_ranks_sharing_their_sizes_agree(
         other = RankSetup(s.strategy, s.cp_size, s.setup.align_size, s.factor, other_capture, KEYING)
         first = admit_fn(s.batch, s.n, s.setup, 0, "rank0")
         second = admit_fn(s.batch, s.n, other, s.cp_size - 1, "rankP")
-        agree: list[BoolTerm] = [capture_list_is_sorted(other_capture)]
-        if "capture_num_tokens" in shared:
-            agree += [x == y for x, y in zip(s.capture.buckets, other_capture.buckets)]
+        agree: list[BoolTerm] = (  # the second rank's list is sorted as the first's is: stated only where not shared
+            [x == y for x, y in zip(s.capture.buckets, other_capture.buckets)] if "capture_num_tokens" in shared
+            else [capture_list_is_sorted(other_capture)])
         claim = same_decision(first.selection, second.selection)[1]  # the same admit verdict, and bucket when admitted
         out += s.chain("local_ranks_sharing_their_sizes_agree", (*s.layouts_agree("rank0.live", "rankP.live"), same_rows(first.required, second.required), ("rank_consensus", claim)),
                        (first.holds, second.holds, *agree),

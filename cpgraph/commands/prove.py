@@ -262,13 +262,18 @@ def _print_text(
         named = {(v.theorem, v.name) for v in VARIANTS}
         variants = sum((b.theorem, b.variant) in named for b in bites)
         scoped = sum(b.variant.startswith("scope") for b in bites)
+        needed = sum(b.variant.startswith("needed:") for b in bites)
         print(f"\nteeth: {len(bites) - len(lost)} of {len(bites)} checks kept their verdicts ({variants} wrong "
-              f"variants, {scoped} declared-scope checks,\n  {len(bites) - variants - scoped} coverage and domain-guard "
-              f"checks; the scope's witnesses took {sum(r.witness_seconds for r in results):.1f} s of CPU in the proof workers)")
+              f"variants, {scoped} declared-scope checks, {needed} needed bounds,\n  {len(bites) - variants - scoped - needed} "
+              f"coverage and domain-guard checks; the scope's witnesses took {sum(r.witness_seconds for r in results):.1f} s of CPU in the proof workers)")
         for b in lost:
             if b.variant.startswith("scope"):
                 print(f"  SCOPE LOST {b.theorem}: {b.variant}: {b.description} (its declared scope, proofs/scope.py, "
                       "is not what was proved)")
+                continue
+            if b.variant.startswith("needed:"):
+                print(f"  IMPLIED {b.theorem}: {b.variant[len('needed: '):]} follows from the query's other hypotheses at parameter "
+                      f"{b.parameter} (and at the theorem's other parameters up to 8): delete it, or it hides a weakened copy")
                 continue
             print(f"  LOST {b.theorem}: variant {b.variant} ({b.description}) at {b.parameter}: "
                   f"expected {b.expected.value}, got {b.got.value}: the theorem no longer tells this wrong spec apart")
