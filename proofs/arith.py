@@ -60,7 +60,7 @@ def folded_literals_equal_their_terms(cp_size: int, *, align: AlignUp = align_up
     queries: list[Query] = []
     # Each strategy's symbolic terms are built once (a builder two rows share: once) and compared with the
     # folded terms at every value.
-    symbolic = [(group[0], rank_loads((x,), p, f"sym{group[0]}", group[0])) for group in same_builder_groups(tuple(STRATEGIES))]
+    symbolic = [(sid, rank_loads((x,), p, f"sym{sid}", sid)) for sid, *_ in same_builder_groups(tuple(STRATEGIES))]
     for value in sorted({0, 1, p - 1, p, p + 1, 2 * p - 1, 2 * p, 2 * p + 1, 3 * p + 1, 4 * p - 1, 4 * p}):
         same: list[z3.BoolRef] = []
         facts: list[z3.BoolRef] = [x == value, y == value + 1]

@@ -55,7 +55,7 @@ def headroom_bound_holds_for_any_number_of_requests(
             cp_size=p,
             strategy="zigzag",
             length_names=("L",),
-            claim="P * max(loads) <= N + (P - 1) * (N >= 1)",
+            claim="P * max(loads) <= N + P - 1",
         ),
     )
     prior, tokens, requests = state_so_far()
@@ -90,7 +90,7 @@ def headroom_bound_is_tight(
     request = Query(
         "request",
         p * rank_load(parts, p - 1, p) == length + p - 1,
-        (length >= 1, parts.holds, clause.holds, clause.remainder == (p + 1) % (2 * p)),
+        (clause.quotient >= 0, parts.holds, clause.holds, clause.remainder == (p + 1) % (2 * p)),  # L = 2Pq + (P+1) mod 2P, q >= 0
         size=length,
         replay=batch_replay(
             theorem="headroom_bound_is_tight",

@@ -149,7 +149,7 @@ BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
     "headroom_bound_holds_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "r <= P-1", "L >= 0", "R >= 1", "k <= R"),
     "headroom_bound_is_tight_for_symbolic_cp_size": _bounds("P >= 2", "q >= 0"),
     "headroom_bound_holds_for_any_number_of_requests": _bounds("L >= 0", "r >= 0", "r <= P-1", "R >= 1", "k <= R"),
-    "headroom_bound_is_tight": _bounds("k >= 0 @ step", "k >= 1 @ bound"),
+    "headroom_bound_is_tight": _bounds("tight.q >= 0 @ request", "k >= 0 @ step", "k >= 1 @ bound"),
     "capture_capacity_is_aligned_ceil_share": _bounds("B >= 1"),
     "headroom_capture_fits_first_bucket_at_or_above_n": lambda p: (
         *_bounds("k >= 0", "k <= N", "R >= 1", "n >= 1", "N <= n", "B >= n")(p), _busiest_at_headroom(p)),
@@ -219,7 +219,8 @@ SCOPES: dict[str, tuple[str, ...]] = {
 def scope_edges() -> tuple[Bite, ...]:
     """The end-to-end theorems' stated scope at its edges: every class-encodable strategy with F in {2, 3/2} up
     to P = 8, only zigzag with F = 2 above it; the local theorems: the DualChunkSwap instances and any layout up
-    to P = 8, any layout alone above it (proofs/README.md, registry scopes)."""
+    to P = 8, any layout alone above it (proofs/README.md, registry scopes); and every "up to P" threshold is
+    the declared one (``_thresholds``)."""
     from fractions import Fraction
 
     from cpgraph.proofs import end_to_end, end_to_end_local
@@ -234,7 +235,33 @@ def scope_edges() -> tuple[Bite, ...]:
         got_labels = {s.label for s in end_to_end_local.local_settings(p)}
         out.append(Bite("local end-to-end scope", f"P={p}", "the DualChunkSwap instances up to P = 8, any layout at every P",
                         p, Status.PROVED, Status.PROVED if got_labels == labels else Status.REFUTED))
-    return tuple(out)
+    return (*out, *_thresholds())
+
+
+def _thresholds() -> tuple[Bite, ...]:
+    """Each "up to P = x" threshold of the theorems equals the x their declared scope (proofs/scope.py) states.
+    The sampled cp sizes jump from 8 to 12, so a threshold moved to 9, 10 or 11 runs the very same queries:
+    only this comparison tells it from the declared one."""
+    from cpgraph.proofs import end_to_end_local, setting, strategies
+    from cpgraph.proofs.scope import SCOPE
+
+    def strategies_to(theorem: str) -> int:
+        return max(s.max_p or 0 for s in SCOPE[theorem].strategies)
+
+    pairs = (
+        ("OTHER_STRATEGIES_MAX_P", setting.OTHER_STRATEGIES_MAX_P, "admitted_bucket_is_captured", strategies_to("admitted_bucket_is_captured")),
+        ("OTHER_STRATEGIES_MAX_P (factors)", setting.OTHER_STRATEGIES_MAX_P, "admitted_bucket_is_captured",
+         max(f.max_p or 0 for f in SCOPE["admitted_bucket_is_captured"].factors)),
+        ("INSTANCE_MAX_P", end_to_end_local.INSTANCE_MAX_P, "local_admitted_size_is_captured", strategies_to("local_admitted_size_is_captured")),
+        ("TABLE_ROWS_MAX_P", strategies.TABLE_ROWS_MAX_P, "table_batch_loads_sum_to_tokens", strategies_to("table_batch_loads_sum_to_tokens")),
+        ("EVERY_RANK_MAX_P", setting.EVERY_RANK_MAX_P, "ranks_sharing_their_capture_state_agree",
+         SCOPE["ranks_sharing_their_capture_state_agree"].every_rank_max_p),
+        ("EVERY_RANK_MAX_P (local)", setting.EVERY_RANK_MAX_P, "local_ranks_sharing_their_sizes_agree",
+         SCOPE["local_ranks_sharing_their_sizes_agree"].every_rank_max_p),
+    )
+    return tuple(Bite(theorem, f"threshold: {name}", f"{name} = {value}, the scope declares up to P = {declared}", value,
+                      Status.PROVED, Status.PROVED if value == declared else Status.REFUTED)
+                 for name, value, theorem, declared in pairs)
 
 
 def _constants(terms: Iterable[BoolTerm]) -> set[str]:
@@ -277,6 +304,11 @@ def _chains(queries: Sequence[Query]) -> list[tuple[str, Query]]:
     return out
 
 
+def _guards(claim: BoolTerm, lemma: BoolTerm) -> bool:
+    """``claim`` is ``Implies(Not(x), lemma)``: a lemma proved where the theorem's claim ``x`` fails."""
+    return (z3.is_implies(claim) and z3.is_not(claim.arg(0)) and claim.arg(1).eq(lemma))
+
+
 def _covered(fragment: str, queries: Sequence[Query]) -> bool:
     """Some query's label names ``fragment`` as a whole part (not inside a longer word)."""
     return any(re.search(rf"(^|[\s(]){re.escape(fragment)}($|[\s)])", q.part) for q in queries)
@@ -304,6 +336,11 @@ def _coverage(theorem: str) -> tuple[Bite, ...]:
             verdict = check(q.lemma, hypotheses=q.hypotheses, rlimit=q.rlimit, pipeline_first=True).status
             out.append(Bite(theorem, f"lemma holds unguarded: step {step + 1}, {q.part}",
                             "the chain's lemma, stated on its own, is proved", parameter, Status.PROVED, verdict))
+    # A lemma field belongs to a guarded lemma step only (claim: Implies(Not(claim of the theorem), lemma)); set
+    # elsewhere it re-proves a claim already proved, and a step whose field went missing is never checked alone.
+    stray = [q.part for q in queries if q.lemma is not None and not _guards(q.claim, q.lemma)]
+    out.append(Bite(theorem, "lemma fields only on guarded lemma steps", ", ".join(stray) or "none", parameter, Status.PROVED,
+                    Status.REFUTED if stray else Status.PROVED))
     # A lemma that assumes its own conclusion proves whatever it says (an off-by-one slice of earlier lemmas).
     circular = [q.part for q in queries if any(z3.is_expr(h) and h.eq(q.claim) for h in q.hypotheses)]
     out.append(Bite(theorem, "no query assumes its own claim", ", ".join(circular) or "none", parameter, Status.PROVED,

@@ -17,7 +17,7 @@ from typing import Final
 import z3
 
 from cpgraph.proofs.obligation import Query
-from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, indicator
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads
 
 EMPTY_BATCH: Final = (0, 0, 0)
 """(a rank's load, tokens N, non-empty requests k) of the batch before its first request: the state every
@@ -53,9 +53,11 @@ def next_request(cp_size: int) -> tuple[Loads, IntTerm]:
 
 def request_excess(cp_size: IntLike, load: IntLike, length: IntLike) -> z3.BoolRef:
     """The per-request lemma's conclusion, stated once: a request of L tokens puts l on a rank with
-    P*l <= L + (P-1)*[L >= 1] (an empty request puts nothing). Every use of the lemma calls this."""
+    P*l <= L + P - 1, i.e. l <= ceil(L/P). For an integer load that already says an empty request puts
+    nothing (P*l <= P-1 gives l <= 0), so no [L >= 1] term is written: it would change no verdict. Every use
+    of the lemma calls this."""
     p, n = _term(cp_size), _term(length)
-    return p * _term(load) <= n + (p - 1) * indicator(n >= 1)
+    return p * _term(load) <= n + p - 1
 
 
 def within_headroom(cp_size: IntLike, load: IntLike, tokens: IntLike, requests: IntLike) -> z3.BoolRef:

@@ -181,19 +181,20 @@ def zigzag_busiest_rank_holds_ceil_share(
     cp_size: int, *, split: Split = zigzag_split, rank_load: ZigzagRankLoad = zigzag_rank_load
 ) -> tuple[Query, ...]:
     """Under zigzag, for one request of any length L the busiest rank holds exactly ceil(L/P) tokens: every
-    rank holds at most that, and rank P-1 (when L mod 2P > P) or rank 0 (otherwise) holds it."""
+    rank holds at most that; rank 0 holds it exactly when m = L mod 2P <= P, and rank P-1 exactly when m = 0
+    or m >= P (so one of the two always does, both at m = 0 and m = P)."""
     p = cp_size
     length, rank = z3.Int("L"), z3.Int("r")
     parts = split(length, p, "req")
-    witness = z3.If(parts.remainder > p, p - 1, 0)
-    load, busiest = rank_load(parts, rank, p), rank_load(parts, witness, p)
+    m = parts.remainder
+    load, first, last = rank_load(parts, rank, p), rank_load(parts, 0, p), rank_load(parts, p - 1, p)
     return (
         Query(
             "request",
-            z3.And(p * (load - 1) < length, p * busiest >= length),
+            z3.And(p * (load - 1) < length, (p * first >= length) == (m <= p), (p * last >= length) == z3.Or(m == 0, m >= p)),
             (length >= 0, parts.holds, rank >= 0, rank < p),
             size=length,
-            shown=(("l_r", load), ("l_witness", busiest)),
+            shown=(("l_r", load), ("l_0", first), ("l_last", last)),
             replay=_ceil_share_replay("zigzag_busiest_rank_holds_ceil_share", p, "zigzag"),
         ),
     )

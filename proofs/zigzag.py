@@ -76,17 +76,17 @@ def headroom_bound_holds_for_symbolic_cp_size(
 def busiest_rank_holds_ceil_share_for_symbolic_cp_size(
     parameter: int, *, split: Split = zigzag_split, rank_load: ZigzagRankLoad = zigzag_rank_load
 ) -> tuple[Query, ...]:
-    """For every P >= 1 and every length L, every rank holds at most ceil(L/P) tokens of one request and
-    rank P-1 (when L mod 2P > P) or rank 0 (otherwise) holds exactly that."""
+    """For every P >= 1 and every length L, every rank holds at most ceil(L/P) tokens of one request; rank 0
+    holds exactly that when m = L mod 2P <= P, and rank P-1 exactly when m = 0 or m >= P."""
     del parameter
     p, _, length, load, hypotheses, parts = _symbolic(split, rank_load)
     assert hasattr(parts, "remainder")
-    witness = z3.If(parts.remainder > p, p - 1, 0)
-    busiest = rank_load(parts, witness, p)  # type: ignore[arg-type]
+    m = parts.remainder
+    first, last = rank_load(parts, 0, p), rank_load(parts, p - 1, p)  # type: ignore[arg-type]
     return (
         Query(
             "request",
-            z3.And(p * (load - 1) < length, p * busiest >= length),
+            z3.And(p * (load - 1) < length, (p * first >= length) == (m <= p), (p * last >= length) == z3.Or(m == 0, m >= p)),
             hypotheses,
             size=length,
         ),

@@ -157,11 +157,27 @@ def test_a_strategy_left_out_of_a_theorem_is_caught(monkeypatch: pytest.MonkeyPa
 
 def test_the_end_to_end_scope_edges_hold() -> None:
     bites = teeth.scope_edges()
-    assert [(b.theorem, b.variant) for b in bites] == [
+    assert [(b.theorem, b.variant) for b in bites][:4] == [
         ("end-to-end scope", "P=8"), ("end-to-end scope", "P=12"), ("local end-to-end scope", "P=8"),
         ("local end-to-end scope", "P=12"),
     ]
+    assert {b.variant for b in bites[4:]} == {
+        "threshold: OTHER_STRATEGIES_MAX_P", "threshold: OTHER_STRATEGIES_MAX_P (factors)", "threshold: INSTANCE_MAX_P",
+        "threshold: TABLE_ROWS_MAX_P", "threshold: EVERY_RANK_MAX_P", "threshold: EVERY_RANK_MAX_P (local)",
+    }
     assert all(b.ok for b in bites)
+
+
+@pytest.mark.parametrize("module, name", [("setting", "OTHER_STRATEGIES_MAX_P"), ("setting", "EVERY_RANK_MAX_P"),
+                                          ("end_to_end_local", "INSTANCE_MAX_P"), ("strategies", "TABLE_ROWS_MAX_P")])
+def test_a_threshold_moved_into_the_sampling_gap_is_caught(monkeypatch: pytest.MonkeyPatch, module: str, name: str) -> None:
+    # No sampled cp size lies in 9..11: a threshold of 9 runs the same queries as 8, and only the declared scope
+    # tells them apart.
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module(f"cpgraph.proofs.{module}"), name, 9)
+    lost = [b.variant for b in teeth.scope_edges() if not b.ok]
+    assert lost and all(v.startswith(f"threshold: {name}") for v in lost)
 
 
 def test_a_dual_chunk_swap_instance_left_out_of_a_local_theorem_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -225,3 +241,21 @@ def test_a_loosened_lower_bound_of_one_part_is_caught_and_named(kind: str, monke
     _replace_theorem(monkeypatch, real.name, loosened)
     lost = [b.variant for b in teeth.coverage(real.name) if not b.ok]
     assert lost == [f"past: L >= 0 ({part})"]
+
+
+@pytest.mark.parametrize("where", ["last step", "unguarded lemma"])
+def test_a_lemma_field_off_a_guarded_lemma_step_fails(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    # A lemma field re-proves its own claim where the step is not a guarded lemma: the theorem's own claim
+    # (the last step), or a step stated unguarded. Either one is a chain built wrong.
+    real = BY_NAME["admitted_bucket_is_captured"]
+
+    def stray(parameter: int) -> tuple[Query, ...]:
+        queries = list(real.build(parameter))
+        index = len(queries) - 1 if where == "last step" else 0
+        claim = queries[index].claim if where == "last step" else z3.Bool("lemma")
+        queries[index] = dataclasses.replace(queries[index], claim=claim, lemma=claim)
+        return tuple(queries)
+
+    _replace_theorem(monkeypatch, real.name, stray)
+    lost = [b.variant for b in teeth.coverage(real.name) if not b.ok]
+    assert "lemma fields only on guarded lemma steps" in lost
