@@ -306,7 +306,7 @@ def _chains(queries: Sequence[Query]) -> list[tuple[str, Query]]:
 
 def _guards(claim: BoolTerm, lemma: BoolTerm) -> bool:
     """``claim`` is ``Implies(Not(x), lemma)``: a lemma proved where the theorem's claim ``x`` fails."""
-    return (z3.is_implies(claim) and z3.is_not(claim.arg(0)) and claim.arg(1).eq(lemma))
+    return bool(z3.is_implies(claim) and z3.is_not(claim.arg(0)) and claim.arg(1).eq(lemma))
 
 
 def _covered(fragment: str, queries: Sequence[Query]) -> bool:
