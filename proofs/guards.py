@@ -59,6 +59,26 @@ def _guard_cases() -> tuple[tuple[str, Callable[[], object], Callable[[], object
         ("arith.max_of", lambda: arith.max_of((x,), "g"), lambda: arith.max_of((), "g")),
         ("terms.int_term", lambda: terms.int_term(0), lambda: terms.int_term(False)),
         ("terms.Loads.plus", lambda: one.plus(one), lambda: one.plus(two)),
+        *_proof_guard_cases(),
+    )
+
+
+def _proof_guard_cases() -> tuple[tuple[str, Callable[[], object], Callable[[], object]], ...]:
+    """The same for the theorems' own helpers that refuse bad input (proofs/setting.py)."""
+    from fractions import Fraction
+
+    from cpgraph.proofs import setting
+    from cpgraph.spec.admission import admit
+    from cpgraph.spec.replay import replay
+
+    def alike(form: str) -> object:
+        return setting.every_rank_alike("guard", setting.setting(1, "zigzag", Fraction(2), form=form), admit, replay)
+
+    return (
+        ("proofs.setting.ranks_at", lambda: setting.ranks_at(1), lambda: setting.ranks_at(0)),
+        ("proofs.setting.setting form", lambda: setting.setting(1, "zigzag", Fraction(2), form="requests"),
+         lambda: setting.setting(1, "zigzag", Fraction(2), form="request")),
+        ("proofs.setting.every_rank_alike", lambda: alike("any"), lambda: alike("classes")),
     )
 
 
@@ -77,7 +97,8 @@ def _raises(call: Callable[[], object], argument: str | None = None) -> bool:
 _NAMED = {name: "cp_size" for name in (
     "batch.class_batch", "capacity.headroom_bound", "strategies.contiguous_request_loads",
     "strategies.dual_chunk_swap_request_loads", "strategies.dual_chunk_swap_dcp_request_loads", "batch.any_layout",
-    "strategies.interleave_loads", "zigzag.zigzag_request_loads", "batch.requests_batch cp_size")}
+    "strategies.interleave_loads", "zigzag.zigzag_request_loads", "batch.requests_batch cp_size",
+    "proofs.setting.ranks_at")} | {"proofs.setting.setting form": "form", "proofs.setting.every_rank_alike": "every_rank_alike"}
 
 
 def guards() -> tuple[Bite, ...]:
