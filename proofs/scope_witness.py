@@ -131,6 +131,8 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
     vacuous: list[str] = []
     longer: list[str] = []
     lists = [e.var for e in edges if e.kind == "last_bucket"]
+    counts = [(e.var, e.count) for e in edges if e.kind == "requests" and e.form == "requests"]
+    more: list[str] = []
     for label, members in groups(queries, edges, [s.name for s in scope.strategies]):
         hypotheses = _hypotheses(members)
         union = z3.And(list(hypotheses))
@@ -138,6 +140,8 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
         applied.update(terms)
         if k is not None and any(occurs(f"{var}.b{k}", union) for var in lists):
             longer.append(label)
+        if any(occurs(f"{var}.L{count}", union) for var, count in counts):
+            more.append(label)
         if _sat((*hypotheses, *terms.values()), rlimit) == "sat":
             continue
         # Which member, and which part of the scope: each member alone, then each edge alone.
@@ -167,6 +171,9 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
     if k is not None and lists:
         out.append(Witnessed(f"capture lists of at most {k} buckets, as declared", not longer,
                              "longer lists in: " + ", ".join(longer) if longer else ""))
+    for var, count in counts:  # a requests batch of exactly the declared requests: one more is another scope
+        out.append(Witnessed(f"requests batches of at most {count} requests, as declared", not more,
+                             "more requests in: " + ", ".join(more) if more else ""))
     return (*out, *_labels(scope, parameter, queries), *_ranks(scope, parameter, queries))
 
 

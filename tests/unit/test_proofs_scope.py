@@ -171,3 +171,19 @@ def test_the_consensus_theorems_compare_exactly_the_declared_ranks(theorem: str,
     monkeypatch.setattr(setting, "ranks_at", lambda p: (0, p // 2, p - 1))  # the ends and the middle only
     ok, detail = ranks(5)["ranks 1..4 compared with rank 0"]
     assert not ok and "missing [1, 3]" in detail
+
+
+@pytest.mark.parametrize("requests", [1, 3])
+def test_a_requests_batch_of_other_than_the_declared_two_fails(monkeypatch: pytest.MonkeyPatch, requests: int) -> None:
+    # "DualChunkSwap's own loads: up to 2 prefills": one fewer leaves the second request's edge unreached,
+    # one more proves a scope nobody declared (and costs more); both fail the scope, naming the batch.
+    from cpgraph.proofs.scope_witness import witness_checks
+
+    monkeypatch.setattr(setting, "REQUESTS", requests)
+    got = {w.what: w.ok for w in witness_checks(LOCAL, 2, BY_NAME[LOCAL].build(2))}
+    if requests == 3:
+        assert got["requests batches of at most 2 requests, as declared"] is False
+    else:
+        assert [what for what, ok in got.items() if not ok] == ["batch: every request present, past 2**62 (requests batch)"], got
+    monkeypatch.setattr(setting, "REQUESTS", 2)
+    assert all(witness.ok for witness in witness_checks(LOCAL, 2, BY_NAME[LOCAL].build(2)))
