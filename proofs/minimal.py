@@ -29,9 +29,10 @@ class Pinned:
 
 PINNED = (
     # vLLM 0.26-0.28 at P = 4: one prefill of 2 tokens (DualChunkSwap loads (1, 1, 0, 0)): admitted under the
-    # least size >= 2, replayed under 1 (a requests batch: padding counted after requests and tokens).
+    # least size >= 2, replayed under 1 (a requests batch: padding counted after requests and tokens, so n = 2
+    # with its 2 tokens, not one token padded to 2).
     Pinned("vllm_0_28_split", "local_admitted_batches_replay_the_admitted_size",
-           (("n", "2"), ("requests", "1"), ("admitted", "2"), ("replayed", "1"))),
+           (("n", "2"), ("tokens", "2"), ("requests", "1"), ("admitted", "2"), ("replayed", "1"))),
     # sglang 0.5.17's admission at P = 4: one request of 8 tokens, admitted to bucket 8 whose 8 rows are
     # one request's zigzag rows aligned to A = 8 (a class batch: requests, then tokens).
     Pinned("prefix_admission", "admitted_batches_fit_every_rank", (("n", "8"), ("requests", "1"))),

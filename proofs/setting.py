@@ -209,7 +209,7 @@ class Setting:
         """One checked chain: step i is proved under the setting, every earlier step's claim, and ``facts``
         (or the step's own subset of facts, its third element: fewer hypotheses make a stronger lemma);
         the last step is the theorem's claim. A lemma is stated once (its builder) and used as proved."""
-        shown_all = (("n", self.n), ("requests", self.batch.requests), *shown)
+        shown_all = (("n", self.n), ("tokens", self.batch.tokens), ("requests", self.batch.requests), *shown)
         if self.form == "classes":
             replay_of = class_batch_replay(
                 theorem=theorem, cp_size=self.cp_size, strategy=self.strategy, factor=self.factor,
