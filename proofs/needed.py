@@ -27,7 +27,7 @@ RECHECK_MAX = 8  # a bound implied at the coverage parameter is rechecked at the
 
 _COMPARISONS = (z3.Z3_OP_LE, z3.Z3_OP_GE, z3.Z3_OP_LT, z3.Z3_OP_GT, z3.Z3_OP_EQ, z3.Z3_OP_DISTINCT)
 
-Place = tuple[str, int]  # (the query's part, the bound's index among its hypotheses)
+Place = tuple[str, int, int]  # (the query's part, which query of that part, the bound's index among its hypotheses)
 
 
 def is_bound(term: object) -> bool:
@@ -42,24 +42,34 @@ def _implied(query: Query, index: int) -> bool:
     return verdict.status is Status.PROVED
 
 
+def _by_place(queries: Sequence[Query]) -> dict[tuple[str, int], Query]:
+    """The queries by (part, which query of that part): two chains may share their labels."""
+    seen: dict[str, int] = {}
+    out = {}
+    for q in queries:
+        out[(q.part, seen.get(q.part, 0))] = q
+        seen[q.part] = seen.get(q.part, 0) + 1
+    return out
+
+
 def _bounds(queries: Sequence[Query]) -> dict[int, list[Place]]:
     """Every bound the queries assume (by term id, lemmas of their chains left out), and where."""
     claims = [q.claim for q in queries]
     out: dict[int, list[Place]] = {}
-    for q in queries:
+    for (part, which), q in _by_place(queries).items():
         for i, h in enumerate(q.hypotheses):
             if is_bound(h) and not any(h.eq(c) for c in claims):
-                out.setdefault(h.get_id(), []).append((q.part, i))
+                out.setdefault(h.get_id(), []).append((part, which, i))
     return out
 
 
 def _implied_everywhere(queries: Sequence[Query], places: Sequence[Place]) -> bool | None:
     """True when the bound is implied at every place it occupies in ``queries``; None when none of the
     places is a bound there (another parameter's queries are built differently)."""
-    by_part = {q.part: q for q in queries}
+    by_place = _by_place(queries)
     seen = False
-    for part, i in places:
-        q = by_part.get(part)
+    for part, which, i in places:
+        q = by_place.get((part, which))
         if q is None or i >= len(q.hypotheses) or not is_bound(q.hypotheses[i]):
             continue
         seen = True
@@ -71,12 +81,12 @@ def _implied_everywhere(queries: Sequence[Query], places: Sequence[Place]) -> bo
 def needed_bites(obligation: Obligation, parameter: int, queries: Sequence[Query]) -> tuple[Bite, ...]:
     """One Bite per bound of ``queries`` (built at ``parameter``): REFUTED expected (its negation has a model
     under the other hypotheses somewhere), PROVED got when it is implied everywhere it was checked."""
-    by_part = {q.part: q for q in queries}
+    by_place = _by_place(queries)
     out = []
     for places in _bounds(queries).values():
-        part, index = places[0]
-        text = " ".join(str(by_part[part].hypotheses[index]).split())
-        implied = all(_implied(by_part[p], i) for p, i in places)
+        part, which, index = places[0]
+        text = " ".join(str(by_place[part, which].hypotheses[index]).split())
+        implied = all(_implied(by_place[p, w], i) for p, w, i in places)
         if implied:  # needed at another parameter (P = 1, a shorter list) is needed
             for other in obligation.parameters(RECHECK_MAX):
                 if other != parameter and other <= RECHECK_MAX and _implied_everywhere(obligation.build(other), places) is False:

@@ -86,3 +86,15 @@ def test_every_registered_theorem_needs_every_bound_it_assumes() -> None:
         obligation = BY_NAME[name]
         got = _verdicts(obligation, COVERAGE_PARAMETER[obligation.over])
         assert got and all(v is Status.REFUTED for v in got.values()), (name, got)
+
+
+def test_two_queries_of_one_part_are_told_apart() -> None:
+    # Two chains may share their labels (any capacities, captured capacities): a bound is looked up in its own
+    # query, not in the last one of that label.
+    def same_label(p: int) -> tuple[Query, ...]:
+        x, y = z3.Int("x"), z3.Int("y")
+        return (Query("step", x >= 1, (x >= 0, x >= 2)), Query("step", y >= 1, (y >= 2,)))
+
+    got = _verdicts(_theorem(same_label))
+    assert got["needed: x >= 0 (step)"] is Status.PROVED  # implied by x >= 2 in its own (the first) query
+    assert got["needed: x >= 2 (step)"] is Status.REFUTED and got["needed: y >= 2 (step)"] is Status.REFUTED
