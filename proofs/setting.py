@@ -64,7 +64,7 @@ def ranks_at(cp_size: int) -> tuple[int, ...]:
 
 # -- built once per task ------------------------------------------------------------------------------------------
 
-_SHARED: list[dict[tuple[Hashable, ...], Any]] = []  # the innermost ``shared_settings`` block's builds, if any
+_SHARED: dict[tuple[Hashable, ...], Any] | None = None  # the innermost ``shared_settings`` block's builds, if any
 T = TypeVar("T")
 
 
@@ -75,17 +75,18 @@ def shared_settings() -> Iterator[None]:
     is saved: z3 hash-conses terms, and the builders name their variables deterministically, so a shared term
     is the very term a rebuild gives. Outside any block nothing is shared, so a caller that patches a spec
     builder between two builds sees its patch."""
-    _SHARED.append({})
+    global _SHARED
+    outer, _SHARED = _SHARED, {}
     try:
         yield
     finally:
-        _SHARED.pop()
+        _SHARED = outer
 
 
 def _shared(key: tuple[Hashable, ...], build: Callable[[], T]) -> T:
-    if not _SHARED:
+    built = _SHARED
+    if built is None:
         return build()
-    built = _SHARED[-1]
     if key not in built:
         built[key] = build()
     value: T = built[key]
