@@ -282,7 +282,7 @@ def _symbolic(least: int = 1) -> CpSizes:
 _LARGE_P = (Edge("large_p", "P"),)
 _LAST_RANK = Edge("last_rank", "r")
 _SCAN = Scope(_NONE, lists=Lists(1, 32), note="unbounded values and capacities, some missing; every n, F, required",
-              edges=(*_past("n", "high"), Edge("last_bucket", "cap", key="n")))
+              edges=(*_past("n", "high", "required"), Edge("last_bucket", "cap", key="n")))
 _E2E_EDGES = (*_past("n", "batch.Q"), Edge("requests", "batch", form="classes"),
               Edge("last_bucket", "cap", key="n"))
 _E2E = Scope(
@@ -358,7 +358,7 @@ SCOPE: dict[str, Scope] = {
     "scan_selects_least_fitting_bucket": _SCAN,
     "scan_selects_least_fitting_bucket_for_any_list_length": Scope(
         _NONE, lists=Lists(1, None), note="unbounded values and capacities; every n, F, required",
-        edges=_past("n", "high", "head.bucket")),
+        edges=_past("n", "high", "head.bucket", "required")),
     "scan_select_is_the_step_folded_over_the_whole_list": dataclasses.replace(
         _SCAN, note=_SCAN.note + "; the fold admission and replay call and replay's tripwire, both keyings (with the step theorems: induction over the list)"),
     "scan_selects_a_captured_bucket": _SCAN,
@@ -371,7 +371,7 @@ SCOPE: dict[str, Scope] = {
     "local_scan_meets_every_invariant": Scope(
         _NONE, keyings=("local",), lists=Lists(1, 32), note="every key m >= 0; spec/invariants.py's claims",
         edges=(*_past("key"), Edge("last_bucket", "cap", key="key"))),
-    "padding_window_holds_n_for_every_factor": Scope(_NONE, note="every F >= 1 and n >= 1 (symbolic)", edges=_past("n")),
+    "padding_window_holds_n_for_every_factor": Scope(_NONE, note="every F >= 1 and n >= 1 (symbolic)", edges=_past("n", "F")),
     "class_loads_track_request_loads": Scope(
         _SAMPLED, (Strategy("zigzag"), Strategy("contiguous", 8)), requests="any",
         note="base + step; the class-encodable rows (interleave: by its total; not the DualChunkSwap rows)",
