@@ -27,7 +27,7 @@ from typing import Any
 
 CP_KINDS = ("every", "listed", "symbolic", "none")
 REQUEST_KINDS = ("", "one", "up to", "any")
-EDGE_KINDS = ("past", "requests", "last_bucket", "large_p", "last_rank")
+EDGE_KINDS = ("past", "requests", "last_bucket", "every_bucket", "large_p", "last_rank")
 HUGE = 2**62  # "all lengths": a witness past it
 MANY = 2**40  # "any number of requests": a witness with this many
 LARGE_P = 2**20  # "every P": a witness at this P
@@ -97,7 +97,9 @@ class Edge:
     """A witness the hypotheses must admit at every declared parameter: ``past`` (``var`` > 2**62: an
     unbounded length), ``requests`` (the most requests the batch form allows: ``var`` names the batch and
     ``form`` its kind, classes / requests / any), ``last_bucket`` (the capture list ``var`` at its longest,
-    its last bucket past 2**62 and chosen by the key ``key``) or ``large_p`` (the symbolic P at 2**20)."""
+    its last bucket past 2**62 and chosen by the key ``key``), ``every_bucket`` (every bucket and every
+    capacity of the list ``var`` past 2**62: no value of the list is bounded), ``large_p`` (the symbolic P at
+    2**20) or ``last_rank``."""
 
     kind: str
     var: str = ""
@@ -121,6 +123,8 @@ class Edge:
             return f"{self.var}: {most.get(self.form, self.form)} ({self.form} batch)"
         if self.kind == "last_bucket":
             return f"last bucket of {self.var} chosen by {self.key}, past 2**62"
+        if self.kind == "every_bucket":
+            return f"every bucket and capacity of {self.var} past 2**62"
         if self.kind == "last_rank":
             return f"{self.var} = P-1 (the last rank)"
         return "P = 2**20 (every P)"
@@ -282,9 +286,9 @@ def _symbolic(least: int = 1) -> CpSizes:
 _LARGE_P = (Edge("large_p", "P"),)
 _LAST_RANK = Edge("last_rank", "r")
 _SCAN = Scope(_NONE, lists=Lists(1, 32), note="unbounded values and capacities, some missing; every n, F, required",
-              edges=(*_past("n", "high", "required"), Edge("last_bucket", "cap", key="n")))
+              edges=(*_past("n", "high", "required"), Edge("last_bucket", "cap", key="n"), Edge("every_bucket", "cap")))
 _E2E_EDGES = (*_past("n", "batch.Q"), Edge("requests", "batch", form="classes"),
-              Edge("last_bucket", "cap", key="n"))
+              Edge("last_bucket", "cap", key="n"), Edge("every_bucket", "cap"))
 _E2E = Scope(
     _SAMPLED, _CLASS, ("global",), Lists(_LIST_LENGTH, _LIST_LENGTH, fixed=True), "any",
     factors=(Factor("2"), Factor("3/2", 8)), note="any padded n, A = default", edges=_E2E_EDGES,
@@ -295,7 +299,7 @@ _LOCAL = Scope(
     note="any layout: free per-rank loads (every strategy, any number of requests); DualChunkSwap's own loads: up to 2 "
     "prefills; any n",
     edges=(*_past("n", "batch.N"), Edge("requests", "batch", form="any"), Edge("requests", "batch", form="requests", count=2, max_p=8),
-           Edge("last_bucket", "cap", key="batch.l0")),
+           Edge("last_bucket", "cap", key="batch.l0"), Edge("every_bucket", "cap")),
 )
 
 
@@ -370,7 +374,7 @@ SCOPE: dict[str, Scope] = {
     "scan_selects_first_bucket_at_or_above_n_when_it_has_room": _SCAN,
     "local_scan_meets_every_invariant": Scope(
         _NONE, keyings=("local",), lists=Lists(1, 32), note="every key m >= 0; spec/invariants.py's claims",
-        edges=(*_past("key"), Edge("last_bucket", "cap", key="key"))),
+        edges=(*_past("key"), Edge("last_bucket", "cap", key="key"), Edge("every_bucket", "cap"))),
     "padding_window_holds_n_for_every_factor": Scope(_NONE, note="every F >= 1 and n >= 1 (symbolic)", edges=_past("n", "F")),
     "class_loads_track_request_loads": Scope(
         _SAMPLED, (Strategy("zigzag"), Strategy("contiguous", 8)), requests="any",

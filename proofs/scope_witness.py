@@ -67,7 +67,10 @@ def edge_term(edge: Edge, scope: Scope, parameter: int) -> tuple[BoolTerm, str]:
         return z3.And([x > HUGE for x in lengths]), f"{edge.var}.L{edge.count - 1}"
     k = list_length(scope, parameter)
     if k is None:
-        raise ValueError(f"a last_bucket edge needs a capture-list length in the scope; got lists={scope.lists!r}")
+        raise ValueError(f"a {edge.kind} edge needs a capture-list length in the scope; got lists={scope.lists!r}")
+    if edge.kind == "every_bucket":  # sorted buckets: the first past 2**62 puts every one there
+        return (z3.And(z3.Int(f"{edge.var}.b0") > HUGE, *(z3.Int(f"{edge.var}.c{i}") > HUGE for i in range(k))),
+                f"{edge.var}.b0")
     last, key = z3.Int(f"{edge.var}.b{k - 1}"), z3.Int(edge.key)
     facts = [last > HUGE, key <= last, z3.Bool(f"{edge.var}.rec{k - 1}"), z3.Int(f"{edge.var}.c{k - 1}") > HUGE,
              z3.Implies(z3.Bool("chosen.admitted"), z3.Int("chosen.bucket") == last)]

@@ -156,7 +156,20 @@ def test_a_bounded_request_count_fails_naming_the_class_batch(monkeypatch: pytes
 def test_bounded_bucket_values_fail_naming_the_last_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
     _plant_hypothesis(monkeypatch, LOCAL, lambda p: z3.Int("cap.b2") <= 2**20)
     lost = _lost(_bites((LOCAL,), 1))
-    assert lost == [(LOCAL, "scope witness at P=1: last bucket of cap chosen by batch.l0, past 2**62")]
+    assert lost == [(LOCAL, "scope witness at P=1: last bucket of cap chosen by batch.l0, past 2**62"),
+                    (LOCAL, "scope witness at P=1: every bucket and capacity of cap past 2**62")]
+
+
+@pytest.mark.parametrize("theorem", [LOCAL, "admitted_bucket_is_captured", "scan_selects_minimal_bucket"])
+def test_a_bounded_capacity_below_the_last_fails_naming_the_list(monkeypatch: pytest.MonkeyPatch, theorem: str) -> None:
+    # "unbounded values and capacities": a bound on a capacity the last-bucket witness does not touch
+    _plant_hypothesis(monkeypatch, theorem, lambda p: z3.Int("cap.c0") <= 4096)
+    lost = [variant for _, variant in _lost(_bites((theorem,), 1))]
+    if theorem.startswith("scan"):  # every list length; at K = 1 the first capacity is the last bucket's too
+        assert set(lost) == {f"scope witness at K={k}: every bucket and capacity of cap past 2**62" for k in range(1, 33)} | {
+            "scope witness at K=1: last bucket of cap chosen by n, past 2**62"}
+    else:
+        assert lost == ["scope witness at P=1: every bucket and capacity of cap past 2**62"]
 
 
 @pytest.mark.parametrize("theorem", ["ranks_sharing_their_capture_state_agree", "local_ranks_sharing_their_sizes_agree"])
