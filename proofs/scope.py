@@ -119,7 +119,8 @@ class Edge:
         if self.kind == "past":
             return f"{self.var} past 2**62 (unbounded){where}"
         if self.kind == "requests":
-            most = {"classes": "2**40 requests", "any": "2**40 requests", "requests": "every request present, past 2**62"}
+            most = {"classes": "2**40 requests in every remainder class", "any": "2**40 requests, every load l0..l(P-1) past 2**62",
+                    "requests": "every request present, past 2**62"}
             return f"{self.var}: {most.get(self.form, self.form)} ({self.form} batch)"
         if self.kind == "last_bucket":
             return f"last bucket of {self.var} chosen by {self.key}, past 2**62"

@@ -60,9 +60,10 @@ def edge_term(edge: Edge, scope: Scope, parameter: int) -> tuple[BoolTerm, str]:
     if edge.kind == "requests":
         if edge.form == "classes":  # a ClassBatch's counts: 2P long and 2P short remainder classes
             counts = [z3.Int(f"{edge.var}.{kind}{m}") for kind in "cs" for m in range(2 * parameter)]
-            return z3.Sum(counts) >= MANY, f"{edge.var}.c0"
-        if edge.form == "any":
-            return z3.Int(f"{edge.var}.R") >= MANY, f"{edge.var}.R"
+            return z3.And([x >= MANY for x in counts]), f"{edge.var}.c0"
+        if edge.form == "any":  # any number of requests, and no rank's load bounded
+            loads = [z3.Int(f"{edge.var}.l{r}") > HUGE for r in range(parameter)]
+            return z3.And(z3.Int(f"{edge.var}.R") >= MANY, *loads), f"{edge.var}.R"
         lengths = [z3.Int(f"{edge.var}.L{i}") for i in range(edge.count)]
         return z3.And([x > HUGE for x in lengths]), f"{edge.var}.L{edge.count - 1}"
     k = list_length(scope, parameter)

@@ -84,7 +84,7 @@ def test_the_unchanged_code_reaches_every_edge_of_its_scope() -> None:
     witnessed = {b.variant for b in bites if b.theorem == LOCAL and b.parameter == 5}
     assert {"scope witness at P=5: n past 2**62 (unbounded)", f"scope witness at P=5: {SATISFIABLE}",
             "scope witness at P=5: last bucket of cap chosen by batch.l0, past 2**62",
-            "scope witness at P=5: batch: 2**40 requests (any batch)",
+            "scope witness at P=5: batch: 2**40 requests, every load l0..l(P-1) past 2**62 (any batch)",
             "scope witness at P=5: batch: every request present, past 2**62 (requests batch)"} <= witnessed
     assert "scope witness at K=32: last bucket of cap chosen by n, past 2**62" in {
         b.variant for b in bites if b.theorem == "scan_selects_minimal_bucket"}
@@ -150,7 +150,7 @@ def test_a_bounded_request_count_fails_naming_the_class_batch(monkeypatch: pytes
     name = "admitted_bucket_is_captured"
     _plant_hypothesis(monkeypatch, name, lambda p: z3.Sum([z3.Int(f"batch.{kind}{m}") for kind in "cs" for m in range(2 * p)]) <= 1000)
     lost = _lost(_bites((name,), 1))
-    assert lost == [(name, "scope witness at P=1: batch: 2**40 requests (classes batch)")]
+    assert lost == [(name, "scope witness at P=1: batch: 2**40 requests in every remainder class (classes batch)")]
 
 
 def test_bounded_bucket_values_fail_naming_the_last_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
