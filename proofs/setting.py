@@ -118,15 +118,15 @@ class Setting:
         self.align = documented_align(strategy, p)  # the claim side's A
         spec_align = STRATEGIES[strategy].align_size(p)  # the runner's A, from the spec's table
         self.batch: LiveBatch
+        if form not in BATCH_FORMS:
+            raise ValueError(f"form must be one of {', '.join(BATCH_FORMS)}; got {form!r}")
         if form == "classes":
             class_encodable(strategy)  # a ValueError naming the class-encodable rows, never a silent skip
             self.batch = class_batch(p, "batch")
         elif form == "any":
             self.batch = any_layout(p, "batch")
-        elif form == "requests":
-            self.batch = requests_batch(p, REQUESTS, "batch")
         else:
-            raise ValueError(f"form must be one of {', '.join(BATCH_FORMS)}; got {form!r}")
+            self.batch = requests_batch(p, REQUESTS, "batch")
         self.n = z3.Int("n")
         self.capture = symbolic_capture_list(LIST_LENGTH, "cap")
         self.setup = RankSetup(strategy, p, spec_align, factor, self.capture, keying)
