@@ -3,6 +3,7 @@ needed at another parameter only; a chain's lemmas are not bounds."""
 
 from __future__ import annotations
 
+import pytest
 import z3
 
 from cpgraph.proofs.check import Status, one_context
@@ -98,3 +99,22 @@ def test_two_queries_of_one_part_are_told_apart() -> None:
     got = _verdicts(_theorem(same_label))
     assert got["needed: x >= 0 (step)"] is Status.PROVED  # implied by x >= 2 in its own (the first) query
     assert got["needed: x >= 2 (step)"] is Status.REFUTED and got["needed: y >= 2 (step)"] is Status.REFUTED
+
+
+def test_prove_exits_1_by_itself_on_an_implied_bound(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import dataclasses
+
+    from cpgraph.cli import main
+    from cpgraph.proofs.registry import BY_NAME
+
+    name = "align_up_is_least_multiple_at_or_above"
+    build = BY_NAME[name].build
+    # A >= 0 beside the divisor's facts 0 <= m < A: true, so everything still proves; and dead weight.
+    planted = dataclasses.replace(BY_NAME[name], build=lambda p: tuple(
+        dataclasses.replace(q, hypotheses=(*q.hypotheses, z3.Int("A") >= 0)) for q in build(p)))
+    monkeypatch.setitem(BY_NAME, name, planted)
+    code = main(["prove", "--only", name, "--jobs", "1"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert f"IMPLIED {name}: A >= 0 (align) follows from the query's other hypotheses" in out
+    assert "proved, but some theorems lost their teeth" in out
