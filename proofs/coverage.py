@@ -11,7 +11,7 @@ import z3
 
 from cpgraph.proofs.check import Status, check, one_context
 from cpgraph.proofs.needed import needed_bites
-from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.obligation import SAMPLED_CP_SIZES, Query
 from cpgraph.proofs.registry import BY_NAME
 from cpgraph.spec.terms import BoolTerm
 from cpgraph.proofs.bite import Bite
@@ -201,7 +201,8 @@ SCOPES: dict[str, tuple[str, ...]] = {
         *(f"{part} {kind}" for kind in ("zigzag", "contiguous") for part in ("base loads", "request split", "step loads")),
         *(f"suffix step {kind} T{j}" for kind in ("zigzag", "contiguous") for j in range(8)),  # 2P classes at P = 4
     ),
-    "dual_chunk_swap_long_requests_split_by_remainder": ("dual_chunk_swap", "dual_chunk_swap_dcp"),
+    "dual_chunk_swap_long_requests_split_by_remainder": ("dual_chunk_swap", "dual_chunk_swap_dcp", "tight below dual_chunk_swap",
+                                                         "tight below dual_chunk_swap_dcp"),
     "dual_chunk_swap_request_excess_is_tight": tuple(f"{part} {kind}" for kind in ("dual_chunk_swap", "dual_chunk_swap_dcp")
                                                      for part in ("bound", "reached")),
     "ranks_sharing_their_capture_state_agree": (*_E2E_SCOPE, "any layout, global"),  # the every-rank chains
@@ -259,9 +260,16 @@ def _thresholds() -> tuple[Bite, ...]:
         ("EVERY_RANK_MAX_P (local)", setting.EVERY_RANK_MAX_P, "local_ranks_sharing_their_sizes_agree",
          SCOPE["local_ranks_sharing_their_sizes_agree"].every_rank_max_p),
     )
-    return tuple(Bite(theorem, f"threshold: {name}", f"{name} = {value}, the scope declares up to P = {declared}", value,
-                      Status.PROVED, Status.PROVED if value == declared else Status.REFUTED)
-                 for name, value, theorem, declared in pairs)
+    out = [Bite(theorem, f"threshold: {name}", f"{name} = {value}, the scope declares up to P = {declared}", value,
+                Status.PROVED, Status.PROVED if value == declared else Status.REFUTED)
+           for name, value, theorem, declared in pairs]
+    # The ranks the consensus theorems compare at every sampled P, also the ones above --cp-max's run.
+    for theorem in ("ranks_sharing_their_capture_state_agree", "local_ranks_sharing_their_sizes_agree"):
+        for p in SAMPLED_CP_SIZES:
+            got, declared = set(setting.ranks_at(p)) - {0} or {0}, set(SCOPE[theorem].ranks(p))
+            out.append(Bite(theorem, f"ranks at P={p}", f"ranks_at gives {sorted(got)}, the scope declares {sorted(declared)}",
+                            p, Status.PROVED, Status.PROVED if got == declared else Status.REFUTED))
+    return tuple(out)
 
 
 def _constants(terms: Iterable[BoolTerm]) -> set[str]:

@@ -116,11 +116,11 @@ def dual_chunk_swap_long_requests_split_by_remainder(
                                 claim="all(x == 2 * (N // (2 * P)) + (0 if N % (2 * P) == 0 else "
                                       "(N % (2 * P) - 2 * P + 2 if r == 0 else 2)) for r, x in enumerate(loads))"),
         ))
-        t = threshold(p, kind)
-        if t >= 1:  # tight: one quotient lower, some remainder's loads leave the form (checked on literal lengths)
-            below = [builder(z3.IntVal(2 * p * (t - 1) + r0), p, f"below{r0}") for r0 in range(2 * p)]
-            held = all_of(x == form(p, z3.IntVal(t - 1), z3.IntVal(r0), r) for r0, b in enumerate(below) for r, x in enumerate(b.loads))
-            out.append(Query(f"tight below {kind}", z3.Not(held), tuple(b.holds for b in below)))
+        lower = threshold(p, kind) - 1  # tight: at this quotient some remainder's loads leave the form
+        if lower >= 0:  # (checked on literal lengths; at P = 1 the threshold is 0 and nothing is below it)
+            below = [(r0, builder(z3.IntVal(2 * p * lower + r0), p, f"below{r0}")) for r0 in range(2 * p)]
+            held = all_of(x == form(p, z3.IntVal(lower), z3.IntVal(r0), r) for r0, b in below for r, x in enumerate(b.loads))
+            out.append(Query(f"tight below {kind}", z3.Not(held), tuple(b.holds for _, b in below)))
     return tuple(out)
 
 

@@ -161,7 +161,7 @@ def test_the_end_to_end_scope_edges_hold() -> None:
         ("end-to-end scope", "P=8"), ("end-to-end scope", "P=12"), ("local end-to-end scope", "P=8"),
         ("local end-to-end scope", "P=12"),
     ]
-    assert {b.variant for b in bites[4:]} == {
+    assert {b.variant for b in bites[4:] if b.variant.startswith("threshold")} == {
         "threshold: OTHER_STRATEGIES_MAX_P", "threshold: OTHER_STRATEGIES_MAX_P (factors)", "threshold: INSTANCE_MAX_P",
         "threshold: TABLE_ROWS_MAX_P", "threshold: EVERY_RANK_MAX_P", "threshold: EVERY_RANK_MAX_P (local)",
     }
@@ -259,3 +259,14 @@ def test_a_lemma_field_off_a_guarded_lemma_step_fails(monkeypatch: pytest.Monkey
     _replace_theorem(monkeypatch, real.name, stray)
     lost = [b.variant for b in teeth.coverage(real.name) if not b.ok]
     assert "lemma fields only on guarded lemma steps" in lost
+
+
+def test_a_middle_rank_moved_above_the_run_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Above P = 8 the consensus theorems compare ranks P/2 and P-1 with rank 0; P/3 would be run only at P >= 12,
+    # past a --cp-max 8 run, so the declared ranks are compared with ranks_at at every sampled P here.
+    from cpgraph.proofs import setting
+
+    real = setting.ranks_at
+    monkeypatch.setattr(setting, "ranks_at", lambda p: real(p) if p <= 8 else (0, p // 3, p - 1))
+    lost = {b.variant for b in teeth.scope_edges() if not b.ok}
+    assert lost == {f"ranks at P={p}" for p in (12, 16, 24, 32)}
