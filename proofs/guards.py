@@ -103,13 +103,35 @@ _NAMED = {name: "cp_size" for name in (
 
 def guards() -> tuple[Bite, ...]:
     """Each guarded spec builder at the edge of its domain (must build) and one past it (must raise): a Bite
-    per builder, PROVED when both hold."""
+    per builder, PROVED when both hold; and the spec's replay record defines the layout it built."""
     out = []
     for name, edge, past in _guard_cases():
         ok = not _raises(edge) and _raises(past, _NAMED.get(name))
         out.append(Bite("domain guards", name, "builds at the edge of its domain, raises one past it", 0, Status.PROVED,
                         Status.PROVED if ok else Status.REFUTED))
-    return tuple(out)
+    return (*out, replay_defines_its_layout())
+
+
+def replay_defines_its_layout() -> Bite:
+    """``spec.replay`` takes any layout (a caller's: a padded one, one request of n tokens) and its ``holds`` must
+    define the layout it built, as it does every other term it returns: the theorems assume the live batch's
+    facts anyway, so only a layout of the replay's own making tells a replay that drops them apart."""
+    from fractions import Fraction
+
+    from cpgraph.proofs.variants_end_to_end import one_request_layout
+    from cpgraph.spec.admission import RankSetup
+    from cpgraph.spec.batch import class_batch
+    from cpgraph.spec.replay import replay
+    from cpgraph.spec.selection import symbolic_capture_list
+
+    p, n = 4, z3.Int("contract.n")
+    batch = class_batch(p, "contract.batch")
+    setup = RankSetup("zigzag", p, 2 * p, Fraction(2), symbolic_capture_list(3, "contract.cap"))
+    built = replay(batch, n, setup, 0, "contract.replay", layout=one_request_layout)
+    laid = one_request_layout(batch, n, "contract.replay.layout")  # the same names: the very terms replay built
+    verdict = check(laid.holds, hypotheses=(built.holds,)).status
+    return Bite("spec contracts", "replay defines its layout", "replay's facts imply the facts of the layout it built", p,
+                Status.PROVED, verdict)
 
 
 def induction_base() -> Bite:

@@ -76,6 +76,22 @@ def test_every_spec_builder_guards_its_domain() -> None:
     assert len(bites) >= 15 and all(b.ok for b in bites), [b for b in bites if not b.ok]
 
 
+def test_a_replay_that_drops_its_layouts_facts_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every theorem assumes the live batch's facts, so a replay whose holds leaves out the layout it built still
+    # proves them all; only a layout of replay's own making (one request of n tokens) tells it apart.
+    from cpgraph.spec import replay as spec_replay
+
+    real = spec_replay.replay
+
+    def forgetful(*args: object, **kwargs: object) -> spec_replay.Replay:
+        built = real(*args, **kwargs)  # type: ignore[arg-type]
+        return dataclasses.replace(built, holds=z3.BoolVal(True))
+
+    monkeypatch.setattr(spec_replay, "replay", forgetful)
+    lost = [b.variant for b in teeth.guards() if not b.ok]
+    assert lost == ["replay defines its layout"]
+
+
 def test_a_guard_moved_by_one_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     from cpgraph.spec import batch
 
@@ -133,7 +149,7 @@ def test_the_induction_chain_builds_base_step_and_bound_from_one_invariant() -> 
 def test_teeth_runs_coverage_and_guards_for_the_theorems_it_checks() -> None:
     bites, _ = teeth.teeth(["padding_window_holds_n_for_every_factor"])
     names = {b.theorem for b in bites}
-    assert names == {"padding_window_holds_n_for_every_factor", "domain guards", "induction base"}
+    assert names == {"padding_window_holds_n_for_every_factor", "domain guards", "spec contracts", "induction base"}
     assert all(b.ok for b in bites)
     assert len(OBLIGATIONS) == len(teeth.BOUNDARIES)
 
