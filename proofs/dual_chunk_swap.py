@@ -81,6 +81,13 @@ def _split_form(cp_size: int, quotient: IntTerm, remainder: IntTerm, rank: int) 
 SplitForm = Callable[[int, IntTerm, IntTerm, int], IntTerm]
 
 
+def _form_holds_at(builder: RequestLoads, form: SplitForm, p: int, q: int) -> tuple[BoolTerm, tuple[BoolTerm, ...]]:
+    """Every remainder's loads at quotient ``q`` (the literal lengths 2Pq + m, m < 2P) follow the split form."""
+    built = [(m, builder(z3.IntVal(2 * p * q + m), p, f"at{q}.{m}")) for m in range(2 * p)]
+    return (all_of(x == form(p, z3.IntVal(q), z3.IntVal(m), r) for m, b in built for r, x in enumerate(b.loads)),
+            tuple(b.holds for _, b in built))
+
+
 def split_threshold(cp_size: int, kind: str) -> int:
     """The least quotient from which the split form holds: 2P-2 for dual_chunk_swap, 2P-1 for the dcp row
     (which copies L = 2P(2P-2) + 1, quotient 2P-2), 0 at P = 1."""
@@ -116,11 +123,12 @@ def dual_chunk_swap_long_requests_split_by_remainder(
                                 claim="all(x == 2 * (N // (2 * P)) + (0 if N % (2 * P) == 0 else "
                                       "(N % (2 * P) - 2 * P + 2 if r == 0 else 2)) for r, x in enumerate(loads))"),
         ))
-        lower = threshold(p, kind) - 1  # tight: at this quotient some remainder's loads leave the form
-        if lower >= 0:  # (checked on literal lengths; at P = 1 the threshold is 0 and nothing is below it)
-            below = [(r0, builder(z3.IntVal(2 * p * lower + r0), p, f"below{r0}")) for r0 in range(2 * p)]
-            held = all_of(x == form(p, z3.IntVal(lower), z3.IntVal(r0), r) for r0, b in below for r, x in enumerate(b.loads))
-            out.append(Query(f"tight below {kind}", z3.Not(held), tuple(b.holds for _, b in below)))
+        t = threshold(p, kind)
+        if t >= 1:  # tight: the form holds at quotient t and some remainder leaves it at t - 1 (literal lengths; at
+            # P = 1 the threshold is 0 and nothing is below it)
+            at, at_facts = _form_holds_at(builder, form, p, t)
+            below, below_facts = _form_holds_at(builder, form, p, t - 1)
+            out.append(Query(f"tight below {kind}", z3.And(at, z3.Not(below)), (*at_facts, *below_facts)))
     return tuple(out)
 
 
