@@ -54,11 +54,11 @@ def _by_place(queries: Sequence[Query]) -> dict[tuple[str, int], Query]:
 
 def _bounds(queries: Sequence[Query]) -> dict[int, list[Place]]:
     """Every bound the queries assume (by term id, lemmas of their chains left out), and where."""
-    claims = [q.claim for q in queries]
+    claims = {q.claim.get_id() for q in queries if isinstance(q.claim, z3.ExprRef)}  # one context: same term, same id
     out: dict[int, list[Place]] = {}
     for (part, which), q in _by_place(queries).items():
         for i, h in enumerate(q.hypotheses):
-            if is_bound(h) and not any(h.eq(c) for c in claims):
+            if is_bound(h) and h.get_id() not in claims:
                 out.setdefault(h.get_id(), []).append((part, which, i))
     return out
 
@@ -82,17 +82,20 @@ def needed_bites(obligation: Obligation, parameter: int, queries: Sequence[Query
     """One Bite per bound of ``queries`` (built at ``parameter``): REFUTED expected (its negation has a model
     under the other hypotheses somewhere), PROVED got when it is implied everywhere it was checked."""
     by_place = _by_place(queries)
+    bounds = list(_bounds(queries).values())
+    implied = [_implied_everywhere(queries, places) is True for places in bounds]
+    # Needed at another parameter (P = 1, a shorter list) is needed: each other parameter built once, and only
+    # while some bound is still implied (in a passing run, none is).
+    for other in (x for x in obligation.parameters(RECHECK_MAX) if x != parameter and x <= RECHECK_MAX):
+        if not any(implied):
+            break
+        built = obligation.build(other)
+        implied = [still and _implied_everywhere(built, places) is not False for still, places in zip(implied, bounds)]
     out = []
-    for places in _bounds(queries).values():
+    for places, still in zip(bounds, implied):
         part, which, index = places[0]
         text = " ".join(str(by_place[part, which].hypotheses[index]).split())
-        implied = all(_implied(by_place[p, w], i) for p, w, i in places)
-        if implied:  # needed at another parameter (P = 1, a shorter list) is needed
-            for other in obligation.parameters(RECHECK_MAX):
-                if other != parameter and other <= RECHECK_MAX and _implied_everywhere(obligation.build(other), places) is False:
-                    implied = False
-                    break
         out.append(Bite(obligation.name, f"needed: {text} ({part})",
                         "the other hypotheses do not imply it (an implied bound is dead weight: delete it)", parameter,
-                        Status.REFUTED, Status.PROVED if implied else Status.REFUTED))
+                        Status.REFUTED, Status.PROVED if still else Status.REFUTED))
     return tuple(out)

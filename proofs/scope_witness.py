@@ -135,8 +135,8 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
     vacuous: list[str] = []
     longer: list[str] = []
     lists = [e.var for e in edges if e.kind == "last_bucket"]
-    counts = [(e.var, e.count) for e in edges if e.kind == "requests" and e.form == "requests"]
-    more: list[str] = []
+    counts = {e.var: e.count for e in edges if e.kind == "requests" and e.form == "requests"}
+    more: dict[str, list[str]] = {var: [] for var in counts}  # the groups that carry one request more than declared
     for label, members in groups(queries, edges, [s.name for s in scope.strategies]):
         hypotheses = _hypotheses(members)
         union = z3.And(list(hypotheses))
@@ -144,8 +144,9 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
         applied.update(terms)
         if k is not None and any(occurs(f"{var}.b{k}", union) for var in lists):
             longer.append(label)
-        if any(occurs(f"{var}.L{count}", union) for var, count in counts):
-            more.append(label)
+        for var, count in counts.items():
+            if occurs(f"{var}.L{count}", union):
+                more[var].append(label)
         if _sat((*hypotheses, *terms.values()), rlimit) == "sat":
             continue
         # Which member, and which part of the scope: each member alone, then each edge alone.
@@ -175,9 +176,9 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
     if k is not None and lists:
         out.append(Witnessed(f"capture lists of at most {k} buckets, as declared", not longer,
                              "longer lists in: " + ", ".join(longer) if longer else ""))
-    for var, count in counts:  # a requests batch of exactly the declared requests: one more is another scope
-        out.append(Witnessed(f"requests batches of at most {count} requests, as declared", not more,
-                             "more requests in: " + ", ".join(more) if more else ""))
+    for var, count in counts.items():  # a requests batch of exactly the declared requests: one more is another scope
+        out.append(Witnessed(f"requests batches of at most {count} requests, as declared", not more[var],
+                             "more requests in: " + ", ".join(more[var]) if more[var] else ""))
     return (*out, *_labels(scope, parameter, queries), *_ranks(scope, parameter, queries))
 
 

@@ -272,8 +272,10 @@ def _print_text(
                       "is not what was proved)")
                 continue
             if b.variant.startswith("needed:"):
+                from cpgraph.proofs.needed import RECHECK_MAX
+
                 print(f"  IMPLIED {b.theorem}: {b.variant[len('needed: '):]} follows from the query's other hypotheses at parameter "
-                      f"{b.parameter} (and at the theorem's other parameters up to 8): delete it, or it hides a weakened copy")
+                      f"{b.parameter} (and at the theorem's other parameters up to {RECHECK_MAX}): delete it, or it hides a weakened copy")
                 continue
             print(f"  LOST {b.theorem}: variant {b.variant} ({b.description}) at {b.parameter}: "
                   f"expected {b.expected.value}, got {b.got.value}: the theorem no longer tells this wrong spec apart")
