@@ -3,6 +3,7 @@ terms evaluated on it, and its replay through the reference."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import z3
@@ -48,11 +49,22 @@ def minimise(query: Query, verdict: Verdict, *, rounds: int = 40) -> Mapping[str
     return model
 
 
+UNDER_DEFINED = ("refuted only without the definitions this step leaves out (it is proved from the chain's earlier "
+                 "lemmas); with them it holds: the chain lacks a lemma, the theorem has no counterexample here")
+
+
 def failure_of(label: str, query: Query, verdict: Verdict, *, shrink: bool) -> Failure:
     """The Failure for a query not proved: a refuted one with its (minimised, when ``shrink``) model, shown terms
     and replay."""
     if verdict.status is not Status.REFUTED:
         return Failure(label, verdict)
+    if query.definitions:  # a step proved from lemmas alone: its model need not be a run of the sides
+        query = dataclasses.replace(query, hypotheses=(*query.hypotheses, *query.definitions), definitions=())
+        verdict = check(query.claim, hypotheses=query.hypotheses, rlimit=query.rlimit, model=True)
+        if verdict.status is Status.PROVED:
+            return Failure(label, Verdict(Status.UNKNOWN, verdict.seconds, reason=UNDER_DEFINED))
+        if verdict.status is not Status.REFUTED:
+            return Failure(label, verdict)
     model = minimise(query, verdict) if shrink else verdict.model
     shown = {name: str(_substitute(term, model)) for name, term in query.shown}
     replay = query.replay(model) if query.replay is not None else ""

@@ -263,6 +263,15 @@ def _thresholds() -> tuple[Bite, ...]:
     out = [Bite(theorem, f"threshold: {name}", f"{name} = {value}, the scope declares up to P = {declared}", value,
                 Status.PROVED, Status.PROVED if value == declared else Status.REFUTED)
            for name, value, theorem, declared in pairs]
+    # The capture-list lengths the end-to-end theorems are built with at every sampled P (also above --cp-max's run).
+    for theorem in ("admitted_batches_fit_every_rank", "local_admitted_batches_fit_every_rank"):
+        lists = SCOPE[theorem].lists
+        assert lists is not None
+        for p in SAMPLED_CP_SIZES:
+            got_lengths, declared_lengths = setting.list_lengths_at(p), lists.lengths(p)
+            out.append(Bite(theorem, f"list lengths at P={p}", f"list_lengths_at gives {got_lengths}, the scope declares "
+                            f"{declared_lengths}", p, Status.PROVED,
+                            Status.PROVED if got_lengths == declared_lengths else Status.REFUTED))
     # The ranks the consensus theorems compare at every sampled P, also the ones above --cp-max's run.
     for theorem in ("ranks_sharing_their_capture_state_agree", "local_ranks_sharing_their_sizes_agree"):
         for p in SAMPLED_CP_SIZES:

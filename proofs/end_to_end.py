@@ -5,7 +5,8 @@ Each theorem takes one cp_size P and quantifies over:
 - every batch of any size (spec/batch.py's ClassBatch: R and every length are variables; proofs/batch.py
   proves the abstraction covers every concrete batch), CP-active or not (the gates are modelled);
 - every ``num_tokens`` n >= sum(extend_seq_lens) (DP/CP padding);
-- every sorted capture list of ``LIST_LENGTH`` buckets with any capacities, some missing (and, for
+- every sorted capture list of ``LIST_LENGTH`` buckets (and of ``LONG_LIST_LENGTH`` at ``LONG_LIST_CP_SIZES``)
+  with any capacities, some missing (and, for
   capacity_fit, capacities recorded by the real capture rule: each bucket's own capture layout);
 - the strategy's default alignment and every padding factor of ``FACTORS`` (rational ones included).
 
@@ -43,6 +44,9 @@ from cpgraph.proofs.setting import (
     ReplayFn as ReplayFn,
     FACTORS as FACTORS,
     LIST_LENGTH as LIST_LENGTH,
+    LONG_LIST_CP_SIZES as LONG_LIST_CP_SIZES,
+    LONG_LIST_LENGTH as LONG_LIST_LENGTH,
+    list_lengths_at as list_lengths_at,
     OTHER_STRATEGIES_MAX_P as OTHER_STRATEGIES_MAX_P,
     PADDING_FACTORS as PADDING_FACTORS,
     RLIMIT as RLIMIT,
@@ -145,7 +149,7 @@ def admitted_bucket_is_the_least_that_fits(cp_size: int, *, admit_fn: Admit = ad
         b = a.selection.bucket
         claim = z3.Implies(
             a.selection.admitted,
-            all_of(z3.Implies(bucket_fits(s.capture, i, s.n, s.factor, need), b <= s.capture.buckets[i]) for i in range(LIST_LENGTH)),
+            all_of(z3.Implies(bucket_fits(s.capture, i, s.n, s.factor, need), b <= s.capture.buckets[i]) for i in range(len(s.capture))),
         )
         out += s.chain("admitted_bucket_is_the_least_that_fits", (same_rows(need, a.required), ("minimal_bucket", claim)),
                        (a.holds, facts), (("admitted", b), ("rows needed", need)))
@@ -159,7 +163,7 @@ def active_batches_that_fit_are_admitted(cp_size: int, *, admit_fn: Admit = admi
     for s in _settings(cp_size):
         a = s.admitted(admit_fn)
         need, facts = s.rows_needed("truth")
-        some = any_of(bucket_fits(s.capture, i, s.n, s.factor, need) for i in range(LIST_LENGTH))
+        some = any_of(bucket_fits(s.capture, i, s.n, s.factor, need) for i in range(len(s.capture)))
         # Both directions: a batch the gates let through that some bucket fits is admitted, and nothing
         # else is (an inactive batch, or one no bucket fits, never replays a graph).
         claim = a.selection.admitted == z3.And(is_active(s.batch, s.n), some)
@@ -205,7 +209,7 @@ def ranks_sharing_their_capture_state_agree(
     rank 0 does, for every layout (any per-rank loads), so a rule that reads the deciding rank is refuted."""
     out: list[Query] = []
     for s in _settings(cp_size):
-        other_capture = symbolic_capture_list(LIST_LENGTH, "cap2")
+        other_capture = symbolic_capture_list(len(s.capture), "cap2")
         factor = s.factor if "max_padding_factor" in shared else s.factor + 1
         align = s.setup.align_size if "align_size" in shared else 2 * s.setup.align_size
         other = RankSetup(s.strategy, s.cp_size, align, factor, other_capture)
@@ -226,8 +230,10 @@ def ranks_sharing_their_capture_state_agree(
         out += s.chain("ranks_sharing_their_capture_state_agree", (same_rows(first.required, second.required), ("rank_consensus", claim)),
                        (first.holds, second.holds, *agree),
                        (("rank 0 bucket", first.selection.bucket), ("rank P-1 bucket", second.selection.bucket)))
-    every = setting(cp_size, STRATEGIES_FULL_SCOPE[0], FACTORS[0], form="any")
-    return (*out, *every_rank_alike("ranks_sharing_their_capture_state_agree", every, admit_fn, replay_fn))
+    for k in list_lengths_at(cp_size):
+        every = setting(cp_size, STRATEGIES_FULL_SCOPE[0], FACTORS[0], form="any", list_length=k)
+        out += every_rank_alike("ranks_sharing_their_capture_state_agree", every, admit_fn, replay_fn)
+    return tuple(out)
 
 
 THEOREM_OF_INVARIANT = {

@@ -37,7 +37,7 @@ from cpgraph.proofs.claims import (
 from cpgraph.proofs import end_to_end
 from cpgraph.proofs.end_to_end import _any_decision
 from cpgraph.proofs.obligation import Query
-from cpgraph.proofs.setting import LIST_LENGTH, Admit, ReplayFn, Setting, every_rank_alike, setting
+from cpgraph.proofs.setting import Admit, ReplayFn, Setting, every_rank_alike, list_lengths_at, setting
 from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.spec.admission import RankSetup, admit
 from cpgraph.spec.keying import KEYINGS
@@ -53,10 +53,13 @@ FACTOR = Fraction(2)  # F is not read under the local keying; the setup still ca
 
 
 def local_settings(cp_size: int) -> list[Setting]:
-    """The settings every local theorem covers at ``cp_size``: the DualChunkSwap instances first (their
-    models are real batches), then any layout."""
-    out = [setting(cp_size, sid, FACTOR, keying=KEYING, form="requests") for sid in INSTANCES if cp_size <= INSTANCE_MAX_P]
-    out.append(setting(cp_size, ANY_LAYOUT, FACTOR, keying=KEYING, form="any"))
+    """The settings every local theorem covers at ``cp_size``, for each capture-list length there
+    (``list_lengths_at``): the DualChunkSwap instances first (their models are real batches), then any layout."""
+    out: list[Setting] = []
+    for k in list_lengths_at(cp_size):
+        out += [setting(cp_size, sid, FACTOR, keying=KEYING, form="requests", list_length=k)
+                for sid in INSTANCES if cp_size <= INSTANCE_MAX_P]
+        out.append(setting(cp_size, ANY_LAYOUT, FACTOR, keying=KEYING, form="any", list_length=k))
     return out
 
 
@@ -157,7 +160,7 @@ def local_admitted_size_is_the_least_that_fits(cp_size: int, *, admit_fn: Admit 
         b = a.selection.bucket
         claim = z3.Implies(
             a.selection.admitted,
-            all_of(z3.Implies(size_fits(s.capture, i, key), b <= s.capture.buckets[i]) for i in range(LIST_LENGTH)),
+            all_of(z3.Implies(size_fits(s.capture, i, key), b <= s.capture.buckets[i]) for i in range(len(s.capture))),
         )
         out += s.chain("local_admitted_size_is_the_least_that_fits", (*s.layouts_agree("truth", "admit.live"), same_rows(key, a.required), ("minimal_bucket", claim)),
                        (a.holds, facts), (("admitted", b), ("key", key)))
@@ -171,7 +174,7 @@ def local_batches_that_fit_are_admitted(cp_size: int, *, admit_fn: Admit = admit
     for s in local_settings(cp_size):
         a = s.admitted(admit_fn)
         key, facts = s.rows_needed("truth")
-        claim = a.selection.admitted == any_of(size_fits(s.capture, i, key) for i in range(LIST_LENGTH))
+        claim = a.selection.admitted == any_of(size_fits(s.capture, i, key) for i in range(len(s.capture)))
         out += s.chain("local_batches_that_fit_are_admitted", (*s.layouts_agree("truth", "admit.live"), same_rows(key, a.required), ("no_needless_fallback", claim)),
                        (a.holds, facts), (("key", key),))
     return tuple(out)
@@ -208,7 +211,7 @@ def local_ranks_sharing_their_sizes_agree(
     every layout (any per-rank loads), so a rule that reads the deciding rank is refuted."""
     out: list[Query] = []
     for s in local_settings(cp_size):
-        other_capture = symbolic_capture_list(LIST_LENGTH, "cap2")
+        other_capture = symbolic_capture_list(len(s.capture), "cap2")
         other = RankSetup(s.strategy, s.cp_size, s.setup.align_size, s.factor, other_capture, KEYING)
         first = admit_fn(s.batch, s.n, s.setup, 0, "rank0")
         second = admit_fn(s.batch, s.n, other, s.cp_size - 1, "rankP")
@@ -219,8 +222,9 @@ def local_ranks_sharing_their_sizes_agree(
         out += s.chain("local_ranks_sharing_their_sizes_agree", (*s.layouts_agree("rank0.live", "rankP.live"), same_rows(first.required, second.required), ("rank_consensus", claim)),
                        (first.holds, second.holds, *agree),
                        (("rank 0 size", first.selection.bucket), ("rank P-1 size", second.selection.bucket)))
-    every = local_settings(cp_size)[-1]  # any layout: every strategy's loads at once
-    return (*out, *every_rank_alike("local_ranks_sharing_their_sizes_agree", every, admit_fn, replay_fn))
+    for every in [x for x in local_settings(cp_size) if x.form == "any"]:  # any layout: every strategy's loads at once
+        out += every_rank_alike("local_ranks_sharing_their_sizes_agree", every, admit_fn, replay_fn)
+    return tuple(out)
 
 
 THEOREM_OF_INVARIANT = {

@@ -79,6 +79,8 @@ def _proof_guard_cases() -> tuple[tuple[str, Callable[[], object], Callable[[], 
         ("proofs.setting.setting form", lambda: setting.setting(1, "zigzag", Fraction(2), form="requests"),
          lambda: setting.setting(1, "zigzag", Fraction(2), form="request")),
         ("proofs.setting.every_rank_alike", lambda: alike("any"), lambda: alike("classes")),
+        ("proofs.setting.setting list_length", lambda: setting.setting(1, "zigzag", Fraction(2), list_length=1),
+         lambda: setting.setting(1, "zigzag", Fraction(2), list_length=0)),
     )
 
 

@@ -40,6 +40,9 @@ class Query:
     replay: Replay | None = None
     rlimit: int = DEFAULT_RLIMIT
     lemma: BoolTerm | None = None  # a guarded lemma step's own statement: the teeth pass checks it holds unguarded
+    # Facts a chain's step leaves out to stay small (the sides' definitions; it is proved from earlier lemmas): a
+    # refutation is checked again with them, so a counterexample is a run of the sides (proofs/counterexample.py).
+    definitions: tuple[BoolTerm, ...] = ()
 
 
 Theorem = Callable[[int], tuple[Query, ...]]

@@ -85,11 +85,28 @@ class Factor:
 @dataclass(frozen=True)
 class Lists:
     """Capture-list lengths: ``least``..``most`` buckets (``most`` None: every length, by a quantified
-    argument); ``fixed`` when the list length is the theorem's own constant (not its parameter)."""
+    argument); ``fixed`` when the list length is the theorem's own constant (not its parameter); a fixed
+    length may add ``longer``-bucket lists at the cp sizes ``longer_at`` (every chain built there twice)."""
 
     least: int
     most: int | None
     fixed: bool = False
+    longer: int = 0
+    longer_at: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if bool(self.longer) != bool(self.longer_at) or (self.longer and not self.fixed):
+            raise ValueError(f"longer and longer_at go together, on a fixed length; got {self.longer!r}, {self.longer_at!r}")
+        if self.longer and (self.most is None or self.longer <= self.most):
+            raise ValueError(f"longer must exceed most ({self.most!r}); got {self.longer!r}")
+
+    def lengths(self, parameter: int) -> tuple[int, ...]:
+        """The list lengths declared at ``parameter`` (a cp size for a fixed length, else the length itself)."""
+        if self.most is None:
+            return ()
+        if not self.fixed:
+            return (parameter,)
+        return (self.most, self.longer) if parameter in self.longer_at else (self.most,)
 
 
 @dataclass(frozen=True)
@@ -195,7 +212,8 @@ class Scope:
         """The cp sizes and capture-list lengths alone: the prove table's scope column."""
         parts = [self.cp.text(cp_max)]
         if self.lists is not None:
-            parts.append(f"{self.lists.most}-bucket lists" if self.lists.fixed else
+            longer = f" ({self.lists.longer} at {_longer_at(self.lists)})" if self.lists.longer else ""
+            parts.append(f"{self.lists.most}-bucket lists{longer}" if self.lists.fixed else
                          f"lists of {self.lists.least}..{self.lists.most}" if self.lists.most else "lists of every length")
         return ", ".join(p for p in parts if p)
 
@@ -206,7 +224,10 @@ class Scope:
                          **({"least": self.cp.least} if self.cp.kind == "symbolic" else {})},
             "strategies": [{"name": s.name, "max_cp_size": s.max_p} for s in self.strategies],
             "keyings": list(self.keyings),
-            "capture_list_lengths": None if self.lists is None else {"least": self.lists.least, "most": self.lists.most},
+            "capture_list_lengths": None if self.lists is None else {
+                "least": self.lists.least, "most": self.lists.most,
+                **({"longer": {"most": self.lists.longer, "cp_sizes": list(self.lists.longer_at)}} if self.lists.longer else {}),
+            },
             "requests": {"kind": self.requests or "none", **({"most": self.most_requests} if self.most_requests else {})},
             "tokens": "unbounded" if self.unbounded else "bounded",
             "factors": [{"F": f.value, "max_cp_size": f.max_p} for f in self.factors],
@@ -240,8 +261,15 @@ def _lists(lists: Lists) -> str:
     if lists.most is None:
         return f"sorted capture lists of every length >= {lists.least} (quantified)"
     if lists.least == lists.most:
-        return f"sorted {lists.most}-bucket lists, any capacities"
+        longer = f" (and {lists.longer}-bucket lists at {_longer_at(lists)})" if lists.longer else ""
+        return f"sorted {lists.most}-bucket lists{longer}, any capacities"
     return f"sorted capture lists of {lists.least}..{lists.most} buckets"
+
+
+def _longer_at(lists: Lists) -> str:
+    """Where a fixed length's longer lists are declared: "P = 2", "P in {2, 4}"."""
+    at = lists.longer_at
+    return f"P = {at[0]}" if len(at) == 1 else "P in {" + _runs(at) + "}"
 
 
 def _factors(factors: tuple[Factor, ...]) -> str:
@@ -274,6 +302,7 @@ _ALL_STRATEGIES = tuple(Strategy(s) for s in ("zigzag", "interleave", "contiguou
 _CLASS = (Strategy("zigzag"), Strategy("interleave", 8), Strategy("contiguous", 8))
 _DCS = (Strategy("dual_chunk_swap"), Strategy("dual_chunk_swap_dcp"))
 _LIST_LENGTH = 3  # buckets per capture list in the end-to-end theorems (proofs/setting.py LIST_LENGTH)
+_LONG_LISTS = (32, (2,))  # and this many at these P (proofs/setting.py LONG_LIST_LENGTH, LONG_LIST_CP_SIZES)
 
 
 def _past(*names: str) -> tuple[Edge, ...]:
@@ -291,12 +320,12 @@ _SCAN = Scope(_NONE, lists=Lists(1, 32), note="unbounded values and capacities, 
 _E2E_EDGES = (*_past("n", "batch.Q"), Edge("requests", "batch", form="classes"),
               Edge("last_bucket", "cap", key="n"), Edge("every_bucket", "cap"))
 _E2E = Scope(
-    _SAMPLED, _CLASS, ("global",), Lists(_LIST_LENGTH, _LIST_LENGTH, fixed=True), "any",
+    _SAMPLED, _CLASS, ("global",), Lists(_LIST_LENGTH, _LIST_LENGTH, True, *_LONG_LISTS), "any",
     factors=(Factor("2"), Factor("3/2", 8)), note="any padded n, A = default", edges=_E2E_EDGES,
 )
 _LOCAL = Scope(
     _SAMPLED, (Strategy("any layout"), *(Strategy(s.name, 8) for s in _DCS)), ("local",),
-    Lists(_LIST_LENGTH, _LIST_LENGTH, fixed=True), "any",
+    Lists(_LIST_LENGTH, _LIST_LENGTH, True, *_LONG_LISTS), "any",
     note="any layout: free per-rank loads (every strategy, any number of requests); DualChunkSwap's own loads: up to 2 "
     "prefills; any n",
     edges=(*_past("n", "batch.N"), Edge("requests", "batch", form="any"), Edge("requests", "batch", form="requests", count=2, max_p=8),
@@ -431,7 +460,8 @@ def _bounded_global() -> str:
     extra = [f.value for f in limit.factors if f.value not in {g.value for g in e2e.factors}]
     return (
         f"at P in {{{_sizes(e2e)}}}, with {every} at every one of them and {others} up to P = {bound}, "
-        f"{e2e.lists.most}-bucket capture lists, and F {factors} ({above} only above P = {bound}; the padding limit "
+        f"{e2e.lists.most}-bucket capture lists (every chain of every end-to-end theorem also on {e2e.lists.longer}-bucket "
+        f"lists at {_longer_at(e2e.lists)}), and F {factors} ({above} only above P = {bound}; the padding limit "
         f"also {', '.join(extra[:-1])} and {extra[-1]})"
     )
 
@@ -440,7 +470,8 @@ def _local_sentence() -> str:
     local = SCOPE["local_admitted_batches_fit_every_rank"]
     assert local.lists is not None
     bound = max(s.max_p or 0 for s in local.strategies)
-    return (f"at cp_size {_sizes(local)} with {local.lists.most}-size lists, and instantiated with DualChunkSwap's own "
+    return (f"at cp_size {_sizes(local)} with {local.lists.most}-size lists ({local.lists.longer}-size lists too at "
+            f"{_longer_at(local.lists)}), and instantiated with DualChunkSwap's own "
             f"loads for up to 2 prefills at P <= {bound}")
 
 
@@ -456,6 +487,7 @@ def blocks() -> dict[str, dict[str, str]]:
     scan = SCOPE["scan_selects_minimal_bucket"].lists
     assert scan is not None
     e2e = SCOPE["admitted_batches_fit_every_rank"]
+    assert e2e.lists is not None
     bound = max(s.max_p or 0 for s in e2e.strategies)
     return {
         "README.md": {
@@ -464,12 +496,13 @@ def blocks() -> dict[str, dict[str, str]]:
                 "in `proofs/scope.py`, and the teeth pass fails a theorem whose run or hypotheses fall short of its "
                 "declaration): the end-to-end theorems (one per invariant, any number of requests, padded n, "
                 "independently built admission and replay) run by default " + _bounded_global() + "; the pre-fix "
-                "sides are refuted at 64 too, but a full proof at 64 costs about 25 s of CPU per theorem. Longer "
-                "capture lists reach them through the scan: the decision admission and replay take is proved to be the "
-                f"scan step folded over the whole list, and the step to give the least fitting bucket, and replay's "
-                f"tripwire to read the whole list, for every list of {scan.least}..{scan.most} buckets (induction over "
-                f"the list); no {scan.most}-bucket list is run end to end, so the link from the 3-bucket chains to longer "
-                f"lists is that argument, each step of it proved, their composition read, not solved. Ranks: each theorem is stated at rank 0, and the consensus theorems prove that every rank (all up "
+                "sides are refuted at 64 too, but a full proof at 64 costs about 25 s of CPU per theorem. At "
+                f"{_longer_at(e2e.lists)} every end-to-end chain is also proved on {e2e.lists.longer}-bucket lists, so an "
+                "admission or a replay that reads only the first 8 buckets is refuted end to end; at the other P, lists "
+                "longer than 3 reach the end-to-end theorems through the scan: the decision admission and replay take is "
+                f"proved to be the scan step folded over the whole list, the step to give the least fitting bucket, and "
+                f"replay's tripwire to read the whole list, for every list of {scan.least}..{scan.most} buckets "
+                "(induction over the list), a composition argued, not solved, at those P. Ranks: each theorem is stated at rank 0, and the consensus theorems prove that every rank (all up "
                 f"to P = {EVERY_RANK_MAX_P}; 0, P/2 and P-1 above) computes the same rows and decides and replays as "
                 "rank 0, on any layout."
             ),
@@ -482,7 +515,12 @@ def blocks() -> dict[str, dict[str, str]]:
                 "theorems and the class lemma run " + _bounded_global() + " (`SAMPLED_CP_SIZES` runs them; interleave "
                 "and contiguous are the class-encodable rows besides zigzag: the DualChunkSwap rows are not, see "
                 f"below, and are covered by the local keying's any-layout theorems, P <= {bound} for their own loads). "
-                "Longer capture lists: the decision admission and replay take is the scan step folded over the whole "
+                f"Longer capture lists: at {_longer_at(e2e.lists)} every chain of every end-to-end theorem (both keyings, "
+                f"every strategy, F and batch form run there, the every-rank chains too) is also built and proved on "
+                f"{e2e.lists.longer}-bucket lists (`LONG_LIST_CP_SIZES`; about 10x a 3-bucket chain's cost, so not at "
+                "every P): `admission_of_the_first_8_buckets` and `replay_of_the_first_8_buckets` (and the local "
+                "keying's `..._sizes`), sides handed only the first 8 buckets, prove on 3-bucket lists and are refuted "
+                f"there. At every P, the decision admission and replay take is the scan step folded over the whole "
                 "list (`scan_select_is_the_step_folded_over_the_whole_list`) and the step meets the relation on every "
                 f"list of {scan.least}..{scan.most} buckets (`scan_selects_least_fitting_bucket`): by induction the "
                 "end-to-end chains' one use of the scan, its decision, is the least fitting bucket on those lists "

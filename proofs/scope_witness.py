@@ -42,15 +42,24 @@ def _suffix(part: str) -> str:
     return part[part.rindex("("):] if part.endswith(")") and "(" in part else ""
 
 
-def list_length(scope: Scope, parameter: int) -> int | None:
-    """The capture-list length the theorem is declared to run at ``parameter`` (None: no capture list)."""
+LIST_LABEL = re.compile(r", K=(\d+)\)$")  # a chain built on a longer list than the theorem's fixed length
+
+
+def list_length(scope: Scope, parameter: int, label: str = "") -> int | None:
+    """The capture-list length the chain ``label`` of the theorem runs at ``parameter``: the one its label names
+    (", K=32)"), else the declared fixed length (or the parameter itself, for a list-length theorem); None
+    without a capture list."""
     if scope.lists is None or scope.lists.most is None:
         return None
-    return scope.lists.most if scope.lists.fixed else parameter
+    named = LIST_LABEL.search(label)
+    if named:
+        return int(named.group(1))
+    return scope.lists.lengths(parameter)[0]
 
 
-def edge_term(edge: Edge, scope: Scope, parameter: int) -> tuple[BoolTerm, str]:
-    """The witness ``edge`` asks for at ``parameter``, and the constant whose occurrence says a query carries it."""
+def edge_term(edge: Edge, scope: Scope, parameter: int, k: int | None = None) -> tuple[BoolTerm, str]:
+    """The witness ``edge`` asks for at ``parameter`` (on a capture list of ``k`` buckets; default the declared
+    length there), and the constant whose occurrence says a query carries it."""
     if edge.kind == "past":
         return z3.Int(edge.var) > HUGE, edge.var
     if edge.kind == "large_p":
@@ -66,7 +75,7 @@ def edge_term(edge: Edge, scope: Scope, parameter: int) -> tuple[BoolTerm, str]:
             return z3.And(z3.Int(f"{edge.var}.R") >= MANY, *loads), f"{edge.var}.R"
         lengths = [z3.Int(f"{edge.var}.L{i}") for i in range(edge.count)]
         return z3.And([x > HUGE for x in lengths]), f"{edge.var}.L{edge.count - 1}"
-    k = list_length(scope, parameter)
+    k = list_length(scope, parameter) if k is None else k
     if k is None:
         raise ValueError(f"a {edge.kind} edge needs a capture-list length in the scope; got lists={scope.lists!r}")
     if edge.kind == "every_bucket":  # sorted buckets: the first past 2**62 puts every one there
@@ -127,23 +136,35 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
     if scope is None:
         return (Witnessed("declared scope", False, "no entry in proofs/scope.py SCOPE"),)
     edges = [e for e in scope.edges if e.max_p is None or parameter <= e.max_p]
-    built = {e.name: edge_term(e, scope, parameter) for e in edges}
-    k = list_length(scope, parameter)
+    lengths = () if scope.lists is None else scope.lists.lengths(parameter)
+    by_length = {k: {e.name: edge_term(e, scope, parameter, k) for e in edges} for k in lengths or (None,)}
     rlimit = max((q.rlimit for q in queries), default=WITNESS_RLIMIT)
     applied: set[str] = set()
     failed: dict[str, str] = {}
     vacuous: list[str] = []
     longer: list[str] = []
     lists = [e.var for e in edges if e.kind == "last_bucket"]
+    chains: dict[int, set[str]] = {k: set() for k in lengths}  # each length's chains, by their label less the length
+    undeclared: list[str] = []
+    shorter: list[str] = []
     counts = {e.var: e.count for e in edges if e.kind == "requests" and e.form == "requests"}
     more: dict[str, list[str]] = {var: [] for var in counts}  # the groups that carry one request more than declared
     for label, members in groups(queries, edges, [s.name for s in scope.strategies]):
         hypotheses = _hypotheses(members)
         union = z3.And(list(hypotheses))
+        k = list_length(scope, parameter, label)
+        if k is not None and k not in lengths:
+            undeclared.append(label)
+            k = lengths[0] if lengths else None
+        built = by_length[k] if k in by_length else by_length[next(iter(by_length))]
         terms = {e.name: built[e.name][0] for e in edges if _applies(e, label) and occurs(built[e.name][1], union)}
         applied.update(terms)
         if k is not None and any(occurs(f"{var}.b{k}", union) for var in lists):
             longer.append(label)
+        if k is not None and _suffix(label) and lists:
+            chains[k].add(LIST_LABEL.sub(")", label))
+            if not any(occurs(f"{var}.b{k - 1}", union) for var in lists):
+                shorter.append(label)
         for var, count in counts.items():
             if occurs(f"{var}.L{count}", union):
                 more[var].append(label)
@@ -166,16 +187,24 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
             if not blamed:
                 failed.setdefault("every edge at once", f"{where}: no model with all of them")
     out = [Witnessed(SATISFIABLE, not vacuous, "; ".join(vacuous))]
+    carried = next(iter(by_length.values()))
     for e in edges:
         if e.name not in applied:
-            out.append(Witnessed(e.name, False, f"no query of the theorem carries {built[e.name][1]}"))
+            out.append(Witnessed(e.name, False, f"no query of the theorem carries {carried[e.name][1]}"))
         else:
             out.append(Witnessed(e.name, e.name not in failed, failed.get(e.name, "")))
     if "every edge at once" in failed:
         out.append(Witnessed("every edge at once", False, failed["every edge at once"]))
-    if k is not None and lists:
-        out.append(Witnessed(f"capture lists of at most {k} buckets, as declared", not longer,
-                             "longer lists in: " + ", ".join(longer) if longer else ""))
+    if lengths and lists:
+        shown = " and ".join(map(str, lengths))
+        wrong = [f"longer lists in: {', '.join(longer)}"] if longer else []
+        wrong += [f"shorter lists in: {', '.join(shorter)}"] if shorter else []
+        wrong += [f"lengths not declared at this P in: {', '.join(undeclared)}"] if undeclared else []
+        out.append(Witnessed(f"capture lists of {shown} buckets, as declared", not wrong, "; ".join(wrong)))
+        for k in lengths[1:]:  # every chain of the declared length is built on the longer list too
+            missing = sorted(chains[lengths[0]] - chains[k])
+            out.append(Witnessed(f"every chain on {k}-bucket lists too", not missing,
+                                 "only on the shorter list: " + ", ".join(missing) if missing else ""))
     for var, count in counts.items():  # a requests batch of exactly the declared requests: one more is another scope
         out.append(Witnessed(f"requests batches of at most {count} requests, as declared", not more[var],
                              "more requests in: " + ", ".join(more[var]) if more[var] else ""))

@@ -29,7 +29,9 @@ from cpgraph.spec.selection import capture_list_is_sorted, symbolic_capture_list
 from cpgraph.spec.strategies import CLASS_ENCODABLE, STRATEGIES, class_encodable
 from cpgraph.spec.terms import BoolTerm, IntTerm, all_of
 
-LIST_LENGTH = 3  # buckets per capture list here; the scan itself is proved for every list length
+LIST_LENGTH = 3  # buckets per capture list here at every P; the scan itself is proved for every list length
+LONG_LIST_LENGTH = 32  # and, end to end, lists this long at LONG_LIST_CP_SIZES (every chain of every theorem)
+LONG_LIST_CP_SIZES = (2,)  # a 32-bucket chain costs about 10x a 3-bucket one: measured in proofs/README.md
 FACTORS = (Fraction(2), Fraction(3, 2))  # F for every theorem (F = 2 only above P = 8); padding_limit: PADDING_FACTORS
 PADDING_FACTORS = (Fraction(1), Fraction(5, 4), Fraction(3, 2), Fraction(2), Fraction(4))
 STRATEGIES_FULL_SCOPE = ("zigzag",)  # every P; the other class-encodable strategies up to OTHER_STRATEGIES_MAX_P
@@ -49,6 +51,12 @@ def strategies_at(cp_size: int) -> tuple[str, ...]:
     (spec/strategies.py ``CLASS_ENCODABLE``; the DualChunkSwap rows are not, and are covered under the
     local keying by proofs/end_to_end_local.py), all of them up to P = 8, zigzag above."""
     return CLASS_ENCODABLE if cp_size <= OTHER_STRATEGIES_MAX_P else STRATEGIES_FULL_SCOPE
+
+
+def list_lengths_at(cp_size: int) -> tuple[int, ...]:
+    """The capture-list lengths the end-to-end theorems are built with at ``cp_size``: ``LIST_LENGTH`` at every
+    P, and ``LONG_LIST_LENGTH`` too at ``LONG_LIST_CP_SIZES``."""
+    return (LIST_LENGTH, LONG_LIST_LENGTH) if cp_size in LONG_LIST_CP_SIZES else (LIST_LENGTH,)
 
 
 def ranks_at(cp_size: int) -> tuple[int, ...]:
@@ -94,11 +102,13 @@ def _shared(key: tuple[Hashable, ...], build: Callable[[], T]) -> T:
 
 
 def setting(
-    cp_size: int, strategy: str, factor: Fraction, *, captured: bool = False, keying: str = "global", form: str = "classes"
+    cp_size: int, strategy: str, factor: Fraction, *, captured: bool = False, keying: str = "global", form: str = "classes",
+    list_length: int = LIST_LENGTH,
 ) -> Setting:
     """``Setting(...)``, shared inside a ``shared_settings`` block."""
-    return _shared(("setting", cp_size, strategy, factor, captured, keying, form),
-                   lambda: Setting(cp_size, strategy, factor, captured=captured, keying=keying, form=form))
+    return _shared(("setting", cp_size, strategy, factor, captured, keying, form, list_length),
+                   lambda: Setting(cp_size, strategy, factor, captured=captured, keying=keying, form=form,
+                                   list_length=list_length))
 
 
 # -- the setting shared by every theorem ---------------------------------------------------------------------
@@ -106,13 +116,17 @@ def setting(
 
 class Setting:
     """One batch, one n, one capture list and a rank's setup, for P, a strategy, a factor, a keying
-    (default global) and a batch form (default classes; see the module docstring)."""
+    (default global), a batch form (default classes; see the module docstring) and a capture-list length
+    (default ``LIST_LENGTH``)."""
 
     def __init__(
         self, cp_size: int, strategy: str, factor: Fraction, *, captured: bool = False, keying: str = "global",
-        form: str = "classes",
+        form: str = "classes", list_length: int = LIST_LENGTH,
     ) -> None:
         p = cp_size
+        if isinstance(list_length, bool) or not isinstance(list_length, int) or list_length < 1:
+            raise ValueError(f"list_length must be an int >= 1 (buckets per capture list); got {list_length!r}")
+        self.list_length = list_length
         keying_row(keying)  # an unknown keying is a ValueError here, before any term is built
         self.cp_size, self.strategy, self.factor, self.keying, self.form = p, strategy, factor, keying, form
         self.align = documented_align(strategy, p)  # the claim side's A
@@ -128,7 +142,7 @@ class Setting:
         else:
             self.batch = requests_batch(p, REQUESTS, "batch")
         self.n = z3.Int("n")
-        self.capture = symbolic_capture_list(LIST_LENGTH, "cap")
+        self.capture = symbolic_capture_list(list_length, "cap")
         self.setup = RankSetup(strategy, p, spec_align, factor, self.capture, keying)
         facts = [
             self.batch.holds,
@@ -150,11 +164,13 @@ class Setting:
     @property
     def label(self) -> str:
         """How the chain's parts are labelled: "(strategy, F=...)" under global (classes), "(strategy,
-        keying)" or "(any layout, keying)" otherwise."""
+        keying)" or "(any layout, keying)" otherwise; ", K=32" before the ")" on a list longer than
+        ``LIST_LENGTH``."""
+        longer = f", K={self.list_length}" if self.list_length != LIST_LENGTH else ""
         if self.keying == "global" and self.form == "classes":
-            return f"({self.strategy}, F={self.factor})"
+            return f"({self.strategy}, F={self.factor}{longer})"
         what = "any layout" if self.form == "any" else self.strategy
-        return f"({what}, {self.keying})"
+        return f"({what}, {self.keying}{longer})"
 
     def admitted(self, admit_fn: Admit, name: str = "admit") -> Admission:
         """``admit_fn`` on this setting's batch, n and setup at rank 0, under ``name`` (shared inside a
@@ -214,15 +230,15 @@ class Setting:
         if self.form == "classes":
             replay_of = class_batch_replay(
                 theorem=theorem, cp_size=self.cp_size, strategy=self.strategy, factor=self.factor,
-                list_length=LIST_LENGTH, batch_name="batch",
+                list_length=self.list_length, batch_name="batch",
             )
         elif self.form == "requests":
             replay_of = requests_replay(
                 theorem=theorem, cp_size=self.cp_size, strategy=self.strategy, keying=self.keying,
-                factor=self.factor, list_length=LIST_LENGTH, batch_name="batch", requests=REQUESTS,
+                factor=self.factor, list_length=self.list_length, batch_name="batch", requests=REQUESTS,
             )
         else:
-            replay_of = any_layout_replay(theorem=theorem, cp_size=self.cp_size, list_length=LIST_LENGTH, batch_name="batch")
+            replay_of = any_layout_replay(theorem=theorem, cp_size=self.cp_size, list_length=self.list_length, batch_name="batch")
         out: list[Query] = []
         proved: list[BoolTerm] = []
         *lemmas, last = steps
@@ -235,16 +251,19 @@ class Setting:
         stated = [(step, z3.Implies(z3.Not(final), step[1]) if guarded else step[1]) for step in lemmas]
         for step, claim in (*stated, (last, final)):
             part, own_claim, *own = step  # a step may state its own facts: fewer hypotheses, a stronger lemma
+            used = tuple(*own) if own else tuple(facts)
+            ids = {f.get_id() for f in used}
             out.append(
                 Query(
                     f"{part} {self.label}",
                     claim,
-                    (*self.hypotheses, *(tuple(*own) if own else tuple(facts)), *proved),
+                    (*self.hypotheses, *used, *proved),
                     size=self.size,
                     shown=tuple(shown_all),
                     replay=replay_of,
                     rlimit=RLIMIT,
                     lemma=own_claim if guarded and step is not last else None,
+                    definitions=tuple(f for f in facts if f.get_id() not in ids),
                 )
             )
             proved.append(claim)
@@ -254,7 +273,8 @@ class Setting:
 def _settings(cp_size: int, factors: Sequence[Fraction] | None = None, *, captured: bool = False) -> list[Setting]:
     if factors is None:
         factors = FACTORS if cp_size <= OTHER_STRATEGIES_MAX_P else FACTORS[:1]
-    return [setting(cp_size, s, f, captured=captured) for s in strategies_at(cp_size) for f in factors]
+    return [setting(cp_size, s, f, captured=captured, list_length=k)
+            for k in list_lengths_at(cp_size) for s in strategies_at(cp_size) for f in factors]
 
 
 def _sides(s: Setting, admit_fn: Admit, replay_fn: ReplayFn, layout: ReplayLayout) -> tuple[Admission, Replay]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
+from typing import TypeVar
 from fractions import Fraction
 
 import z3
@@ -23,10 +24,11 @@ from cpgraph.spec.batch import ClassBatch, LiveBatch
 from cpgraph.spec.capacity import required_local_tokens
 from cpgraph.spec.replay import Replay, capacity_of, tripwire
 from cpgraph.spec.replay import replay as spec_replay
-from cpgraph.spec.selection import NO_SELECTION, Selection, Window, padding_window, scan_select
+from cpgraph.spec.selection import NO_SELECTION, CaptureList, Selection, Window, padding_window, scan_select
 from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, all_of
 
 Select = Callable[[RankSetup, Window, IntTerm], Selection]
+T = TypeVar("T")
 
 
 def _scan(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
@@ -335,6 +337,19 @@ def one_request_layout(batch: LiveBatch, n: IntLike, name: str) -> ClassBatch:
 
 
 P = 4  # the cp_size of the seed example; tests also run a few at 2 and 64
+LONG_P = e2e.LONG_LIST_CP_SIZES[0]  # where a variant that only a long capture list shows is checked
+
+
+def of_the_first_8_buckets(side: Callable[..., T]) -> Callable[..., T]:
+    """``side`` (an admission or a replay, as the spec's are called) handed only the first 8 buckets of its
+    rank's capture list: a side that stops reading the list early, unseen by a 3-bucket end-to-end chain."""
+
+    def truncated(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, **how: object) -> T:
+        c = setup.capture
+        first = dataclasses.replace(setup, capture=CaptureList(c.buckets[:8], c.capacities[:8], c.recorded[:8]))
+        return side(batch, n, first, rank, name, **how)
+
+    return truncated
 
 
 def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, ...]]], ...]:
@@ -430,4 +445,13 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          functools.partial(e2e.admitted_bucket_is_the_least_that_fits, admit_fn=scaled_alignment(sid, 2)))
         for sid in ("zigzag", "interleave", "contiguous")
     ]
-    return tuple((name, theorem, description, P, build) for name, theorem, description, build in rows)
+    long_rows = [
+        ("admission_of_the_first_8_buckets", "active_batches_that_fit_are_admitted",
+         "admission scans only the first 8 buckets of the list (a 9th that fits is never admitted)",
+         functools.partial(e2e.active_batches_that_fit_are_admitted, admit_fn=of_the_first_8_buckets(admit))),
+        ("replay_of_the_first_8_buckets", "admitted_batches_replay_the_admitted_bucket",
+         "replay selects from the first 8 buckets of the list only",
+         functools.partial(e2e.admitted_batches_replay_the_admitted_bucket, replay_fn=of_the_first_8_buckets(spec_replay))),
+    ]
+    return (*((name, theorem, description, P, build) for name, theorem, description, build in rows),
+            *((name, theorem, description, LONG_P, build) for name, theorem, description, build in long_rows))

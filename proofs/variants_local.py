@@ -25,12 +25,12 @@ import z3
 from cpgraph.proofs import end_to_end_local as local
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
-from cpgraph.proofs.variants_end_to_end import middle_ranks_own_load_admit, middle_ranks_own_load_replay
-from cpgraph.spec.admission import Admission, RankSetup, cp_active
+from cpgraph.proofs.variants_end_to_end import LONG_P, middle_ranks_own_load_admit, middle_ranks_own_load_replay, of_the_first_8_buckets
+from cpgraph.spec.admission import Admission, RankSetup, admit, cp_active
 from cpgraph.spec.batch import LiveBatch
 from cpgraph.spec.capacity import busiest_load
 from cpgraph.spec.keying import keying as keying_row
-from cpgraph.spec.replay import Replay, tripwire
+from cpgraph.spec.replay import Replay, replay, tripwire
 from cpgraph.spec.selection import NO_SELECTION, CaptureList, Selection, Window, padding_window, scan_select, unbounded_window
 from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, any_of, int_term
 
@@ -232,7 +232,16 @@ def variants() -> tuple[tuple[str, str, str, int, Status, Callable[[int], tuple[
                            admit_fn=make_admit(select=least_size_without_room_check),
                            replay_fn=make_replay(select=least_size_without_room_check))),
     ]
-    return tuple((name, theorem, description, P, expected, build) for name, theorem, description, expected, build in rows)
+    long_rows: list[tuple[str, str, str, Status, Callable[[int], tuple[Query, ...]]]] = [
+        ("admission_of_the_first_8_sizes", "local_batches_that_fit_are_admitted",
+         "admission keys into the first 8 sizes of the list only (a 9th at or above the key is never admitted)", REFUTED,
+         functools.partial(local.local_batches_that_fit_are_admitted, admit_fn=of_the_first_8_buckets(admit))),
+        ("replay_of_the_first_8_sizes", "local_admitted_batches_replay_the_admitted_size",
+         "replay keys into the first 8 sizes of the list only", REFUTED,
+         functools.partial(local.local_admitted_batches_replay_the_admitted_size, replay_fn=of_the_first_8_buckets(replay))),
+    ]
+    return (*((name, theorem, description, P, expected, build) for name, theorem, description, expected, build in rows),
+            *((name, theorem, description, LONG_P, expected, build) for name, theorem, description, expected, build in long_rows))
 
 
 def _shifted(chosen: Selection, by: int = 1) -> Selection:

@@ -4,8 +4,9 @@ refuted theorems print a minimal counterexample replayed through the reference."
 import functools
 
 import pytest
+import z3
 
-from cpgraph.proofs.check import Status, check
+from cpgraph.proofs.check import Status, check, satisfiable
 from cpgraph.proofs.obligation import MAX_LIST_LENGTH, obligation
 from cpgraph.proofs.registry import BY_NAME, OBLIGATIONS, obligation_named
 from cpgraph.proofs.run import minimise, run_queries, run_task
@@ -78,9 +79,14 @@ def _sample(o_over: str) -> tuple[int, ...]:
 def test_every_theorem_has_satisfiable_hypotheses(name: str) -> None:
     o = BY_NAME[name]
     for parameter in _sample(o.over):
-        for query in o.build(parameter):
-            witness = check(False, hypotheses=query.hypotheses, rlimit=query.rlimit)
-            assert witness.status is Status.REFUTED, f"{name} {o.label(parameter)} {query.part}: vacuous"
+        queries = o.build(parameter)
+        # A chain's earlier claims are hypotheses of its later steps; they are valid (proved), so leaving them out
+        # changes no model, and with them the solver gives up on a 32-bucket list's 32 capture rules.
+        proved = {q.claim.get_id() for q in queries if isinstance(q.claim, z3.ExprRef)}
+        for query in queries:
+            own = [h for h in query.hypotheses if not (isinstance(h, z3.ExprRef) and h.get_id() in proved)]
+            found = satisfiable(own, rlimit=query.rlimit)
+            assert found == "sat", f"{name} {o.label(parameter)} {query.part}: vacuous ({found})"
 
 
 def test_a_refuted_theorem_prints_a_minimal_counterexample_replayed_through_the_reference() -> None:

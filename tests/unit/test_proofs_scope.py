@@ -19,7 +19,7 @@ from cpgraph.proofs import setting
 from cpgraph.proofs.bite import Bite
 from cpgraph.proofs.registry import BY_NAME, OBLIGATIONS
 from cpgraph.proofs.run import run_obligations
-from cpgraph.proofs.scope import SCOPE, CpSizes, Edge, Scope
+from cpgraph.proofs.scope import SCOPE, CpSizes, Edge, Lists, Scope
 from cpgraph.proofs.scope_witness import SATISFIABLE, scope_bites
 from cpgraph.spec.terms import BoolTerm
 
@@ -65,7 +65,10 @@ def test_a_scope_renders_its_parts_and_rejects_a_bad_declaration() -> None:
     assert e2e.text(12).startswith("P in {1..8, 12};")
     data = e2e.data(8)
     assert data["cp_sizes"] == {"kind": "listed", "sizes": [1, 2, 3, 4, 5, 6, 7, 8]}
-    assert data["capture_list_lengths"] == {"least": 3, "most": 3} and data["tokens"] == "unbounded"
+    assert data["capture_list_lengths"] == {"least": 3, "most": 3, "longer": {"most": 32, "cp_sizes": [2]}}
+    assert data["tokens"] == "unbounded" and "sorted 3-bucket lists (and 32-bucket lists at P = 2)" in text
+    assert e2e.short(8) == "P in {1..8}, 3-bucket lists (32 at P = 2)"
+    assert e2e.lists is not None and e2e.lists.lengths(2) == (3, 32) and e2e.lists.lengths(3) == (3,)
     with pytest.raises(ValueError, match="kind must be one of"):
         CpSizes("some")
     with pytest.raises(ValueError, match="strictly increasing"):
@@ -74,6 +77,10 @@ def test_a_scope_renders_its_parts_and_rejects_a_bad_declaration() -> None:
         Scope(CpSizes("every"), requests="up to")
     with pytest.raises(ValueError, match="kind must be one of"):
         Edge("wider")
+    with pytest.raises(ValueError, match="longer and longer_at go together"):
+        Lists(3, 3, True, 32)
+    with pytest.raises(ValueError, match="longer must exceed most"):
+        Lists(3, 3, True, 3, (2,))
 
 
 def test_the_unchanged_code_reaches_every_edge_of_its_scope() -> None:
@@ -88,6 +95,38 @@ def test_the_unchanged_code_reaches_every_edge_of_its_scope() -> None:
             "scope witness at P=5: batch: every request present, past 2**62 (requests batch)"} <= witnessed
     assert "scope witness at K=32: last bucket of cap chosen by n, past 2**62" in {
         b.variant for b in bites if b.theorem == "scan_selects_minimal_bucket"}
+    at_2 = {b.variant for b in bites if b.theorem == LOCAL and b.parameter == 2}
+    assert {"scope witness at P=2: capture lists of 3 and 32 buckets, as declared",
+            "scope witness at P=2: every chain on 32-bucket lists too"} <= at_2
+    assert "scope witness at P=3: capture lists of 3 buckets, as declared" in {
+        b.variant for b in bites if b.theorem == LOCAL and b.parameter == 3}
+
+
+def test_the_long_lists_left_out_at_p_2_fail_naming_the_length(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(setting, "LONG_LIST_CP_SIZES", ())
+    assert _lost(_bites((LOCAL,), 2)) == [(LOCAL, "scope witness at P=2: every chain on 32-bucket lists too")]
+
+
+def test_long_lists_run_where_not_declared_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(setting, "LONG_LIST_CP_SIZES", (2, 3))
+    assert _lost(_bites((LOCAL,), 3)) == [(LOCAL, "scope witness at P=3: capture lists of 3 buckets, as declared")]
+
+
+def test_long_lists_cut_to_16_buckets_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(setting, "LONG_LIST_LENGTH", 16)
+    lost = _lost(_bites((LOCAL,), 2))
+    assert (LOCAL, "scope witness at P=2: capture lists of 3 and 32 buckets, as declared") in lost
+    assert (LOCAL, "scope witness at P=2: every chain on 32-bucket lists too") in lost
+
+
+def test_one_chain_left_off_the_long_lists_fails_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = BY_NAME[LOCAL]
+    narrower = dataclasses.replace(real, build=lambda p: tuple(
+        q for q in real.build(p) if not q.part.endswith("(any layout, local, K=32)")))
+    monkeypatch.setitem(BY_NAME, LOCAL, narrower)
+    bites = _bites((LOCAL,), 2)
+    assert _lost(bites) == [(LOCAL, "scope witness at P=2: every chain on 32-bucket lists too")]
+    assert "(any layout, local)" in next(b.description for b in bites if not b.ok)
 
 
 def test_sampled_cp_sizes_cut_to_one_fail_naming_each_missing_size(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -196,6 +196,15 @@ def test_a_threshold_moved_into_the_sampling_gap_is_caught(monkeypatch: pytest.M
     assert lost and all(v.startswith(f"threshold: {name}") for v in lost)
 
 
+def test_long_lists_moved_to_another_p_are_caught_also_above_cp_max(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cpgraph.proofs import setting
+
+    monkeypatch.setattr(setting, "LONG_LIST_CP_SIZES", (4,))
+    lost = {(b.theorem, b.variant) for b in teeth.scope_edges() if not b.ok}
+    assert lost == {(t, f"list lengths at P={p}") for t in ("admitted_batches_fit_every_rank", "local_admitted_batches_fit_every_rank")
+                    for p in (2, 4)}
+
+
 def test_a_dual_chunk_swap_instance_left_out_of_a_local_theorem_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     real = BY_NAME["local_batches_that_fit_are_admitted"]
 
