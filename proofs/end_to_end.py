@@ -95,7 +95,8 @@ def admitted_batches_fit_every_rank(
     real capture rule (each bucket's own capture layout)."""
     out: list[Query] = []
     for captured in (False, True) if cp_size <= OTHER_STRATEGIES_MAX_P else (False,):
-        for s in _settings(cp_size, captured=captured):
+        # The capture rule's capacities on the 3-bucket lists; on the long ones any capacities, which include them.
+        for s in _settings(cp_size, captured=captured, lengths=(LIST_LENGTH,) if captured else None):
             a, r = _sides(s, admit_fn, replay_fn, layout)
             # The rows replay lays out go into the bucket replay pads to; in a sound system that is the admitted
             # one, so both must have room (a stale admission or a second selector breaks one of the two).

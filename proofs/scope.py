@@ -414,7 +414,8 @@ SCOPE: dict[str, Scope] = {
     "admitted_batches_replay_the_admitted_bucket": _E2E,
     "admitted_bucket_is_captured": _E2E,
     "admitted_bucket_is_within_padding_limit": _e2e(factors=tuple(Factor(f) for f in ("1", "5/4", "3/2", "2", "4"))),
-    "admitted_batches_fit_every_rank": _e2e(note="any padded n, A = default; any capacities, and the capture rule's"),
+    "admitted_batches_fit_every_rank": _e2e(note="any padded n, A = default; any capacities, and the capture rule's (on "
+                                                 "3-bucket lists: any capacities include them)"),
     "replay_runs_only_into_a_listed_bucket_with_room": _e2e(factors=(Factor("2"),),
                                                             note="any padded n, A = default; any decision of replay's selector"),
     "admitted_bucket_is_the_least_that_fits": _E2E,

@@ -270,11 +270,15 @@ class Setting:
         return tuple(out)
 
 
-def _settings(cp_size: int, factors: Sequence[Fraction] | None = None, *, captured: bool = False) -> list[Setting]:
+def _settings(
+    cp_size: int, factors: Sequence[Fraction] | None = None, *, captured: bool = False, lengths: Sequence[int] | None = None
+) -> list[Setting]:
+    """The class-batch settings at ``cp_size``: every strategy and factor there, on every list length there
+    (``lengths``, default ``list_lengths_at``)."""
     if factors is None:
         factors = FACTORS if cp_size <= OTHER_STRATEGIES_MAX_P else FACTORS[:1]
     return [setting(cp_size, s, f, captured=captured, list_length=k)
-            for k in list_lengths_at(cp_size) for s in strategies_at(cp_size) for f in factors]
+            for k in (list_lengths_at(cp_size) if lengths is None else lengths) for s in strategies_at(cp_size) for f in factors]
 
 
 def _sides(s: Setting, admit_fn: Admit, replay_fn: ReplayFn, layout: ReplayLayout) -> tuple[Admission, Replay]:
