@@ -12,7 +12,8 @@ included:
 - ``within_window`` (n <= B <= F*n as b*B <= a*n), ``rows_needed`` (the least multiple of A at or above
   every load, read back through its facts), ``bucket_fits``, ``is_listed_with_room`` and ``is_active``
   (against ``reference.selection.is_cp_active``);
-- the lemmas ``same_rows``, ``same_decision``, ``chosen_bucket_has_room``, ``layout_within_rows``;
+- the lemmas ``same_rows``, ``same_decision``, ``chosen_bucket_is_one_with_room``, ``chosen_bucket_has_room``,
+  ``layout_within_rows``;
 - the local keying's ``sizes_holding_themselves`` and ``size_fits``; ``same_definitions`` on two builds.
 """
 
@@ -113,6 +114,11 @@ def gate_and_lemmas() -> Outcome:
         expected = not admitted or (bucket == 8 and 4 >= rows)
         _truth(tally, "chosen_bucket_has_room", f"chosen_bucket_has_room([8, 16], {{8: 4}}, ({admitted}, {bucket}), {rows})",
                expected, claims.chosen_bucket_has_room(capture, Selection(z3.BoolVal(admitted), z3.IntVal(bucket)), z3.IntVal(rows))[1])
+    for admitted, bucket, rows in ((True, 8, 4), (True, 8, 5), (True, 16, 1), (True, 16, 0), (False, 16, 9), (True, 12, 1), (True, 9, 4)):
+        expected = not admitted or (bucket == 8 and 4 >= rows)
+        _truth(tally, "chosen_bucket_is_one_with_room", f"chosen_bucket_is_one_with_room([8, 16], {{8: 4}}, ({admitted}, "
+               f"{bucket}), {rows})", expected,
+               claims.chosen_bucket_is_one_with_room(capture, Selection(z3.BoolVal(admitted), z3.IntVal(bucket)), z3.IntVal(rows))[1])
     for loads, rows in (((3, 4), 4), ((3, 5), 4), ((0,), 0)):
         _truth(tally, "layout_within_rows", f"layout_within_rows({list(loads)}, {rows})", max(loads) <= rows,
                claims.layout_within_rows(_ints(loads), z3.IntVal(rows))[1])

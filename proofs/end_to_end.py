@@ -25,6 +25,7 @@ import z3
 from cpgraph.proofs.claims import (
     bucket_fits,
     chosen_bucket_has_room,
+    chosen_bucket_is_one_with_room,
     layout_within_rows,
     same_decision,
     same_rows,
@@ -78,7 +79,8 @@ def admitted_batches_replay_the_admitted_bucket(
         steps = (
             same_rows(a.required, r.required),
             same_decision(a.selection, r.selection),
-            (*chosen_bucket_has_room(s.capture, a.selection, a.required), (a.holds,)),
+            (*chosen_bucket_is_one_with_room(s.capture, a.selection, a.required), (a.holds,)),
+            (*chosen_bucket_has_room(s.capture, a.selection, a.required), ()),
             (*layout_within_rows(r.layout_loads, r.required), (r.holds,)),
             ("admission_replay", claim, ()),
         )
@@ -110,7 +112,8 @@ def admitted_batches_fit_every_rank(
             steps = (
                 same_rows(a.required, r.required),
                 same_decision(a.selection, r.selection),
-                (*chosen_bucket_has_room(s.capture, a.selection, a.required), (a.holds,)),
+                (*chosen_bucket_is_one_with_room(s.capture, a.selection, a.required), (a.holds,)),
+                (*chosen_bucket_has_room(s.capture, a.selection, a.required), ()),
                 (*layout_within_rows(r.layout_loads, r.required), (r.holds,)),
                 ("capacity_fit, captured capacities" if captured else "capacity_fit, any capacities", claim, ()),
             )

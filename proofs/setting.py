@@ -37,6 +37,7 @@ PADDING_FACTORS = (Fraction(1), Fraction(5, 4), Fraction(3, 2), Fraction(2), Fra
 STRATEGIES_FULL_SCOPE = ("zigzag",)  # every P; the other class-encodable strategies up to OTHER_STRATEGIES_MAX_P
 OTHER_STRATEGIES_MAX_P = 8
 RLIMIT = 20_000_000  # z3 resource units per query (deterministic); the costliest here needs ~5M at P = 32
+LONG_RLIMIT = 80_000_000  # on a 32-bucket list: the costliest step needs ~10M, and up to 2x that under other z3 seeds
 BATCH_FORMS = ("classes", "any", "requests")
 REQUESTS = 2  # requests (of any lengths, 0 = absent) in a ``requests`` batch
 EVERY_RANK_MAX_P = 8  # the consensus theorems compare every rank up to here; above, the ranks of ``ranks_at``
@@ -261,7 +262,7 @@ class Setting:
                     size=self.size,
                     shown=tuple(shown_all),
                     replay=replay_of,
-                    rlimit=RLIMIT,
+                    rlimit=RLIMIT if self.list_length == LIST_LENGTH else LONG_RLIMIT,
                     lemma=own_claim if guarded and step is not last else None,
                     definitions=tuple(f for f in facts if f.get_id() not in ids),
                 )

@@ -20,6 +20,11 @@ def _decision_without_bucket(first: Any, second: Any) -> tuple[str, z3.BoolRef]:
     return "decisions agree", z3.And(first.admitted == second.admitted)
 
 
+def _one_with_room_unrecorded(capture: Any, chosen: Any, rows: Any) -> tuple[str, z3.BoolRef]:
+    some = z3.Or([z3.And(chosen.bucket == b, c >= rows) for b, c in zip(capture.buckets, capture.capacities)])
+    return "chosen bucket is one with room", z3.Implies(chosen.admitted, some)
+
+
 def _window_one_below(bucket: Any, n: Any, factor: Fraction) -> z3.BoolRef:
     return z3.And(n - 1 <= bucket, factor.denominator * bucket <= factor.numerator * n)
 
@@ -36,6 +41,7 @@ def _rows_one_short(loads: Any, align_size: int, name: str) -> tuple[z3.ArithRef
 PLANTED: list[tuple[str, str, Callable[..., Any], str]] = [
     ("same_decision", "a dropped bucket equality", _decision_without_bucket, "same_decision"),
     ("within_window", "n - 1 admitted", _window_one_below, "within_window"),
+    ("chosen_bucket_is_one_with_room", "the recorded flag ignored", _one_with_room_unrecorded, "chosen_bucket_is_one_with_room"),
     ("rows_needed", "rows one short", _rows_one_short, "rows_needed"),
     ("documented_align", "zigzag aligned to P", lambda s, p: p if s == "zigzag" else _REAL_ALIGN(s, p), "documented_align"),
 ]
@@ -56,5 +62,6 @@ def test_the_family_is_a_stage_of_prove() -> None:
     assert ag.FAMILIES["claim builders"] is family.claim_builders
     checked = family.claim_builders().checked
     assert set(checked) >= {"documented_align", "rows_needed", "within_window", "bucket_fits", "is_listed_with_room",
-                            "is_active", "same_rows", "same_decision", "chosen_bucket_has_room", "layout_within_rows",
+                            "is_active", "same_rows", "same_decision", "chosen_bucket_is_one_with_room", "chosen_bucket_has_room",
+                            "layout_within_rows",
                             "size_fits", "same_definitions"}
