@@ -146,7 +146,7 @@ BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
     "zigzag_ownership_partitions_blocks_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "j >= 0"),
     "busiest_rank_holds_ceil_share_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "r <= P-1", "L >= 0"),
     "per_request_headroom_bound_holds_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "r <= P-1", "L >= 0"),
-    "headroom_bound_holds_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "r <= P-1", "L >= 0", "R >= 1", "k <= R"),
+    "headroom_bound_holds_for_symbolic_cp_size": _bounds("P >= 1", "r >= 0", "r <= P-1", "L >= 0", "k <= R"),
     "headroom_bound_is_tight_for_symbolic_cp_size": _bounds("P >= 2", "q >= 0"),
     "headroom_bound_holds_for_any_number_of_requests": _bounds("L >= 0", "r >= 0", "r <= P-1", "R >= 1", "k <= R"),
     "headroom_bound_is_tight": _bounds("tight.q >= 0 @ request", "k >= 0 @ step", "k >= 1 @ bound"),

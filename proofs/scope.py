@@ -375,7 +375,7 @@ SCOPE: dict[str, Scope] = {
     "per_request_headroom_bound_holds_for_symbolic_cp_size": Scope(_symbolic(), requests="one",
                                                                    edges=(*_LARGE_P, *_past("L"), _LAST_RANK)),
     "headroom_bound_holds_for_symbolic_cp_size": Scope(
-        _symbolic(), requests="any", note="request lemma, base, step and bound in one chain; every R >= 1",
+        _symbolic(), requests="any", note="request lemma, base, step and bound in one chain; every R (R = 0 too)",
         edges=(*_LARGE_P, *_past("L", "N", "R"), _LAST_RANK)),
     "headroom_bound_is_tight_for_symbolic_cp_size": Scope(_symbolic(2), requests="one", note="every L with L mod 2P = P+1",
                                                           edges=(*_LARGE_P, *_past("q"))),

@@ -231,8 +231,12 @@ def _rank_text(ranks: Sequence[int]) -> str:
     return f"{ranks[0]}..{ranks[-1]}" if len(ranks) > 2 and ranks[-1] - ranks[0] == len(ranks) - 1 else ", ".join(map(str, ranks))
 
 
+FACTOR_LABEL = re.compile(r"(?:^|[\s(])F=(\d+(?:/\d+)?)(?=$|[\s),])")
+
+
 def _labels(scope: Scope, parameter: int, queries: Sequence[Query]) -> tuple[Witnessed, ...]:
-    """Each strategy and padding factor the scope declares at ``parameter`` names some query there."""
+    """Each strategy and padding factor the scope declares at ``parameter`` names some query there, and no query
+    names a factor the scope does not declare there (a run wider than its declaration is another statement)."""
     if not scope.labelled:
         return ()
     parts = [q.part for q in queries]
@@ -243,6 +247,11 @@ def _labels(scope: Scope, parameter: int, queries: Sequence[Query]) -> tuple[Wit
             continue
         found = any(_names(token, part) for part in parts)
         out.append(Witnessed(f"{token} in the queries", found, "" if found else "no query is labelled with it"))
+    if scope.factors:
+        declared = {f.value for f in scope.factors if f.max_p is None or parameter <= f.max_p}
+        extra = sorted({m.group(1) for part in parts for m in FACTOR_LABEL.finditer(part)} - declared)
+        out.append(Witnessed("no undeclared F in the queries", not extra,
+                             "labelled with " + ", ".join(f"F={f}" for f in extra) if extra else ""))
     return tuple(out)
 
 

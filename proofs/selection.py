@@ -127,18 +127,19 @@ def scan_select_is_the_step_folded_over_the_whole_list(
     for part, w in (("fold", window), ("fold, no upper end", unbounded_window(window.low))):
         folded = scan_step(capture, 0, w, required, select(tail, w, required))
         out.append(Query(part, same_selection(select(capture, w, required), folded), hypotheses, size=size, shown=shown))
-    loads = Loads(tuple(z3.Int(f"load{r}") for r in range(3)), z3.BoolVal(True))  # any 3 ranks' loads
+    # Any 3 ranks' loads, negative ones too: both equalities hold for every integer load, so no bound is assumed.
+    loads = Loads(tuple(z3.Int(f"load{r}") for r in range(3)), z3.BoolVal(True))
     for keying, listed in (("global", capture), ("local", sizes_holding_themselves(capture))):
         setup = RankSetup("zigzag", 3, 6, Fraction(2), capture, keying)
         chosen, _, facts = rank_decision(loads, 0, setup, window.low, "decide")
         keyed = keying_row(keying).inputs(window.low, loads, 6, Fraction(2), capture, "decide")
         whole = select(listed, keyed.window, keyed.required)
         out.append(Query(f"admission's call, {keying}", same_selection(chosen, whole),
-                         (*hypotheses, *(x >= 0 for x in loads.loads), facts, keyed.holds), size=size, shown=shown))
+                         (*hypotheses, facts, keyed.holds), size=size, shown=shown))
         bucket = z3.Int("replay.bucket")
         passes = tripwire(keying_row(keying).capacities(capture), bucket, loads.loads)
         out.append(Query(f"replay's tripwire, {keying}", passes == is_listed_with_room(listed, bucket, loads.loads),
-                         (*hypotheses, *(x >= 0 for x in loads.loads)), size=size, shown=(*shown, ("bucket", bucket))))
+                         hypotheses, size=size, shown=(*shown, ("bucket", bucket))))
     return tuple(out)
 
 

@@ -63,7 +63,7 @@ def headroom_bound_holds_for_symbolic_cp_size(
             step_to=(prior + more, tokens + length, count(requests, length)),
             step_facts=(p >= 1, length >= 0, request_excess(p, more, length)),
             bound=p * prior <= headroom,
-            bound_facts=(p >= 1, limit >= 1, requests <= limit),
+            bound_facts=(p >= 1, requests <= limit),  # no R >= 1: the bound holds for R = 0 too (the empty batch)
             base_facts=(p >= 1,),
         ),
         # Not a weaker bound than the invariant gives: at the invariant's edge with R = k <= N requests, the

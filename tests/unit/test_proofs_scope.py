@@ -239,3 +239,17 @@ def test_a_requests_batch_of_other_than_the_declared_two_fails(monkeypatch: pyte
         assert [what for what, ok in got.items() if not ok] == ["batch: every request present, past 2**62 (requests batch)"], got
     monkeypatch.setattr(setting, "REQUESTS", 2)
     assert all(witness.ok for witness in witness_checks(LOCAL, 2, BY_NAME[LOCAL].build(2)))
+
+
+def test_a_run_wider_than_its_declared_factors_fails_naming_the_factor(monkeypatch: pytest.MonkeyPatch) -> None:
+    # proofs/end_to_end.py's tripwire theorem runs FACTORS[:1] (F = 2, as declared); a run with F = 3/2 as well is
+    # another statement than the declared one.
+    from fractions import Fraction
+
+    from cpgraph.proofs import end_to_end
+
+    name = "replay_runs_only_into_a_listed_bucket_with_room"
+    monkeypatch.setattr(end_to_end, "FACTORS", (Fraction(3, 2), Fraction(2)))
+    lost = _lost(_bites((name,), 1))
+    assert (name, "scope witness at P=1: no undeclared F in the queries") in lost
+    assert (name, "scope witness at P=1: F=2 in the queries") in lost
