@@ -205,7 +205,7 @@ SCOPES: dict[str, tuple[str, ...]] = {
                                                          "tight below dual_chunk_swap_dcp"),
     "dual_chunk_swap_request_excess_is_tight": tuple(f"{part} {kind}" for kind in ("dual_chunk_swap", "dual_chunk_swap_dcp")
                                                      for part in ("bound", "reached")),
-    "ranks_sharing_their_capture_state_agree": (*_E2E_SCOPE, "any layout, global"),  # the every-rank chains
+    "ranks_sharing_their_capture_state_agree": (*_E2E_SCOPE, "(any layout, global, F=2)"),  # the every-rank chains
     "admitted_batches_replay_the_admitted_bucket": _E2E_SCOPE,
     "admitted_bucket_is_captured": _E2E_SCOPE,
     "admitted_bucket_is_within_padding_limit": tuple(f"({sid}, F={f})" for sid in _CLASS for f in ("1", "5/4", "3/2", "2", "4")),

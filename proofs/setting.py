@@ -165,13 +165,14 @@ class Setting:
     @property
     def label(self) -> str:
         """How the chain's parts are labelled: "(strategy, F=...)" under global (classes), "(strategy,
-        keying)" or "(any layout, keying)" otherwise; ", K=32" before the ")" on a list longer than
-        ``LIST_LENGTH``."""
+        keying)" or "(any layout, keying)" otherwise (", F=..." after the keying under global); ", K=32" before
+        the ")" on a list longer than ``LIST_LENGTH``."""
         longer = f", K={self.list_length}" if self.list_length != LIST_LENGTH else ""
         if self.keying == "global" and self.form == "classes":
             return f"({self.strategy}, F={self.factor}{longer})"
         what = "any layout" if self.form == "any" else self.strategy
-        return f"({what}, {self.keying}{longer})"
+        factor = f", F={self.factor}" if self.keying == "global" else ""  # the local keying reads no F
+        return f"({what}, {self.keying}{factor}{longer})"
 
     def admitted(self, admit_fn: Admit, name: str = "admit") -> Admission:
         """``admit_fn`` on this setting's batch, n and setup at rank 0, under ``name`` (shared inside a

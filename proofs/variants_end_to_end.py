@@ -190,6 +190,16 @@ def middle_ranks_select(other: Select) -> Callable[[LiveBatch, IntTerm, RankSetu
     return admit_fn
 
 
+def middle_ranks_never_admit(batch: LiveBatch, n: IntTerm, setup: RankSetup, rank: int, name: str) -> Admission:
+    """The spec's admission, but a middle rank (0 < r < P-1) never admits (it always takes the eager path) while
+    its bucket is the spec's: the verdicts differ, every bucket agrees, and the ends a pairwise comparison reads
+    are untouched, so only the every-rank claim's verdict half sees it."""
+    own = admit(batch, n, setup, rank, name)
+    if 0 < rank < setup.cp_size - 1:
+        return dataclasses.replace(own, selection=Selection(z3.BoolVal(False), own.selection.bucket))
+    return own
+
+
 def per_rank_select(other: Select) -> Callable[[LiveBatch, IntTerm, RankSetup, int, str], Admission]:
     """The spec's admission on rank 0, ``other`` as the selector on every other rank (same admit verdict
     whenever ``other`` admits exactly when some bucket fits, a different bucket)."""
@@ -383,6 +393,9 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          "a middle rank's decision (admission and replay) reads its own load, not the busiest rank's",
          functools.partial(e2e.ranks_sharing_their_capture_state_agree, admit_fn=middle_ranks_own_load_admit,
                            replay_fn=middle_ranks_own_load_replay)),
+        ("middle_ranks_never_admit", "ranks_sharing_their_capture_state_agree",
+         "a middle rank never admits (the same bucket, another verdict; ranks 0 and P-1 as the spec)",
+         functools.partial(e2e.ranks_sharing_their_capture_state_agree, admit_fn=middle_ranks_never_admit)),
         ("middle_ranks_admit_largest", "ranks_sharing_their_capture_state_agree",
          "a middle rank admits the greatest fitting bucket (same verdict, another bucket; ranks 0 and P-1 as the spec)",
          functools.partial(e2e.ranks_sharing_their_capture_state_agree, admit_fn=middle_ranks_select(largest_fitting))),

@@ -26,7 +26,7 @@ def test_ranks_at_is_every_rank_up_to_8_then_first_middle_last() -> None:
 
 @pytest.mark.parametrize(
     ("theorem", "label"),
-    [(end_to_end.ranks_sharing_their_capture_state_agree, "(any layout, global)"),
+    [(end_to_end.ranks_sharing_their_capture_state_agree, "(any layout, global, F=2)"),
      (end_to_end_local.local_ranks_sharing_their_sizes_agree, "(any layout, local)")],
 )
 def test_the_consensus_theorems_compare_every_rank_with_rank_0(theorem: object, label: str) -> None:
@@ -51,7 +51,7 @@ def test_a_middle_rank_deciding_from_its_own_load_is_refuted_at_a_middle_rank() 
     queries = end_to_end.ranks_sharing_their_capture_state_agree(4, admit_fn=middle_ranks_own_load_admit)
     result = run_queries("consensus", 4, queries, "P=4", shrink=False)
     assert result.failure is not None and result.failure.verdict.status is Status.REFUTED
-    assert "rank 1 (any layout, global)" in result.failure.label or "rank 2 (any layout, global)" in result.failure.label
+    assert "rank 1 (any layout, global, F=2)" in result.failure.label or "rank 2 (any layout, global, F=2)" in result.failure.label
 
 
 @pytest.mark.parametrize("cut, part", [
