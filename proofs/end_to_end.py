@@ -45,8 +45,6 @@ from cpgraph.proofs.setting import (
     ReplayFn as ReplayFn,
     FACTORS as FACTORS,
     LIST_LENGTH as LIST_LENGTH,
-    LONG_LIST_CP_SIZES as LONG_LIST_CP_SIZES,
-    LONG_LIST_LENGTH as LONG_LIST_LENGTH,
     list_lengths_at as list_lengths_at,
     OTHER_STRATEGIES_MAX_P as OTHER_STRATEGIES_MAX_P,
     PADDING_FACTORS as PADDING_FACTORS,

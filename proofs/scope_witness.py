@@ -156,7 +156,7 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
         if k is not None and k not in lengths:
             undeclared.append(label)
             k = lengths[0] if lengths else None
-        built = by_length[k] if k in by_length else by_length[next(iter(by_length))]
+        built = by_length[k]  # every declared length, or None without a capture list
         terms = {e.name: built[e.name][0] for e in edges if _applies(e, label) and occurs(built[e.name][1], union)}
         applied.update(terms)
         if k is not None and any(occurs(f"{var}.b{k}", union) for var in lists):

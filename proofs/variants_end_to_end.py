@@ -18,6 +18,7 @@ import z3
 
 from cpgraph.proofs import end_to_end as e2e
 from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.setting import LONG_LIST_CP_SIZES
 from cpgraph.spec.admission import Admission, RankSetup, admit, cp_active, gate, rank_decision
 from cpgraph.spec.arith import align_up
 from cpgraph.spec.batch import ClassBatch, LiveBatch
@@ -347,7 +348,7 @@ def one_request_layout(batch: LiveBatch, n: IntLike, name: str) -> ClassBatch:
 
 
 P = 4  # the cp_size of the seed example; tests also run a few at 2 and 64
-LONG_P = e2e.LONG_LIST_CP_SIZES[0]  # where a variant that only a long capture list shows is checked
+LONG_P = LONG_LIST_CP_SIZES[0]  # where a variant that only a long capture list shows is checked
 
 
 def of_the_first_8_buckets(side: Callable[..., T]) -> Callable[..., T]:
