@@ -62,16 +62,20 @@ def folded_literals_equal_their_terms(cp_size: int, *, align: AlignUp = align_up
     # folded terms at every value.
     symbolic = [(sid, rank_loads((x,), p, f"sym{sid}", sid)) for sid, *_ in same_builder_groups(tuple(STRATEGIES))]
     for value in sorted({0, 1, p - 1, p, p + 1, 2 * p - 1, 2 * p, 2 * p + 1, 3 * p + 1, 4 * p - 1, 4 * p}):
-        same: list[z3.BoolRef] = []
-        facts: list[z3.BoolRef] = [x == value, y == value + 1]
+        # The divisions, one query per divisor, labelled with it ("L=5, A=8"), so the coverage scope sees each A.
         for a in sorted({p, 2 * p}):
+            divided: list[z3.BoolRef] = []
+            divided_facts: list[z3.BoolRef] = [x == value]
             for build in (floor_div, ceil_div, align):
                 folded, term = build(value, a, "lit"), build(x, a, f"sym{a}{getattr(build, '__name__', 'align')}")
-                same.append(term.value == folded.value)
-                facts.append(term.holds)
+                divided.append(term.value == folded.value)
+                divided_facts.append(term.holds)
             split, term_split = divmod_by(value, a, "lit"), divmod_by(x, a, f"symdm{a}")
-            same += [term_split.quotient == split.quotient, term_split.remainder == split.remainder]
-            facts.append(term_split.holds)
+            divided += [term_split.quotient == split.quotient, term_split.remainder == split.remainder]
+            divided_facts.append(term_split.holds)
+            queries.append(Query(f"L={value}, A={a}", z3.And(divided), tuple(divided_facts)))
+        same: list[z3.BoolRef] = []
+        facts: list[z3.BoolRef] = [x == value, y == value + 1]
         top, term_top = max_of((z3.IntVal(value), z3.IntVal(value + 1)), "lit"), max_of((x, y), "symmax")
         same += [term_top.value == top.value, add(value, p) == x + p, sub(value, p) == x - p, mul(value, p) == x * p]
         facts.append(term_top.holds)

@@ -193,7 +193,9 @@ BEYOND: dict[str, tuple[str, ...]] = {
 
 SCOPES: dict[str, tuple[str, ...]] = {
     # "checked at the edges of every clause: L in {0, 1, P-1, P, P+1, 2P-1, 2P, 2P+1, 3P+1, 4P-1, 4P}" at P = 4
-    "folded_literals_equal_their_terms": tuple(f"L={v}" for v in (0, 1, 3, 4, 5, 7, 8, 9, 13, 15, 16)),
+    # and A in {P, 2P} (each L's divisions one query per A)
+    "folded_literals_equal_their_terms": tuple(f"L={v}{a}" for v in (0, 1, 3, 4, 5, 7, 8, 9, 13, 15, 16)
+                                               for a in ("", ", A=4", ", A=8")),
     "table_batch_loads_sum_to_tokens": (*_ALL, *_CHUNK_LEMMAS),
     "dual_chunk_swap_loads_sum_to_tokens": ("request", "base", "step", *_CHUNK_LEMMAS),
     "class_loads_track_request_loads": (
