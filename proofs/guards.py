@@ -18,13 +18,14 @@ def _guard_cases() -> tuple[tuple[str, Callable[[], object], Callable[[], object
     """(builder, a call at the edge of its domain that must succeed, the call one past it that must raise)."""
     from fractions import Fraction
 
-    from cpgraph.spec import arith, batch, capacity, invariants, keying, selection, strategies, terms, zigzag
+    from cpgraph.spec import admission, arith, batch, capacity, invariants, keying, selection, strategies, terms, zigzag
 
     x = z3.Int("guard.x")
     chosen = selection.Selection(z3.Bool("guard.admitted"), x)
     empty = selection.CaptureList((), (), ())
     one = terms.Loads((x,), z3.BoolVal(True))
     two = terms.Loads((x, x), z3.BoolVal(True))
+    setup = admission.RankSetup("zigzag", 1, 2, Fraction(2), empty)  # P = 1: one load
     return (
         ("batch.class_batch", lambda: batch.class_batch(1, "g"), lambda: batch.class_batch(0, "g")),
         ("capacity.headroom_bound", lambda: capacity.headroom_bound(x, 1, x, "g"), lambda: capacity.headroom_bound(x, 0, x, "g")),
@@ -59,6 +60,8 @@ def _guard_cases() -> tuple[tuple[str, Callable[[], object], Callable[[], object
         ("arith.max_of", lambda: arith.max_of((x,), "g"), lambda: arith.max_of((), "g")),
         ("terms.int_term", lambda: terms.int_term(0), lambda: terms.int_term(False)),
         ("terms.Loads.plus", lambda: one.plus(one), lambda: one.plus(two)),
+        ("admission.rank_decision loads", lambda: admission.rank_decision(one, 0, setup, x, "g"),
+         lambda: admission.rank_decision(two, 0, setup, x, "g")),
         *_proof_guard_cases(),
     )
 
@@ -100,7 +103,7 @@ _NAMED = {name: "cp_size" for name in (
     "batch.class_batch", "capacity.headroom_bound", "strategies.contiguous_request_loads",
     "strategies.dual_chunk_swap_request_loads", "strategies.dual_chunk_swap_dcp_request_loads", "batch.any_layout",
     "strategies.interleave_loads", "zigzag.zigzag_request_loads", "batch.requests_batch cp_size",
-    "proofs.setting.ranks_at")} | {"proofs.setting.setting form": "form", "proofs.setting.every_rank_alike": "every_rank_alike"}
+    "proofs.setting.ranks_at")} | {"admission.rank_decision loads": "loads", "proofs.setting.setting form": "form", "proofs.setting.every_rank_alike": "every_rank_alike"}
 
 
 def guards() -> tuple[Bite, ...]:

@@ -83,6 +83,15 @@ class Factor:
 
 
 @dataclass(frozen=True)
+class Part:
+    """A labelled part of a theorem's claim (a chain such as "captured capacities") that names queries at every
+    P or up to ``max_p``: the scope witness fails a P it is declared at where no query is labelled with it."""
+
+    name: str
+    max_p: int | None = None
+
+
+@dataclass(frozen=True)
 class Lists:
     """Capture-list lengths: ``least``..``most`` buckets (``most`` None: every length, by a quantified
     argument); ``fixed`` when the list length is the theorem's own constant (not its parameter); a fixed
@@ -162,7 +171,8 @@ class Scope:
     factors: tuple[Factor, ...] = ()
     note: str = ""
     edges: tuple[Edge, ...] = ()
-    labelled: bool = True  # every declared strategy and F names queries at each P it is declared at
+    labelled: bool = True  # every declared strategy, F and part names queries at each P it is declared at
+    parts: tuple[Part, ...] = ()
     every_rank_max_p: int = 0  # > 0: ranks compared with rank 0, every one up to this P, then 0, P/2, P-1
 
     def ranks(self, cp_size: int) -> tuple[int, ...]:
@@ -204,6 +214,8 @@ class Scope:
             parts.append(_lists(self.lists))
         if self.factors:
             parts.append(_factors(self.factors))
+        if self.parts:
+            parts.append(_strategies(self.parts))
         if self.note:
             parts.append(self.note)
         return "; ".join(p for p in parts if p)
@@ -231,6 +243,7 @@ class Scope:
             "requests": {"kind": self.requests or "none", **({"most": self.most_requests} if self.most_requests else {})},
             "tokens": "unbounded" if self.unbounded else "bounded",
             "factors": [{"F": f.value, "max_cp_size": f.max_p} for f in self.factors],
+            "parts": [{"name": p.name, "max_cp_size": p.max_p} for p in self.parts],
             "note": self.note,
             "edges": [e.name for e in self.edges],
         }
@@ -249,7 +262,7 @@ def _runs(values: tuple[int, ...]) -> str:
     return ", ".join(out)
 
 
-def _strategies(strategies: tuple[Strategy, ...]) -> str:
+def _strategies(strategies: tuple[Strategy, ...] | tuple[Part, ...]) -> str:
     by_bound: dict[int | None, list[str]] = {}
     for s in strategies:
         by_bound.setdefault(s.max_p, []).append(s.name)
@@ -414,8 +427,9 @@ SCOPE: dict[str, Scope] = {
     "admitted_batches_replay_the_admitted_bucket": _E2E,
     "admitted_bucket_is_captured": _E2E,
     "admitted_bucket_is_within_padding_limit": _e2e(factors=tuple(Factor(f) for f in ("1", "5/4", "3/2", "2", "4"))),
-    "admitted_batches_fit_every_rank": _e2e(note="any padded n, A = default; any capacities, and the capture rule's (on "
-                                                 "3-bucket lists: any capacities include them)"),
+    "admitted_batches_fit_every_rank": _e2e(parts=(Part("any capacities"), Part("captured capacities", 8)),
+                                            note="any padded n, A = default; the capture rule's capacities on 3-bucket "
+                                                 "lists (on 32: any capacities include them)"),
     "replay_runs_only_into_a_listed_bucket_with_room": _e2e(factors=(Factor("2"),),
                                                             note="any padded n, A = default; any decision of replay's selector"),
     "admitted_bucket_is_the_least_that_fits": _E2E,

@@ -235,13 +235,14 @@ FACTOR_LABEL = re.compile(r"(?:^|[\s(])F=(\d+(?:/\d+)?)(?=$|[\s),])")
 
 
 def _labels(scope: Scope, parameter: int, queries: Sequence[Query]) -> tuple[Witnessed, ...]:
-    """Each strategy and padding factor the scope declares at ``parameter`` names some query there, and no query
+    """Each strategy, padding factor and part the scope declares at ``parameter`` names some query there, and no query
     names a factor the scope does not declare there (a run wider than its declaration is another statement)."""
     if not scope.labelled:
         return ()
     parts = [q.part for q in queries]
     out = []
     wanted = [(s.name, s.max_p) for s in scope.strategies] + [(f"F={f.value}", f.max_p) for f in scope.factors]
+    wanted += [(part.name, part.max_p) for part in scope.parts]
     for token, max_p in wanted:
         if max_p is not None and parameter > max_p:
             continue

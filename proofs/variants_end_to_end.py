@@ -306,7 +306,7 @@ def middle_ranks_own_load(loads: Loads, rank: IntLike, setup: RankSetup, num_tok
     """The spec's rank_decision, but a middle rank (0 < r < P-1) decides from its own load instead of the
     busiest rank's (rank consensus lost, and only where neither end rank looks: issue 21's planted change)."""
     if isinstance(rank, int) and 0 < rank < setup.cp_size - 1:
-        loads = Loads((loads.loads[rank],), loads.holds)
+        loads = Loads((loads.loads[rank],) * setup.cp_size, loads.holds)  # every rank as loaded as this one
     return rank_decision(loads, rank, setup, num_tokens, name)
 
 

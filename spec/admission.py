@@ -65,7 +65,9 @@ def rank_decision(loads: Loads, rank: IntLike, setup: RankSetup, num_tokens: Int
     from the keying table (global: [n, F*n] and align_up of the busiest load; local: [m, inf) and m, the
     busiest load). ``rank`` is the deciding rank: the decision deliberately does not read it or its own
     load (proofs/variants keeps the versions that do, and rank consensus refutes them). A literal rank
-    outside 0..P-1 is a ValueError."""
+    outside 0..P-1 is a ValueError, and so are loads of another number of ranks than P."""
+    if len(loads.loads) != setup.cp_size:
+        raise ValueError(f"loads must hold one load per rank of cp_size {setup.cp_size}; got {len(loads.loads)} loads")
     check_index("rank", rank, setup.cp_size, f"a rank of cp_size {setup.cp_size}")
     keyed = keying(setup.keying).inputs(num_tokens, loads, setup.align_size, setup.max_padding_factor, setup.capture, name)
     return scan_select(keyed.capture, keyed.window, keyed.required), keyed.required, keyed.holds

@@ -253,3 +253,14 @@ def test_a_run_wider_than_its_declared_factors_fails_naming_the_factor(monkeypat
     lost = _lost(_bites((name,), 1))
     assert (name, "scope witness at P=1: no undeclared F in the queries") in lost
     assert (name, "scope witness at P=1: F=2 in the queries") in lost
+
+
+def test_a_declared_part_left_out_at_a_p_fails_naming_the_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The capture rule's capacities are declared a part of capacity_fit up to P = 8; a chain set cut below that
+    # (end_to_end.py's `cp_size <= OTHER_STRATEGIES_MAX_P` moved) proves every query left, and fails here.
+    from cpgraph.proofs import end_to_end
+
+    name = "admitted_batches_fit_every_rank"
+    monkeypatch.setattr(end_to_end, "OTHER_STRATEGIES_MAX_P", 0)
+    lost = _lost(_bites((name,), 1))
+    assert lost == [(name, "scope witness at P=1: captured capacities in the queries")]

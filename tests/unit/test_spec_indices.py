@@ -13,7 +13,7 @@ from cpgraph.spec import admission, replay, selection
 from cpgraph.spec.batch import requests_batch
 from cpgraph.spec.design import DesignSpec
 from cpgraph.spec.selection import NO_SELECTION, concrete_capture_list, has_room, scan_step
-from cpgraph.spec.terms import check_index
+from cpgraph.spec.terms import Loads, check_index
 from cpgraph.spec.zigzag import zigzag_rank_load, zigzag_split
 
 
@@ -28,6 +28,15 @@ def test_admission_and_replay_refuse_a_rank_outside_the_ranks(rank: int) -> None
         admission.admit(batch, 16, _setup(), rank, "a")
     with pytest.raises(ValueError, match=rf"rank must be an int in 0\.\.3 .*got {rank}"):
         replay.replay(batch, 16, _setup(), rank, "r")
+
+
+@pytest.mark.parametrize("ranks", [1, 3, 5])
+def test_a_rank_decision_refuses_loads_of_another_number_of_ranks(ranks: int) -> None:
+    loads = Loads(tuple(z3.Int(f"l{r}") for r in range(ranks)), z3.BoolVal(True))
+    with pytest.raises(ValueError, match=rf"loads must hold one load per rank of cp_size 4; got {ranks} loads"):
+        admission.rank_decision(loads, 0, _setup(), 16, "a")
+    four = Loads(tuple(z3.Int(f"l{r}") for r in range(4)), z3.BoolVal(True))
+    assert admission.rank_decision(four, 0, _setup(), 16, "a")[0] is not None
 
 
 def test_every_rank_and_a_symbolic_rank_are_taken() -> None:
