@@ -201,6 +201,27 @@ def middle_ranks_never_admit(batch: LiveBatch, n: IntTerm, setup: RankSetup, ran
     return own
 
 
+def middle_ranks_admit_their_own_rows(batch: LiveBatch, n: IntTerm, setup: RankSetup, rank: int, name: str) -> Admission:
+    """The spec's admission, but a middle rank (0 < r < P-1) reports its own layout rows (its own load) as the rows
+    it holds, while its decision is the spec's (from the busiest rank): every verdict and bucket agrees, so only
+    the every-rank claim's admission-rows half sees it."""
+    own = admit(batch, n, setup, rank, name)
+    if 0 < rank < setup.cp_size - 1:
+        loads = batch.layout_loads(setup.strategy, f"{name}.live")  # the loads admit built (same names, same terms)
+        return dataclasses.replace(own, required=loads.loads[rank], holds=z3.And(own.holds, loads.holds))
+    return own
+
+
+def middle_ranks_replay_their_own_rows(batch: LiveBatch, n: IntTerm, setup: RankSetup, rank: int, name: str,
+                                       **how: object) -> Replay:
+    """The spec's replay, but a middle rank reports its own layout rows as the rows it pads, while its decision is
+    the spec's: only the every-rank claim's replay-rows half sees it."""
+    own = spec_replay(batch, n, setup, rank, name, **how)  # type: ignore[arg-type]
+    if 0 < rank < setup.cp_size - 1:
+        return dataclasses.replace(own, required=own.layout_loads[rank])
+    return own
+
+
 def per_rank_select(other: Select) -> Callable[[LiveBatch, IntTerm, RankSetup, int, str], Admission]:
     """The spec's admission on rank 0, ``other`` as the selector on every other rank (same admit verdict
     whenever ``other`` admits exactly when some bucket fits, a different bucket)."""
@@ -397,6 +418,12 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
         ("middle_ranks_never_admit", "ranks_sharing_their_capture_state_agree",
          "a middle rank never admits (the same bucket, another verdict; ranks 0 and P-1 as the spec)",
          functools.partial(e2e.ranks_sharing_their_capture_state_agree, admit_fn=middle_ranks_never_admit)),
+        ("middle_ranks_admit_their_own_rows", "ranks_sharing_their_capture_state_agree",
+         "a middle rank's admission holds its own rows, not the busiest rank's (the spec's decision)",
+         functools.partial(e2e.ranks_sharing_their_capture_state_agree, admit_fn=middle_ranks_admit_their_own_rows)),
+        ("middle_ranks_replay_their_own_rows", "ranks_sharing_their_capture_state_agree",
+         "a middle rank's replay pads its own rows, not the busiest rank's (the spec's decision)",
+         functools.partial(e2e.ranks_sharing_their_capture_state_agree, replay_fn=middle_ranks_replay_their_own_rows)),
         ("middle_ranks_admit_largest", "ranks_sharing_their_capture_state_agree",
          "a middle rank admits the greatest fitting bucket (same verdict, another bucket; ranks 0 and P-1 as the spec)",
          functools.partial(e2e.ranks_sharing_their_capture_state_agree, admit_fn=middle_ranks_select(largest_fitting))),
