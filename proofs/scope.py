@@ -407,7 +407,8 @@ SCOPE: dict[str, Scope] = {
         _NONE, lists=Lists(1, None), note="unbounded values and capacities; every n, F, required",
         edges=_past("n", "high", "head.bucket", "required")),
     "scan_select_is_the_step_folded_over_the_whole_list": dataclasses.replace(
-        _SCAN, note=_SCAN.note + "; the fold admission and replay call and replay's tripwire, both keyings (with the step theorems: induction over the list)"),
+        _SCAN, note=_SCAN.note + "; the fold admission and replay call, and admission's decision and replay's tripwire at P in {1..4, 8}, both "
+                             "keyings (with the step theorems: induction over the list)"),
     "scan_selects_a_captured_bucket": _SCAN,
     "scan_respects_padding_limit": _SCAN,
     "scan_bucket_has_room_for_required_rows": _SCAN,

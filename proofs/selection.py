@@ -22,6 +22,7 @@ import z3
 
 from cpgraph.proofs.obligation import Query, flag
 from cpgraph.proofs.replay import selection_replay
+from cpgraph.spec.admission import RankSetup, rank_decision
 from cpgraph.spec.invariants import (
     admission_replay,
     capacity_fit,
@@ -51,7 +52,7 @@ from cpgraph.spec.selection import (
     symbolic_capture_list,
 )
 from cpgraph.spec.replay import tripwire as spec_tripwire
-from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, all_of
 
 Step = Callable[[CaptureList, int, Window, IntLike, Selection], Selection]
 Relation = Callable[[Selection, CaptureList, Window, IntLike], BoolTerm]
@@ -99,26 +100,26 @@ Select = Callable[[CaptureList, Window, IntLike], Selection]
 
 
 Tripwire = Callable[[CaptureList, IntTerm, tuple[IntTerm, ...]], BoolTerm]
+Decide = Callable[[Loads, IntLike, RankSetup, IntLike, str], tuple[Selection, IntTerm, BoolTerm]]
+FOLD_CP_SIZES = (1, 2, 3, 4, 8)  # the P at which the fold theorem calls admission's decision and replay's tripwire
 
 
 def scan_select_is_the_step_folded_over_the_whole_list(
-    length: int, *, select: Select = scan_select, tripwire: Tripwire = spec_tripwire
+    length: int, *, select: Select = scan_select, tripwire: Tripwire = spec_tripwire, decide: Decide = rank_decision
 ) -> tuple[Query, ...]:
     """The scan admission and replay call (spec/selection.py scan_select) is the scan step folded over the
     whole list: on a list of K buckets its decision is one scan step at the first bucket over its decision on
     the other K-1 (for a window with an upper end, and for the local keying's window with none), on the
-    empty list it falls back, and admission's decision (spec/admission.py rank_decision, both keyings) is
-    that scan over its whole keyed list; and replay's tripwire (spec/replay.py, both keyings) reads the whole
-    keyed list: it passes exactly when the bucket is listed with room for every rank's rows (proofs/claims.py,
+    empty list it falls back, and admission's decision (spec/admission.py rank_decision, both keyings, at each
+    P of FOLD_CP_SIZES) is that scan over its whole keyed list; and replay's tripwire (spec/replay.py, both
+    keyings, the same P) reads the whole keyed list: it passes exactly when the bucket is listed with room for every rank's rows (proofs/claims.py,
     restated). With scan_selects_least_fitting_bucket and local_scan_meets_every_invariant (the step,
     K = 1..32), induction over K gives: the decision admission and replay take meets the declarative relation on
     every sorted list of 1..32 buckets, so a scan or a tripwire that stops early is refuted, not only
     sampled."""
     from cpgraph.proofs.claims import is_listed_with_room, sizes_holding_themselves
-    from cpgraph.spec.admission import RankSetup, rank_decision
     from cpgraph.spec.keying import keying as keying_row
     from cpgraph.spec.selection import same_selection, unbounded_window
-    from cpgraph.spec.terms import Loads
 
     capture, window, required, hypotheses, size = _setting(length, capture_list_is_well_formed)
     tail, empty = _tail(capture), CaptureList((), (), ())
@@ -127,19 +128,21 @@ def scan_select_is_the_step_folded_over_the_whole_list(
     for part, w in (("fold", window), ("fold, no upper end", unbounded_window(window.low))):
         folded = scan_step(capture, 0, w, required, select(tail, w, required))
         out.append(Query(part, same_selection(select(capture, w, required), folded), hypotheses, size=size, shown=shown))
-    # Any 3 ranks' loads, negative ones too: both equalities hold for every integer load, so no bound is assumed.
-    loads = Loads(tuple(z3.Int(f"load{r}") for r in range(3)), z3.BoolVal(True))
-    for keying, listed in (("global", capture), ("local", sizes_holding_themselves(capture))):
-        setup = RankSetup("zigzag", 3, 6, Fraction(2), capture, keying)
-        chosen, _, facts = rank_decision(loads, 0, setup, window.low, "decide")
-        keyed = keying_row(keying).inputs(window.low, loads, 6, Fraction(2), capture, "decide")
-        whole = select(listed, keyed.window, keyed.required)
-        out.append(Query(f"admission's call, {keying}", same_selection(chosen, whole),
-                         (*hypotheses, facts, keyed.holds), size=size, shown=shown))
-        bucket = z3.Int("replay.bucket")
-        passes = tripwire(keying_row(keying).capacities(capture), bucket, loads.loads)
-        out.append(Query(f"replay's tripwire, {keying}", passes == is_listed_with_room(listed, bucket, loads.loads),
-                         hypotheses, size=size, shown=(*shown, ("bucket", bucket))))
+    # At each P of FOLD_CP_SIZES (a rule that reads the list differently at some P is seen there), any P ranks'
+    # loads, negative ones too: both equalities hold for every integer load, so no bound is assumed.
+    for p in FOLD_CP_SIZES:
+        loads = Loads(tuple(z3.Int(f"load{r}") for r in range(p)), z3.BoolVal(True))
+        for keying, listed in (("global", capture), ("local", sizes_holding_themselves(capture))):
+            setup = RankSetup("zigzag", p, 2 * p, Fraction(2), capture, keying)
+            chosen, _, facts = decide(loads, 0, setup, window.low, f"decide{p}")
+            keyed = keying_row(keying).inputs(window.low, loads, 2 * p, Fraction(2), capture, f"decide{p}")
+            whole = select(listed, keyed.window, keyed.required)
+            out.append(Query(f"admission's call, {keying}, P={p}", same_selection(chosen, whole),
+                             (*hypotheses, facts, keyed.holds), size=size, shown=shown))
+            bucket = z3.Int("replay.bucket")
+            passes = tripwire(keying_row(keying).capacities(capture), bucket, loads.loads)
+            out.append(Query(f"replay's tripwire, {keying}, P={p}", passes == is_listed_with_room(listed, bucket, loads.loads),
+                             hypotheses, size=size, shown=(*shown, ("bucket", bucket))))
     return tuple(out)
 
 

@@ -8,6 +8,7 @@ why, e.g., "skip a bucket above F*n" is as good as "stop" on a sorted list).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,9 +18,10 @@ import z3
 from cpgraph.proofs import arith, batch, capacity, dual_chunk_swap, selection, strategies, variants_end_to_end, variants_local, zigzag
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
+from cpgraph.spec.admission import RankSetup, rank_decision
 from cpgraph.spec.replay import tripwire
 from cpgraph.spec.selection import CaptureList, Selection, Window, is_least_fitting, scan_select
-from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of, any_of
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, all_of, any_of
 from cpgraph.proofs.wrong_terms import (
     class_batch_under,
     class_batch_with_untied_quotient,
@@ -101,6 +103,21 @@ def tripwire_of_the_first_8_buckets(capture: CaptureList, bucket: IntTerm, loads
     """spec.replay.tripwire, but reading only the first 8 buckets of the list (a capacity lookup that stops
     early: replay would refuse every bucket past the 8th, unseen by 3-bucket end-to-end lists)."""
     return tripwire(CaptureList(capture.buckets[:8], capture.capacities[:8], capture.recorded[:8]), bucket, loads)
+
+
+def decision_of_the_first_8_buckets_from_p_4(loads: Loads, rank: IntLike, setup: RankSetup, num_tokens: IntLike,
+                                             name: str) -> tuple[Selection, IntTerm, BoolTerm]:
+    """spec.admission.rank_decision, but from P = 4 on it scans only the first 8 buckets of the rank's list (an
+    early stop that only some P take: unseen at P <= 3 and on 3-bucket lists)."""
+    if setup.cp_size >= 4:
+        c = setup.capture
+        setup = dataclasses.replace(setup, capture=CaptureList(c.buckets[:8], c.capacities[:8], c.recorded[:8]))
+    return rank_decision(loads, rank, setup, num_tokens, name)
+
+
+def tripwire_of_the_first_8_buckets_from_p_4(capture: CaptureList, bucket: IntTerm, loads: tuple[IntTerm, ...]) -> BoolTerm:
+    """spec.replay.tripwire, but with 4 or more ranks' loads it reads only the first 8 buckets of the list."""
+    return (tripwire_of_the_first_8_buckets if len(loads) >= 4 else tripwire)(capture, bucket, loads)
 
 
 P, K = 4, 3  # where the variants are checked: a small cp_size and capture-list length that show each bug
@@ -309,6 +326,14 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("tripwire_of_the_first_8_buckets", "scan_select_is_the_step_folded_over_the_whole_list",
             "replay's tripwire reads only the first 8 buckets of the list", 9, REFUTED,
             functools.partial(selection.scan_select_is_the_step_folded_over_the_whole_list, tripwire=tripwire_of_the_first_8_buckets)),
+    Variant("decision_of_the_first_8_buckets_from_p_4", "scan_select_is_the_step_folded_over_the_whole_list",
+            "admission's decision scans only the first 8 buckets at P >= 4", 9, REFUTED,
+            functools.partial(selection.scan_select_is_the_step_folded_over_the_whole_list,
+                              decide=decision_of_the_first_8_buckets_from_p_4)),
+    Variant("tripwire_of_the_first_8_buckets_from_p_4", "scan_select_is_the_step_folded_over_the_whole_list",
+            "replay's tripwire reads only the first 8 buckets at P >= 4", 9, REFUTED,
+            functools.partial(selection.scan_select_is_the_step_folded_over_the_whole_list,
+                              tripwire=tripwire_of_the_first_8_buckets_from_p_4)),
     Variant("window_one_short", "padding_window_holds_n_for_every_factor", "window [n, F*n - 1]", 0, REFUTED,
             functools.partial(selection.padding_window_holds_n_for_every_factor, window_of=_window_one_short)),
     Variant("forgets_quotient", "class_loads_track_request_loads", "a request adds no quotient blocks", P, REFUTED,
