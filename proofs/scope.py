@@ -497,6 +497,7 @@ def _bullet(text: str) -> str:
 
 
 def blocks() -> dict[str, dict[str, str]]:
+    from cpgraph.proofs.selection import FOLD_CP_SIZES
     from cpgraph.proofs.setting import EVERY_RANK_MAX_P
 
     """Each README's generated blocks (name -> text), from the table."""
@@ -541,7 +542,10 @@ def blocks() -> dict[str, dict[str, str]]:
                 f"list of {scan.least}..{scan.most} buckets (`scan_selects_least_fitting_bucket`): by induction the "
                 "end-to-end chains' one use of the scan, its decision, is the least fitting bucket on those lists "
                 "(`scan_of_the_first_8_buckets`, a scan that stops early, is refuted at K = 9), and replay's tripwire reads "
-                "the whole list, both keyings (`tripwire_of_the_first_8_buckets` is refuted at K = 9). Ranks: each theorem is "
+                "the whole list, both keyings (`tripwire_of_the_first_8_buckets` is refuted at K = 9). That admission's "
+                f"decision is this scan over its whole keyed list, and the tripwire, are checked at P in {{{_runs(FOLD_CP_SIZES)}}}"
+                " on those lists (`decision_of_the_first_8_buckets_from_p_4` and `tripwire_of_the_first_8_buckets_from_p_4`, "
+                "early stops taken only from P = 4 on, are refuted at K = 9). Ranks: each theorem is "
                 f"stated at rank 0; the consensus theorems prove every rank (all up to P = {EVERY_RANK_MAX_P}; 0, P/2 "
                 "and P-1 above) computes the same rows and decides and replays as rank 0, on any layout. The builders take any P: the pre-fix variants are refuted "
                 "at P = 64 too (`tests/quality`), but a full proof at P = 64 costs about 25 s of CPU per theorem, so it "
