@@ -210,7 +210,7 @@ SCOPES: dict[str, tuple[str, ...]] = {
     "dual_chunk_swap_long_requests_split_by_remainder": ("dual_chunk_swap", "dual_chunk_swap_dcp", "tight below dual_chunk_swap",
                                                          "tight below dual_chunk_swap_dcp"),
     "dual_chunk_swap_request_excess_is_tight": tuple(f"{part} {kind}" for kind in ("dual_chunk_swap", "dual_chunk_swap_dcp")
-                                                     for part in ("bound", "reached")),
+                                                     for part in ("bound", "reached", "reached by the empty request")),
     "ranks_sharing_their_capture_state_agree": (*_E2E_SCOPE, "(any layout, global, F=2)"),  # the every-rank chains
     "admitted_batches_replay_the_admitted_bucket": _E2E_SCOPE,
     "admitted_bucket_is_captured": _E2E_SCOPE,

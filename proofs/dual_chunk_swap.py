@@ -166,13 +166,20 @@ def dual_chunk_swap_request_excess_is_tight(
         length, loads = request_terms(builder, p)
         e = excess(p, kind)
         nonempty = z3.If(length >= 1, z3.IntVal(1), z3.IntVal(0))
-        bound = all_of(p * x <= length + e * nonempty for x in loads.loads)
+        most = length + e * nonempty  # P times the most rows a rank may hold: the bound, and what is reached
+        bound = all_of(p * x <= most for x in loads.loads)
         out.append(Query(f"bound {kind}", bound, (length >= 0, loads.holds), size=length, shown=_shown(loads),
                          replay=batch_replay(theorem="dual_chunk_swap_request_excess_is_tight", cp_size=p, strategy=kind,
                                              length_names=("L",), claim=f"all(P * x <= N + {e} * (N >= 1) for x in loads)")))
         witness = _excess_witness(p, kind)
+        # The bound is met with equality at the witness (E is reached) and at L = 0 (no excess without a token),
+        # so it is the bound itself that is tight, not a looser statement of it.
+        out.append(Query(f"reached {kind}", any_of(p * x == most for x in loads.loads), (length == witness, loads.holds),
+                         shown=_shown(loads)))
+        if witness > 0:
+            out.append(Query(f"reached by the empty request {kind}", any_of(p * x == most for x in loads.loads),
+                             (length == 0, loads.holds), shown=_shown(loads)))
         reached: BoolTerm = any_of(p * x == length + e for x in loads.loads)
-        out.append(Query(f"reached {kind}", reached, (length == witness, loads.holds), shown=_shown(loads)))
         if witness > 0:  # no length below it (at P = 1 every length reaches E = 0, the least is 0)
             out.append(Query(f"reached first at the witness {kind}", z3.Not(reached), (length >= 0, length < witness, loads.holds),
                              size=length, shown=_shown(loads)))

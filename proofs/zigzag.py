@@ -61,10 +61,10 @@ def headroom_bound_holds_for_symbolic_cp_size(
         *induction_chain(
             lambda a, n, k: within_headroom(p, a, n, k),
             step_to=(prior + more, tokens + length, count(requests, length)),
-            step_facts=(p >= 1, length >= 0, request_excess(p, more, length)),
+            # No P >= 1 in the base or the step: both hold for every integer P (the bound needs it).
+            step_facts=(length >= 0, request_excess(p, more, length)),
             bound=p * prior <= headroom,
             bound_facts=(p >= 1, requests <= limit),  # no R >= 1: the bound holds for R = 0 too (the empty batch)
-            base_facts=(p >= 1,),
         ),
         # Not a weaker bound than the invariant gives: at the invariant's edge with R = k <= N requests, the
         # bound is met with equality (an identity for every P and R, so no P >= 1 or R >= 1 is assumed here).
