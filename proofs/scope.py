@@ -519,7 +519,8 @@ def blocks() -> dict[str, dict[str, str]]:
                 "longer than 3 reach the end-to-end theorems through the scan: the decision admission and replay take is "
                 f"proved to be the scan step folded over the whole list, the step to give the least fitting bucket, and "
                 f"replay's tripwire to read the whole list, for every list of {scan.least}..{scan.most} buckets "
-                "(induction over the list), a composition argued, not solved, at those P. Ranks: each theorem is stated at rank 0, and the consensus theorems prove that every rank (all up "
+                f"(induction over the list; admission's decision and the tripwire called at P in {{{_runs(FOLD_CP_SIZES)}}}), "
+                "a composition argued, not solved, at those P. Ranks: each theorem is stated at rank 0, and the consensus theorems prove that every rank (all up "
                 f"to P = {EVERY_RANK_MAX_P}; 0, P/2 and P-1 above) computes the same rows and decides and replays as "
                 "rank 0, on any layout."
             ),
