@@ -147,8 +147,9 @@ def next_multiple(value: IntLike, align_size: IntLike, name: str) -> Defined:
 
 
 def no_rounding(value: IntLike, align_size: IntLike, name: str) -> Defined:
-    """v itself: at least v and below v + A, but not a multiple of A."""
-    return Defined(int_term(value), z3.BoolVal(True))
+    """v itself: at least v and below v + A, but not a multiple of A. Its facts keep align_up's domain (A >= 1),
+    so only the claim's multiple-of-A half tells it apart (with no domain, A <= 0 would refute it anyway)."""
+    return Defined(int_term(value), int_term(align_size) >= 1)
 
 
 def _align_up_folding_zero_to_a_block(value: IntLike, align_size: IntLike, name: str) -> Defined:
