@@ -27,7 +27,7 @@ from typing import Any
 
 CP_KINDS = ("every", "listed", "symbolic", "none")
 REQUEST_KINDS = ("", "one", "up to", "any")
-EDGE_KINDS = ("past", "requests", "last_bucket", "every_bucket", "large_p", "last_rank")
+EDGE_KINDS = ("past", "requests", "last_bucket", "every_bucket", "large_p", "last_rank", "residue")
 HUGE = 2**62  # "all lengths": a witness past it
 MANY = 2**40  # "any number of requests": a witness with this many
 LARGE_P = 2**20  # "every P": a witness at this P
@@ -89,6 +89,7 @@ class Part:
 
     name: str
     max_p: int | None = None
+    min_p: int = 1  # and from this P on (a part that only exists from some P, such as a tightness query)
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,8 @@ class Edge:
     ``form`` its kind, classes / requests / any), ``last_bucket`` (the capture list ``var`` at its longest,
     its last bucket past 2**62 and chosen by the key ``key``), ``every_bucket`` (every bucket and every
     capacity of the list ``var`` past 2**62: no value of the list is bounded), ``large_p`` (the symbolic P at
-    2**20) or ``last_rank``."""
+    2**20), ``last_rank`` or ``residue`` (``var`` mod 2P is the declared ``form``, "P+1": a statement about one
+    remainder class must hold there, not at another)."""
 
     kind: str
     var: str = ""
@@ -154,6 +156,8 @@ class Edge:
             return f"every bucket and capacity of {self.var} past 2**62"
         if self.kind == "last_rank":
             return f"{self.var} = P-1 (the last rank)"
+        if self.kind == "residue":
+            return f"{self.var} mod 2P = {self.form}"
         return "P = 2**20 (every P)"
 
 
@@ -215,7 +219,7 @@ class Scope:
         if self.factors:
             parts.append(_factors(self.factors))
         if self.parts:
-            parts.append(_strategies(self.parts))
+            parts.append(", ".join(_part(part) for part in self.parts))
         if self.note:
             parts.append(self.note)
         return "; ".join(p for p in parts if p)
@@ -243,7 +247,7 @@ class Scope:
             "requests": {"kind": self.requests or "none", **({"most": self.most_requests} if self.most_requests else {})},
             "tokens": "unbounded" if self.unbounded else "bounded",
             "factors": [{"F": f.value, "max_cp_size": f.max_p} for f in self.factors],
-            "parts": [{"name": p.name, "max_cp_size": p.max_p} for p in self.parts],
+            "parts": [{"name": p.name, "min_cp_size": p.min_p, "max_cp_size": p.max_p} for p in self.parts],
             "note": self.note,
             "edges": [e.name for e in self.edges],
         }
@@ -262,7 +266,13 @@ def _runs(values: tuple[int, ...]) -> str:
     return ", ".join(out)
 
 
-def _strategies(strategies: tuple[Strategy, ...] | tuple[Part, ...]) -> str:
+def _part(part: Part) -> str:
+    """"captured capacities (P <= 8)", "tight below dual_chunk_swap (P >= 2)"."""
+    bounds = ([f"P >= {part.min_p}"] if part.min_p > 1 else []) + ([f"P <= {part.max_p}"] if part.max_p is not None else [])
+    return part.name + (f" ({', '.join(bounds)})" if bounds else " (every P)")
+
+
+def _strategies(strategies: tuple[Strategy, ...]) -> str:
     by_bound: dict[int | None, list[str]] = {}
     for s in strategies:
         by_bound.setdefault(s.max_p, []).append(s.name)
@@ -374,7 +384,7 @@ SCOPE: dict[str, Scope] = {
                                                  edges=_past("L", "N"), labelled=False),
     "dual_chunk_swap_long_requests_split_by_remainder": Scope(
         _SMALL, _DCS, requests="one", note="L div 2P >= 2P-2 (dual_chunk_swap) or >= 2P-1 (dual_chunk_swap_dcp)",
-        edges=_past("L")),
+        edges=_past("L"), parts=(Part("tight below dual_chunk_swap", min_p=2), Part("tight below dual_chunk_swap_dcp", min_p=2))),
     "dual_chunk_swap_request_excess_is_tight": Scope(_SMALL, _DCS, requests="one", note="one length reaches the bound",
                                                      edges=(Edge("past", "L", where="bound"),)),
     "dual_chunk_swap_dcp_copies_exactly_the_short_prefills": Scope(_SMALL, _DCS[1:], requests="one", edges=_past("L"),
@@ -391,7 +401,7 @@ SCOPE: dict[str, Scope] = {
         _symbolic(), requests="any", note="request lemma, base, step and bound in one chain; every R (R = 0 too)",
         edges=(*_LARGE_P, *_past("L", "N", "R"), _LAST_RANK)),
     "headroom_bound_is_tight_for_symbolic_cp_size": Scope(_symbolic(2), requests="one", note="every L with L mod 2P = P+1",
-                                                          edges=(*_LARGE_P, *_past("q"))),
+                                                          edges=(*_LARGE_P, *_past("q"), Edge("residue", "L", form="P+1"))),
     "headroom_bound_holds_for_any_number_of_requests": Scope(_EVERY, requests="any", note="every R >= 1",
                                                              edges=(*_past("L", "N", "R"), _LAST_RANK)),
     "headroom_bound_is_tight": Scope(_EVERY, requests="any", note="every length with L mod 2P = P+1",

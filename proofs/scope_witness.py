@@ -64,6 +64,16 @@ def edge_term(edge: Edge, scope: Scope, parameter: int, k: int | None = None) ->
         return z3.Int(edge.var) > HUGE, edge.var
     if edge.kind == "large_p":
         return z3.Int(edge.var) == LARGE_P, edge.var
+    if edge.kind == "residue":  # var = 2P*k + a*P + b for some k: the declared remainder class, "P+1" (a = 1, b = 1)
+        text = edge.form.replace(" ", "")
+        form = re.fullmatch(r"(\d*)P([+-]\d+)?", text) or re.fullmatch(r"()([+-]?\d+)", text)
+        if form is None:
+            raise ValueError(f"a residue edge's form must read aP+b, aP or b (\"P+1\", \"2P-1\", \"0\"); got {edge.form!r}")
+        p_term = z3.Int("P") if parameter == 0 else z3.IntVal(parameter)
+        a = (int(form.group(1)) if form.group(1) else 1) if "P" in text else 0
+        b = int(form.group(2)) if form.group(2) else 0
+        k = z3.Int(f"scope_witness!{edge.var}.k")
+        return z3.Int(edge.var) == 2 * p_term * k + a * p_term + b, edge.var
     if edge.kind == "last_rank":  # r = P-1: of the parameter's P, or of the symbolic P
         return z3.Int(edge.var) == (z3.Int("P") - 1 if parameter == 0 else z3.IntVal(parameter - 1)), edge.var
     if edge.kind == "requests":
@@ -241,10 +251,10 @@ def _labels(scope: Scope, parameter: int, queries: Sequence[Query]) -> tuple[Wit
         return ()
     parts = [q.part for q in queries]
     out = []
-    wanted = [(s.name, s.max_p) for s in scope.strategies] + [(f"F={f.value}", f.max_p) for f in scope.factors]
-    wanted += [(part.name, part.max_p) for part in scope.parts]
-    for token, max_p in wanted:
-        if max_p is not None and parameter > max_p:
+    wanted = [(s.name, s.max_p, 1) for s in scope.strategies] + [(f"F={f.value}", f.max_p, 1) for f in scope.factors]
+    wanted += [(part.name, part.max_p, part.min_p) for part in scope.parts]
+    for token, max_p, min_p in wanted:
+        if (max_p is not None and parameter > max_p) or parameter < min_p:
             continue
         found = any(_names(token, part) for part in parts)
         out.append(Witnessed(f"{token} in the queries", found, "" if found else "no query is labelled with it"))

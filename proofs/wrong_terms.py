@@ -78,9 +78,11 @@ def interleave_rank_one_extra(split: DivMod, rank: IntLike) -> IntTerm:
 
 
 def first_rank_short(split: DivMod, rank: IntLike, cp_size: IntLike) -> IntTerm:
-    """Zigzag, but rank 0 holds one token fewer when 0 < L mod 2P <= P (the case where it is the busiest)."""
+    """Zigzag, but rank 0 holds one token fewer when 0 < L mod 2P <= P (the case where it is the busiest), at
+    P >= 2 only: at P = 1 rank 0 is also rank P-1, and the claim's last-rank half would refute it there, so only
+    its rank-0 half tells it apart."""
     m, p = split.remainder, int_term(cp_size)
-    short = z3.And(int_term(rank) == 0, m > 0, m <= p)
+    short = z3.And(int_term(rank) == 0, m > 0, m <= p, p >= 2)
     return zigzag_rank_load(split, rank, cp_size) - z3.If(short, z3.IntVal(1), z3.IntVal(0))
 
 

@@ -264,3 +264,24 @@ def test_a_declared_part_left_out_at_a_p_fails_naming_the_part(monkeypatch: pyte
     monkeypatch.setattr(end_to_end, "OTHER_STRATEGIES_MAX_P", 0)
     lost = _lost(_bites((name,), 1))
     assert lost == [(name, "scope witness at P=1: captured capacities in the queries")]
+
+
+@pytest.mark.parametrize(("offset", "ok"), [(1, True), (-1, False), (3, False)])
+def test_a_statement_at_another_remainder_class_fails_the_residue_edge(offset: int, ok: bool) -> None:
+    # headroom_bound_is_tight_for_symbolic_cp_size declares L mod 2P = P+1: the same claim stated at L = 2Pq + P - 1
+    # (true there too, or not) is another statement, and the residue witness says which class is missing.
+    from cpgraph.proofs.obligation import Query
+    from cpgraph.proofs.scope_witness import witness_checks
+
+    p, q, length = z3.Int("P"), z3.Int("q"), z3.Int("L")
+    query = Query("request", length >= 0, (p >= 2, q >= 0, length == 2 * p * q + p + offset))
+    checks = {w.what: w.ok for w in witness_checks("headroom_bound_is_tight_for_symbolic_cp_size", 0, (query,))}
+    assert checks["L mod 2P = P+1"] is ok
+
+
+def test_a_residue_edge_with_an_unreadable_form_is_a_value_error() -> None:
+    from cpgraph.proofs.scope_witness import edge_term
+
+    scope = SCOPE["headroom_bound_is_tight_for_symbolic_cp_size"]
+    with pytest.raises(ValueError, match=r"a residue edge's form must read aP\+b, aP or b .* got 'Q\+1'"):
+        edge_term(Edge("residue", "L", form="Q+1"), scope, 0)
