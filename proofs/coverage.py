@@ -192,12 +192,13 @@ BEYOND: dict[str, tuple[str, ...]] = {
 }
 
 SCOPES: dict[str, tuple[str, ...]] = {
-    # "checked at the edges of every clause: L in {0, 1, P-1, P, P+1, 2P-1, 2P, 2P+1, 3P+1, 4P-1, 4P}" at P = 4
-    # and A in {P, 2P} (each L's divisions one query per A)
-    # the fold theorem calls admission's decision and replay's tripwire at P in {1, 2, 3, 4, 8}, both keyings
+    # The fold theorem calls admission's decision and replay's tripwire at P in {1, 2, 3, 4, 8}, both keyings
+    # (written out, not read from selection.FOLD_CP_SIZES: a narrowed run must differ from this declaration).
     "scan_select_is_the_step_folded_over_the_whole_list": tuple(
         f"{call}, {keying}, P={p}" for call in ("admission's call", "replay's tripwire") for keying in ("global", "local")
         for p in (1, 2, 3, 4, 8)),
+    # "checked at the edges of every clause: L in {0, 1, P-1, P, P+1, 2P-1, 2P, 2P+1, 3P+1, 4P-1, 4P}" at P = 4
+    # and A in {P, 2P} (each L's divisions one query per A)
     "folded_literals_equal_their_terms": tuple(f"L={v}{a}" for v in (0, 1, 3, 4, 5, 7, 8, 9, 13, 15, 16)
                                                for a in ("", ", A=4", ", A=8")),
     "table_batch_loads_sum_to_tokens": (*_ALL, *_CHUNK_LEMMAS),

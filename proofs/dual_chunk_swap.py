@@ -174,13 +174,11 @@ def dual_chunk_swap_request_excess_is_tight(
         witness = _excess_witness(p, kind)
         # The bound is met with equality at the witness (E is reached) and at L = 0 (no excess without a token),
         # so it is the bound itself that is tight, not a looser statement of it.
-        out.append(Query(f"reached {kind}", any_of(p * x == most for x in loads.loads), (length == witness, loads.holds),
-                         shown=_shown(loads)))
-        if witness > 0:
-            out.append(Query(f"reached by the empty request {kind}", any_of(p * x == most for x in loads.loads),
-                             (length == 0, loads.holds), shown=_shown(loads)))
-        reached: BoolTerm = any_of(p * x == length + e for x in loads.loads)
+        met = any_of(p * x == most for x in loads.loads)
+        out.append(Query(f"reached {kind}", met, (length == witness, loads.holds), shown=_shown(loads)))
         if witness > 0:  # no length below it (at P = 1 every length reaches E = 0, the least is 0)
+            out.append(Query(f"reached by the empty request {kind}", met, (length == 0, loads.holds), shown=_shown(loads)))
+            reached: BoolTerm = any_of(p * x == length + e for x in loads.loads)
             out.append(Query(f"reached first at the witness {kind}", z3.Not(reached), (length >= 0, length < witness, loads.holds),
                              size=length, shown=_shown(loads)))
     return tuple(out)

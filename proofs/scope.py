@@ -119,6 +119,17 @@ class Lists:
         return (self.most, self.longer) if parameter in self.longer_at else (self.most,)
 
 
+def residue_form(form: str) -> tuple[int, int]:
+    """(a, b) of a residue edge's form "aP+b" ("P+1" -> (1, 1), "2P-1" -> (2, -1), "0" -> (0, 0)); ValueError
+    naming the form otherwise."""
+    text = form.replace(" ", "")
+    match = re.fullmatch(r"(\d*)P([+-]\d+)?", text) or re.fullmatch(r"()([+-]?\d+)", text)
+    if match is None:
+        raise ValueError(f"a residue edge's form must read aP+b, aP or b (\"P+1\", \"2P-1\", \"0\"); got {form!r}")
+    a = (int(match.group(1)) if match.group(1) else 1) if "P" in text else 0
+    return a, int(match.group(2)) if match.group(2) else 0
+
+
 @dataclass(frozen=True)
 class Edge:
     """A witness the hypotheses must admit at every declared parameter: ``past`` (``var`` > 2**62: an
@@ -140,6 +151,8 @@ class Edge:
     def __post_init__(self) -> None:
         if self.kind not in EDGE_KINDS:
             raise ValueError(f"kind must be one of {', '.join(EDGE_KINDS)}; got {self.kind!r}")
+        if self.kind == "residue":
+            residue_form(self.form)  # refused when declared, not when first witnessed
 
     @property
     def name(self) -> str:
@@ -507,10 +520,10 @@ def _bullet(text: str) -> str:
 
 
 def blocks() -> dict[str, dict[str, str]]:
+    """Each README's generated blocks (name -> text), from the table."""
     from cpgraph.proofs.selection import FOLD_CP_SIZES
     from cpgraph.proofs.setting import EVERY_RANK_MAX_P
 
-    """Each README's generated blocks (name -> text), from the table."""
     scan = SCOPE["scan_selects_minimal_bucket"].lists
     assert scan is not None
     e2e = SCOPE["admitted_batches_fit_every_rank"]

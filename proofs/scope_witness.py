@@ -24,7 +24,7 @@ from cpgraph.proofs.bite import Bite
 from cpgraph.proofs.check import Status, satisfiable
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.results import ObligationResult
-from cpgraph.proofs.scope import HUGE, LARGE_P, MANY, SCOPE, Edge, Scope, Witnessed
+from cpgraph.proofs.scope import HUGE, LARGE_P, MANY, SCOPE, Edge, Scope, Witnessed, residue_form
 from cpgraph.spec.terms import BoolTerm
 
 SATISFIABLE = "hypotheses satisfiable (not vacuous)"
@@ -65,13 +65,8 @@ def edge_term(edge: Edge, scope: Scope, parameter: int, k: int | None = None) ->
     if edge.kind == "large_p":
         return z3.Int(edge.var) == LARGE_P, edge.var
     if edge.kind == "residue":  # var = 2P*k + a*P + b for some k: the declared remainder class, "P+1" (a = 1, b = 1)
-        text = edge.form.replace(" ", "")
-        form = re.fullmatch(r"(\d*)P([+-]\d+)?", text) or re.fullmatch(r"()([+-]?\d+)", text)
-        if form is None:
-            raise ValueError(f"a residue edge's form must read aP+b, aP or b (\"P+1\", \"2P-1\", \"0\"); got {edge.form!r}")
+        a, b = residue_form(edge.form)
         p_term = z3.Int("P") if parameter == 0 else z3.IntVal(parameter)
-        a = (int(form.group(1)) if form.group(1) else 1) if "P" in text else 0
-        b = int(form.group(2)) if form.group(2) else 0
         k = z3.Int(f"scope_witness!{edge.var}.k")
         return z3.Int(edge.var) == 2 * p_term * k + a * p_term + b, edge.var
     if edge.kind == "last_rank":  # r = P-1: of the parameter's P, or of the symbolic P

@@ -130,16 +130,17 @@ def scan_select_is_the_step_folded_over_the_whole_list(
         out.append(Query(part, same_selection(select(capture, w, required), folded), hypotheses, size=size, shown=shown))
     # At each P of FOLD_CP_SIZES (a rule that reads the list differently at some P is seen there), any P ranks'
     # loads, negative ones too: both equalities hold for every integer load, so no bound is assumed.
+    keyed_lists = (("global", capture), ("local", sizes_holding_themselves(capture)))
+    bucket = z3.Int("replay.bucket")
     for p in FOLD_CP_SIZES:
         loads = Loads(tuple(z3.Int(f"load{r}") for r in range(p)), z3.BoolVal(True))
-        for keying, listed in (("global", capture), ("local", sizes_holding_themselves(capture))):
+        for keying, listed in keyed_lists:
             setup = RankSetup("zigzag", p, 2 * p, Fraction(2), capture, keying)
             chosen, _, facts = decide(loads, 0, setup, window.low, f"decide{p}")
             keyed = keying_row(keying).inputs(window.low, loads, 2 * p, Fraction(2), capture, f"decide{p}")
             whole = select(listed, keyed.window, keyed.required)
             out.append(Query(f"admission's call, {keying}, P={p}", same_selection(chosen, whole),
                              (*hypotheses, facts, keyed.holds), size=size, shown=shown))
-            bucket = z3.Int("replay.bucket")
             passes = tripwire(keying_row(keying).capacities(capture), bucket, loads.loads)
             out.append(Query(f"replay's tripwire, {keying}, P={p}", passes == is_listed_with_room(listed, bucket, loads.loads),
                              hypotheses, size=size, shown=(*shown, ("bucket", bucket))))

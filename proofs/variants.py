@@ -18,6 +18,7 @@ import z3
 from cpgraph.proofs import arith, batch, capacity, dual_chunk_swap, selection, strategies, variants_end_to_end, variants_local, zigzag
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.variants_end_to_end import first_8_buckets
 from cpgraph.spec.admission import RankSetup, rank_decision
 from cpgraph.spec.replay import tripwire
 from cpgraph.spec.selection import CaptureList, Selection, Window, is_least_fitting, scan_select
@@ -95,14 +96,13 @@ class Variant:
 def scan_of_the_first_8_buckets(capture: CaptureList, window: Window, required: IntLike) -> Selection:
     """spec.selection.scan_select, but the fold stops after the first 8 buckets of the list (issue 21's
     planted change: a scan that stops early, unseen by 3-bucket end-to-end lists)."""
-    first = CaptureList(capture.buckets[:8], capture.capacities[:8], capture.recorded[:8])
-    return scan_select(first, window, required)
+    return scan_select(first_8_buckets(capture), window, required)
 
 
 def tripwire_of_the_first_8_buckets(capture: CaptureList, bucket: IntTerm, loads: tuple[IntTerm, ...]) -> BoolTerm:
     """spec.replay.tripwire, but reading only the first 8 buckets of the list (a capacity lookup that stops
     early: replay would refuse every bucket past the 8th, unseen by 3-bucket end-to-end lists)."""
-    return tripwire(CaptureList(capture.buckets[:8], capture.capacities[:8], capture.recorded[:8]), bucket, loads)
+    return tripwire(first_8_buckets(capture), bucket, loads)
 
 
 def decision_of_the_first_8_buckets_from_p_4(loads: Loads, rank: IntLike, setup: RankSetup, num_tokens: IntLike,
@@ -110,8 +110,7 @@ def decision_of_the_first_8_buckets_from_p_4(loads: Loads, rank: IntLike, setup:
     """spec.admission.rank_decision, but from P = 4 on it scans only the first 8 buckets of the rank's list (an
     early stop that only some P take: unseen at P <= 3 and on 3-bucket lists)."""
     if setup.cp_size >= 4:
-        c = setup.capture
-        setup = dataclasses.replace(setup, capture=CaptureList(c.buckets[:8], c.capacities[:8], c.recorded[:8]))
+        setup = dataclasses.replace(setup, capture=first_8_buckets(setup.capture))
     return rank_decision(loads, rank, setup, num_tokens, name)
 
 

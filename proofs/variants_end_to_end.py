@@ -372,14 +372,17 @@ P = 4  # the cp_size of the seed example; tests also run a few at 2 and 64
 LONG_P = LONG_LIST_CP_SIZES[0]  # where a variant that only a long capture list shows is checked
 
 
+def first_8_buckets(capture: CaptureList) -> CaptureList:
+    """The first 8 buckets of ``capture`` (with their capacities): what a side that stops reading early sees."""
+    return CaptureList(capture.buckets[:8], capture.capacities[:8], capture.recorded[:8])
+
+
 def of_the_first_8_buckets(side: Callable[..., T]) -> Callable[..., T]:
     """``side`` (an admission or a replay, as the spec's are called) handed only the first 8 buckets of its
     rank's capture list: a side that stops reading the list early, unseen by a 3-bucket end-to-end chain."""
 
     def truncated(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, **how: object) -> T:
-        c = setup.capture
-        first = dataclasses.replace(setup, capture=CaptureList(c.buckets[:8], c.capacities[:8], c.recorded[:8]))
-        return side(batch, n, first, rank, name, **how)
+        return side(batch, n, dataclasses.replace(setup, capture=first_8_buckets(setup.capture)), rank, name, **how)
 
     return truncated
 

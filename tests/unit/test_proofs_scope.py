@@ -7,6 +7,7 @@ K = 1..32, folded literals at P = 1..3 through the whole CLI)."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 
 import pytest
@@ -279,9 +280,14 @@ def test_a_statement_at_another_remainder_class_fails_the_residue_edge(offset: i
     assert checks["L mod 2P = P+1"] is ok
 
 
-def test_a_residue_edge_with_an_unreadable_form_is_a_value_error() -> None:
-    from cpgraph.proofs.scope_witness import edge_term
+@pytest.mark.parametrize("form", ["Q+1", "P1", ""])
+def test_a_residue_edge_with_an_unreadable_form_is_a_value_error(form: str) -> None:
+    with pytest.raises(ValueError, match=rf"a residue edge's form must read aP\+b, aP or b .* got {re.escape(repr(form))}"):
+        Edge("residue", "L", form=form)
 
-    scope = SCOPE["headroom_bound_is_tight_for_symbolic_cp_size"]
-    with pytest.raises(ValueError, match=r"a residue edge's form must read aP\+b, aP or b .* got 'Q\+1'"):
-        edge_term(Edge("residue", "L", form="Q+1"), scope, 0)
+
+@pytest.mark.parametrize(("form", "ab"), [("P+1", (1, 1)), ("2P-1", (2, -1)), ("P", (1, 0)), ("0", (0, 0)), ("-3", (0, -3))])
+def test_a_residue_form_reads_as_a_p_plus_b(form: str, ab: tuple[int, int]) -> None:
+    from cpgraph.proofs.scope import residue_form
+
+    assert residue_form(form) == ab
