@@ -37,6 +37,7 @@ from fractions import Fraction
 
 import z3
 
+from cpgraph.spec.logic import If
 from cpgraph.proofs.agreement_claims import claim_builders
 from cpgraph.proofs.agreement_forms import batch_forms
 from cpgraph.proofs.agreement_tally import BIG, Outcome, Tally, spec_values
@@ -255,7 +256,7 @@ def selections(cases: Sequence[SelectionCase] | None = None) -> Outcome:
     for i, case in enumerate(chosen):
         window = spec_selection.padding_window(case.num_tokens, case.factor, f"agree.window{i}")
         picked = spec_selection.scan_select(spec_selection.concrete_capture_list(case.buckets, dict(case.capacities)), window, case.required)
-        terms += [picked.admitted, z3.If(picked.admitted, picked.bucket, 0)]  # an eager decision has no bucket
+        terms += [picked.admitted, If(picked.admitted, picked.bucket, 0)]  # an eager decision has no bucket
         facts.append(window.holds)
     got = spec_values(terms, facts)
     for i, case in enumerate(chosen):

@@ -24,6 +24,7 @@ from fractions import Fraction
 
 import z3
 
+from cpgraph.spec.logic import And
 from cpgraph.proofs import claims
 from cpgraph.proofs.agreement_tally import Outcome, Tally, merged, spec_values
 from cpgraph.reference import strategies as ref_strategies
@@ -125,7 +126,7 @@ def gate_and_lemmas() -> Outcome:
     sizes = claims.sizes_holding_themselves(_capture((4, 9), {}))
     for i, b in enumerate((4, 9)):
         _truth(tally, "sizes_holding_themselves", f"sizes_holding_themselves([4, 9]) at {i}", True,
-               z3.And(sizes.buckets[i] == b, sizes.capacities[i] == b, sizes.recorded[i]))
+               And(sizes.buckets[i] == b, sizes.capacities[i] == b, sizes.recorded[i]))
         for key in (b - 1, b, b + 1):
             _truth(tally, "size_fits", f"size_fits([4, 9], {i}, key={key})", b >= key, claims.size_fits(sizes, i, z3.IntVal(key)))
     x, y, z = z3.Int("agree.a.q"), z3.Int("agree.b.q"), z3.Int("agree.a.only")

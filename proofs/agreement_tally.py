@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import z3
 
+from cpgraph.spec.logic import And
 from cpgraph.proofs.evaluate import SpecEvaluationError, values_of
 from cpgraph.spec.terms import BoolTerm, IntTerm
 
@@ -53,7 +54,7 @@ class Tally:
 def spec_values(terms: Sequence[IntTerm | BoolTerm], facts: Sequence[BoolTerm]) -> tuple[int | bool, ...] | str:
     """The spec's values of ``terms`` (or why they have none: a contradiction or a crash is a disagreement)."""
     try:
-        return values_of(terms, z3.And(*facts) if facts else z3.BoolVal(True))
+        return values_of(terms, And(*facts) if facts else z3.BoolVal(True))
     except (SpecEvaluationError, ValueError, TypeError, z3.Z3Exception) as exc:
         return f"spec raised {type(exc).__name__}: {str(exc)[:200]}"
 

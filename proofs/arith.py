@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import z3
 
+from cpgraph.spec.logic import And
 from cpgraph.proofs.obligation import Query
 from cpgraph.spec.arith import DivMod, align_up, divmod_by
 from cpgraph.spec.terms import Defined, IntLike
@@ -23,7 +24,7 @@ def divmod_quotient_and_remainder_are_unique(parameter: int, *, divide: DivModBy
     return (
         Query(
             "divmod",
-            z3.And(first.quotient == second.quotient, first.remainder == second.remainder),
+            And(first.quotient == second.quotient, first.remainder == second.remainder),
             (first.holds, second.holds),  # S >= 1 follows from 0 <= m < S
         ),
     )
@@ -38,7 +39,7 @@ def align_up_is_least_multiple_at_or_above(parameter: int, *, align: AlignUp = a
     return (
         Query(
             "align",
-            z3.And(aligned.value >= value, aligned.value < value + size, aligned.value == size * times),
+            And(aligned.value >= value, aligned.value < value + size, aligned.value == size * times),
             (value >= 0, aligned.holds, times == aligned.value / size),  # A >= 1 follows from aligned.holds
         ),
     )
@@ -73,7 +74,7 @@ def folded_literals_equal_their_terms(cp_size: int, *, align: AlignUp = align_up
             split, term_split = divmod_by(value, a, "lit"), divmod_by(x, a, f"symdm{a}")
             divided += [term_split.quotient == split.quotient, term_split.remainder == split.remainder]
             divided_facts.append(term_split.holds)
-            queries.append(Query(f"L={value}, A={a}", z3.And(divided), tuple(divided_facts)))
+            queries.append(Query(f"L={value}, A={a}", And(divided), tuple(divided_facts)))
         same: list[z3.BoolRef] = []
         facts: list[z3.BoolRef] = [x == value, y == value + 1]
         top, term_top = max_of((z3.IntVal(value), z3.IntVal(value + 1)), "lit"), max_of((x, y), "symmax")
@@ -83,5 +84,5 @@ def folded_literals_equal_their_terms(cp_size: int, *, align: AlignUp = align_up
             folded_loads = rank_loads((value,), p, "lit", sid)
             same += [t == f for t, f in zip(term_loads.loads, folded_loads.loads)]
             facts.append(term_loads.holds)
-        queries.append(Query(f"L={value}", z3.And(same), tuple(facts)))
+        queries.append(Query(f"L={value}", And(same), tuple(facts)))
     return tuple(queries)

@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 import z3
 
+from cpgraph.spec.logic import And, If, Or, Sum
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.setting import OTHER_STRATEGIES_MAX_P, STRATEGIES_FULL_SCOPE  # the end-to-end theorems' scope, one source
 from cpgraph.spec.batch import ClassBatch, class_batch, class_loads, is_a_batch, is_reachable
@@ -60,10 +61,10 @@ def add_request(batch: ClassBatch, length: IntTerm, name: str) -> tuple[ClassBat
     """The state after one more request of ``length`` tokens: L = 2P*q + m (fresh ``{name}.q``/``.m``)."""
     s = 2 * batch.cp_size
     q, m = z3.Int(f"{name}.q"), z3.Int(f"{name}.m")
-    facts = z3.And(length == s * q + m, m >= 0, m < s, q >= 0)
+    facts = And(length == s * q + m, m >= 0, m < s, q >= 0)
     one, zero = z3.IntVal(1), z3.IntVal(0)
-    longs = tuple(c + z3.If(z3.And(q >= 1, m == j), one, zero) for j, c in enumerate(batch.long_counts))
-    shorts = tuple(c + z3.If(z3.And(q == 0, m == j), one, zero) for j, c in enumerate(batch.short_counts))
+    longs = tuple(c + If(And(q >= 1, m == j), one, zero) for j, c in enumerate(batch.long_counts))
+    shorts = tuple(c + If(And(q == 0, m == j), one, zero) for j, c in enumerate(batch.short_counts))
     return ClassBatch(batch.cp_size, batch.quotients + q, longs, shorts, z3.BoolVal(True)), facts
 
 
@@ -115,12 +116,12 @@ def class_loads_track_request_loads(
     # real batch. Stated from what realising it needs (one long request per c[m] with quotient >= 1, the
     # surplus quotient on any one of them, s[m] requests of m tokens), not from spec.batch's builders.
     any_state = state(p, "any")
-    longs = z3.Sum(list(any_state.long_counts))
+    longs = Sum(list(any_state.long_counts))
     realisable = all_of([
         any_state.requests >= 1,
         *[c >= 0 for c in (*any_state.long_counts, *any_state.short_counts)],
         any_state.quotients >= longs,
-        z3.Or(longs >= 1, any_state.quotients == 0),
+        Or(longs >= 1, any_state.quotients == 0),
     ])
     # Stated as an equivalence, not an implication: a weakened `realisable` (say a count >= -1) still
     # follows from the facts, but no longer implies them back, so only the exact statement proves.
@@ -151,13 +152,13 @@ def class_loads_track_request_loads(
         splits = []
         for r, unit_load in enumerate(unit):  # every rank (no range to stop short of the last)
             steps = [(j, per_class[j][r] - (per_class[j - 1][r] if j else 0)) for j in classes]
-            splits.append(q * unit_load + z3.Sum([d * z3.If(m >= j, z3.IntVal(1), z3.IntVal(0)) for j, d in steps if d]))
+            splits.append(q * unit_load + Sum([d * If(m >= j, z3.IntVal(1), z3.IntVal(0)) for j, d in steps if d]))
         split_claim = all_of(x == y for x, y in zip(request.loads, splits, strict=True))
         out.append(Query(f"request split {kind}", split_claim, (facts, request.holds), shown=(("L", length),)))
         # The suffix counts move by one class: T'[j] = T[j] + [m >= j] (class_loads names them .T{j}).
         # Proved from the last class down, each j from j + 1 (a chain of small queries).
         moved = [
-            z3.Int(f"{kind}.after.T{j}") == z3.Int(f"{kind}.before.T{j}") + z3.If(m >= j, z3.IntVal(1), z3.IntVal(0))
+            z3.Int(f"{kind}.after.T{j}") == z3.Int(f"{kind}.before.T{j}") + If(m >= j, z3.IntVal(1), z3.IntVal(0))
             for j in classes
         ]
         # Every class's step, the last first; step j assumes step j + 1 (proved just before it), the last none.

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import z3
 
+from cpgraph.spec.logic import And, Sum
 from cpgraph.proofs.check import least_model
 
 from cpgraph import reference
@@ -75,7 +76,7 @@ def _draw_lengths(
     cannot reach it (unsat). An optimum, not the solver's first model: the same case whatever else the
     process has asked z3 before. Unknown raises BoundaryDrawError."""
     lengths = tuple(z3.Int(f"L{i}") for i in range(k))
-    n = z3.Sum(list(lengths))
+    n = Sum(list(lengths))
     shortest = 2 * config.cp_size if active and config.cp_size > 1 else 1
     limit = _RLIMIT if rlimit is None else rlimit
     facts_all = [
@@ -162,7 +163,7 @@ def _residue_facts(cp_size: int, residue: int) -> LengthFacts:
 
     def facts(lengths: tuple[IntTerm, ...], n: IntTerm) -> list[BoolTerm]:
         splits = [divmod_by(x, 2 * cp_size, f"edge{i}") for i, x in enumerate(lengths)]
-        return [z3.And(s.holds, s.remainder == residue) for s in splits]
+        return [And(s.holds, s.remainder == residue) for s in splits]
 
     return facts
 
@@ -253,7 +254,7 @@ class _Edges:
         share = ceil_div(n, p, "edge.share")
         capacity = align_up(share.value, a, "edge.capacity")
         return [
-            *[z3.And(s.holds, s.remainder == (p + 1) % (2 * p)) for s in splits],
+            *[And(s.holds, s.remainder == (p + 1) % (2 * p)) for s in splits],
             busiest.holds, rows.holds, share.holds, capacity.holds,
             rows.value > capacity.value,
         ]

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import z3
 
+from cpgraph.spec.logic import And
 from cpgraph.proofs.induction import induction_chain, request_excess, state_so_far, symbolic_loads, within_headroom
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.replay import batch_replay
@@ -106,7 +107,7 @@ def headroom_bound_is_tight(
 
     def so_far(a: IntLike, n: IntLike, k: IntLike) -> BoolTerm:
         # Rank P-1 of a batch of k requests (each at the edge, so each >= 1 token) holds (N + k(P-1))/P.
-        return z3.And(k >= 0, k <= n, p * a == n + k * (p - 1))
+        return And(k >= 0, k <= n, p * a == n + k * (p - 1))
 
     return (
         request,

@@ -36,6 +36,7 @@ from typing import Any
 
 import z3
 
+from cpgraph.spec.logic import Not, Or
 from cpgraph.spec.terms import BoolTerm
 
 DEFAULT_RLIMIT = 5_000_000  # the costliest proof here needs ~0.9M units (<0.1 s); a runaway query stops in ~1-4 s
@@ -141,7 +142,7 @@ def check(
         raise ValueError(f"rlimit must be an int >= 1 (z3 resource units), got {rlimit}")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
         raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
-    ctx, terms = _isolated([*hypotheses, z3.Not(_bool(claim))])
+    ctx, terms = _isolated([*hypotheses, Not(_bool(claim))])
     start = time.perf_counter()
     if pipeline_first and seed is None:
         quick = _pipeline(ctx, rlimit)
@@ -187,7 +188,7 @@ def determined_values(
         return None, "unsatisfiable" if first == z3.unsat else "undecided"
     model = solver.model()
     values = tuple(model.eval(t, model_completion=True) for t in local)
-    solver.add(z3.Or([t != v for t, v in zip(local, values)], ctx))
+    solver.add(Or([t != v for t, v in zip(local, values)], ctx))
     if solver.check() != z3.unsat:
         return None, "not determined"
     home = terms[0].ctx if terms else z3.main_ctx()
@@ -385,7 +386,7 @@ def cross_check(
         memo: dict[int, Any] = {}
         for hypothesis in hypotheses:
             solver.assertFormula(translate.term(hypothesis, (), memo))
-        negated = z3.Not(_bool(claim))
+        negated = Not(_bool(claim))
         solver.assertFormula(translate.term(negated, (), memo))
     except TranslationError as exc:
         return Verdict(Status.UNKNOWN, time.perf_counter() - start, reason=str(exc))

@@ -20,6 +20,8 @@ from fractions import Fraction
 
 import z3
 
+from cpgraph.proofs.constants import constant_names
+from cpgraph.spec.logic import And, Implies
 from cpgraph.spec.batch import LiveBatch
 from cpgraph.spec.selection import CaptureList, Selection
 from cpgraph.spec.terms import BoolTerm, IntTerm, all_of, any_of
@@ -38,36 +40,36 @@ def documented_align(strategy: str, cp_size: int) -> int:
 
 def within_window(bucket: IntTerm, n: IntTerm, factor: Fraction) -> BoolTerm:
     """n <= B <= F*n for F = a/b, as b*B <= a*n (no floor, no spec window)."""
-    return z3.And(n <= bucket, factor.denominator * bucket <= factor.numerator * n)
+    return And(n <= bucket, factor.denominator * bucket <= factor.numerator * n)
 
 
 def rows_needed(loads: Sequence[IntTerm], align_size: int, name: str) -> tuple[IntTerm, BoolTerm]:
     """The rows every rank pads to, as a relation: the least multiple of A that is >= every load."""
     k = z3.Int(f"{name}.k")
     need = align_size * k
-    facts = z3.And(all_of(need >= x for x in loads), any_of(need - align_size < x for x in loads))
+    facts = And(all_of(need >= x for x in loads), any_of(need - align_size < x for x in loads))
     return need, facts
 
 
 def bucket_fits(capture: CaptureList, i: int, n: IntTerm, factor: Fraction, need: IntTerm) -> BoolTerm:
     """Bucket i is in the fitting set: within the window, recorded, with capacity >= the rows needed."""
-    return z3.And(within_window(capture.buckets[i], n, factor), capture.recorded[i], capture.capacities[i] >= need)
+    return And(within_window(capture.buckets[i], n, factor), capture.recorded[i], capture.capacities[i] >= need)
 
 
 def is_listed_with_room(capture: CaptureList, bucket: IntTerm, loads: Sequence[IntTerm]) -> BoolTerm:
     """``bucket`` is listed with a recorded capacity, and whichever listed bucket it is holds every rank's
     rows (stated per bucket, so a refutation names one bucket and one rank)."""
-    listed = any_of(z3.And(bucket == b, rec) for b, rec in zip(capture.buckets, capture.recorded))
+    listed = any_of(And(bucket == b, rec) for b, rec in zip(capture.buckets, capture.recorded))
     room = all_of(
-        z3.Implies(bucket == b, all_of(c >= x for x in loads)) for b, c in zip(capture.buckets, capture.capacities)
+        Implies(bucket == b, all_of(c >= x for x in loads)) for b, c in zip(capture.buckets, capture.capacities)
     )
-    return z3.And(listed, room)
+    return And(listed, room)
 
 
 def is_active(batch: LiveBatch, n: IntTerm) -> BoolTerm:
     """CP-active, restated: P > 1, n >= 2P and every request at least 2P long."""
     p = batch.cp_size
-    return z3.And(z3.BoolVal(p > 1), n >= 2 * p, all_of(s == 0 for s in batch.short_counts))
+    return And(z3.BoolVal(p > 1), n >= 2 * p, all_of(s == 0 for s in batch.short_counts))
 
 
 # -- lemmas: one builder each, used as the steps of every chain that needs them --------------------------------
@@ -80,21 +82,21 @@ def same_rows(first: IntTerm, second: IntTerm) -> tuple[str, BoolTerm]:
 
 def same_decision(first: Selection, second: Selection) -> tuple[str, BoolTerm]:
     """Two decisions agree: the same admit verdict, and the same bucket when admitted."""
-    return "decisions agree", z3.And(first.admitted == second.admitted, z3.Implies(first.admitted, first.bucket == second.bucket))
+    return "decisions agree", And(first.admitted == second.admitted, Implies(first.admitted, first.bucket == second.bucket))
 
 
 def chosen_bucket_is_one_with_room(capture: CaptureList, chosen: Selection, rows: IntTerm) -> tuple[str, BoolTerm]:
     """An admitted bucket is some listed bucket recorded with a capacity >= the rows the decision required (the
     scan's own shape; ``chosen_bucket_has_room`` follows from it on a sorted list, and on a 32-bucket list z3 is
     unstable across seeds proving that one from the scan directly)."""
-    some = any_of(z3.And(chosen.bucket == b, rec, c >= rows)
+    some = any_of(And(chosen.bucket == b, rec, c >= rows)
                   for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded))
-    return "chosen bucket is one with room", z3.Implies(chosen.admitted, some)
+    return "chosen bucket is one with room", Implies(chosen.admitted, some)
 
 
 def chosen_bucket_has_room(capture: CaptureList, chosen: Selection, rows: IntTerm) -> tuple[str, BoolTerm]:
     """An admitted bucket is listed with a recorded capacity >= the rows the decision required."""
-    return "chosen bucket has room", z3.Implies(chosen.admitted, is_listed_with_room(capture, chosen.bucket, (rows,)))
+    return "chosen bucket has room", Implies(chosen.admitted, is_listed_with_room(capture, chosen.bucket, (rows,)))
 
 
 def layout_within_rows(loads: Sequence[IntTerm], rows: IntTerm) -> tuple[str, BoolTerm]:
@@ -117,19 +119,7 @@ def size_fits(capture: CaptureList, i: int, key: IntTerm) -> BoolTerm:
 
 def _constants(terms: Sequence[z3.ExprRef], prefix: str) -> set[str]:
     """The names (past ``prefix``) of the integer constants named under ``prefix`` in ``terms``."""
-    seen: set[int] = set()
-    out: set[str] = set()
-    todo = list(terms)
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and z3.is_int(t) and t.decl().name().startswith(prefix):
-            out.add(t.decl().name()[len(prefix):])
-        elif z3.is_app(t):
-            todo.extend(t.children())
-    return out
+    return {name[len(prefix):] for name in constant_names(terms, ints_only=True) if name.startswith(prefix)}
 
 
 def same_definitions(

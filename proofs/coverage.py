@@ -9,7 +9,9 @@ from collections.abc import Callable, Iterable, Sequence
 
 import z3
 
+from cpgraph.spec.logic import And
 from cpgraph.proofs.check import Status, check, one_context
+from cpgraph.proofs.constants import constant_names
 from cpgraph.proofs.needed import needed_bites
 from cpgraph.proofs.obligation import SAMPLED_CP_SIZES, Query
 from cpgraph.proofs.registry import BY_NAME
@@ -60,8 +62,8 @@ def _e2e_domain(p: int) -> tuple[Boundary, ...]:
 def _busiest_at_headroom(p: int) -> Boundary:
     """A rank at the headroom bound itself (P*a0 = N + k(P-1), one request): the loads the theorem allows reach it."""
     a0, tokens, requests = z3.Int("a0"), z3.Int("N"), z3.Int("k")
-    return ("P*a0 <= N + k(P-1)", z3.And(p * a0 == tokens + requests * (p - 1), requests == 1),
-            z3.And(p * a0 == tokens + requests * (p - 1) + 1, requests == 1))
+    return ("P*a0 <= N + k(P-1)", And(p * a0 == tokens + requests * (p - 1), requests == 1),
+            And(p * a0 == tokens + requests * (p - 1) + 1, requests == 1))
 
 
 def _split_threshold(p: int) -> Boundary:
@@ -96,7 +98,7 @@ def _local_domain(p: int) -> tuple[Boundary, ...]:
 def _two_lengths() -> Boundary:
     """Requests of different lengths (L0 = 0, L1 = 1) are a batch the theorem covers, not only equal ones."""
     first, second = z3.Int("L0"), z3.Int("L1")
-    return ("L0 != L1", z3.And(first == 0, second == 1), first == -1)
+    return ("L0 != L1", And(first == 0, second == 1), first == -1)
 
 
 def _bounds(*texts: str) -> Callable[[int], tuple[Boundary, ...]]:
@@ -288,26 +290,6 @@ def _thresholds() -> tuple[Bite, ...]:
     return tuple(out)
 
 
-def _constants(terms: Iterable[BoolTerm]) -> set[str]:
-    """Names of the uninterpreted constants in ``terms``."""
-    seen: set[int] = set()
-    names: set[str] = set()
-    todo = [t for t in terms if isinstance(t, z3.ExprRef)]
-    while todo:
-        t = todo.pop()
-        key = t.get_id()
-        if key in seen:
-            continue
-        seen.add(key)
-        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            names.add(t.decl().name())
-        elif z3.is_app(t):
-            todo.extend(t.children())
-        elif z3.is_quantifier(t):
-            todo.append(t.body())
-    return names
-
-
 def _satisfiable(query: Query, extra: tuple[BoolTerm, ...] = ()) -> Status:
     witness = check(False, hypotheses=(*query.hypotheses, *extra), rlimit=query.rlimit, pipeline_first=True, model=False)
     return Status.REFUTED if witness.status is Status.REFUTED else witness.status
@@ -350,6 +332,7 @@ def _coverage(theorem: str) -> tuple[Bite, ...]:
     obligation = BY_NAME[theorem]
     parameter = COVERAGE_PARAMETER[obligation.over]
     queries = obligation.build(parameter)
+    memo: dict[int, frozenset[str]] = {}  # each hypothesis's constants, walked once (the queries keep them alive)
     out = [Bite(theorem, f"satisfiable: {label}", "the hypotheses have a model (not vacuous)", parameter, Status.REFUTED,
                 _satisfiable(q)) for label, q in _chains(queries)]
     # A guarded lemma (proved where the claim fails) proves whatever it says while the claim holds: its own
@@ -378,7 +361,7 @@ def _coverage(theorem: str) -> tuple[Bite, ...]:
     stated = re.search(r"sorted (\d+)-bucket lists", obligation.scope)
     if stated:  # the capture-list length the scope states: its last bucket is in the queries, one more is not
         k = int(stated.group(1))
-        seen = _constants(t for q in queries for t in (q.claim, *q.hypotheses))
+        seen = constant_names((t for q in queries for t in (q.claim, *q.hypotheses)), memo=memo)
         ok = f"cap.b{k - 1}" in seen and f"cap.b{k}" not in seen
         out.append(Bite(theorem, f"scope: {k}-bucket lists", f"the queries' capture list has exactly the {k} buckets the scope states",
                         parameter, Status.PROVED, Status.PROVED if ok else Status.REFUTED))
@@ -391,12 +374,12 @@ def _coverage(theorem: str) -> tuple[Bite, ...]:
 
     def mentions(index: int, wanted: set[str]) -> bool:
         if index not in names:
-            names[index] = _constants(queries[index].hypotheses)
+            names[index] = constant_names(queries[index].hypotheses, memo=memo)
         return wanted <= names[index]
 
     every_query = BOUNDARIES.get(theorem) not in (_e2e_domain, _local_domain)  # end-to-end theorems share one setting: its first query
     for text, edge, past in boundaries(parameter):
-        wanted = _constants((edge,))
+        wanted = constant_names((edge,))
         where = [q for i, q in enumerate(queries) if mentions(i, wanted)]
         if not where:
             out.append(Bite(theorem, f"boundary: {text}", "no query mentions these variables", parameter, Status.REFUTED, Status.PROVED))

@@ -31,6 +31,7 @@ from typing import Any
 
 import z3
 
+from cpgraph.spec.logic import And, If, Implies, Sum
 from cpgraph.proofs.check import Status, Verdict, check
 from cpgraph.spec import design_dcs
 from cpgraph.spec.arith import divmod_by
@@ -60,7 +61,7 @@ def _single(modulus: int, length: z3.ArithRef, name: str, regular_from: int = 0)
     quotient L div M (the split's variables are ``{name}.q`` and ``{name}.m``: the same as the spec's own
     split of L by M, when it has one, so the solver need not re-derive that two splits of one length agree)."""
     split = divmod_by(length, modulus, name)
-    counts = tuple(z3.If(split.remainder == k, z3.IntVal(1), z3.IntVal(0)) for k in range(modulus))
+    counts = tuple(If(split.remainder == k, z3.IntVal(1), z3.IntVal(0)) for k in range(modulus))
     return Counts(modulus, counts, split.quotient, z3.IntVal(1), length, regular_from, z3.BoolVal(True)), split.holds
 
 
@@ -81,7 +82,7 @@ def request_lemma(strategy: str, cp_size: int, modulus: int | None = None, *, ro
         # interleave: the spec lays out the total; the encoding reads the total only
         lengths = (z3.Int("L0"), z3.Int("L1"), z3.Int("L2"))
         spec_loads = spec_row.batch_loads(lengths, p, "spec.total")
-        batch = Counts(1, (), z3.Sum(list(lengths)), z3.IntVal(3), z3.Sum(list(lengths)), 0, z3.BoolVal(True))
+        batch = Counts(1, (), Sum(list(lengths)), z3.IntVal(3), Sum(list(lengths)), 0, z3.BoolVal(True))
         ours = counts_loads(strategy, p, batch, "spec")  # the total split by P under the spec's own name
         claim = all_of(a == b for a, b in zip(spec_loads.loads, ours.loads))
         return LemmaQuery(
@@ -96,8 +97,8 @@ def request_lemma(strategy: str, cp_size: int, modulus: int | None = None, *, ro
     single, split_holds = _single(m_total, length, "spec", regular)
     ours = counts_loads(strategy, p, single, "enc", row=row)
     spec_loads = _request_loads(got, strategy)(length, p, "spec")
-    tokens = m_total * single.quotient + z3.Sum([k * c for k, c in enumerate(single.counts)])
-    claim = z3.And(all_of(a == b for a, b in zip(spec_loads.loads, ours.loads)), tokens == length)
+    tokens = m_total * single.quotient + Sum([k * c for k, c in enumerate(single.counts)])
+    claim = And(all_of(a == b for a, b in zip(spec_loads.loads, ours.loads)), tokens == length)
     if not regular:
         return LemmaQuery(
             "class_loads_equal_request_loads",
@@ -111,13 +112,13 @@ def request_lemma(strategy: str, cp_size: int, modulus: int | None = None, *, ro
     for short in range(regular):
         encoded = counts_loads(strategy, p, _short(m_total, short, regular), f"enc.s{short}", row=row)
         defined = _request_loads(got, strategy)(z3.IntVal(short), p, f"spec.s{short}")
-        shorts.append(z3.And(defined.holds, all_of(a == b for a, b in zip(defined.loads, encoded.loads))))
+        shorts.append(And(defined.holds, all_of(a == b for a, b in zip(defined.loads, encoded.loads))))
     return LemmaQuery(
         "class_loads_equal_request_loads",
         f"{strategy}, P={p}, classes mod {m_total}: one request of any length L >= {regular} has, on every rank, "
         f"the class table's loads c*q + e[L mod S][r] and tokens M*q + m = L; every L < {regular} is its own "
         "class with its own loads",
-        z3.Implies(length >= regular, claim),
+        Implies(length >= regular, claim),
         (length >= 0, split_holds, spec_loads.holds),
         (all_of(shorts),),
     )
@@ -145,8 +146,8 @@ def step_lemma(strategy: str, cp_size: int, modulus: int | None = None) -> Lemma
         cs = tuple(z3.Int(f"{name}.c{k}") for k in range(m_total)) if m_total > 1 else ()
         short = tuple((s, z3.Int(f"{name}.s{s}")) for s in range(1, regular))
         q = z3.Int(f"{name}.Q")
-        tokens = m_total * q + z3.Sum([k * c for k, c in enumerate(cs)] + [s * c for s, c in short] or [z3.IntVal(0)])
-        requests = z3.Sum(list(cs) + [c for _, c in short] or [z3.IntVal(0)])
+        tokens = m_total * q + Sum([k * c for k, c in enumerate(cs)] + [s * c for s, c in short] or [z3.IntVal(0)])
+        requests = Sum(list(cs) + [c for _, c in short] or [z3.IntVal(0)])
         return Counts(m_total, cs, q, requests, tokens, regular, z3.BoolVal(True), short)
 
     a, b = counts("a"), counts("b")
@@ -164,7 +165,7 @@ def step_lemma(strategy: str, cp_size: int, modulus: int | None = None) -> Lemma
     if got.modulus is None:
         # interleave's loads are not additive rank by rank (the total is re-split); its lemma 1 covers
         # every batch directly, so the step states conservation of tokens only
-        claim = z3.Sum(list(lab.loads)) == z3.Sum(list(la.loads)) + z3.Sum(list(lb.loads))
+        claim = Sum(list(lab.loads)) == Sum(list(la.loads)) + Sum(list(lb.loads))
     else:
         claim = all_of(x == y + w for x, y, w in zip(lab.loads, la.loads, lb.loads))
     shorts = tuple(c for _, c in (*a.short, *b.short))

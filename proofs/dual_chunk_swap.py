@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 import z3
 
+from cpgraph.spec.logic import And, If, Not
 from cpgraph.proofs.claims import same_definitions
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.replay import batch_replay
@@ -49,7 +50,7 @@ def chunks_fill_in_order(length: IntTerm, cp_size: int, name: str) -> tuple[tupl
     c, _ = dual_chunk_swap_chunk_size(length, cp_size, name)
 
     def filled(j: int) -> IntTerm:
-        return z3.If(j * c <= length, j * c, length)
+        return If(j * c <= length, j * c, length)
 
     return tuple(
         (f"chunk {j} ({name})", dual_chunk_swap_chunk(length, c, j) == filled(j + 1) - filled(j))
@@ -74,7 +75,7 @@ def dual_chunk_swap_loads_sum_to_tokens(
 
 def _split_form(cp_size: int, quotient: IntTerm, remainder: IntTerm, rank: int) -> IntTerm:
     """2q + g(m)[r]: g(m) = (m - 2P + 2, 2, ..., 2) for m > 0, zero for m = 0."""
-    partial = z3.If(remainder > 0, z3.IntVal(1), z3.IntVal(0))
+    partial = If(remainder > 0, z3.IntVal(1), z3.IntVal(0))
     return 2 * quotient + partial * ((remainder - 2 * cp_size + 2) if rank == 0 else z3.IntVal(2))
 
 
@@ -128,7 +129,7 @@ def dual_chunk_swap_long_requests_split_by_remainder(
             # P = 1 the threshold is 0 and nothing is below it)
             at, at_facts = _form_holds_at(builder, form, p, t)
             below, below_facts = _form_holds_at(builder, form, p, t - 1)
-            out.append(Query(f"tight below {kind}", z3.And(at, z3.Not(below)), (*at_facts, *below_facts)))
+            out.append(Query(f"tight below {kind}", And(at, Not(below)), (*at_facts, *below_facts)))
     return tuple(out)
 
 
@@ -165,7 +166,7 @@ def dual_chunk_swap_request_excess_is_tight(
     for kind, builder in (("dual_chunk_swap", dual_chunk_swap_request_loads), ("dual_chunk_swap_dcp", dual_chunk_swap_dcp_request_loads)):
         length, loads = request_terms(builder, p)
         e = excess(p, kind)
-        nonempty = z3.If(length >= 1, z3.IntVal(1), z3.IntVal(0))
+        nonempty = If(length >= 1, z3.IntVal(1), z3.IntVal(0))
         most = length + e * nonempty  # P times the most rows a rank may hold: the bound, and what is reached
         bound = all_of(p * x <= most for x in loads.loads)
         out.append(Query(f"bound {kind}", bound, (length >= 0, loads.holds), size=length, shown=_shown(loads),
@@ -179,7 +180,7 @@ def dual_chunk_swap_request_excess_is_tight(
         if witness > 0:  # no length below it (at P = 1 every length reaches E = 0, the least is 0)
             out.append(Query(f"reached by the empty request {kind}", met, (length == 0, loads.holds), shown=_shown(loads)))
             reached: BoolTerm = any_of(p * x == length + e for x in loads.loads)
-            out.append(Query(f"reached first at the witness {kind}", z3.Not(reached), (length >= 0, length < witness, loads.holds),
+            out.append(Query(f"reached first at the witness {kind}", Not(reached), (length >= 0, length < witness, loads.holds),
                              size=length, shown=_shown(loads)))
     return tuple(out)
 
@@ -194,9 +195,9 @@ def dual_chunk_swap_dcp_copies_exactly_the_short_prefills(
     length, loads = request_terms(request_loads, p)
     split = dual_chunk_swap_request_loads(length, p, "split")
     c = z3.Int("c")
-    least = z3.And(2 * p * c >= length, 2 * p * (c - 1) < length)
+    least = And(2 * p * c >= length, 2 * p * (c - 1) < length)
     short = (2 * p - 1) * c >= length
-    claim = all_of(z3.If(short, x == length, x == y) for x, y in zip(loads.loads, split.loads))
+    claim = all_of(If(short, x == length, x == y) for x, y in zip(loads.loads, split.loads))
     facts = (length >= 0, least, loads.holds, split.holds)
     # Lemmas first: the two rows' builds define the same chunk size, which is the c of the claim (each
     # proved from the facts, divmod uniqueness).

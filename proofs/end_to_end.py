@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import z3
 
+from cpgraph.spec.logic import And, Implies
 from cpgraph.proofs.claims import (
     bucket_fits,
     chosen_bucket_has_room,
@@ -100,9 +101,9 @@ def admitted_batches_fit_every_rank(
             a, r = _sides(s, admit_fn, replay_fn, layout)
             # The rows replay lays out go into the bucket replay pads to; in a sound system that is the admitted
             # one, so both must have room (a stale admission or a second selector breaks one of the two).
-            claim = z3.Implies(
+            claim = Implies(
                 a.selection.admitted,
-                z3.And(
+                And(
                     is_listed_with_room(s.capture, a.selection.bucket, r.layout_loads),
                     is_listed_with_room(s.capture, r.selection.bucket, r.layout_loads),
                 ),
@@ -126,7 +127,7 @@ def admitted_bucket_is_captured(cp_size: int, *, admit_fn: Admit = admit) -> tup
     for s in _settings(cp_size):
         a = s.admitted(admit_fn)
         b = a.selection.bucket
-        claim = z3.Implies(a.selection.admitted, any_of(z3.And(b == x, rec) for x, rec in zip(s.capture.buckets, s.capture.recorded)))
+        claim = Implies(a.selection.admitted, any_of(And(b == x, rec) for x, rec in zip(s.capture.buckets, s.capture.recorded)))
         out += s.chain("admitted_bucket_is_captured", (("captured_bucket", claim),), (a.holds,), (("admitted", b),))
     return tuple(out)
 
@@ -136,7 +137,7 @@ def admitted_bucket_is_within_padding_limit(cp_size: int, *, admit_fn: Admit = a
     out: list[Query] = []
     for s in _settings(cp_size, PADDING_FACTORS):
         a = s.admitted(admit_fn)
-        claim = z3.Implies(a.selection.admitted, within_window(a.selection.bucket, s.n, s.factor))
+        claim = Implies(a.selection.admitted, within_window(a.selection.bucket, s.n, s.factor))
         out += s.chain("admitted_bucket_is_within_padding_limit", (("padding_limit", claim),), (a.holds,),
                        (("admitted", a.selection.bucket),))
     return tuple(out)
@@ -149,9 +150,9 @@ def admitted_bucket_is_the_least_that_fits(cp_size: int, *, admit_fn: Admit = ad
         a = s.admitted(admit_fn)
         need, facts = s.rows_needed("truth")
         b = a.selection.bucket
-        claim = z3.Implies(
+        claim = Implies(
             a.selection.admitted,
-            all_of(z3.Implies(bucket_fits(s.capture, i, s.n, s.factor, need), b <= s.capture.buckets[i]) for i in range(len(s.capture))),
+            all_of(Implies(bucket_fits(s.capture, i, s.n, s.factor, need), b <= s.capture.buckets[i]) for i in range(len(s.capture))),
         )
         out += s.chain("admitted_bucket_is_the_least_that_fits", (same_rows(need, a.required), ("minimal_bucket", claim)),
                        (a.holds, facts), (("admitted", b), ("rows needed", need)))
@@ -168,7 +169,7 @@ def active_batches_that_fit_are_admitted(cp_size: int, *, admit_fn: Admit = admi
         some = any_of(bucket_fits(s.capture, i, s.n, s.factor, need) for i in range(len(s.capture)))
         # Both directions: a batch the gates let through that some bucket fits is admitted, and nothing
         # else is (an inactive batch, or one no bucket fits, never replays a graph).
-        claim = a.selection.admitted == z3.And(is_active(s.batch, s.n), some)
+        claim = a.selection.admitted == And(is_active(s.batch, s.n), some)
         out += s.chain("active_batches_that_fit_are_admitted", (same_rows(need, a.required), ("no_needless_fallback", claim)),
                        (a.holds, facts), (("rows needed", need),))
     return tuple(out)
@@ -189,9 +190,9 @@ def replay_runs_only_into_a_listed_bucket_with_room(
     out: list[Query] = []
     for s in _settings(cp_size, FACTORS[:1]):
         r = s.replayed(replay_fn, layout=layout, decide=_any_decision)
-        claim = z3.Implies(
+        claim = Implies(
             r.succeeded,
-            z3.And(r.selection.admitted, is_active(s.batch, s.n), is_listed_with_room(s.capture, r.selection.bucket, r.layout_loads)),
+            And(r.selection.admitted, is_active(s.batch, s.n), is_listed_with_room(s.capture, r.selection.bucket, r.layout_loads)),
         )
         out += s.chain("replay_runs_only_into_a_listed_bucket_with_room", (("tripwire", claim),), (r.holds,),
                        (("replayed", r.selection.bucket),))

@@ -24,8 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
-import z3
-
+from cpgraph.spec.logic import And, Implies
 from cpgraph.proofs.claims import (
     is_listed_with_room,
     layout_within_rows,
@@ -69,7 +68,7 @@ Step = tuple[str, BoolTerm] | tuple[str, BoolTerm, Sequence[BoolTerm]]
 def _chosen_size_holds(s: Setting, chosen: Selection, rows: IntTerm, facts: Sequence[BoolTerm]) -> Step:
     """An admitted size is listed and holds the rows the decision required (a size holds itself), under
     ``facts`` (the deciding side's own)."""
-    claim = z3.Implies(chosen.admitted, is_listed_with_room(sizes_holding_themselves(s.capture), chosen.bucket, (rows,)))
+    claim = Implies(chosen.admitted, is_listed_with_room(sizes_holding_themselves(s.capture), chosen.bucket, (rows,)))
     return ("chosen size holds its rows", claim, facts)
 
 
@@ -108,9 +107,9 @@ def local_admitted_batches_fit_every_rank(
         a = s.admitted(admit_fn)
         r = s.replayed(replay_fn, layout=layout)
         sizes = sizes_holding_themselves(s.capture)
-        claim = z3.Implies(
+        claim = Implies(
             a.selection.admitted,
-            z3.And(is_listed_with_room(sizes, a.selection.bucket, r.layout_loads),
+            And(is_listed_with_room(sizes, a.selection.bucket, r.layout_loads),
                    is_listed_with_room(sizes, r.selection.bucket, r.layout_loads)),
         )
         steps = (
@@ -131,7 +130,7 @@ def local_admitted_size_is_captured(cp_size: int, *, admit_fn: Admit = admit) ->
     out: list[Query] = []
     for s in local_settings(cp_size):
         a = s.admitted(admit_fn)
-        claim = z3.Implies(a.selection.admitted, any_of(a.selection.bucket == b for b in s.capture.buckets))
+        claim = Implies(a.selection.admitted, any_of(a.selection.bucket == b for b in s.capture.buckets))
         out += s.chain("local_admitted_size_is_captured", (("captured_bucket", claim),), (a.holds,),
                        (("admitted", a.selection.bucket),))
     return tuple(out)
@@ -144,7 +143,7 @@ def local_admitted_size_is_at_or_above_the_key(cp_size: int, *, admit_fn: Admit 
     for s in local_settings(cp_size):
         a = s.admitted(admit_fn)
         key, facts = s.rows_needed("truth")
-        claim = z3.Implies(a.selection.admitted, key <= a.selection.bucket)
+        claim = Implies(a.selection.admitted, key <= a.selection.bucket)
         out += s.chain("local_admitted_size_is_at_or_above_the_key", (*s.layouts_agree("truth", "admit.live"), same_rows(key, a.required), ("padding_limit", claim)),
                        (a.holds, facts), (("admitted", a.selection.bucket), ("key", key)))
     return tuple(out)
@@ -158,9 +157,9 @@ def local_admitted_size_is_the_least_that_fits(cp_size: int, *, admit_fn: Admit 
         a = s.admitted(admit_fn)
         key, facts = s.rows_needed("truth")
         b = a.selection.bucket
-        claim = z3.Implies(
+        claim = Implies(
             a.selection.admitted,
-            all_of(z3.Implies(size_fits(s.capture, i, key), b <= s.capture.buckets[i]) for i in range(len(s.capture))),
+            all_of(Implies(size_fits(s.capture, i, key), b <= s.capture.buckets[i]) for i in range(len(s.capture))),
         )
         out += s.chain("local_admitted_size_is_the_least_that_fits", (*s.layouts_agree("truth", "admit.live"), same_rows(key, a.required), ("minimal_bucket", claim)),
                        (a.holds, facts), (("admitted", b), ("key", key)))
@@ -189,9 +188,9 @@ def local_replay_runs_only_into_a_listed_size_holding_every_rank(
     out: list[Query] = []
     for s in local_settings(cp_size):
         r = s.replayed(replay_fn, layout=layout, decide=_any_decision)
-        claim = z3.Implies(
+        claim = Implies(
             r.succeeded,
-            z3.And(r.selection.admitted, is_listed_with_room(sizes_holding_themselves(s.capture), r.selection.bucket, r.layout_loads)),
+            And(r.selection.admitted, is_listed_with_room(sizes_holding_themselves(s.capture), r.selection.bucket, r.layout_loads)),
         )
         out += s.chain("local_replay_runs_only_into_a_listed_size_holding_every_rank", (("tripwire", claim),), (r.holds,),
                        (("replayed", r.selection.bucket),))

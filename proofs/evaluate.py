@@ -13,6 +13,7 @@ from fractions import Fraction
 
 import z3
 
+from cpgraph.spec.logic import And, If
 from cpgraph.proofs.check import Status, check, determined_values
 
 from cpgraph.spec.capacity import capture_local_tokens, headroom_local_tokens, required_local_tokens
@@ -177,10 +178,10 @@ def spec_plan(
             admitted = admission.admit(live, num_tokens, setup, r, f"eval.admit{r}")
             replayed = replay.replay(live, num_tokens, setup, r, f"eval.replay{r}")
             # an eager decision (or a refused replay) has no bucket: the spec leaves it free, so it is not read
-            terms += [admitted.selection.admitted, z3.If(admitted.selection.admitted, admitted.selection.bucket, 0),
-                      replayed.succeeded, z3.If(replayed.succeeded, replayed.selection.bucket, 0)]
+            terms += [admitted.selection.admitted, If(admitted.selection.admitted, admitted.selection.bucket, 0),
+                      replayed.succeeded, If(replayed.succeeded, replayed.selection.bucket, 0)]
             facts += [admitted.holds, replayed.holds]
-        got = values_of(terms, z3.And(*facts))
+        got = values_of(terms, And(*facts))
     except (SpecEvaluationError, ValueError, TypeError, z3.Z3Exception) as exc:
         return f"spec raised {type(exc).__name__}: {str(exc)[:200]}"
     out = []

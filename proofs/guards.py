@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import z3
 
+from cpgraph.spec.logic import And, Implies
 from cpgraph.proofs.check import Status, check
 from cpgraph.proofs.bite import Bite
 
@@ -157,7 +158,7 @@ def induction_base() -> Bite:
         for kind in CLASS_ENCODABLE:
             if STRATEGIES[kind].request_loads is not None:
                 loads = class_loads(empty, kind, f"base.{kind}")
-                claims += [z3.Implies(loads.holds, x == load) for x in loads.loads]
-        ok = ok and check(z3.And(claims)).status is Status.PROVED
+                claims += [Implies(loads.holds, x == load) for x in loads.loads]
+        ok = ok and check(And(claims)).status is Status.PROVED
     return Bite("induction base", "EMPTY_BATCH", "the state every induction starts from is the spec's empty batch", 0,
                 Status.PROVED, Status.PROVED if ok else Status.REFUTED)

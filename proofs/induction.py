@@ -16,6 +16,7 @@ from typing import Final
 
 import z3
 
+from cpgraph.spec.logic import And
 from cpgraph.proofs.obligation import Query
 from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads
 
@@ -66,7 +67,7 @@ def within_headroom(cp_size: IntLike, load: IntLike, tokens: IntLike, requests: 
     (N and k only grow) keep them anyway, and a negative k only tightens P*a <= N + k(P-1), so with them
     or without, the same bound follows; a conjunct that no verdict reads is not written."""
     p, a, n, k = _term(cp_size), _term(load), _term(tokens), _term(requests)
-    return z3.And(k <= n, p * a <= n + k * (p - 1))
+    return And(k <= n, p * a <= n + k * (p - 1))
 
 
 def _term(value: IntLike) -> z3.ArithRef:

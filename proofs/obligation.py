@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-import z3
-
+from cpgraph.spec.logic import If
 from cpgraph.proofs.check import DEFAULT_RLIMIT, Value
 from cpgraph.spec.terms import BoolTerm, IntTerm
 
@@ -50,7 +49,7 @@ Theorem = Callable[[int], tuple[Query, ...]]
 
 def flag(fact: BoolTerm) -> IntTerm:
     """How a counterexample shows a verdict among its terms: 1 where ``fact`` holds, else 0."""
-    return z3.If(fact, 1, 0)
+    return If(fact, 1, 0)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 
 import z3
 
+from cpgraph.spec.logic import And, Implies
 from cpgraph.proofs.bite import Bite
 from cpgraph.proofs.check import Status, satisfiable
 from cpgraph.proofs.obligation import Query
@@ -74,24 +75,24 @@ def edge_term(edge: Edge, scope: Scope, parameter: int, k: int | None = None) ->
     if edge.kind == "requests":
         if edge.form == "classes":  # a ClassBatch's counts: 2P long and 2P short remainder classes
             counts = [z3.Int(f"{edge.var}.{kind}{m}") for kind in "cs" for m in range(2 * parameter)]
-            return z3.And([x >= MANY for x in counts]), f"{edge.var}.c0"
+            return And([x >= MANY for x in counts]), f"{edge.var}.c0"
         if edge.form == "any":  # any number of requests, and no rank's load bounded
             loads = [z3.Int(f"{edge.var}.l{r}") > HUGE for r in range(parameter)]
-            return z3.And(z3.Int(f"{edge.var}.R") >= MANY, *loads), f"{edge.var}.R"
+            return And(z3.Int(f"{edge.var}.R") >= MANY, *loads), f"{edge.var}.R"
         lengths = [z3.Int(f"{edge.var}.L{i}") for i in range(edge.count)]
-        return z3.And([x > HUGE for x in lengths]), f"{edge.var}.L{edge.count - 1}"
+        return And([x > HUGE for x in lengths]), f"{edge.var}.L{edge.count - 1}"
     k = list_length(scope, parameter) if k is None else k
     if k is None:
         raise ValueError(f"a {edge.kind} edge needs a capture-list length in the scope; got lists={scope.lists!r}")
     if edge.kind == "every_bucket":  # sorted buckets: the first past 2**62 puts every one there
-        return (z3.And(z3.Int(f"{edge.var}.b0") > HUGE, *(z3.Int(f"{edge.var}.c{i}") > HUGE for i in range(k))),
+        return (And(z3.Int(f"{edge.var}.b0") > HUGE, *(z3.Int(f"{edge.var}.c{i}") > HUGE for i in range(k))),
                 f"{edge.var}.b0")
     last, key = z3.Int(f"{edge.var}.b{k - 1}"), z3.Int(edge.key)
     facts = [last > HUGE, key <= last, z3.Bool(f"{edge.var}.rec{k - 1}"), z3.Int(f"{edge.var}.c{k - 1}") > HUGE,
-             z3.Implies(z3.Bool("chosen.admitted"), z3.Int("chosen.bucket") == last)]
+             Implies(z3.Bool("chosen.admitted"), z3.Int("chosen.bucket") == last)]
     if k >= 2:
         facts.append(key > z3.Int(f"{edge.var}.b{k - 2}"))
-    return z3.And(facts), f"{edge.var}.b{k - 1}"
+    return And(facts), f"{edge.var}.b{k - 1}"
 
 
 def _sat(hypotheses: Sequence[BoolTerm], rlimit: int) -> str:
@@ -156,7 +157,7 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
     more: dict[str, list[str]] = {var: [] for var in counts}  # the groups that carry one request more than declared
     for label, members in groups(queries, edges, [s.name for s in scope.strategies]):
         hypotheses = _hypotheses(members)
-        union = z3.And(list(hypotheses))
+        union = And(list(hypotheses))
         k = list_length(scope, parameter, label)
         if k is not None and k not in lengths:
             undeclared.append(label)
@@ -179,7 +180,7 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
         for q in members if len(members) > 1 and not _suffix(label) else (None,):
             own = hypotheses if q is None else _hypotheses((q,))
             where = label if q is None else q.part
-            mine = {n: t for n, t in terms.items() if q is None or occurs(built[n][1], z3.And(list(own)))}
+            mine = {n: t for n, t in terms.items() if q is None or occurs(built[n][1], And(list(own)))}
             if _sat((*own, *mine.values()), rlimit) == "sat":
                 continue
             alone = _sat(own, rlimit)

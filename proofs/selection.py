@@ -20,6 +20,7 @@ from fractions import Fraction
 
 import z3
 
+from cpgraph.spec.logic import And, Implies, Not, Or, Sum
 from cpgraph.proofs.obligation import Query, flag
 from cpgraph.proofs.replay import selection_replay
 from cpgraph.spec.admission import RankSetup, rank_decision
@@ -65,7 +66,7 @@ def _setting(length: int, well_formed: WellFormed) -> tuple[CaptureList, Window,
     capture = symbolic_capture_list(length, "cap")
     n, high, required = z3.Int("n"), z3.Int("high"), z3.Int("required")
     hypotheses = (well_formed(capture), n >= 1, high >= n, required >= 0)
-    size = z3.Sum([*capture.buckets, *capture.capacities, high, required])
+    size = Sum([*capture.buckets, *capture.capacities, high, required])
     return capture, Window(n, high), required, hypotheses, size
 
 
@@ -262,9 +263,9 @@ def scan_selects_first_bucket_at_or_above_n_when_it_has_room(
         b = capture.buckets
         cases = []
         for i in range(len(capture)):
-            first = z3.And(b[i] >= window.low, *([b[i - 1] < window.low] if i else []))
-            room = z3.And(b[i] <= window.high, capture.recorded[i], capture.capacities[i] >= required)
-            cases.append(z3.Implies(z3.And(first, room), z3.And(chosen.admitted, chosen.bucket == b[i])))
+            first = And(b[i] >= window.low, *([b[i - 1] < window.low] if i else []))
+            room = And(b[i] <= window.high, capture.recorded[i], capture.capacities[i] >= required)
+            cases.append(Implies(And(first, room), And(chosen.admitted, chosen.bucket == b[i])))
         return all_of(cases)
 
     return _from_relation(length, relation, claim, well_formed)
@@ -285,11 +286,11 @@ def _least_size_at_or_above(chosen: Selection, capture: CaptureList, key: IntTer
     """The local keying's declarative relation, restated: admitted iff some listed size is >= m, and then the
     least such size."""
     fitting = [b >= key for b in capture.buckets]
-    return z3.And(
-        chosen.admitted == z3.Or(fitting) if fitting else z3.Not(chosen.admitted),
-        z3.Implies(chosen.admitted, z3.And(
-            z3.Or([z3.And(f, chosen.bucket == b) for f, b in zip(fitting, capture.buckets)]) if fitting else z3.BoolVal(False),
-            all_of(z3.Implies(f, chosen.bucket <= b) for f, b in zip(fitting, capture.buckets)),
+    return And(
+        chosen.admitted == Or(fitting) if fitting else Not(chosen.admitted),
+        Implies(chosen.admitted, And(
+            Or([And(f, chosen.bucket == b) for f, b in zip(fitting, capture.buckets)]) if fitting else z3.BoolVal(False),
+            all_of(Implies(f, chosen.bucket <= b) for f, b in zip(fitting, capture.buckets)),
         )),
     )
 
@@ -309,7 +310,7 @@ def local_scan_meets_every_invariant(length: int, *, keying: str = "local", step
     sizes = row.capacities(capture)
     window = row.window(key, 2, "window")
     hypotheses = (capture_list_is_sorted(capture), key >= 0, window.holds)
-    size = z3.Sum([*capture.buckets, key])
+    size = Sum([*capture.buckets, key])
     rest = Selection(z3.Bool("rest.admitted"), z3.Int("rest.bucket"))
     stepped = step(sizes, 0, window, key, rest)
     out = [Query("step", _least_size_at_or_above(stepped, capture, key),
@@ -327,11 +328,11 @@ def local_scan_meets_every_invariant(length: int, *, keying: str = "local", step
     )
     # One query for the five one-decision invariants, one for the two that compare decisions (a conjunction:
     # a refutation's model names the one that fails through the shown terms).
-    every = z3.And([claim for _, claim in claims])
+    every = And([claim for _, claim in claims])
     shown = tuple((part, flag(claim)) for part, claim in claims)
     out.append(Query(", ".join(part for part, _ in claims), every, (*hypotheses, relation), size=size, shown=shown))
     both = (*hypotheses, relation, _least_size_at_or_above(other, capture, key))
     pair = (("admission_replay", admission_replay(chosen, other, keying)), ("rank_consensus", rank_consensus((chosen, other), keying)))
-    out.append(Query("admission_replay, rank_consensus", z3.And([c for _, c in pair]), both, size=size,
+    out.append(Query("admission_replay, rank_consensus", And([c for _, c in pair]), both, size=size,
                      shown=tuple((part, flag(c)) for part, c in pair)))
     return tuple(out)

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import z3
 
+from cpgraph.spec.logic import And, Implies, Not
 from cpgraph.proofs.claims import documented_align, rows_needed, same_definitions
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.replay_batch import any_layout_replay, class_batch_replay, requests_replay
@@ -214,7 +215,7 @@ class Setting:
     def _rows_needed(self, name: str) -> tuple[IntTerm, BoolTerm]:
         loads = self.batch.layout_loads(self.strategy, name)
         need, facts = rows_needed(loads.loads, self.align if self.keying == "global" else 1, name)
-        return need, z3.And(loads.holds, facts)
+        return need, And(loads.holds, facts)
 
     def chain(
         self,
@@ -250,7 +251,7 @@ class Setting:
         # step is the claim itself.
         # (``guarded`` False: each lemma as stated, a step of the theorem in its own right, so a refuted lemma
         # is a counterexample to the theorem all the same.)
-        stated = [(step, z3.Implies(z3.Not(final), step[1]) if guarded else step[1]) for step in lemmas]
+        stated = [(step, Implies(Not(final), step[1]) if guarded else step[1]) for step in lemmas]
         for step, claim in (*stated, (last, final)):
             part, own_claim, *own = step  # a step may state its own facts: fewer hypotheses, a stronger lemma
             used = tuple(*own) if own else tuple(facts)
@@ -331,12 +332,12 @@ def every_rank_alike(theorem: str, s: Setting, admit_fn: Admit, replay_fn: Repla
     out: list[Query] = []
     for rank, a, r in sides.others:
         facts = (first.holds, base.holds, a.holds, r.holds)
-        rows = z3.And(first.required == a.required, base.required == r.required)
-        claim = z3.And(  # the rows are the chain's first step, proved on their own (unguarded): part of the theorem
+        rows = And(first.required == a.required, base.required == r.required)
+        claim = And(  # the rows are the chain's first step, proved on their own (unguarded): part of the theorem
             first.selection.admitted == a.selection.admitted,
-            z3.Implies(first.selection.admitted, first.selection.bucket == a.selection.bucket),
+            Implies(first.selection.admitted, first.selection.bucket == a.selection.bucket),
             base.succeeded == r.succeeded,
-            z3.Implies(base.succeeded, base.selection.bucket == r.selection.bucket),
+            Implies(base.succeeded, base.selection.bucket == r.selection.bucket),
         )
         steps: tuple[Step, ...] = (
             (f"rows agree, rank {rank}", rows, facts),

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 import z3
 
+from cpgraph.spec.logic import And, If, Or, Sum
 from cpgraph.proofs.induction import EMPTY_BATCH, batch_so_far, next_request
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.replay import batch_replay
@@ -140,8 +141,8 @@ def table_batch_loads_sum_to_tokens(cp_size: int, *, batch_loads: Callable[..., 
     p = cp_size
     lengths = (z3.Int("L0"), z3.Int("L1"))
     chunks = tuple(z3.Int(f"c{i}") for i in range(len(lengths)))
-    least = [z3.And(2 * p * c >= x, 2 * p * (c - 1) < x) for c, x in zip(chunks, lengths)]
-    copied = [z3.If((2 * p - 1) * c >= x, p * x, x) for c, x in zip(chunks, lengths)]
+    least = [And(2 * p * c >= x, 2 * p * (c - 1) < x) for c, x in zip(chunks, lengths)]
+    copied = [If((2 * p - 1) * c >= x, p * x, x) for c, x in zip(chunks, lengths)]
     from cpgraph.proofs.dual_chunk_swap import chunks_fill_in_order
     from cpgraph.spec.strategies import dual_chunk_swap_chunk_size
 
@@ -149,7 +150,7 @@ def table_batch_loads_sum_to_tokens(cp_size: int, *, batch_loads: Callable[..., 
     for group in table_rows_at(p):
         sid, label = group[0], " ".join(group)  # one check per shared builder, naming every row it lays out
         loads = batch_loads(lengths, cp_size, f"batch.{sid}", sid)
-        tokens = z3.Sum(copied) if sid == "dual_chunk_swap_dcp" else z3.Sum(list(lengths))
+        tokens = Sum(copied) if sid == "dual_chunk_swap_dcp" else Sum(list(lengths))
         facts = (*(x >= 0 for x in lengths), *least, loads.holds)
         lemmas: list[z3.BoolRef] = []
         row = STRATEGIES[sid]
@@ -166,7 +167,7 @@ def table_batch_loads_sum_to_tokens(cp_size: int, *, batch_loads: Callable[..., 
                 for part, claim in steps:
                     out.append(Query(f"{part} {sid}", claim, (*facts, *lemmas)))
                     lemmas.append(claim)
-        out.append(Query(label, conservation(loads, tokens), (*facts, *lemmas), size=z3.Sum(list(lengths)), shown=_shown(loads)))
+        out.append(Query(label, conservation(loads, tokens), (*facts, *lemmas), size=Sum(list(lengths)), shown=_shown(loads)))
     # Every row of the table is in scope here, so here the runner's alignment (the spec's table) is held to the
     # documented one (claims.ALIGN_FACTOR) for each row: the end-to-end theorems compare the two only for the
     # class-encodable rows (the labels name the row in brackets, so they never count as a row's loads query).
@@ -191,7 +192,7 @@ def zigzag_busiest_rank_holds_ceil_share(
     return (
         Query(
             "request",
-            z3.And(p * (load - 1) < length, (p * first >= length) == (m <= p), (p * last >= length) == z3.Or(m == 0, m >= p)),
+            And(p * (load - 1) < length, (p * first >= length) == (m <= p), (p * last >= length) == Or(m == 0, m >= p)),
             (length >= 0, parts.holds, rank >= 0, rank < p),
             size=length,
             shown=(("l_r", load), ("l_0", first), ("l_last", last)),
@@ -229,7 +230,7 @@ def interleave_busiest_rank_holds_ceil_share(
     return (
         Query(
             "batch",
-            z3.And(p * (load - 1) < total, p * first >= total),
+            And(p * (load - 1) < total, p * first >= total),
             (total >= 0, parts.holds, rank >= 0, rank < p),
             size=total,
             shown=(("l_r", load), ("l_0", first)),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import z3
 
+from cpgraph.spec.logic import And, Implies, Not
 from cpgraph.proofs import arith, batch, capacity, dual_chunk_swap, selection, strategies, variants_end_to_end, variants_local, zigzag
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
@@ -132,15 +133,15 @@ def _last_bucket_wrong(chosen: Selection, capture: CaptureList, window: Window, 
     members = [_fits(capture, i, window, required) for i in range(len(capture))]
     named = [*capture.buckets[:-1], capture.buckets[-1] + 1] if how == "larger" else list(capture.buckets)
     tried = members if how == "larger" else members[:-1]
-    member = any_of(z3.And(f, chosen.bucket == b) for f, b in zip(tried, named))
-    least = all_of(z3.Implies(f, chosen.bucket <= b) for f, b in zip(tried, named))
-    return z3.And(chosen.admitted == any_of(tried), z3.Implies(chosen.admitted, z3.And(member, least)))
+    member = any_of(And(f, chosen.bucket == b) for f, b in zip(tried, named))
+    least = all_of(Implies(f, chosen.bucket <= b) for f, b in zip(tried, named))
+    return And(chosen.admitted == any_of(tried), Implies(chosen.admitted, And(member, least)))
 
 
 def _right_bucket_never_admitted(chosen: Selection, capture: CaptureList, window: Window, required: IntLike) -> BoolTerm:
     """The least fitting bucket reported, but the verdict always "not admitted" (the eager path taken)."""
     right = Selection(z3.Bool("right.admitted"), chosen.bucket)
-    return z3.And(is_least_fitting(right, capture, window, required), z3.Not(chosen.admitted))
+    return And(is_least_fitting(right, capture, window, required), Not(chosen.admitted))
 
 
 VARIANTS: tuple[Variant, ...] = (

@@ -16,6 +16,7 @@ from fractions import Fraction
 
 import z3
 
+from cpgraph.spec.logic import And, If, Implies, Not, Or
 from cpgraph.proofs import end_to_end as e2e
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.setting import LONG_LIST_CP_SIZES
@@ -43,7 +44,7 @@ def smallest_at_or_above_n(setup: RankSetup, window: Window, rows: IntTerm) -> S
     for b in reversed(setup.capture.buckets):
         below, above = b < window.low, b > window.high
         chosen = Selection(
-            z3.If(below, chosen.admitted, z3.Not(above)), z3.If(below, chosen.bucket, z3.If(above, z3.IntVal(0), b))
+            If(below, chosen.admitted, Not(above)), If(below, chosen.bucket, If(above, z3.IntVal(0), b))
         )
     return chosen
 
@@ -52,15 +53,15 @@ def smallest_at_or_above_n_unbounded(setup: RankSetup, window: Window, rows: Int
     """The pre-fix selector with no padding limit (0.5.17 padded to the first bucket >= n however far
     above n it was): the first bucket >= n of the list, no room check."""
     top = setup.capture.buckets[-1] if setup.capture.buckets else window.low
-    return smallest_at_or_above_n(setup, Window(window.low, z3.If(top > window.low, top, window.low)), rows)
+    return smallest_at_or_above_n(setup, Window(window.low, If(top > window.low, top, window.low)), rows)
 
 
 def first_bucket_only(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
     """Only the first bucket >= n is tried: admitted if it is within F*n and has room, else fall back."""
     first = smallest_at_or_above_n(setup, window, rows)
     capture = setup.capture
-    room = z3.Or([z3.And(first.bucket == b, rec, c >= rows) for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded)])
-    return Selection(z3.And(first.admitted, room), first.bucket)
+    room = Or([And(first.bucket == b, rec, c >= rows) for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded)])
+    return Selection(And(first.admitted, room), first.bucket)
 
 
 def largest_fitting(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
@@ -68,8 +69,8 @@ def largest_fitting(setup: RankSetup, window: Window, rows: IntTerm) -> Selectio
     chosen = NO_SELECTION
     capture = setup.capture
     for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded):
-        ok = z3.And(window.low <= b, b <= window.high, rec, c >= rows)
-        chosen = Selection(z3.Or(ok, chosen.admitted), z3.If(ok, b, chosen.bucket))
+        ok = And(window.low <= b, b <= window.high, rec, c >= rows)
+        chosen = Selection(Or(ok, chosen.admitted), If(ok, b, chosen.bucket))
     return chosen
 
 
@@ -80,17 +81,17 @@ def _scan_with_room(room: Callable[[BoolTerm, IntTerm, IntTerm], BoolTerm]) -> S
         capture = setup.capture
         chosen = NO_SELECTION
         for b, c, rec in reversed(tuple(zip(capture.buckets, capture.capacities, capture.recorded))):
-            ok = z3.And(window.low <= b, b <= window.high, room(rec, c, rows))
-            chosen = Selection(z3.If(b > window.high, z3.BoolVal(False), z3.Or(ok, chosen.admitted)), z3.If(ok, b, chosen.bucket))
+            ok = And(window.low <= b, b <= window.high, room(rec, c, rows))
+            chosen = Selection(If(b > window.high, z3.BoolVal(False), Or(ok, chosen.admitted)), If(ok, b, chosen.bucket))
         return chosen
 
     return select
 
 
 # A bucket with no recorded capacity counts as room.
-missing_capacity_fits = _scan_with_room(lambda rec, c, rows: z3.Or(z3.Not(rec), c >= rows))
+missing_capacity_fits = _scan_with_room(lambda rec, c, rows: Or(Not(rec), c >= rows))
 # A bucket fits only with capacity > required (an exact fit is refused).
-strict_capacity = _scan_with_room(lambda rec, c, rows: z3.And(rec, c > rows))
+strict_capacity = _scan_with_room(lambda rec, c, rows: And(rec, c > rows))
 
 
 def window_one_past(num_tokens: IntLike, factor: Fraction, name: str) -> Window:
@@ -116,7 +117,7 @@ def last_bucket_reported_one_past(setup: RankSetup, window: Window, rows: IntTer
     """The right decision, but when it is the list's last bucket, the bucket reported one past it: wrong only
     at the last index, so a claim that quantifies over every bucket but the last misses it."""
     chosen, last = _scan(setup, window, rows), setup.capture.buckets[-1]
-    return Selection(chosen.admitted, z3.If(chosen.bucket == last, last + 1, chosen.bucket))
+    return Selection(chosen.admitted, If(chosen.bucket == last, last + 1, chosen.bucket))
 
 
 def unlisted_bucket(setup: RankSetup, window: Window, rows: IntTerm) -> Selection:
@@ -143,9 +144,9 @@ def _decision(
     else:
         top, top_facts = busiest(loads, name)
         up = align_up(top, setup.align_size, f"{name}.rows")
-        value, facts = up.value, z3.And(top_facts, up.holds)
+        value, facts = up.value, And(top_facts, up.holds)
     window = window_of(n, setup.max_padding_factor, f"{name}.window")
-    return select(setup, window, value), value, z3.And(holds, facts, window.holds)
+    return select(setup, window, value), value, And(holds, facts, window.holds)
 
 
 def make_admit(**how: object) -> Callable[[LiveBatch, IntTerm, RankSetup, int, str], Admission]:
@@ -162,7 +163,7 @@ def make_admit(**how: object) -> Callable[[LiveBatch, IntTerm, RankSetup, int, s
         else:
             chosen, rows, facts = _decision(loads.loads, loads.holds, setup, n, name, **how)  # type: ignore[arg-type]
         active = cp_active(batch, n) if gated else z3.BoolVal(True)
-        return Admission(Selection(z3.And(active, chosen.admitted), chosen.bucket), rows, facts)
+        return Admission(Selection(And(active, chosen.admitted), chosen.bucket), rows, facts)
 
     return admit
 
@@ -208,7 +209,7 @@ def middle_ranks_admit_their_own_rows(batch: LiveBatch, n: IntTerm, setup: RankS
     own = admit(batch, n, setup, rank, name)
     if 0 < rank < setup.cp_size - 1:
         loads = batch.layout_loads(setup.strategy, f"{name}.live")  # the loads admit built (same names, same terms)
-        return dataclasses.replace(own, required=loads.loads[rank], holds=z3.And(own.holds, loads.holds))
+        return dataclasses.replace(own, required=loads.loads[rank], holds=And(own.holds, loads.holds))
     return own
 
 
@@ -256,16 +257,16 @@ def make_replay(
         del rank, layout
         loads = batch.layout_loads(setup.strategy, f"{name}.layout")
         chosen, rows, facts = _decision(loads.loads, loads.holds, setup, n, name, select=select, busiest=busiest)
-        selection = Selection(z3.And(cp_active(batch, n), chosen.admitted), chosen.bucket)
+        selection = Selection(And(cp_active(batch, n), chosen.admitted), chosen.bucket)
         if strict_tripwire:
             capture = setup.capture
             fits = all_of(
-                z3.Or([z3.And(chosen.bucket == b, rec, c > x) for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded)])
+                Or([And(chosen.bucket == b, rec, c > x) for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded)])
                 for x in loads.loads
             )
         else:
             fits = all_of(capacity_of(setup.capture, chosen.bucket, x) for x in loads.loads)
-        return Replay(selection, z3.And(selection.admitted, fits), loads.loads, rows, facts)
+        return Replay(selection, And(selection.admitted, fits), loads.loads, rows, facts)
 
     return replay
 
@@ -275,7 +276,7 @@ def _with_tripwire(tripwire: Callable[[Replay, RankSetup], BoolTerm]) -> Callabl
 
     def replay_fn(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, **how: object) -> Replay:
         r = spec_replay(batch, n, setup, rank, name, **how)  # type: ignore[arg-type]
-        return Replay(r.selection, z3.And(r.selection.admitted, tripwire(r, setup)), r.layout_loads, r.required, r.holds)
+        return Replay(r.selection, And(r.selection.admitted, tripwire(r, setup)), r.layout_loads, r.required, r.holds)
 
     return replay_fn
 
@@ -285,15 +286,15 @@ replay_without_tripwire = _with_tripwire(lambda r, setup: z3.BoolVal(True))
 
 # The tripwire reads the capacity number but not whether it was recorded.
 tripwire_ignoring_record = _with_tripwire(lambda r, setup: all_of(
-    z3.Or([z3.And(r.selection.bucket == b, c >= x) for b, c in zip(setup.capture.buckets, setup.capture.capacities)])
+    Or([And(r.selection.bucket == b, c >= x) for b, c in zip(setup.capture.buckets, setup.capture.capacities)])
     for x in r.layout_loads
 ))
 
 # The tripwire checks the room of every listed bucket equal to the chosen one, and that some capacity was
 # recorded, but not that the chosen bucket is listed at all: an unlisted bucket passes (no entry to refuse it).
-tripwire_ignoring_membership = _with_tripwire(lambda r, setup: z3.And(
-    z3.Or(list(setup.capture.recorded)),
-    all_of(z3.Implies(r.selection.bucket == b, z3.And(rec, c >= x)) for x in r.layout_loads
+tripwire_ignoring_membership = _with_tripwire(lambda r, setup: And(
+    Or(list(setup.capture.recorded)),
+    all_of(Implies(r.selection.bucket == b, And(rec, c >= x)) for x in r.layout_loads
            for b, c, rec in zip(setup.capture.buckets, setup.capture.capacities, setup.capture.recorded)),
 ))
 
@@ -301,7 +302,7 @@ tripwire_ignoring_membership = _with_tripwire(lambda r, setup: z3.And(
 def replay_ignoring_its_decision(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, **how: object) -> Replay:
     """spec.replay that runs whenever the tripwire passes, even when its own selector call said run eagerly."""
     r = spec_replay(batch, n, setup, rank, name, **how)  # type: ignore[arg-type]
-    return Replay(r.selection, z3.And(cp_active(batch, n), tripwire(setup.capture, r.selection.bucket, r.layout_loads)),
+    return Replay(r.selection, And(cp_active(batch, n), tripwire(setup.capture, r.selection.bucket, r.layout_loads)),
                   r.layout_loads, r.required, r.holds)
 
 
@@ -319,7 +320,7 @@ def ungated_replay(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike
 
     r = spec_replay(batch, n, setup, rank, name, decide=noting, **how)  # type: ignore[arg-type]
     chosen = raw[0]
-    return Replay(chosen, z3.And(chosen.admitted, tripwire(setup.capture, chosen.bucket, r.layout_loads)),
+    return Replay(chosen, And(chosen.admitted, tripwire(setup.capture, chosen.bucket, r.layout_loads)),
                   r.layout_loads, r.required, r.holds)
 
 
@@ -337,7 +338,7 @@ def admit_deciding_by(decide: Callable[..., tuple[Selection, IntTerm, BoolTerm]]
     def admit_fn(batch: LiveBatch, n: IntTerm, setup: RankSetup, rank: int, name: str) -> Admission:
         loads = batch.layout_loads(setup.strategy, f"{name}.live")
         chosen, rows, facts = decide(loads, rank, setup, n, name)
-        return Admission(Selection(z3.And(gate(batch, n, setup), chosen.admitted), chosen.bucket), rows, facts)
+        return Admission(Selection(And(gate(batch, n, setup), chosen.admitted), chosen.bucket), rows, facts)
 
     return admit_fn
 
@@ -357,9 +358,9 @@ def single_request_batch(length: IntTerm | int, cp_size: int, name: str) -> Clas
     variables ``{name}.q`` / ``{name}.m`` with L = 2P*q + m."""
     s = 2 * cp_size
     q, m = z3.Int(f"{name}.q"), z3.Int(f"{name}.m")
-    long_counts = tuple(z3.If(z3.And(q >= 1, m == j), z3.IntVal(1), z3.IntVal(0)) for j in range(s))
-    short_counts = tuple(z3.If(z3.And(q == 0, m == j), z3.IntVal(1), z3.IntVal(0)) for j in range(s))
-    holds = z3.And(length == s * q + m, m >= 0, m < s, q >= 0)
+    long_counts = tuple(If(And(q >= 1, m == j), z3.IntVal(1), z3.IntVal(0)) for j in range(s))
+    short_counts = tuple(If(And(q == 0, m == j), z3.IntVal(1), z3.IntVal(0)) for j in range(s))
+    holds = And(length == s * q + m, m >= 0, m < s, q >= 0)
     return ClassBatch(cp_size, q, long_counts, short_counts, holds)
 
 

@@ -22,6 +22,7 @@ from fractions import Fraction
 
 import z3
 
+from cpgraph.spec.logic import And, If, Or
 from cpgraph.proofs import end_to_end_local as local
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
@@ -95,8 +96,8 @@ def largest_size(capture: CaptureList, window: Window, required: IntTerm) -> Sel
     """The greatest listed size at or above the key instead of the least."""
     chosen = NO_SELECTION
     for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded):
-        ok = z3.And(window.low <= b, rec, c >= required)
-        chosen = Selection(z3.Or(ok, chosen.admitted), z3.If(ok, b, chosen.bucket))
+        ok = And(window.low <= b, rec, c >= required)
+        chosen = Selection(Or(ok, chosen.admitted), If(ok, b, chosen.bucket))
     return chosen
 
 
@@ -104,7 +105,7 @@ def least_size_without_room_check(capture: CaptureList, window: Window, required
     """The least listed size at or above the key, with no capacity test (a size holds itself: equivalent)."""
     chosen = NO_SELECTION
     for b in reversed(capture.buckets):
-        chosen = Selection(z3.If(b < window.low, chosen.admitted, z3.BoolVal(True)), z3.If(b < window.low, chosen.bucket, b))
+        chosen = Selection(If(b < window.low, chosen.admitted, z3.BoolVal(True)), If(b < window.low, chosen.bucket, b))
     return chosen
 
 
@@ -114,7 +115,7 @@ def _decide(
 ) -> tuple[Selection, IntTerm, BoolTerm]:
     key, facts = key_of(loads, n, rank, name)
     window = window_of(key, name)
-    return select(sizes(setup), window, key), key, z3.And(facts, window.holds)
+    return select(sizes(setup), window, key), key, And(facts, window.holds)
 
 
 def make_admit(
@@ -127,7 +128,7 @@ def make_admit(
         loads = batch.layout_loads(setup.strategy, f"{name}.live")
         chosen, rows, facts = _decide(loads, n, rank, setup, name, key_of=key_of, window_of=window_of, sizes=sizes, select=select)
         active = cp_active(batch, n) if gated else z3.BoolVal(True)
-        return Admission(Selection(z3.And(active, chosen.admitted), chosen.bucket), rows, facts)
+        return Admission(Selection(And(active, chosen.admitted), chosen.bucket), rows, facts)
 
     return admit
 
@@ -155,7 +156,7 @@ def make_replay(
             chosen, rows, facts = _decide(loads, n, rank, setup, name, key_of=key_of, window_of=no_window,
                                           sizes=sizes_holding_themselves, select=select)
         fits = tripwire(sizes_holding_themselves(setup), chosen.bucket, loads.loads) if checked else z3.BoolVal(True)
-        return Replay(chosen, z3.And(chosen.admitted, fits), loads.loads, rows, facts)
+        return Replay(chosen, And(chosen.admitted, fits), loads.loads, rows, facts)
 
     return replay
 
@@ -250,4 +251,4 @@ def _shifted(chosen: Selection, by: int = 1) -> Selection:
 
 def _last_shifted(chosen: Selection, capture: CaptureList) -> Selection:
     last = capture.buckets[-1]
-    return Selection(chosen.admitted, z3.If(chosen.bucket == last, last + 1, chosen.bucket))
+    return Selection(chosen.admitted, If(chosen.bucket == last, last + 1, chosen.bucket))

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 
 import z3
 
+from cpgraph.spec.logic import And, If, Implies, Not, Or, Sum
 from cpgraph.proofs import batch, selection
 from cpgraph.spec.arith import DivMod, align_up, divmod_by, floor_div
 from cpgraph.spec.capacity import capture_local_tokens
@@ -54,19 +55,19 @@ def paired_rank_load(split: DivMod, rank: IntLike, cp_size: IntLike) -> IntTerm:
 def last_rank_short(split: DivMod, rank: IntLike, cp_size: IntLike) -> IntTerm:
     """Zigzag, but rank P-1 holds one token fewer when L mod 2P > P (the one case where it is the busiest)."""
     r = int_term(rank)
-    short = z3.And(r == int_term(cp_size) - 1, split.remainder > int_term(cp_size))
-    return zigzag_rank_load(split, rank, cp_size) - z3.If(short, z3.IntVal(1), z3.IntVal(0))
+    short = And(r == int_term(cp_size) - 1, split.remainder > int_term(cp_size))
+    return zigzag_rank_load(split, rank, cp_size) - If(short, z3.IntVal(1), z3.IntVal(0))
 
 
 def rank_one_extra(split: DivMod, rank: IntLike, cp_size: IntLike) -> IntTerm:
     """Zigzag, but rank 1 holds one token more: ceil(L/P) + 1 where it was the busiest."""
-    return zigzag_rank_load(split, rank, cp_size) + z3.If(int_term(rank) == 1, z3.IntVal(1), z3.IntVal(0))
+    return zigzag_rank_load(split, rank, cp_size) + If(int_term(rank) == 1, z3.IntVal(1), z3.IntVal(0))
 
 
 def even_share_one_extra(split: DivMod, rank: IntLike, cp_size: IntLike) -> IntTerm:
     """Zigzag, but rank 0 holds one token more when L is a multiple of 2P: L/P + 1 exactly where the share
     divides evenly (a bound ceil(L/P) stated one too loose, P*(a - 1) <= L, lets it through)."""
-    return zigzag_rank_load(split, rank, cp_size) + z3.If(z3.And(int_term(rank) == 0, split.remainder == 0),
+    return zigzag_rank_load(split, rank, cp_size) + If(And(int_term(rank) == 0, split.remainder == 0),
                                                           z3.IntVal(1), z3.IntVal(0))
 
 
@@ -74,7 +75,7 @@ def interleave_rank_one_extra(split: DivMod, rank: IntLike) -> IntTerm:
     """Interleave, but rank 1 holds one token more."""
     from cpgraph.spec.strategies import interleave_rank_load
 
-    return interleave_rank_load(split, rank) + z3.If(int_term(rank) == 1, z3.IntVal(1), z3.IntVal(0))
+    return interleave_rank_load(split, rank) + If(int_term(rank) == 1, z3.IntVal(1), z3.IntVal(0))
 
 
 def first_rank_short(split: DivMod, rank: IntLike, cp_size: IntLike) -> IntTerm:
@@ -82,8 +83,8 @@ def first_rank_short(split: DivMod, rank: IntLike, cp_size: IntLike) -> IntTerm:
     P >= 2 only: at P = 1 rank 0 is also rank P-1, and the claim's last-rank half would refute it there, so only
     its rank-0 half tells it apart."""
     m, p = split.remainder, int_term(cp_size)
-    short = z3.And(int_term(rank) == 0, m > 0, m <= p, p >= 2)
-    return zigzag_rank_load(split, rank, cp_size) - z3.If(short, z3.IntVal(1), z3.IntVal(0))
+    short = And(int_term(rank) == 0, m > 0, m <= p, p >= 2)
+    return zigzag_rank_load(split, rank, cp_size) - If(short, z3.IntVal(1), z3.IntVal(0))
 
 
 def wrong_partner_owned(rank: IntLike, cp_size: IntLike) -> tuple[IntLike, IntLike]:
@@ -110,19 +111,19 @@ def interleave_without_remainder(total: IntLike, cp_size: int, name: str) -> Loa
 
 def interleave_one_remainder_token_short(split: DivMod, rank: IntLike) -> IntTerm:
     """q + [r < m - 1]: the remainder's last token is lost, so with N mod P = 1 no rank holds ceil(N/P)."""
-    return split.quotient + z3.If(int_term(rank) < split.remainder - 1, 1, 0)
+    return split.quotient + If(int_term(rank) < split.remainder - 1, 1, 0)
 
 
 def interleave_even_share_one_extra(split: DivMod, rank: IntLike) -> IntTerm:
     """Interleave, but rank 0 holds N/P + 1 when P divides N (a bound stated one too loose lets it through)."""
     from cpgraph.spec.strategies import interleave_rank_load
 
-    return interleave_rank_load(split, rank) + z3.If(z3.And(int_term(rank) == 0, split.remainder == 0),
+    return interleave_rank_load(split, rank) + If(And(int_term(rank) == 0, split.remainder == 0),
                                                      z3.IntVal(1), z3.IntVal(0))
 
 
 def interleave_remainder_to_rank_zero(split: DivMod, rank: IntLike) -> IntTerm:
-    return split.quotient + z3.If(int_term(rank) == 0, split.remainder, 0)
+    return split.quotient + If(int_term(rank) == 0, split.remainder, 0)
 
 
 # -- wrong arithmetic and capacities ---------------------------------------------------------------------------
@@ -131,7 +132,7 @@ def loose_divmod(dividend: IntLike, divisor: IntLike, name: str) -> DivMod:
     """0 <= m <= S instead of m < S: the quotient is no longer unique."""
     n, d = int_term(dividend), int_term(divisor)
     q, m = z3.Int(f"{name}.q"), z3.Int(f"{name}.m")
-    return DivMod(n, d, q, m, z3.And(n == d * q + m, m >= 0, m <= d))
+    return DivMod(n, d, q, m, And(n == d * q + m, m >= 0, m <= d))
 
 
 def remainder_untied(dividend: IntLike, divisor: IntLike, name: str) -> DivMod:
@@ -139,7 +140,7 @@ def remainder_untied(dividend: IntLike, divisor: IntLike, name: str) -> DivMod:
     the quotient is unique, the remainder is not."""
     n, d = int_term(dividend), int_term(divisor)
     q, m = z3.Int(f"{name}.q"), z3.Int(f"{name}.m")
-    return DivMod(n, d, q, m, z3.And(n - d * q >= 0, n - d * q < d, m >= 0, m < d))
+    return DivMod(n, d, q, m, And(n - d * q >= 0, n - d * q < d, m >= 0, m < d))
 
 
 def next_multiple(value: IntLike, align_size: IntLike, name: str) -> Defined:
@@ -167,7 +168,7 @@ def contiguous_first_cut_late(length: IntLike, cp_size: int, name: str) -> Loads
     loads = contiguous_request_loads(length, cp_size, name)
     if cp_size < 2:
         return loads
-    shift = z3.If(loads.loads[1] >= 1, z3.IntVal(1), z3.IntVal(0))
+    shift = If(loads.loads[1] >= 1, z3.IntVal(1), z3.IntVal(0))
     moved = (loads.loads[0] + shift, loads.loads[1] - shift, *loads.loads[2:])
     return Loads(moved, loads.holds)
 
@@ -179,7 +180,7 @@ def batch_loads_keeping_first_facts(lengths: Sequence[IntLike], cp_size: int, na
     if row.request_loads is None:
         return rank_loads(lengths, cp_size, name, kind)
     parts = [row.request_loads(x, cp_size, f"{name}.req{i}") for i, x in enumerate(lengths)]
-    loads = tuple(z3.Sum([part.loads[r] for part in parts]) for r in range(cp_size))
+    loads = tuple(Sum([part.loads[r] for part in parts]) for r in range(cp_size))
     return Loads(loads, parts[0].holds)
 
 
@@ -191,14 +192,14 @@ def align_down(value: IntLike, align_size: IntLike, name: str) -> Defined:
 def headroom_bound_minus_one_per_request(num_tokens: IntLike, cp_size: int, max_requests: IntLike, name: str) -> Defined:
     """floor((N + R(P-2))/P): one token per request too little."""
     n, r = int_term(num_tokens), int_term(max_requests)
-    return floor_div(n + z3.If(r <= n, r, n) * (cp_size - 2), cp_size, f"{name}.headroom")
+    return floor_div(n + If(r <= n, r, n) * (cp_size - 2), cp_size, f"{name}.headroom")
 
 
 def capture_of_mean(num_tokens: IntLike, cp_size: int, align_size: IntLike, name: str, kind: str = "zigzag") -> Defined:
     """align_up(floor(B/P), A): the mean, not the busiest rank."""
     mean = floor_div(num_tokens, cp_size, f"{name}.mean")
     rows = align_up(mean.value, align_size, f"{name}.rows")
-    return Defined(rows.value, z3.And(mean.holds, rows.holds))
+    return Defined(rows.value, And(mean.holds, rows.holds))
 
 
 def captured_ignoring_requests(num_tokens: IntLike, cp_size: int, align_size: IntLike, max_requests: IntLike, name: str) -> Defined:
@@ -213,8 +214,8 @@ def _step(below_stops: bool = False, above_skips: bool = False,
         below, above, fits = b < window.low, above_top(b, window), room(capture, index, required)
         on_below = NO_SELECTION if below_stops else rest
         on_above = rest if above_skips else NO_SELECTION
-        admitted = z3.If(below, on_below.admitted, z3.If(above, on_above.admitted, z3.Or(fits, rest.admitted)))
-        bucket = z3.If(below, on_below.bucket, z3.If(above, on_above.bucket, z3.If(fits, b, rest.bucket)))
+        admitted = If(below, on_below.admitted, If(above, on_above.admitted, Or(fits, rest.admitted)))
+        bucket = If(below, on_below.bucket, If(above, on_above.bucket, If(fits, b, rest.bucket)))
         return Selection(admitted, bucket)
 
     return step
@@ -224,8 +225,8 @@ def _prefers_later_bucket(capture: CaptureList, index: int, window: Window, requ
     # Within the window, keep the later buckets' choice when there is one: a fitting bucket, not the least.
     b = capture.buckets[index]
     below, above, fits = b < window.low, above_top(b, window), has_room(capture, index, required)
-    admitted = z3.If(below, rest.admitted, z3.If(above, z3.BoolVal(False), z3.Or(fits, rest.admitted)))
-    bucket = z3.If(below, rest.bucket, z3.If(above, z3.IntVal(0), z3.If(rest.admitted, rest.bucket, b)))
+    admitted = If(below, rest.admitted, If(above, z3.BoolVal(False), Or(fits, rest.admitted)))
+    bucket = If(below, rest.bucket, If(above, z3.IntVal(0), If(rest.admitted, rest.bucket, b)))
     return Selection(admitted, bucket)
 
 
@@ -233,8 +234,8 @@ def _reports_head_without_room(capture: CaptureList, index: int, window: Window,
     # Admits on a later bucket but reports the first bucket in the window, room or not.
     b = capture.buckets[index]
     below, above, room = b < window.low, above_top(b, window), has_room(capture, index, required)
-    admitted = z3.If(below, rest.admitted, z3.If(above, z3.BoolVal(False), z3.Or(room, rest.admitted)))
-    bucket = z3.If(below, rest.bucket, z3.If(above, z3.IntVal(0), b))
+    admitted = If(below, rest.admitted, If(above, z3.BoolVal(False), Or(room, rest.admitted)))
+    bucket = If(below, rest.bucket, If(above, z3.IntVal(0), b))
     return Selection(admitted, bucket)
 
 
@@ -257,14 +258,14 @@ def dcp_copying_below_2p(length: IntLike, cp_size: int, name: str) -> Loads:
     the ones that do not fill all 2P chunks."""
     split = dual_chunk_swap_request_loads(length, cp_size, name)
     n = int_term(length)
-    return Loads(tuple(z3.If(n < 2 * cp_size, n, x) for x in split.loads), split.holds)
+    return Loads(tuple(If(n < 2 * cp_size, n, x) for x in split.loads), split.holds)
 
 
 def dcs_class_form(cp_size: int, quotient: IntTerm, remainder: IntTerm, rank: int) -> IntTerm:
     """The remainder-class form q*loads(2P) + loads(m) a class encoding would assume for DualChunkSwap
     (loads(2P) = 2 on every rank; loads(m) of m < 2P tokens, the spec's own, folded)."""
     table = [literal(dual_chunk_swap_request_loads(m, cp_size, "class").loads[rank]) for m in range(2 * cp_size)]
-    return 2 * quotient + z3.Sum([z3.If(remainder == m, z3.IntVal(v), z3.IntVal(0)) for m, v in enumerate(table) if v])
+    return 2 * quotient + Sum([If(remainder == m, z3.IntVal(v), z3.IntVal(0)) for m, v in enumerate(table) if v])
 
 
 def _room_ignoring_record(capture: CaptureList, index: int, required: IntLike) -> BoolTerm:
@@ -272,7 +273,7 @@ def _room_ignoring_record(capture: CaptureList, index: int, required: IntLike) -
 
 
 def _room_strict(capture: CaptureList, index: int, required: IntLike) -> BoolTerm:
-    return z3.And(capture.recorded[index], capture.capacities[index] > required)
+    return And(capture.recorded[index], capture.capacities[index] > required)
 
 
 def _relation(fits: Callable[[CaptureList, int, Window, IntLike], BoolTerm], order: str = "least") -> selection.Relation:
@@ -281,45 +282,45 @@ def _relation(fits: Callable[[CaptureList, int, Window, IntLike], BoolTerm], ord
     def relation(selection: Selection, capture: CaptureList, window: Window, required: IntLike) -> BoolTerm:
         members = [fits(capture, i, window, required) for i in range(len(capture))]
         b = capture.buckets
-        member = any_of(z3.And(f, selection.bucket == b[i]) for i, f in enumerate(members))
+        member = any_of(And(f, selection.bucket == b[i]) for i, f in enumerate(members))
         if order == "least":
-            extreme = all_of(z3.Implies(f, selection.bucket <= b[i]) for i, f in enumerate(members))
+            extreme = all_of(Implies(f, selection.bucket <= b[i]) for i, f in enumerate(members))
         elif order == "greatest":
-            extreme = all_of(z3.Implies(f, selection.bucket >= b[i]) for i, f in enumerate(members))
+            extreme = all_of(Implies(f, selection.bucket >= b[i]) for i, f in enumerate(members))
         else:
             extreme = z3.BoolVal(True)
-        return z3.And(selection.admitted == any_of(members), z3.Implies(selection.admitted, z3.And(member, extreme)))
+        return And(selection.admitted == any_of(members), Implies(selection.admitted, And(member, extreme)))
 
     return relation
 
 
 def _fits(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
-    return z3.And(within_padding_limit(capture.buckets[i], window), has_room(capture, i, required))
+    return And(within_padding_limit(capture.buckets[i], window), has_room(capture, i, required))
 
 
 def _fits_ignoring_record(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
-    return z3.And(within_padding_limit(capture.buckets[i], window), capture.capacities[i] >= required)
+    return And(within_padding_limit(capture.buckets[i], window), capture.capacities[i] >= required)
 
 
 def _fits_without_lower_limit(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
-    return z3.And(at_or_below_top(capture.buckets[i], window), has_room(capture, i, required))
+    return And(at_or_below_top(capture.buckets[i], window), has_room(capture, i, required))
 
 
 def _fits_strictly_above_n(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
     """A bucket equal to n is skipped (n < B instead of n <= B)."""
     b = capture.buckets[i]
-    return z3.And(b > window.low, at_or_below_top(b, window), has_room(capture, i, required))
+    return And(b > window.low, at_or_below_top(b, window), has_room(capture, i, required))
 
 
 def _fits_strictly_below_top(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
     """A bucket equal to F*n is skipped (B < F*n instead of B <= F*n)."""
     b = capture.buckets[i]
-    return z3.And(b >= window.low, z3.Not(above_top(b + 1, window)), has_room(capture, i, required))
+    return And(b >= window.low, Not(above_top(b + 1, window)), has_room(capture, i, required))
 
 
 def _fits_with_room_to_spare(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
     """An exact fit is not room (capacity > required instead of >=)."""
-    return z3.And(within_padding_limit(capture.buckets[i], window), _room_strict(capture, i, required))
+    return And(within_padding_limit(capture.buckets[i], window), _room_strict(capture, i, required))
 
 
 def _off_list_relation(selection: Selection, capture: CaptureList, window: Window, required: IntLike) -> BoolTerm:
@@ -331,16 +332,16 @@ def _off_list_relation(selection: Selection, capture: CaptureList, window: Windo
 
 
 def _fits_without_upper_limit(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
-    return z3.And(capture.buckets[i] >= window.low, has_room(capture, i, required))
+    return And(capture.buckets[i] >= window.low, has_room(capture, i, required))
 
 
 def _fits_ignoring_capacity(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
-    return z3.And(within_padding_limit(capture.buckets[i], window), capture.recorded[i])
+    return And(within_padding_limit(capture.buckets[i], window), capture.recorded[i])
 
 
 def _fits_first_at_or_above_n_only(capture: CaptureList, i: int, window: Window, required: IntLike) -> BoolTerm:
-    first = z3.And(capture.buckets[i] >= window.low, *([capture.buckets[i - 1] < window.low] if i else []))
-    return z3.And(first, _fits(capture, i, window, required))
+    first = And(capture.buckets[i] >= window.low, *([capture.buckets[i - 1] < window.low] if i else []))
+    return And(first, _fits(capture, i, window, required))
 
 
 def _window_one_short(num_tokens: IntLike, max_padding_factor: IntLike) -> Window:
@@ -373,16 +374,16 @@ def _forget_new_request(requests: z3.ArithRef, length: z3.ArithRef) -> z3.ArithR
 
 def _batch_facts_without(dropped: str) -> Callable[[ClassBatch], BoolTerm]:
     def facts(state: ClassBatch) -> BoolTerm:
-        longs, shorts = z3.Sum(list(state.long_counts)), z3.Sum(list(state.short_counts))
+        longs, shorts = Sum(list(state.long_counts)), Sum(list(state.short_counts))
         parts = {
             "counts": all_of([c >= 0 for c in (*state.long_counts, *state.short_counts)]),
             "quotients": state.quotients >= longs,
-            "no_long_no_quotient": z3.Implies(longs == 0, state.quotients == 0),
+            "no_long_no_quotient": Implies(longs == 0, state.quotients == 0),
             "requests": state.requests >= 1,
         }
         # What stands in for the dropped conjunct: nothing, except that without each count >= 0 the sums stay
         # checked (a negative count offset by another passes).
-        weaker = {"counts": z3.And(longs >= 0, shorts >= 0, state.quotients >= 0)}
+        weaker = {"counts": And(longs >= 0, shorts >= 0, state.quotients >= 0)}
         return all_of([weaker.get(name, z3.BoolVal(True)) if name == dropped else term for name, term in parts.items()])
 
     return facts

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import z3
 
+from cpgraph.spec.logic import And, If, Or
 from cpgraph.proofs.induction import induction_chain, request_excess, state_so_far, within_headroom
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.strategies import Split, ZigzagRankLoad
@@ -37,7 +38,7 @@ def per_request_headroom_bound_holds_for_symbolic_cp_size(
 
 
 def _one_more_if_nonempty(requests: z3.ArithRef, length: z3.ArithRef) -> z3.ArithRef:
-    return requests + z3.If(length >= 1, z3.IntVal(1), z3.IntVal(0))
+    return requests + If(length >= 1, z3.IntVal(1), z3.IntVal(0))
 
 
 def headroom_bound_holds_for_symbolic_cp_size(
@@ -54,7 +55,7 @@ def headroom_bound_holds_for_symbolic_cp_size(
     p, _, length, load, hypotheses, _ = _symbolic(split, rank_load)
     prior, tokens, requests = state_so_far()
     more, limit = z3.Int("l"), z3.Int("R")
-    capped = z3.If(limit <= tokens, limit, tokens)
+    capped = If(limit <= tokens, limit, tokens)
     headroom = tokens + capped * (p - 1)  # the bound, stated once: P*a <= N + min(R, N)(P-1)
     return (
         Query("request", request_excess(p, load, length), hypotheses, size=length),
@@ -86,7 +87,7 @@ def busiest_rank_holds_ceil_share_for_symbolic_cp_size(
     return (
         Query(
             "request",
-            z3.And(p * (load - 1) < length, (p * first >= length) == (m <= p), (p * last >= length) == z3.Or(m == 0, m >= p)),
+            And(p * (load - 1) < length, (p * first >= length) == (m <= p), (p * last >= length) == Or(m == 0, m >= p)),
             hypotheses,
             size=length,
         ),
@@ -122,11 +123,11 @@ def zigzag_ownership_partitions_blocks_for_symbolic_cp_size(
     at any other r: it does not)."""
     del parameter
     p, block, rank = z3.Int("P"), z3.Int("j"), z3.Int("r")
-    owner = z3.If(block < p, block, 2 * p - 1 - block)
+    owner = If(block < p, block, 2 * p - 1 - block)
 
     def owns(r: z3.ArithRef) -> z3.BoolRef:
         early, late = owned(r, p)
-        return z3.Or(block == early, block == late)
+        return Or(block == early, block == late)
 
     return (
         Query(

@@ -20,6 +20,7 @@ from fractions import Fraction
 
 import z3
 
+from cpgraph.spec.logic import And
 from cpgraph.spec.batch import LiveBatch
 from cpgraph.spec.keying import keying
 from cpgraph.spec.selection import CaptureList, Selection, scan_select
@@ -52,7 +53,7 @@ class Admission:
 def cp_active(batch: LiveBatch, num_tokens: IntLike) -> BoolTerm:
     """The batch takes the CP graph path: P > 1, n >= 2P and every length >= 2P (no short request)."""
     p = batch.cp_size
-    return z3.And(z3.BoolVal(p > 1), int_term(num_tokens) >= 2 * p, batch.short_requests == 0)
+    return And(z3.BoolVal(p > 1), int_term(num_tokens) >= 2 * p, batch.short_requests == 0)
 
 
 def gate(batch: LiveBatch, num_tokens: IntLike, setup: RankSetup) -> BoolTerm:
@@ -79,4 +80,4 @@ def admit(batch: LiveBatch, num_tokens: IntLike, setup: RankSetup, rank: IntLike
     loads = batch.layout_loads(setup.strategy, f"{name}.live")
     chosen, rows, facts = rank_decision(loads, rank, setup, num_tokens, name)
     active = gate(batch, num_tokens, setup)
-    return Admission(Selection(z3.And(active, chosen.admitted), chosen.bucket), rows, facts)  # the rows' facts hold the loads'
+    return Admission(Selection(And(active, chosen.admitted), chosen.bucket), rows, facts)  # the rows' facts hold the loads'

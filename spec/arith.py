@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import z3
 
+from cpgraph.spec.logic import And, Or
 from cpgraph.spec.terms import BoolTerm, Defined, IntLike, IntTerm, int_term, literal, mul
 
 
@@ -43,7 +44,7 @@ def divmod_by(dividend: IntLike, divisor: IntLike, name: str) -> DivMod:
         return DivMod(z3.IntVal(a), z3.IntVal(b), z3.IntVal(q), z3.IntVal(m), z3.BoolVal(True))
     n, d = int_term(dividend), int_term(divisor)
     q, m = z3.Int(f"{name}.q"), z3.Int(f"{name}.m")
-    return DivMod(n, d, q, m, z3.And(n == d * q + m, m >= 0, m < d))
+    return DivMod(n, d, q, m, And(n == d * q + m, m >= 0, m < d))
 
 
 def floor_div(value: IntLike, divisor: IntLike, name: str) -> Defined:
@@ -74,4 +75,4 @@ def max_of(values: tuple[IntTerm, ...], name: str) -> Defined:
     if all(x is not None for x in literals):
         return Defined(z3.IntVal(max(x for x in literals if x is not None)), z3.BoolVal(True))
     top = z3.Int(f"{name}.max")
-    return Defined(top, z3.And(z3.And([top >= v for v in values]), z3.Or([top == v for v in values])))
+    return Defined(top, And(And([top >= v for v in values]), Or([top == v for v in values])))

@@ -37,6 +37,7 @@ from typing import Protocol
 
 import z3
 
+from cpgraph.spec.logic import And, If, Implies, Or, Sum
 from cpgraph.spec.strategies import class_encodable, interleave_loads, rank_loads
 from cpgraph.spec.terms import BoolTerm, IntTerm, Loads, all_of, literal
 
@@ -80,18 +81,18 @@ class ClassBatch:
     @property
     def requests(self) -> IntTerm:
         """R: the number of requests."""
-        return z3.Sum([*self.long_counts, *self.short_counts])
+        return Sum([*self.long_counts, *self.short_counts])
 
     @property
     def short_requests(self) -> IntTerm:
         """How many requests are shorter than 2P."""
-        return z3.Sum(list(self.short_counts))
+        return Sum(list(self.short_counts))
 
     @property
     def tokens(self) -> IntTerm:
         """sum(extend_seq_lens) = 2P*Q + sum_m m*(c[m] + s[m])."""
         s = 2 * self.cp_size
-        return s * self.quotients + z3.Sum(
+        return s * self.quotients + Sum(
             [m * (c + r) for m, (c, r) in enumerate(zip(self.long_counts, self.short_counts))]
         )
 
@@ -113,7 +114,7 @@ class AnyLayout:
 
     @property
     def short_requests(self) -> IntTerm:
-        return z3.Sum(list(self.short_counts))
+        return Sum(list(self.short_counts))
 
     def layout_loads(self, kind: str, name: str) -> Loads:
         """The same free loads whatever the strategy: they stand for every strategy's layout."""
@@ -144,20 +145,20 @@ class RequestsBatch:
     def short_counts(self) -> tuple[IntTerm, ...]:
         """[1 <= L_i < 2P] per request (a length 0 is no request)."""
         p = self.cp_size
-        return tuple(z3.If(z3.And(x >= 1, x < 2 * p), z3.IntVal(1), z3.IntVal(0)) for x in self.lengths)
+        return tuple(If(And(x >= 1, x < 2 * p), z3.IntVal(1), z3.IntVal(0)) for x in self.lengths)
 
     @property
     def short_requests(self) -> IntTerm:
-        return z3.Sum(list(self.short_counts))
+        return Sum(list(self.short_counts))
 
     @property
     def requests(self) -> IntTerm:
         """The non-empty requests."""
-        return z3.Sum([z3.If(x >= 1, z3.IntVal(1), z3.IntVal(0)) for x in self.lengths])
+        return Sum([If(x >= 1, z3.IntVal(1), z3.IntVal(0)) for x in self.lengths])
 
     @property
     def tokens(self) -> IntTerm:
-        return z3.Sum(list(self.lengths))
+        return Sum(list(self.lengths))
 
     def layout_loads(self, kind: str, name: str) -> Loads:
         """The strategy table's loads of these lengths (every strategy)."""
@@ -171,7 +172,7 @@ def requests_batch(cp_size: int, max_requests: int, name: str) -> RequestsBatch:
     if max_requests < 1:
         raise ValueError(f"max_requests must be an int >= 1, got {max_requests}")
     lengths = tuple(z3.Int(f"{name}.L{i}") for i in range(max_requests))
-    holds = z3.And(all_of(x >= 0 for x in lengths), z3.Or([x >= 1 for x in lengths]))
+    holds = And(all_of(x >= 0 for x in lengths), Or([x >= 1 for x in lengths]))
     return RequestsBatch(cp_size, lengths, holds)
 
 
@@ -191,20 +192,20 @@ def class_batch(cp_size: int, name: str) -> ClassBatch:
 def is_a_batch(state: ClassBatch) -> BoolTerm:
     """What ``class_batch`` assumes of its variables: a reachable state with at least one request
     (proofs/batch.py proves every non-empty batch's state satisfies exactly this)."""
-    return z3.And(is_reachable(state), state.requests >= 1)
+    return And(is_reachable(state), state.requests >= 1)
 
 
 def is_reachable(batch: ClassBatch) -> BoolTerm:
     """What every class state reached by adding requests one by one satisfies: counts >= 0, each long
     request has a quotient >= 1 (Q >= sum c) and with no long request Q = 0. proofs/batch.py proves the
     empty batch has it and one more request keeps it (this one builder is both the lemma and its use)."""
-    longs = z3.Sum(list(batch.long_counts))
+    longs = Sum(list(batch.long_counts))
     return all_of(
         [
             *[c >= 0 for c in batch.long_counts],
             *[c >= 0 for c in batch.short_counts],
             batch.quotients >= longs,
-            z3.Implies(longs == 0, batch.quotients == 0),
+            Implies(longs == 0, batch.quotients == 0),
         ]
     )
 
@@ -231,7 +232,7 @@ def class_loads(batch: ClassBatch, kind: str, name: str) -> Loads:
     loads = []
     for r in range(p):
         steps = [(j, per_class[j][r] - (per_class[j - 1][r] if j else 0)) for j in range(s)]
-        loads.append(z3.Sum([batch.quotients * unit[r], *(d * suffix[j] for j, d in steps if d)]))
+        loads.append(Sum([batch.quotients * unit[r], *(d * suffix[j] for j, d in steps if d)]))
     return Loads(tuple(loads), all_of(facts))
 
 

@@ -8,8 +8,7 @@
 
 from __future__ import annotations
 
-import z3
-
+from cpgraph.spec.logic import And, If
 from cpgraph.spec.arith import align_up, floor_div, max_of
 from cpgraph.spec.strategies import rank_loads
 from cpgraph.spec.terms import Defined, IntLike, Loads, int_term
@@ -18,7 +17,7 @@ from cpgraph.spec.terms import Defined, IntLike, Loads, int_term
 def busiest_load(loads: Loads, name: str) -> Defined:
     """max_r l_r: the rank-invariant quantity every rank decides from (never its own load)."""
     top = max_of(loads.loads, f"{name}.busiest")
-    return Defined(top.value, z3.And(loads.holds, top.holds))
+    return Defined(top.value, And(loads.holds, top.holds))
 
 
 def required_local_tokens(loads: Loads, align_size: IntLike, name: str) -> Defined:
@@ -29,7 +28,7 @@ def required_local_tokens(loads: Loads, align_size: IntLike, name: str) -> Defin
 def aligned_rows(busiest: Defined, align_size: IntLike, name: str) -> Defined:
     """align_up of an already built busiest load (``busiest_load``), its facts kept: the rows every rank pads to."""
     rows = align_up(busiest.value, align_size, f"{name}.rows")
-    return Defined(rows.value, z3.And(busiest.holds, rows.holds))
+    return Defined(rows.value, And(busiest.holds, rows.holds))
 
 
 def capture_local_tokens(
@@ -44,7 +43,7 @@ def headroom_bound(num_tokens: IntLike, cp_size: int, max_requests: IntLike, nam
     if cp_size < 1:
         raise ValueError(f"cp_size must be an int >= 1, got {cp_size}")
     n, r = int_term(num_tokens), int_term(max_requests)
-    requests = z3.If(r <= n, r, n)
+    requests = If(r <= n, r, n)
     return floor_div(n + requests * (cp_size - 1), cp_size, f"{name}.headroom")
 
 
@@ -54,4 +53,4 @@ def headroom_local_tokens(
     """align_up(headroom_bound, A): a capacity that fits every zigzag batch of <= R requests and <= N tokens."""
     bound = headroom_bound(num_tokens, cp_size, max_requests, name)
     rows = align_up(bound.value, align_size, f"{name}.rows")
-    return Defined(rows.value, z3.And(bound.holds, rows.holds))
+    return Defined(rows.value, And(bound.holds, rows.holds))

@@ -31,6 +31,7 @@ from fractions import Fraction
 
 import z3
 
+from cpgraph.spec.logic import And, If, Implies, Not, Or
 from cpgraph.spec.arith import align_up
 from cpgraph.spec.capacity import busiest_load, required_local_tokens
 from cpgraph.spec.design_counts import Counts, class_row, counts_batch, counts_loads, shared_modulus
@@ -159,7 +160,7 @@ def shared_counts(designs: Sequence[DesignSpec], name: str) -> tuple[Counts, Int
     if keep_last:
         others = counts_batch(modulus, least, f"{name}.others", min_requests=0, short_from=short_from)
         last = z3.Int(f"{name}.last")
-        return others, last, z3.And(others.holds, last >= shortest)
+        return others, last, And(others.holds, last >= shortest)
     batch = counts_batch(modulus, least, name, short_from=short_from)
     return batch, None, batch.holds
 
@@ -174,7 +175,7 @@ def _one_request(design: DesignSpec, modulus: int, length: IntTerm, name: str) -
         modulus, regular, name, requests=z3.IntVal(1), tokens=length, short_from=0 if regular else None
     )
     loads = counts_loads(design.strategy, design.cp_size, single, name)
-    return Loads(loads.loads, z3.And(loads.holds, single.holds))
+    return Loads(loads.loads, And(loads.holds, single.holds))
 
 
 def design_batch(design: DesignSpec, counts: Counts, last: IntTerm | None, name: str) -> DesignBatch:
@@ -188,7 +189,7 @@ def design_batch(design: DesignSpec, counts: Counts, last: IntTerm | None, name:
         n, r = counts.tokens + last, counts.requests + 1
         if by_total:
             total = interleave_loads(n, p, f"{name}.live.total")
-            live = Loads(total.loads, z3.And(others.holds, total.holds))
+            live = Loads(total.loads, And(others.holds, total.holds))
         else:
             live = others.plus(_one_request(design, counts.modulus, last, f"{name}.live.last"))
     required = required_local_tokens(live, a, f"{name}.live")
@@ -196,7 +197,7 @@ def design_batch(design: DesignSpec, counts: Counts, last: IntTerm | None, name:
     if "local_rows" in (design.key, design.admission_key):
         top = busiest_load(live, f"{name}.key")
         busiest = top.value
-        required = Defined(required.value, z3.And(required.holds, top.holds))
+        required = Defined(required.value, And(required.holds, top.holds))
 
     def replay_rows(bucket: IntTerm, tag: str) -> Defined:
         if design.layout_basis == "live":
@@ -209,20 +210,20 @@ def design_batch(design: DesignSpec, counts: Counts, last: IntTerm | None, name:
             rows: IntTerm = z3.IntVal(0)
             for b in design.buckets:
                 heaviest = interleave_loads(b, p, f"{name}.{tag}.b{b}").loads[0]  # rank 0 holds the most
-                rows = z3.If(bucket == b, align_up(heaviest, a, f"{name}.{tag}.rows{b}").value, rows)
+                rows = If(bucket == b, align_up(heaviest, a, f"{name}.{tag}.rows{b}").value, rows)
             return Defined(rows, z3.BoolVal(True))
         else:
             folded = z3.Int(f"{name}.{tag}.folded")
             one = _one_request(design, counts.modulus, folded, f"{name}.{tag}.last")
-            replay = Loads(others.plus(one).loads, z3.And(one.holds, folded == last + pad))
+            replay = Loads(others.plus(one).loads, And(one.holds, folded == last + pad))
         return required_local_tokens(replay, a, f"{name}.{tag}")
 
-    holds = z3.And(live.holds, required.holds)
+    holds = And(live.holds, required.holds)
     active: BoolTerm = z3.BoolVal(True)
     if design.gated:
-        active = z3.And(z3.BoolVal(p > 1), counts.short_count_below(2 * p) == 0)
+        active = And(z3.BoolVal(p > 1), counts.short_count_below(2 * p) == 0)
         if last is not None:
-            active = z3.And(active, last >= 2 * p)
+            active = And(active, last >= 2 * p)
     return DesignBatch(n, r, counts, last, active, required.value, holds, replay_rows, busiest)
 
 
@@ -230,7 +231,7 @@ def any_batch(design: DesignSpec, name: str) -> DesignBatch:
     """``design`` on any CP-active batch, of any number of requests (its own count encoding)."""
     counts, last, facts = shared_counts((design,), name)
     batch = design_batch(design, counts, last, name)
-    return replace(batch, holds=z3.And(facts, batch.holds))
+    return replace(batch, holds=And(facts, batch.holds))
 
 
 def smallest_select(capture: CaptureList, window: Window) -> Selection:
@@ -240,8 +241,8 @@ def smallest_select(capture: CaptureList, window: Window) -> Selection:
     for i in reversed(range(len(capture))):
         b = capture.buckets[i]
         below, above = b < window.low, b > window.high
-        admitted = z3.If(below, admitted, z3.Not(above))
-        bucket = z3.If(below, bucket, z3.If(above, z3.IntVal(0), b))
+        admitted = If(below, admitted, Not(above))
+        bucket = If(below, bucket, If(above, z3.IntVal(0), b))
     return Selection(admitted, bucket)
 
 
@@ -256,15 +257,15 @@ def design_select(design: DesignSpec, rank: int, batch: DesignBatch, window: Win
     if design.selector not in SELECTORS:
         raise ValueError(f"selector must be one of {', '.join(SELECTORS)}; got {design.selector!r}")
     raw = SELECTORS[design.selector](design.capture_list(rank), window, batch.required)
-    return Selection(z3.And(batch.active, raw.admitted), raw.bucket)
+    return Selection(And(batch.active, raw.admitted), raw.bucket)
 
 
 def recorded_rows(capture: CaptureList, bucket: IntTerm) -> tuple[BoolTerm, IntTerm]:
     """(bucket has a recorded capacity, that capacity) for a bucket term."""
-    recorded = any_of(z3.And(bucket == b, rec) for b, rec in zip(capture.buckets, capture.recorded))
+    recorded = any_of(And(bucket == b, rec) for b, rec in zip(capture.buckets, capture.recorded))
     rows: IntTerm = z3.IntVal(0)
     for b, c in zip(capture.buckets, capture.capacities):
-        rows = z3.If(bucket == b, c, rows)
+        rows = If(bucket == b, c, rows)
     return recorded, rows
 
 
@@ -287,15 +288,15 @@ def open_select(selector: str, capture: CaptureList, key: IntTerm, required: Int
     chosen = Selection(z3.BoolVal(False), z3.IntVal(0))
     for i in reversed(range(len(capture))):
         b = capture.buckets[i]
-        take = b >= key if selector == "smallest" else z3.And(b >= key, capture.recorded[i], capture.capacities[i] >= required)
-        chosen = Selection(z3.Or(take, chosen.admitted), z3.If(take, b, chosen.bucket))
+        take = b >= key if selector == "smallest" else And(b >= key, capture.recorded[i], capture.capacities[i] >= required)
+        chosen = Selection(Or(take, chosen.admitted), If(take, b, chosen.bucket))
     return chosen
 
 
 def _keyed_fits(capture: CaptureList, index: int, key: IntTerm, required: IntTerm) -> BoolTerm:
     """Bucket ``index`` fits under a keying with no window: >= the key, recorded, room for the rows."""
     check_index("index", index, len(capture), f"a bucket of a {len(capture)}-bucket capture list")
-    return z3.And(capture.buckets[index] >= key, capture.recorded[index], capture.capacities[index] >= required)
+    return And(capture.buckets[index] >= key, capture.recorded[index], capture.capacities[index] >= required)
 
 
 def design_terms(design: DesignSpec, batch: DesignBatch, name: str, safety: Sequence[str]) -> DesignTerms:
@@ -315,13 +316,13 @@ def design_terms(design: DesignSpec, batch: DesignBatch, name: str, safety: Sequ
         facts.append(replayed.holds)
         rows = replayed.value
         recorded, capacity = recorded_rows(capture, sel.bucket)
-        succeeds = z3.And(sel.admitted, recorded, rows <= capacity)
-        fit_claims.append(z3.Implies(z3.And(sel.admitted, recorded), rows <= capacity))
+        succeeds = And(sel.admitted, recorded, rows <= capacity)
+        fit_claims.append(Implies(And(sel.admitted, recorded), rows <= capacity))
         replay_claims.append(same_selection(sel, Selection(succeeds, sel.bucket)))
         captured.append(captured_bucket(sel, capture))
         limits.append(padding_limit(sel, window))
         minimal.append(minimal_bucket(sel, capture, window, batch.required))
-        needless.append(z3.Implies(batch.active, no_needless_fallback(sel, capture, window, batch.required)))
+        needless.append(Implies(batch.active, no_needless_fallback(sel, capture, window, batch.required)))
     claims = [fit_claims, replay_claims, captured, limits, minimal, needless]
     return _assemble(groups, selections, claims, facts, safety)
 
@@ -338,25 +339,25 @@ def _open_terms(design: DesignSpec, batch: DesignBatch, name: str, safety: Seque
     for index, group in enumerate(groups):
         capture = design.capture_list(group[0])
         raw = open_select(design.selector, capture, admission, batch.required)
-        sel = Selection(z3.And(batch.active, raw.admitted), raw.bucket)
+        sel = Selection(And(batch.active, raw.admitted), raw.bucket)
         selections.append(sel)
         replay = Selection(sel.admitted, key if design.split else sel.bucket)
         replayed = batch.replay_rows(replay.bucket, f"{name}.replay{index}")
         facts.append(replayed.holds)
         rows = replayed.value
         recorded, capacity = recorded_rows(capture, replay.bucket)
-        succeeds = z3.And(sel.admitted, recorded, rows <= capacity)
+        succeeds = And(sel.admitted, recorded, rows <= capacity)
         if design.split:  # the graph replayed must be the one admitted
-            succeeds = z3.And(succeeds, replay.bucket == sel.bucket)
-        fit_claims.append(z3.Implies(z3.And(sel.admitted, recorded), rows <= capacity))
+            succeeds = And(succeeds, replay.bucket == sel.bucket)
+        fit_claims.append(Implies(And(sel.admitted, recorded), rows <= capacity))
         replay_claims.append(same_selection(sel, Selection(succeeds, sel.bucket)))
         captured.append(captured_bucket(replay, capture))
-        limits.append(z3.Implies(sel.admitted, key <= replay.bucket))
+        limits.append(Implies(sel.admitted, key <= replay.bucket))
         fitting = [_keyed_fits(capture, i, key, batch.required) for i in range(len(capture))]
         minimal.append(
-            z3.Implies(sel.admitted, all_of(z3.Implies(f, replay.bucket <= b) for f, b in zip(fitting, capture.buckets)))
+            Implies(sel.admitted, all_of(Implies(f, replay.bucket <= b) for f, b in zip(fitting, capture.buckets)))
         )
-        needless.append(z3.Implies(z3.And(batch.active, any_of(fitting)), sel.admitted))
+        needless.append(Implies(And(batch.active, any_of(fitting)), sel.admitted))
     claims = [fit_claims, replay_claims, captured, limits, minimal, needless]
     return _assemble(groups, selections, claims, facts, safety)
 
@@ -382,6 +383,6 @@ def _assemble(
     unknown = [i for i in safety if i not in claims]
     if unknown:
         raise ValueError(f"safety must name invariants among {', '.join(claims)}; got {unknown!r}")
-    unsafe = z3.Not(all_of(claims[i] for i in safety))
+    unsafe = Not(all_of(claims[i] for i in safety))
     first = groups.index(next(g for g in groups if 0 in g))
     return DesignTerms(selections[first].admitted, selections[first].bucket, unsafe, claims, all_of(facts))

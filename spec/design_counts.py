@@ -45,6 +45,7 @@ from typing import Final, Mapping
 
 import z3
 
+from cpgraph.spec.logic import Implies, Sum
 from cpgraph.spec import design_dcs
 from cpgraph.spec.strategies import STRATEGIES, interleave_loads
 from cpgraph.spec.strategies import strategy as strategy_of
@@ -187,7 +188,7 @@ class Counts:
     def short_count_below(self, length: int) -> IntTerm:
         """How many of the short requests are shorter than ``length`` (0: all of them are long enough)."""
         below = [c for s, c in self.short if s < length]
-        return z3.Sum(below) if below else z3.IntVal(0)
+        return Sum(below) if below else z3.IntVal(0)
 
     def least_quotient(self, cls: int) -> int:
         """The least quotient of a class-``cls`` length >= min_length."""
@@ -227,25 +228,25 @@ def counts_batch(
     q = z3.Int(f"{name}.Q")
     lows = range(short_from, min_length) if short_from is not None else range(0)
     short = tuple((s, z3.Int(f"{name}.s{s}")) for s in lows)
-    short_n = z3.Sum([s * c for s, c in short]) if short else z3.IntVal(0)
-    short_r = z3.Sum([c for _, c in short]) if short else z3.IntVal(0)
+    short_n = Sum([s * c for s, c in short]) if short else z3.IntVal(0)
+    short_r = Sum([c for _, c in short]) if short else z3.IntVal(0)
     short_facts = [c >= 0 for _, c in short]
     if modulus == 1:
         long_r = z3.Int(f"{name}.long")
         holds = all_of(
             short_facts
             + [long_r >= 0, r == long_r + short_r, r >= min_requests, n - short_n >= min_length * long_r, q == n - short_n]
-            + [z3.Implies(long_r == 0, q == 0)]
+            + [Implies(long_r == 0, q == 0)]
         )
         return Counts(1, (), q, r, n, min_length, holds, short)
     counts = tuple(z3.Int(f"{name}.c{m}") for m in range(modulus))
     least = [least_quotient(modulus, min_length, m) for m in range(modulus)]
     facts = short_facts + [c >= 0 for c in counts] + [
-        r == z3.Sum(list(counts)) + short_r,
+        r == Sum(list(counts)) + short_r,
         r >= min_requests,
-        q >= z3.Sum([least[m] * counts[m] for m in range(modulus) if least[m]] or [z3.IntVal(0)]),
-        z3.Implies(z3.Sum(list(counts)) == 0, q == 0),  # no quotient without a request to carry it
-        n == modulus * q + z3.Sum([m * counts[m] for m in range(1, modulus)] or [z3.IntVal(0)]) + short_n,
+        q >= Sum([least[m] * counts[m] for m in range(modulus) if least[m]] or [z3.IntVal(0)]),
+        Implies(Sum(list(counts)) == 0, q == 0),  # no quotient without a request to carry it
+        n == modulus * q + Sum([m * counts[m] for m in range(1, modulus)] or [z3.IntVal(0)]) + short_n,
     ]
     return Counts(modulus, counts, q, r, n, min_length, all_of(facts), short)
 
@@ -279,7 +280,7 @@ def counts_loads(strategy: str, cp_size: int, batch: Counts, name: str, *, row: 
                 terms.append(weight * count)
         for count, fixed in short_loads:
             terms.append(fixed[rank] * count)
-        loads.append(scale * batch.quotient + (z3.Sum(terms) if terms else z3.IntVal(0)))
+        loads.append(scale * batch.quotient + (Sum(terms) if terms else z3.IntVal(0)))
     return Loads(tuple(loads), z3.BoolVal(True))
 
 

@@ -28,6 +28,7 @@ import functools
 
 import z3
 
+from cpgraph.spec.logic import And, If
 from cpgraph.spec.arith import ceil_div
 from cpgraph.spec.terms import IntLike, IntTerm, Loads, int_term, literal
 
@@ -104,9 +105,9 @@ def request_load_terms(length: IntLike, cp_size: int, name: str, *, dcp: bool = 
     sizes = []
     for j in range(chunks):
         left = int_term(length) - j * c.value
-        sizes.append(z3.If(left >= c.value, c.value, z3.If(left >= 0, left, z3.IntVal(0))))
+        sizes.append(If(left >= c.value, c.value, If(left >= 0, left, z3.IntVal(0))))
     loads = [sizes[r] + sizes[chunks - 1 - r] for r in range(cp_size)]
     if dcp:
-        copied = z3.And(int_term(length) > 0, (chunks - 1) * c.value >= length)
-        loads = [z3.If(copied, length, load) for load in loads]
+        copied = And(int_term(length) > 0, (chunks - 1) * c.value >= length)
+        loads = [If(copied, length, load) for load in loads]
     return Loads(tuple(loads), c.holds)

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import z3
-
+from cpgraph.spec.logic import And, Implies
 from cpgraph.spec.keying import keying as keying_row
 from cpgraph.spec.selection import (
     CaptureList,
@@ -61,24 +60,24 @@ def captured_bucket(selection: Selection, capture: CaptureList, keying: str = "g
     """The bucket is in the capture list and has a recorded capacity."""
     capture = _capacities(capture, keying)
     member = any_of(
-        z3.And(selection.bucket == b, rec) for b, rec in zip(capture.buckets, capture.recorded)
+        And(selection.bucket == b, rec) for b, rec in zip(capture.buckets, capture.recorded)
     )
-    return z3.Implies(selection.admitted, member)
+    return Implies(selection.admitted, member)
 
 
 def padding_limit(selection: Selection, window: Window, keying: str = "global") -> BoolTerm:
     """The bucket B is within the padding limit: n <= B <= F*n."""
-    return z3.Implies(selection.admitted, within_padding_limit(selection.bucket, _window(window, keying)))
+    return Implies(selection.admitted, within_padding_limit(selection.bucket, _window(window, keying)))
 
 
 def capacity_fit(selection: Selection, capture: CaptureList, rows: IntLike, keying: str = "global") -> BoolTerm:
     """The live layout's rows on every rank fit the chosen bucket's recorded capacity."""
     capture = _capacities(capture, keying)
     room = any_of(
-        z3.And(selection.bucket == b, rec, c >= rows)
+        And(selection.bucket == b, rec, c >= rows)
         for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded)
     )
-    return z3.Implies(selection.admitted, room)
+    return Implies(selection.admitted, room)
 
 
 def minimal_bucket(
@@ -86,10 +85,10 @@ def minimal_bucket(
 ) -> BoolTerm:
     """No smaller captured bucket would fit."""
     capture, window = _capacities(capture, keying), _window(window, keying)
-    return z3.Implies(
+    return Implies(
         selection.admitted,
         all_of(
-            z3.Implies(fits(capture, i, window, required), selection.bucket <= capture.buckets[i])
+            Implies(fits(capture, i, window, required), selection.bucket <= capture.buckets[i])
             for i in range(len(capture))
         ),
     )
@@ -100,7 +99,7 @@ def no_needless_fallback(
 ) -> BoolTerm:
     """If some captured bucket fits, the batch is admitted."""
     capture, window = _capacities(capture, keying), _window(window, keying)
-    return z3.Implies(some_bucket_fits(capture, window, required), selection.admitted)
+    return Implies(some_bucket_fits(capture, window, required), selection.admitted)
 
 
 def conservation(loads: Loads, tokens: IntLike) -> BoolTerm:
@@ -112,7 +111,7 @@ def per_request_balance(loads: Loads, length: IntLike) -> BoolTerm:
     """The busiest rank holds exactly ceil(L/P): every l_r <= ceil(L/P) (P(l_r - 1) < L) and some
     l_r >= ceil(L/P) (P l_r >= L)."""
     p, n = loads.cp_size, int_term(length)
-    return z3.And(
+    return And(
         all_of(p * (load - 1) < n for load in loads.loads),
         any_of(p * load >= n for load in loads.loads),
     )

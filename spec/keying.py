@@ -25,6 +25,7 @@ from fractions import Fraction
 
 import z3
 
+from cpgraph.spec.logic import And
 from cpgraph.spec.capacity import aligned_rows, busiest_load
 from cpgraph.spec.selection import CaptureList, Window, padding_window, unbounded_window
 from cpgraph.spec.terms import BoolTerm, Defined, IntLike, IntTerm, Loads, int_term
@@ -88,7 +89,7 @@ class Keying:
         key = self.key(num_tokens, busiest)
         window = self.window(key.value, max_padding_factor, f"{name}.window")
         rows = aligned_rows(busiest, align_size, f"{name}.rows")  # its facts hold the busiest load's and the loads'
-        return Keyed(key.value, window, self.capacities(capture), rows.value, z3.And(key.holds, window.holds, rows.holds))
+        return Keyed(key.value, window, self.capacities(capture), rows.value, And(key.holds, window.holds, rows.holds))
 
 
 KEYINGS: dict[str, Keying] = {

@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import z3
-
+from cpgraph.spec.logic import And
 from cpgraph.spec.admission import RankSetup, gate, rank_decision
 from cpgraph.spec.batch import LiveBatch
 from cpgraph.spec.keying import keying
@@ -52,7 +51,7 @@ class Replay:
 def capacity_of(capture: CaptureList, bucket: IntTerm, rows: IntLike) -> BoolTerm:
     """``bucket`` is listed with a recorded capacity >= ``rows``."""
     return any_of(
-        z3.And(bucket == b, rec, c >= rows) for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded)
+        And(bucket == b, rec, c >= rows) for b, c, rec in zip(capture.buckets, capture.capacities, capture.recorded)
     )
 
 
@@ -79,8 +78,8 @@ def replay(
     laid_out = layout(batch, num_tokens, f"{name}.layout")
     loads: Loads = laid_out.layout_loads(setup.strategy, f"{name}.layout")
     chosen, required, facts = decide(loads, rank, setup, num_tokens, name)
-    selection = Selection(z3.And(gate(batch, num_tokens, setup), chosen.admitted), chosen.bucket)
+    selection = Selection(And(gate(batch, num_tokens, setup), chosen.admitted), chosen.bucket)
     fits = tripwire(keying(setup.keying).capacities(setup.capture), chosen.bucket, loads.loads)
     return Replay(
-        selection, z3.And(selection.admitted, fits), loads.loads, required, z3.And(laid_out.holds, facts)  # facts hold the loads' own
+        selection, And(selection.admitted, fits), loads.loads, required, And(laid_out.holds, facts)  # facts hold the loads' own
     )

@@ -16,6 +16,7 @@ from fractions import Fraction
 
 import z3
 
+from cpgraph.spec.logic import And, If, Implies, Or
 from cpgraph.spec.arith import floor_div
 from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, all_of, any_of, check_index, int_term
 
@@ -78,7 +79,7 @@ def capture_list_is_sorted(capture: CaptureList) -> BoolTerm:
 
 def capture_list_is_well_formed(capture: CaptureList) -> BoolTerm:
     """Sorted, and every recorded capacity is >= 0."""
-    return z3.And(capture_list_is_sorted(capture), all_of(c >= 0 for c in capture.capacities))
+    return And(capture_list_is_sorted(capture), all_of(c >= 0 for c in capture.capacities))
 
 
 @dataclass(frozen=True)
@@ -132,20 +133,20 @@ class Selection:
 def within_padding_limit(bucket: IntLike, window: Window) -> BoolTerm:
     """n <= B <= F*n (low <= B alone for a window with no upper end)."""
     b = int_term(bucket)
-    return z3.And(window.low <= b, at_or_below_top(b, window))
+    return And(window.low <= b, at_or_below_top(b, window))
 
 
 def has_room(capture: CaptureList, index: int, required: IntLike) -> BoolTerm:
     """Bucket ``index`` has a recorded capacity >= required (a missing capacity is never room)."""
     check_index("index", index, len(capture), f"a bucket of a {len(capture)}-bucket capture list")
-    return z3.And(capture.recorded[index], capture.capacities[index] >= required)
+    return And(capture.recorded[index], capture.capacities[index] >= required)
 
 
 def fits(capture: CaptureList, index: int, window: Window, required: IntLike) -> BoolTerm:
     """Bucket ``index`` is in the fitting set: within the padding limit and with room (``has_room`` checks
     the index)."""
     room = has_room(capture, index, required)
-    return z3.And(within_padding_limit(capture.buckets[index], window), room)
+    return And(within_padding_limit(capture.buckets[index], window), room)
 
 
 def some_bucket_fits(capture: CaptureList, window: Window, required: IntLike) -> BoolTerm:
@@ -158,11 +159,11 @@ def is_least_fitting(selection: Selection, capture: CaptureList, window: Window,
     element (a member that is <= every member)."""
     members = [fits(capture, i, window, required) for i in range(len(capture))]
     b = capture.buckets
-    chosen_is_member = any_of(z3.And(f, selection.bucket == b[i]) for i, f in enumerate(members))
-    chosen_is_least = all_of(z3.Implies(f, selection.bucket <= b[i]) for i, f in enumerate(members))
-    return z3.And(
+    chosen_is_member = any_of(And(f, selection.bucket == b[i]) for i, f in enumerate(members))
+    chosen_is_least = all_of(Implies(f, selection.bucket <= b[i]) for i, f in enumerate(members))
+    return And(
         selection.admitted == any_of(members),
-        z3.Implies(selection.admitted, z3.And(chosen_is_member, chosen_is_least)),
+        Implies(selection.admitted, And(chosen_is_member, chosen_is_least)),
     )
 
 
@@ -173,8 +174,8 @@ def scan_step(capture: CaptureList, index: int, window: Window, required: IntLik
     room = has_room(capture, index, required)
     b = capture.buckets[index]
     below, above = b < window.low, above_top(b, window)
-    admitted = z3.If(below, rest.admitted, z3.If(above, z3.BoolVal(False), z3.Or(room, rest.admitted)))
-    bucket = z3.If(below, rest.bucket, z3.If(above, UNADMITTED_BUCKET, z3.If(room, b, rest.bucket)))
+    admitted = If(below, rest.admitted, If(above, z3.BoolVal(False), Or(room, rest.admitted)))
+    bucket = If(below, rest.bucket, If(above, UNADMITTED_BUCKET, If(room, b, rest.bucket)))
     return Selection(admitted, bucket)
 
 
@@ -218,21 +219,21 @@ EMPTY_CAPTURE_SET = CaptureSet(lambda b: z3.BoolVal(False), lambda b: UNRECORDED
 def with_head(capture: CaptureSet, bucket: IntTerm, capacity: IntTerm, recorded: BoolTerm) -> CaptureSet:
     """The set with one more bucket in front (its own capacity and recorded flag)."""
     return CaptureSet(
-        lambda b: z3.Or(b == bucket, capture.member(b)),
-        lambda b: z3.If(b == bucket, capacity, capture.capacity(b)),
-        lambda b: z3.If(b == bucket, recorded, capture.recorded(b)),
+        lambda b: Or(b == bucket, capture.member(b)),
+        lambda b: If(b == bucket, capacity, capture.capacity(b)),
+        lambda b: If(b == bucket, recorded, capture.recorded(b)),
     )
 
 
 def below_every_member(bucket: IntTerm, capture: CaptureSet) -> BoolTerm:
     """``bucket`` is smaller than every bucket of the set (the head of a sorted list)."""
     x = z3.Int("x")
-    return z3.ForAll([x], z3.Implies(capture.member(x), x > bucket))
+    return z3.ForAll([x], Implies(capture.member(x), x > bucket))
 
 
 def fits_in_set(capture: CaptureSet, bucket: IntTerm, window: Window, required: IntLike) -> BoolTerm:
     """``bucket`` is in the set's fitting set: a member, within the padding limit, with recorded room."""
-    return z3.And(
+    return And(
         capture.member(bucket),
         within_padding_limit(bucket, window),
         capture.recorded(bucket),
@@ -244,13 +245,13 @@ def is_least_fitting_in_set(selection: Selection, capture: CaptureSet, window: W
     """The declarative relation over a set of any size: admitted iff some bucket fits, and then the bucket
     fits and is <= every fitting bucket."""
     x = z3.Int("x")
-    return z3.And(
+    return And(
         selection.admitted == z3.Exists([x], fits_in_set(capture, x, window, required)),
-        z3.Implies(
+        Implies(
             selection.admitted,
-            z3.And(
+            And(
                 fits_in_set(capture, selection.bucket, window, required),
-                z3.ForAll([x], z3.Implies(fits_in_set(capture, x, window, required), selection.bucket <= x)),
+                z3.ForAll([x], Implies(fits_in_set(capture, x, window, required), selection.bucket <= x)),
             ),
         ),
     )
@@ -258,4 +259,4 @@ def is_least_fitting_in_set(selection: Selection, capture: CaptureSet, window: W
 
 def same_selection(first: Selection, second: Selection) -> BoolTerm:
     """Same admit verdict, and the same bucket when admitted."""
-    return z3.And(first.admitted == second.admitted, z3.Implies(first.admitted, first.bucket == second.bucket))
+    return And(first.admitted == second.admitted, Implies(first.admitted, first.bucket == second.bucket))

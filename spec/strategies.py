@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import z3
 
+from cpgraph.spec.logic import If, Sum
 from cpgraph.spec.arith import DivMod, ceil_div, divmod_by
 from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, all_of, indicator, int_term, literal, literals, sub
 from cpgraph.spec.zigzag import zigzag_request_loads
@@ -68,8 +69,8 @@ def dual_chunk_swap_chunk(length: IntLike, chunk: IntLike, j: int) -> IntLike:
     rest = length - j * chunk
     if isinstance(rest, int) and isinstance(chunk, int):
         return min(chunk, max(0, rest))
-    room = z3.If(rest >= 0, rest, z3.IntVal(0))
-    return z3.If(chunk <= room, chunk, room)
+    room = If(rest >= 0, rest, z3.IntVal(0))
+    return If(chunk <= room, chunk, room)
 
 
 def dual_chunk_swap_chunk_size(length: IntLike, cp_size: int, name: str) -> tuple[IntTerm, BoolTerm]:
@@ -122,7 +123,7 @@ def dual_chunk_swap_dcp_request_loads(length: IntLike, cp_size: int, name: str) 
         whole = literal(length)
         assert whole is not None
         return Loads(tuple(z3.IntVal(whole) for _ in split.loads), split.holds) if short else split
-    return Loads(tuple(z3.If(short, int_term(length), x) for x in split.loads), split.holds)
+    return Loads(tuple(If(short, int_term(length), x) for x in split.loads), split.holds)
 
 
 # -- interleave -----------------------------------------------------------------------------------------------
@@ -173,7 +174,7 @@ class Strategy:
         if self.request_loads is None:
             values = [literal(x) for x in lengths]
             total = sum(v for v in values if v is not None) if all(v is not None for v in values) else None
-            return interleave_loads(total if total is not None else z3.Sum([int_term(x) for x in lengths]), cp_size, name)
+            return interleave_loads(total if total is not None else Sum([int_term(x) for x in lengths]), cp_size, name)
         each = [self.request_loads(length, cp_size, f"{name}.req{i}") for i, length in enumerate(lengths)]
         return functools.reduce(Loads.plus, each)
 

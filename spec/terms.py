@@ -8,6 +8,8 @@ from typing import TypeAlias
 
 import z3
 
+from cpgraph.spec.logic import And, If, Or, Sum
+
 # z3 ships no type stubs; these aliases keep signatures readable (they are Any to mypy).
 IntTerm: TypeAlias = z3.ArithRef
 BoolTerm: TypeAlias = z3.BoolRef
@@ -77,20 +79,20 @@ def mul(first: IntLike, second: IntLike) -> IntTerm:
 def all_of(facts: Iterable[BoolTerm]) -> BoolTerm:
     """Conjunction of ``facts`` (true when there are none)."""
     items = list(facts)
-    return z3.And(items) if items else z3.BoolVal(True)
+    return And(items) if items else z3.BoolVal(True)
 
 
 def any_of(facts: Iterable[BoolTerm]) -> BoolTerm:
     """Disjunction of ``facts`` (false when there are none)."""
     items = list(facts)
-    return z3.Or(items) if items else z3.BoolVal(False)
+    return Or(items) if items else z3.BoolVal(False)
 
 
 def indicator(fact: BoolTerm | bool) -> IntTerm:
     """[fact]: 1 when ``fact`` holds, else 0 (a Python int for a Python bool, so ladders fold)."""
     if isinstance(fact, bool):
         return 1 if fact else 0
-    return z3.If(fact, z3.IntVal(1), z3.IntVal(0))
+    return If(fact, z3.IntVal(1), z3.IntVal(0))
 
 
 @dataclass(frozen=True)
@@ -118,10 +120,10 @@ class Loads:
 
     def total(self) -> IntTerm:
         """The sum of the loads over ranks."""
-        return z3.Sum(list(self.loads))
+        return Sum(list(self.loads))
 
     def plus(self, other: Loads) -> Loads:
         """Rank-wise sum: the loads of two batches laid out one after the other."""
         if other.cp_size != self.cp_size:
             raise ValueError(f"other must have cp_size={self.cp_size} ranks, got {other.cp_size}")
-        return Loads(tuple(add(a, b) for a, b in zip(self.loads, other.loads)), z3.And(self.holds, other.holds))
+        return Loads(tuple(add(a, b) for a, b in zip(self.loads, other.loads)), And(self.holds, other.holds))
