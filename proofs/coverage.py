@@ -172,7 +172,7 @@ BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
         "ranks_sharing_their_capture_state_agree", "admitted_batches_replay_the_admitted_bucket",
         "admitted_bucket_is_captured", "admitted_bucket_is_within_padding_limit", "admitted_batches_fit_every_rank",
         "replay_runs_only_into_a_listed_bucket_with_room", "admitted_bucket_is_the_least_that_fits",
-        "active_batches_that_fit_are_admitted",
+        "active_batches_that_fit_are_admitted", "admission_and_replay_read_the_whole_list",
     )},
     **{name: _local_domain for name in LOCAL_THEOREMS},
 }
@@ -223,6 +223,10 @@ SCOPES: dict[str, tuple[str, ...]] = {
     "admitted_bucket_is_the_least_that_fits": _E2E_SCOPE,
     "active_batches_that_fit_are_admitted": _E2E_SCOPE,
     **{name: _LOCAL_SCOPE for name in LOCAL_THEOREMS},
+    # every side's check, for every class-encodable strategy under global and any layout under local, on 32 buckets
+    "admission_and_replay_read_the_whole_list": tuple(
+        f"{part} {label}" for part in ("admission's decision", "replay's decision", "replay's tripwire")
+        for label in (*(f"({sid}, F=2, K=32)" for sid in _CLASS), "(any layout, local, K=32)")),
 }
 
 

@@ -3,7 +3,9 @@ declared in proofs/scope.py (``obligation`` takes it from there); ``over`` decid
 
 from __future__ import annotations
 
-from cpgraph.proofs import arith, batch, capacity, dual_chunk_swap, end_to_end, end_to_end_local, selection, strategies, zigzag
+from cpgraph.proofs import (
+    arith, batch, capacity, dual_chunk_swap, end_to_end, end_to_end_local, selection, strategies, whole_list, zigzag,
+)
 from cpgraph.proofs.obligation import Obligation, obligation
 
 OBLIGATIONS: tuple[Obligation, ...] = (
@@ -59,6 +61,7 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     obligation(end_to_end_local.local_replay_runs_only_into_a_listed_size_holding_every_rank, over="cp_size_sampled"),
     obligation(end_to_end_local.local_admitted_size_is_the_least_that_fits, over="cp_size_sampled"),
     obligation(end_to_end_local.local_batches_that_fit_are_admitted, over="cp_size_sampled"),
+    obligation(whole_list.admission_and_replay_read_the_whole_list, over="cp_size_sampled"),
 )
 
 BY_NAME: dict[str, Obligation] = {o.name: o for o in OBLIGATIONS}

@@ -466,6 +466,14 @@ SCOPE: dict[str, Scope] = {
     "local_replay_runs_only_into_a_listed_size_holding_every_rank": _local(note=_LOCAL.note + "; any decision of replay's selector"),
     "local_admitted_size_is_the_least_that_fits": _LOCAL,
     "local_batches_that_fit_are_admitted": _LOCAL,
+    "admission_and_replay_read_the_whole_list": Scope(
+        _SAMPLED, (*_CLASS, Strategy("any layout")), ("global", "local"), Lists(_LONG_LISTS[0], _LONG_LISTS[0], True), "any",
+        factors=(Factor("2"),), parts=(Part("admission's decision"), Part("replay's decision"), Part("replay's tripwire")),
+        note="each side's decision for its own rows is the least fitting bucket of the whole keyed list, and replay's "
+             "tripwire reads the whole list (global: class batches, any padded n; local: any layout)",
+        edges=(*_past("n"), Edge("requests", "batch", form="classes"), Edge("requests", "batch", form="any", where="local"),
+               Edge("last_bucket", "cap", key="n", where="F=2"), Edge("last_bucket", "cap", key="batch.l0", where="local"),
+               Edge("every_bucket", "cap"))),
 }
 
 
@@ -528,6 +536,8 @@ def blocks() -> dict[str, dict[str, str]]:
     assert scan is not None
     e2e = SCOPE["admitted_batches_fit_every_rank"]
     assert e2e.lists is not None
+    whole = SCOPE["admission_and_replay_read_the_whole_list"]
+    assert whole.lists is not None
     bound = max(s.max_p or 0 for s in e2e.strategies)
     return {
         "README.md": {
@@ -542,8 +552,13 @@ def blocks() -> dict[str, dict[str, str]]:
                 "longer than 3 reach the end-to-end theorems through the scan: the decision admission and replay take is "
                 f"proved to be the scan step folded over the whole list, the step to give the least fitting bucket, and "
                 f"replay's tripwire to read the whole list, for every list of {scan.least}..{scan.most} buckets "
-                f"(induction over the list; admission's decision and the tripwire called at P in {{{_runs(FOLD_CP_SIZES)}}}), "
-                "a composition argued, not solved, at those P. Ranks: each theorem is stated at rank 0, and the consensus theorems prove that every rank (all up "
+                f"(induction over the list; admission's decision and the tripwire called at P in {{{_runs(FOLD_CP_SIZES)}}}); "
+                f"and at every P in {{{_sizes(whole)}}}, both keyings, on {whole.lists.most}-bucket lists, "
+                "`admission_and_replay_read_the_whole_list` proves that the decision admission and replay each take, for "
+                "the rows it computed, is the least fitting bucket of the whole keyed list and that replay's tripwire reads "
+                "the whole list, so a side that stops early at any sampled P is refuted (the spec's rows do not read the list, "
+                f"and the 3-bucket chains prove them at every P; a side whose rows read the list's length is seen on "
+                f"{e2e.lists.longer}-bucket lists at {_longer_at(e2e.lists)} only). Ranks: each theorem is stated at rank 0, and the consensus theorems prove that every rank (all up "
                 f"to P = {EVERY_RANK_MAX_P}; 0, P/2 and P-1 above) computes the same rows and decides and replays as "
                 "rank 0, on any layout."
             ),
@@ -569,7 +584,13 @@ def blocks() -> dict[str, dict[str, str]]:
                 "the whole list, both keyings (`tripwire_of_the_first_8_buckets` is refuted at K = 9). That admission's "
                 f"decision is this scan over its whole keyed list, and the tripwire, are checked at P in {{{_runs(FOLD_CP_SIZES)}}}"
                 " on those lists (`decision_of_the_first_8_buckets_from_p_4` and `tripwire_of_the_first_8_buckets_from_p_4`, "
-                "early stops taken only from P = 4 on, are refuted at K = 9). Ranks: each theorem is "
+                "early stops taken only from P = 4 on, are refuted at K = 9). Inside admission and replay themselves, at "
+                f"every P in {{{_sizes(whole)}}}, both keyings, on {whole.lists.most}-bucket lists: "
+                "`admission_and_replay_read_the_whole_list` (each side's decision, for the rows it computed, is the least "
+                "fitting bucket of the whole keyed list; replay's tripwire reads the whole list; "
+                "`admission_of_the_first_8_buckets_from_p_4`, `replay_of_the_first_8_buckets_from_p_4`, "
+                "`replay_tripwire_of_the_first_8_buckets_from_p_4` and the local keying's `..._sizes_from_p_4` are refuted "
+                "at P = 4). Ranks: each theorem is "
                 f"stated at rank 0; the consensus theorems prove every rank (all up to P = {EVERY_RANK_MAX_P}; 0, P/2 "
                 "and P-1 above) computes the same rows and decides and replays as rank 0, on any layout. The builders take any P: the pre-fix variants are refuted "
                 "at P = 64 too (`tests/quality`), but a full proof at P = 64 costs about 25 s of CPU per theorem, so it "

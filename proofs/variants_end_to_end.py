@@ -18,6 +18,7 @@ import z3
 
 from cpgraph.spec.logic import And, If, Implies, Not, Or
 from cpgraph.proofs import end_to_end as e2e
+from cpgraph.proofs import whole_list
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.setting import LONG_LIST_CP_SIZES
 from cpgraph.spec.admission import Admission, RankSetup, admit, cp_active, gate, rank_decision
@@ -378,14 +379,30 @@ def first_8_buckets(capture: CaptureList) -> CaptureList:
     return CaptureList(capture.buckets[:8], capture.capacities[:8], capture.recorded[:8])
 
 
-def of_the_first_8_buckets(side: Callable[..., T]) -> Callable[..., T]:
+def of_the_first_8_buckets(side: Callable[..., T], *, from_p: int = 1, keying: str = "") -> Callable[..., T]:
     """``side`` (an admission or a replay, as the spec's are called) handed only the first 8 buckets of its
-    rank's capture list: a side that stops reading the list early, unseen by a 3-bucket end-to-end chain."""
+    rank's capture list: a side that stops reading the list early, unseen by a 3-bucket end-to-end chain. With
+    ``from_p`` only at P >= from_p, with ``keying`` only under that keying: a side that stops early where the
+    32-bucket chains (``LONG_LIST_CP_SIZES``) do not run."""
 
     def truncated(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, **how: object) -> T:
-        return side(batch, n, dataclasses.replace(setup, capture=first_8_buckets(setup.capture)), rank, name, **how)
+        if setup.cp_size >= from_p and keying in ("", setup.keying):
+            setup = dataclasses.replace(setup, capture=first_8_buckets(setup.capture))
+        return side(batch, n, setup, rank, name, **how)
 
     return truncated
+
+
+def tripwire_of_the_first_8_buckets_from_p_4(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str,
+                                             **how: object) -> Replay:
+    """The spec's replay whose selector call reads the whole list, but whose tripwire, from P = 4 on, checks the
+    chosen bucket's room in the first 8 buckets only (a 9th bucket chosen is never run)."""
+    whole = setup.capture
+
+    def decide(loads: Loads, rank: IntLike, setup: RankSetup, n: IntLike, name: str) -> tuple[Selection, IntTerm, BoolTerm]:
+        return rank_decision(loads, rank, dataclasses.replace(setup, capture=whole), n, name)
+
+    return of_the_first_8_buckets(spec_replay, from_p=4)(batch, n, setup, rank, name, decide=decide, **how)
 
 
 def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, ...]]], ...]:
@@ -498,5 +515,23 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          "replay selects from the first 8 buckets of the list only",
          functools.partial(e2e.admitted_batches_replay_the_admitted_bucket, replay_fn=of_the_first_8_buckets(spec_replay))),
     ]
+    # Sides that stop early only from P = 4 on, where no 32-bucket chain runs: the whole-list theorem's teeth.
+    whole = whole_list.admission_and_replay_read_the_whole_list
+    whole_rows = [
+        ("admission_of_the_first_8_buckets_from_p_4", "admission scans only the first 8 buckets of the list from P = 4 on",
+         functools.partial(whole, admit_fn=of_the_first_8_buckets(admit, from_p=4))),
+        ("replay_of_the_first_8_buckets_from_p_4", "replay reads only the first 8 buckets of the list from P = 4 on",
+         functools.partial(whole, replay_fn=of_the_first_8_buckets(spec_replay, from_p=4))),
+        ("replay_tripwire_of_the_first_8_buckets_from_p_4",
+         "replay's tripwire checks room in the first 8 buckets only, from P = 4 on (its selector reads them all)",
+         functools.partial(whole, replay_fn=tripwire_of_the_first_8_buckets_from_p_4)),
+        ("local_admission_of_the_first_8_sizes_from_p_4",
+         "under the local keying only, admission scans the first 8 sizes from P = 4 on",
+         functools.partial(whole, admit_fn=of_the_first_8_buckets(admit, from_p=4, keying="local"))),
+        ("local_replay_of_the_first_8_sizes_from_p_4", "under the local keying only, replay reads the first 8 sizes from P = 4 on",
+         functools.partial(whole, replay_fn=of_the_first_8_buckets(spec_replay, from_p=4, keying="local"))),
+    ]
     return (*((name, theorem, description, P, build) for name, theorem, description, build in rows),
-            *((name, theorem, description, LONG_P, build) for name, theorem, description, build in long_rows))
+            *((name, theorem, description, LONG_P, build) for name, theorem, description, build in long_rows),
+            *((name, "admission_and_replay_read_the_whole_list", description, P, build)
+              for name, description, build in whole_rows))

@@ -4,7 +4,7 @@
 import pytest
 
 from cpgraph.proofs.check import Status
-from cpgraph.proofs.coverage import _constants
+from cpgraph.proofs.constants import constant_names
 from cpgraph.proofs.run import run_queries
 from cpgraph.proofs.variants import VARIANTS, Variant
 
@@ -20,7 +20,7 @@ def test_variant_gets_its_verdict(variant: Variant) -> None:
         # A refutation carries its model, unless the refuted query has no variable at all (a claim on literals,
         # such as a tightness check on literal lengths: its label is the whole counterexample).
         failed = [q for q in queries if result.failure.label == f"variant {q.part}"]
-        ground = len(failed) == 1 and not _constants((failed[0].claim, *failed[0].hypotheses))
+        ground = len(failed) == 1 and not constant_names((failed[0].claim, *failed[0].hypotheses))
         assert result.failure.model or ground, "a refutation carries its model"
 
 

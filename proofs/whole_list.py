@@ -1,0 +1,88 @@
+"""Admission and replay read the whole capture list, at every sampled cp_size.
+
+The end-to-end chains run on 3-bucket capture lists at every P, and on ``LONG_LIST_LENGTH``-bucket lists at
+``LONG_LIST_CP_SIZES`` only (a long chain costs about 10x a short one). A side that stops reading the list
+early at some other P (inside ``admit`` or ``replay``, before or after it calls the decision) is what neither
+sees. This theorem closes that gap cheaply: at every sampled P, both keyings, on a ``LONG_LIST_LENGTH``-bucket
+list, the decision each side takes, for the rows it computed itself, is the least fitting bucket of the
+WHOLE keyed list (restated from the definitions in proofs/claims.py, not from spec/selection.py), and replay's
+tripwire passes exactly when that bucket is listed with room for every rank's rows of replay's layout. The
+rows themselves are the chains' business (the same steps, every P, 3-bucket lists): the rows a side computes
+do not read the list, so the chains and this theorem together cover the long lists at every sampled P.
+"""
+
+from __future__ import annotations
+
+from cpgraph.proofs.claims import bucket_fits, is_active, is_listed_with_room, size_fits, sizes_holding_themselves
+from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.setting import (
+    FACTORS,
+    LONG_LIST_LENGTH,
+    LONG_RLIMIT,
+    Admit,
+    ReplayFn,
+    Setting,
+    setting,
+    strategies_at,
+)
+from cpgraph.spec.admission import admit
+from cpgraph.spec.logic import And, Implies
+from cpgraph.spec.replay import live_layout, replay
+from cpgraph.spec.selection import Selection
+from cpgraph.spec.terms import BoolTerm, IntTerm, all_of, any_of
+
+ANY_LAYOUT = "dual_chunk_swap"  # the strategy id a local any-layout setup names (its loads are free: never read)
+
+
+def whole_list_settings(cp_size: int) -> list[Setting]:
+    """The settings at ``cp_size``, every one on a ``LONG_LIST_LENGTH``-bucket list: every class-encodable
+    strategy there under the global keying (F = 2: the window reads F, the list read does not), and any
+    layout under the local keying."""
+    out = [setting(cp_size, s, FACTORS[0], list_length=LONG_LIST_LENGTH) for s in strategies_at(cp_size)]
+    out.append(setting(cp_size, ANY_LAYOUT, FACTORS[0], keying="local", form="any", list_length=LONG_LIST_LENGTH))
+    return out
+
+
+def _least_fitting(s: Setting, chosen: Selection, rows: IntTerm) -> BoolTerm:
+    """``chosen`` is the keyed decision over the whole list for ``rows``: admitted exactly when the batch
+    passes the keying's gate (global: CP-active, restated) and some bucket fits, and then the least fitting
+    bucket. Global: a bucket fits when it is in [n, F*n], recorded, with capacity >= rows; local: a size fits
+    when it is at or above the key m (= rows), every listed size holding itself."""
+    n = len(s.capture)
+    if s.keying == "global":
+        fits = [bucket_fits(s.capture, i, s.n, s.factor, rows) for i in range(n)]
+        gate: BoolTerm = is_active(s.batch, s.n)
+    else:
+        fits = [size_fits(s.capture, i, rows) for i in range(n)]
+        gate = And(True, True)
+    b = s.capture.buckets
+    member = any_of(And(f, chosen.bucket == b[i]) for i, f in enumerate(fits))
+    least = all_of(Implies(f, chosen.bucket <= b[i]) for i, f in enumerate(fits))
+    return And(chosen.admitted == And(gate, any_of(fits)), Implies(chosen.admitted, And(member, least)))
+
+
+def admission_and_replay_read_the_whole_list(
+    cp_size: int, *, admit_fn: Admit = admit, replay_fn: ReplayFn = replay
+) -> tuple[Query, ...]:
+    """At every sampled P, on a 32-bucket list, both keyings: admission's decision and replay's are the least
+    fitting bucket of the whole keyed list for the rows each computed, and replay's tripwire passes exactly
+    when its bucket is listed with room for every rank's rows of its layout."""
+    out: list[Query] = []
+    for s in whole_list_settings(cp_size):
+        a = s.admitted(admit_fn)
+        r = s.replayed(replay_fn, layout=live_layout)
+        keyed = s.capture if s.keying == "global" else sizes_holding_themselves(s.capture)
+        shown = (("n", s.n), ("tokens", s.batch.tokens))
+        checks: tuple[tuple[str, BoolTerm, BoolTerm, tuple[tuple[str, IntTerm], ...]], ...] = (
+            ("admission's decision", _least_fitting(s, a.selection, a.required), a.holds,
+             (("admitted", a.selection.bucket), ("rows", a.required))),
+            ("replay's decision", _least_fitting(s, r.selection, r.required), r.holds,
+             (("replayed", r.selection.bucket), ("rows", r.required))),
+            ("replay's tripwire", r.succeeded == And(r.selection.admitted,
+                                                     is_listed_with_room(keyed, r.selection.bucket, r.layout_loads)),
+             r.holds, (("replayed", r.selection.bucket),)),
+        )
+        for part, claim, holds, more in checks:
+            out.append(Query(f"{part} {s.label}", claim, (*s.hypotheses, holds), size=s.size, shown=(*shown, *more),
+                             rlimit=LONG_RLIMIT))
+    return tuple(out)

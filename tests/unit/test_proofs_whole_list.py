@@ -1,0 +1,51 @@
+"""proofs/whole_list.py: admission and replay read the whole capture list, at a P where no 32-bucket chain runs;
+its wrong variants act where they say and are refuted exactly there."""
+
+from __future__ import annotations
+
+import pytest
+
+from cpgraph.proofs.check import Status, check, one_context
+from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.setting import LONG_LIST_CP_SIZES, LONG_LIST_LENGTH, shared_settings
+from cpgraph.proofs.variants_end_to_end import of_the_first_8_buckets
+from cpgraph.proofs.whole_list import admission_and_replay_read_the_whole_list, whole_list_settings
+from cpgraph.spec.admission import admit
+from cpgraph.spec.replay import replay
+
+
+def _verdicts(queries: tuple[Query, ...]) -> dict[str, Status]:
+    return {q.part: check(q.claim, hypotheses=q.hypotheses, rlimit=q.rlimit, pipeline_first=True).status for q in queries}
+
+
+def test_every_setting_is_on_a_long_list_and_both_keyings_run() -> None:
+    settings = whole_list_settings(4)
+    assert {s.keying for s in settings} == {"global", "local"}
+    assert {s.list_length for s in settings} == {LONG_LIST_LENGTH}
+    assert 4 not in LONG_LIST_CP_SIZES  # the P these tests use is one the 32-bucket chains skip
+
+
+def test_the_spec_reads_the_whole_list_at_a_p_without_long_chains() -> None:
+    with one_context(), shared_settings():
+        verdicts = _verdicts(admission_and_replay_read_the_whole_list(4))
+    assert len(verdicts) == 12
+    assert set(verdicts.values()) == {Status.PROVED}
+
+
+@pytest.mark.parametrize("side", ["admission", "replay"])
+def test_a_side_that_stops_early_from_p_4_is_refuted_at_4_and_proved_at_3(side: str) -> None:
+    how = ({"admit_fn": of_the_first_8_buckets(admit, from_p=4)} if side == "admission"
+           else {"replay_fn": of_the_first_8_buckets(replay, from_p=4)})
+    with one_context(), shared_settings():
+        below = _verdicts(admission_and_replay_read_the_whole_list(3, **how))
+        at = _verdicts(admission_and_replay_read_the_whole_list(4, **how))
+    assert set(below.values()) == {Status.PROVED}
+    refuted = [part for part, status in at.items() if status is Status.REFUTED]
+    assert refuted and all(side in part for part in refuted), refuted
+
+
+def test_a_local_only_early_stop_is_refuted_in_the_local_queries_only() -> None:
+    with one_context(), shared_settings():
+        verdicts = _verdicts(admission_and_replay_read_the_whole_list(4, admit_fn=of_the_first_8_buckets(admit, from_p=4, keying="local")))
+    refuted = {part for part, status in verdicts.items() if status is Status.REFUTED}
+    assert refuted == {"admission's decision (any layout, local, K=32)"}
