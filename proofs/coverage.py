@@ -225,7 +225,8 @@ SCOPES: dict[str, tuple[str, ...]] = {
     **{name: _LOCAL_SCOPE for name in LOCAL_THEOREMS},
     # every side's check, for every class-encodable strategy under global and any layout under local, on 32 buckets
     "admission_and_replay_read_the_whole_list": tuple(
-        f"{part} {label}" for part in ("admission's decision", "replay's decision", "replay's tripwire")
+        f"{part} {label}" for part in ("admission's decision", "replay's decision", "replay's tripwire",
+                                       "rows as on the short list")
         for label in (*(f"({sid}, F=2, K=32)" for sid in _CLASS), "(any layout, local, K=32)")),
 }
 

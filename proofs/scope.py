@@ -468,9 +468,11 @@ SCOPE: dict[str, Scope] = {
     "local_batches_that_fit_are_admitted": _LOCAL,
     "admission_and_replay_read_the_whole_list": Scope(
         _SAMPLED, (*_CLASS, Strategy("any layout")), ("global", "local"), Lists(_LONG_LISTS[0], _LONG_LISTS[0], True), "any",
-        factors=(Factor("2"),), parts=(Part("admission's decision"), Part("replay's decision"), Part("replay's tripwire")),
-        note="each side's decision for its own rows is the least fitting bucket of the whole keyed list, and replay's "
-             "tripwire reads the whole list (global: class batches, any padded n; local: any layout)",
+        factors=(Factor("2"),), parts=(Part("admission's decision"), Part("replay's decision"), Part("replay's tripwire"),
+               Part("rows as on the short list")),
+        note="each side's decision for its own rows is the least fitting bucket of the whole keyed list, replay's "
+             "tripwire reads the whole list, and the rows and replay's layout are those of the 3-bucket list (global: "
+             "class batches, any padded n; local: any layout)",
         edges=(*_past("n"), Edge("requests", "batch", form="classes"), Edge("requests", "batch", form="any", where="local"),
                Edge("last_bucket", "cap", key="n", where="F=2"), Edge("last_bucket", "cap", key="batch.l0", where="local"),
                Edge("every_bucket", "cap"))),
@@ -555,10 +557,11 @@ def blocks() -> dict[str, dict[str, str]]:
                 f"(induction over the list; admission's decision and the tripwire called at P in {{{_runs(FOLD_CP_SIZES)}}}); "
                 f"and at every P in {{{_sizes(whole)}}}, both keyings, on {whole.lists.most}-bucket lists, "
                 "`admission_and_replay_read_the_whole_list` proves that the decision admission and replay each take, for "
-                "the rows it computed, is the least fitting bucket of the whole keyed list and that replay's tripwire reads "
-                "the whole list, so a side that stops early at any sampled P is refuted (the spec's rows do not read the list, "
-                f"and the 3-bucket chains prove them at every P; a side whose rows read the list's length is seen on "
-                f"{e2e.lists.longer}-bucket lists at {_longer_at(e2e.lists)} only). Ranks: each theorem is stated at rank 0, and the consensus theorems prove that every rank (all up "
+                "the rows it computed, is the least fitting bucket of the whole keyed list, that replay's tripwire reads "
+                "the whole list, and that those rows and replay's layout are the ones the same side computes on the "
+                "3-bucket list of the same batch, so a side that stops early, or computes other rows on a long list, at "
+                "any sampled P is refuted; that the chains' remaining steps, which read the list only through the "
+                "decision and the tripwire, carry over from 3 to 32 buckets is argued, not solved, outside P = 2. Ranks: each theorem is stated at rank 0, and the consensus theorems prove that every rank (all up "
                 f"to P = {EVERY_RANK_MAX_P}; 0, P/2 and P-1 above) computes the same rows and decides and replays as "
                 "rank 0, on any layout."
             ),
@@ -587,10 +590,11 @@ def blocks() -> dict[str, dict[str, str]]:
                 "early stops taken only from P = 4 on, are refuted at K = 9). Inside admission and replay themselves, at "
                 f"every P in {{{_sizes(whole)}}}, both keyings, on {whole.lists.most}-bucket lists: "
                 "`admission_and_replay_read_the_whole_list` (each side's decision, for the rows it computed, is the least "
-                "fitting bucket of the whole keyed list; replay's tripwire reads the whole list; "
+                "fitting bucket of the whole keyed list; replay's tripwire reads the whole list; the rows and replay's "
+                "layout are those the same side computes on the 3-bucket list of the same batch; "
                 "`admission_of_the_first_8_buckets_from_p_4`, `replay_of_the_first_8_buckets_from_p_4`, "
-                "`replay_tripwire_of_the_first_8_buckets_from_p_4` and the local keying's `..._sizes_from_p_4` are refuted "
-                "at P = 4). Ranks: each theorem is "
+                "`replay_tripwire_of_the_first_8_buckets_from_p_4`, the local keying's `..._sizes_from_p_4` and "
+                "`admission_aligned_twice_on_long_lists_from_p_4` / `replay_...` are refuted at P = 4). Ranks: each theorem is "
                 f"stated at rank 0; the consensus theorems prove every rank (all up to P = {EVERY_RANK_MAX_P}; 0, P/2 "
                 "and P-1 above) computes the same rows and decides and replays as rank 0, on any layout. The builders take any P: the pre-fix variants are refuted "
                 "at P = 64 too (`tests/quality`), but a full proof at P = 64 costs about 25 s of CPU per theorem, so it "

@@ -7,8 +7,11 @@ sees. This theorem closes that gap cheaply: at every sampled P, both keyings, on
 list, the decision each side takes, for the rows it computed itself, is the least fitting bucket of the
 WHOLE keyed list (restated from the definitions in proofs/claims.py, not from spec/selection.py), and replay's
 tripwire passes exactly when that bucket is listed with room for every rank's rows of replay's layout. The
-rows themselves are the chains' business (the same steps, every P, 3-bucket lists): the rows a side computes
-do not read the list, so the chains and this theorem together cover the long lists at every sampled P.
+rows themselves are the chains' business (every P, 3-bucket lists); a fourth check proves that the rows each
+side computes on the long list, and replay's layout, are the ones it computes on the chains' short list of the
+same batch (built under other names), so what the chains prove about them holds on the long list too. The
+steps from there to each invariant (proofs/end_to_end.py) read the list only through the decision and the
+tripwire, which the first three checks pin to the whole list.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from cpgraph.proofs.claims import bucket_fits, is_active, is_listed_with_room, s
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.setting import (
     FACTORS,
+    LIST_LENGTH,
     LONG_LIST_LENGTH,
     LONG_RLIMIT,
     Admit,
@@ -32,6 +36,12 @@ from cpgraph.spec.selection import Selection
 from cpgraph.spec.terms import BoolTerm, IntTerm, all_of, any_of
 
 ANY_LAYOUT = "dual_chunk_swap"  # the strategy id a local any-layout setup names (its loads are free: never read)
+
+
+def _short(s: Setting) -> Setting:
+    """The same batch, n and strategy on the end-to-end chains' own ``LIST_LENGTH``-bucket list (its buckets
+    are the first of the long list's: the same variables)."""
+    return setting(s.cp_size, s.strategy, s.factor, keying=s.keying, form=s.form, list_length=LIST_LENGTH)
 
 
 def whole_list_settings(cp_size: int) -> list[Setting]:
@@ -65,8 +75,9 @@ def admission_and_replay_read_the_whole_list(
     cp_size: int, *, admit_fn: Admit = admit, replay_fn: ReplayFn = replay
 ) -> tuple[Query, ...]:
     """At every sampled P, on a 32-bucket list, both keyings: admission's decision and replay's are the least
-    fitting bucket of the whole keyed list for the rows each computed, and replay's tripwire passes exactly
-    when its bucket is listed with room for every rank's rows of its layout."""
+    fitting bucket of the whole keyed list for the rows each computed, replay's tripwire passes exactly when
+    its bucket is listed with room for every rank's rows of its layout, and those rows and that layout are the
+    ones each side computes on the chains' 3-bucket list of the same batch."""
     out: list[Query] = []
     for s in whole_list_settings(cp_size):
         a = s.admitted(admit_fn)
@@ -82,6 +93,14 @@ def admission_and_replay_read_the_whole_list(
                                                      is_listed_with_room(keyed, r.selection.bucket, r.layout_loads)),
              r.holds, (("replayed", r.selection.bucket),)),
         )
+        # The rows each side computes (and replay's layout) are the ones it computes on the chains' short list of
+        # the same batch, built under other names: what the chains prove about the rows holds on the long list.
+        short = _short(s)
+        a3, r3 = short.admitted(admit_fn, "admit.short"), short.replayed(replay_fn, "replay.short", layout=live_layout)
+        rows = And(a.required == a3.required, r.required == r3.required,
+                   all_of(x == y for x, y in zip(r.layout_loads, r3.layout_loads)))
+        checks += (("rows as on the short list", rows, And(*short.hypotheses, a.holds, r.holds, a3.holds, r3.holds),
+                    (("rows", a.required), ("short-list rows", a3.required))),)
         for part, claim, holds, more in checks:
             out.append(Query(f"{part} {s.label}", claim, (*s.hypotheses, holds), size=s.size, shown=(*shown, *more),
                              rlimit=LONG_RLIMIT))

@@ -28,7 +28,7 @@ def test_every_setting_is_on_a_long_list_and_both_keyings_run() -> None:
 def test_the_spec_reads_the_whole_list_at_a_p_without_long_chains() -> None:
     with one_context(), shared_settings():
         verdicts = _verdicts(admission_and_replay_read_the_whole_list(4))
-    assert len(verdicts) == 12
+    assert len(verdicts) == 16
     assert set(verdicts.values()) == {Status.PROVED}
 
 
