@@ -53,24 +53,24 @@ def _is_int(term: Any) -> bool:
     return bool(z3core.Z3_get_sort_kind(ref, z3core.Z3_get_sort(ref, term.ast)) == _INT_SORT)
 
 
-def And(*args: Any) -> Any:
-    """z3.And."""
+def _nary(args: tuple[Any, ...], make: Any, fallback: Any) -> Any:
+    """An n-ary Boolean connective: ``make`` (the C constructor) on plain Boolean terms, else ``fallback``."""
     items = _items(args)
     found = _bool_array(items)
     if found is None:
-        return z3.And(*args)
+        return fallback(*args)
     ctx, array = found
-    return _BOOL(z3core.Z3_mk_and(ctx.ref(), len(items), array), ctx)
+    return _BOOL(make(ctx.ref(), len(items), array), ctx)
+
+
+def And(*args: Any) -> Any:
+    """z3.And."""
+    return _nary(args, z3core.Z3_mk_and, z3.And)
 
 
 def Or(*args: Any) -> Any:
     """z3.Or."""
-    items = _items(args)
-    found = _bool_array(items)
-    if found is None:
-        return z3.Or(*args)
-    ctx, array = found
-    return _BOOL(z3core.Z3_mk_or(ctx.ref(), len(items), array), ctx)
+    return _nary(args, z3core.Z3_mk_or, z3.Or)
 
 
 def Not(a: Any) -> Any:
