@@ -405,7 +405,7 @@ def aligned_twice_on_long_lists(side: Callable[..., T]) -> Callable[..., T]:
     return widened
 
 
-def tripwire_of_the_first_8_buckets_from_p_4(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str,
+def replay_with_tripwire_of_the_first_8_buckets_from_p_4(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str,
                                              **how: object) -> Replay:
     """The spec's replay whose selector call reads the whole list, but whose tripwire, from P = 4 on, checks the
     chosen bucket's room in the first 8 buckets only (a 9th bucket chosen is never run)."""
@@ -536,12 +536,14 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          functools.partial(whole, replay_fn=of_the_first_8_buckets(spec_replay, from_p=4))),
         ("replay_tripwire_of_the_first_8_buckets_from_p_4",
          "replay's tripwire checks room in the first 8 buckets only, from P = 4 on (its selector reads them all)",
-         functools.partial(whole, replay_fn=tripwire_of_the_first_8_buckets_from_p_4)),
+         functools.partial(whole, replay_fn=replay_with_tripwire_of_the_first_8_buckets_from_p_4)),
         ("local_admission_of_the_first_8_sizes_from_p_4",
          "under the local keying only, admission scans the first 8 sizes from P = 4 on",
          functools.partial(whole, admit_fn=of_the_first_8_buckets(admit, from_p=4, keying="local"))),
         ("local_replay_of_the_first_8_sizes_from_p_4", "under the local keying only, replay reads the first 8 sizes from P = 4 on",
          functools.partial(whole, replay_fn=of_the_first_8_buckets(spec_replay, from_p=4, keying="local"))),
+        ("prefix_admission_on_long_lists", "admission takes the first bucket >= n whatever its room (0.5.17's selector)",
+         functools.partial(whole, admit_fn=prefix_admit)),
         ("admission_aligned_twice_on_long_lists_from_p_4",
          "admission pads its rows to twice the alignment on a list of more than 8 buckets, from P = 4 on",
          functools.partial(whole, admit_fn=aligned_twice_on_long_lists(admit))),

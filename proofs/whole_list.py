@@ -16,7 +16,10 @@ tripwire, which the first three checks pin to the whole list.
 
 from __future__ import annotations
 
+import z3
+
 from cpgraph.proofs.claims import bucket_fits, is_active, is_listed_with_room, size_fits, sizes_holding_themselves
+from cpgraph.proofs.end_to_end_local import ANY_LAYOUT
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.setting import (
     FACTORS,
@@ -34,9 +37,6 @@ from cpgraph.spec.logic import And, Implies
 from cpgraph.spec.replay import live_layout, replay
 from cpgraph.spec.selection import Selection
 from cpgraph.spec.terms import BoolTerm, IntTerm, all_of, any_of
-
-ANY_LAYOUT = "dual_chunk_swap"  # the strategy id a local any-layout setup names (its loads are free: never read)
-
 
 def _short(s: Setting) -> Setting:
     """The same batch, n and strategy on the end-to-end chains' own ``LIST_LENGTH``-bucket list (its buckets
@@ -64,7 +64,7 @@ def _least_fitting(s: Setting, chosen: Selection, rows: IntTerm) -> BoolTerm:
         gate: BoolTerm = is_active(s.batch, s.n)
     else:
         fits = [size_fits(s.capture, i, rows) for i in range(n)]
-        gate = And(True, True)
+        gate = z3.BoolVal(True)  # the local keying has no gate
     b = s.capture.buckets
     member = any_of(And(f, chosen.bucket == b[i]) for i, f in enumerate(fits))
     least = all_of(Implies(f, chosen.bucket <= b[i]) for i, f in enumerate(fits))
