@@ -227,7 +227,9 @@ SCOPES: dict[str, tuple[str, ...]] = {
     "admission_and_replay_read_the_whole_list": tuple(
         f"{part} {label}" for part in ("admission's decision", "replay's decision", "replay's tripwire",
                                        "rows as on the short list")
-        for label in (*(f"({sid}, F=2, K=32)" for sid in _CLASS), "(any layout, local, K=32)")),
+        for label in (*(f"({sid}, F=2, K=32)" for sid in _CLASS), "(any layout, local, K=32)")) + tuple(
+        f"{step}, rank {rank} {label}" for step in ("rows agree", "keys agree", "rank_consensus") for rank in (1, 2, 3)
+        for label in ("(any layout, global, F=2, K=32)", "(any layout, local, K=32)")),
 }
 
 

@@ -36,7 +36,7 @@ from cpgraph.proofs.claims import (
 )
 from cpgraph.proofs.obligation import Query
 from cpgraph.reference.invariants import INVARIANT_TABLE
-from cpgraph.spec.admission import RankSetup, admit
+from cpgraph.spec.admission import Decision, RankSetup, admit
 from cpgraph.spec.replay import ReplayLayout, live_layout, replay
 from cpgraph.spec.selection import Selection, capture_list_is_sorted, symbolic_capture_list
 from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, all_of, any_of
@@ -175,10 +175,11 @@ def active_batches_that_fit_are_admitted(cp_size: int, *, admit_fn: Admit = admi
     return tuple(out)
 
 
-def _any_decision(loads: Loads, rank: IntLike, setup: RankSetup, num_tokens: IntLike, name: str) -> tuple[Selection, IntTerm, BoolTerm]:
-    """A selector that may choose anything: any admit verdict, any bucket (listed or not), any rows."""
+def _any_decision(loads: Loads, rank: IntLike, setup: RankSetup, num_tokens: IntLike, name: str) -> Decision:
+    """A selector that may choose anything: any admit verdict, any bucket (listed or not), any rows, any key."""
     del loads, rank, setup, num_tokens
-    return Selection(z3.Bool(f"{name}.any.admitted"), z3.Int(f"{name}.any.bucket")), z3.Int(f"{name}.any.rows"), z3.BoolVal(True)
+    chosen = Selection(z3.Bool(f"{name}.any.admitted"), z3.Int(f"{name}.any.bucket"))
+    return Decision(chosen, z3.Int(f"{name}.any.rows"), z3.BoolVal(True), z3.Int(f"{name}.any.key"))
 
 
 def replay_runs_only_into_a_listed_bucket_with_room(

@@ -469,10 +469,12 @@ SCOPE: dict[str, Scope] = {
     "admission_and_replay_read_the_whole_list": Scope(
         _SAMPLED, (*_CLASS, Strategy("any layout")), ("global", "local"), Lists(_LONG_LISTS[0], _LONG_LISTS[0], True), "any",
         factors=(Factor("2"),), parts=(Part("admission's decision"), Part("replay's decision"), Part("replay's tripwire"),
-               Part("rows as on the short list")),
-        note="each side's decision for its own rows is the least fitting bucket of the whole keyed list, replay's "
-             "tripwire reads the whole list, and the rows and replay's layout are those of the 3-bucket list (global: "
-             "class batches, any padded n; local: any layout)",
+               Part("rows as on the short list"), Part("rows agree"), Part("keys agree"), Part("rank_consensus")),
+        every_rank_max_p=8,
+        note="rank 0's decision on each side, for its own rows, is the least fitting bucket of the whole keyed list, "
+             "replay's tripwire reads the whole list, the rows and replay's layout are those of the 3-bucket list "
+             "(global: class batches, any padded n; local: any layout), and every other rank (each up to P = 8, then "
+             "P/2 and P-1) admits and replays as rank 0 does (any layout, both keyings)",
         edges=(*_past("n"), Edge("requests", "batch", form="classes"), Edge("requests", "batch", form="any", where="local"),
                Edge("last_bucket", "cap", key="n", where="F=2"), Edge("last_bucket", "cap", key="batch.l0", where="local"),
                Edge("every_bucket", "cap"))),
@@ -559,9 +561,11 @@ def blocks() -> dict[str, dict[str, str]]:
                 "`admission_and_replay_read_the_whole_list` proves that the decision admission and replay each take, for "
                 "the rows it computed, is the least fitting bucket of the whole keyed list, that replay's tripwire reads "
                 "the whole list, and that those rows and replay's layout are the ones the same side computes on the "
-                "3-bucket list of the same batch, so a side that stops early, or computes other rows on a long list, at "
-                "any sampled P is refuted; that the chains' remaining steps, which read the list only through the "
-                "decision and the tripwire, carry over from 3 to 32 buckets is argued, not solved, outside P = 2. Ranks: each theorem is stated at rank 0, and the consensus theorems prove that every rank (all up "
+                "3-bucket list of the same batch, and that every other rank (all up to P = "
+                f"{EVERY_RANK_MAX_P}; P/2 and P-1 above) admits and replays as rank 0 does on that list, so a side that stops "
+                "early on any rank, or computes other rows on a long list, at any sampled P is refuted; that the chains' "
+                "remaining steps, which read the list only through the decision and the tripwire, carry over from 3 to "
+                "32 buckets is argued, not solved, outside P = 2. Ranks: each theorem is stated at rank 0, and the consensus theorems prove that every rank (all up "
                 f"to P = {EVERY_RANK_MAX_P}; 0, P/2 and P-1 above) computes the same rows and decides and replays as "
                 "rank 0, on any layout."
             ),
@@ -591,10 +595,13 @@ def blocks() -> dict[str, dict[str, str]]:
                 f"every P in {{{_sizes(whole)}}}, both keyings, on {whole.lists.most}-bucket lists: "
                 "`admission_and_replay_read_the_whole_list` (each side's decision, for the rows it computed, is the least "
                 "fitting bucket of the whole keyed list; replay's tripwire reads the whole list; the rows and replay's "
-                "layout are those the same side computes on the 3-bucket list of the same batch; "
+                "layout are those the same side computes on the 3-bucket list of the same batch; every other rank, each "
+                f"up to P = {EVERY_RANK_MAX_P} and P/2 and P-1 above, admits and replays as rank 0 on that list, any layout; "
                 "`admission_of_the_first_8_buckets_from_p_4`, `replay_of_the_first_8_buckets_from_p_4`, "
-                "`replay_tripwire_of_the_first_8_buckets_from_p_4`, the local keying's `..._sizes_from_p_4` and "
-                "`admission_aligned_twice_on_long_lists_from_p_4` / `replay_...` are refuted at P = 4). Ranks: each theorem is "
+                "`replay_tripwire_of_the_first_8_buckets_from_p_4`, the local keying's `..._sizes_from_p_4`, "
+                "`admission_aligned_twice_on_long_lists_from_p_4` / `replay_...` and "
+                "`middle_rank_admission_of_the_first_8_buckets_from_p_4` / `middle_rank_replay_...` (rank 0 reads the "
+                "whole list, the ranks between the ends stop at 8) are refuted at P = 4). Ranks: each theorem is "
                 f"stated at rank 0; the consensus theorems prove every rank (all up to P = {EVERY_RANK_MAX_P}; 0, P/2 "
                 "and P-1 above) computes the same rows and decides and replays as rank 0, on any layout. The builders take any P: the pre-fix variants are refuted "
                 "at P = 64 too (`tests/quality`), but a full proof at P = 64 costs about 25 s of CPU per theorem, so it "

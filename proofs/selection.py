@@ -23,7 +23,7 @@ import z3
 from cpgraph.spec.logic import And, Implies, Not, Or, Sum
 from cpgraph.proofs.obligation import Query, flag
 from cpgraph.proofs.replay import selection_replay
-from cpgraph.spec.admission import RankSetup, rank_decision
+from cpgraph.spec.admission import Decision, RankSetup, rank_decision
 from cpgraph.spec.invariants import (
     admission_replay,
     capacity_fit,
@@ -101,7 +101,7 @@ Select = Callable[[CaptureList, Window, IntLike], Selection]
 
 
 Tripwire = Callable[[CaptureList, IntTerm, tuple[IntTerm, ...]], BoolTerm]
-Decide = Callable[[Loads, IntLike, RankSetup, IntLike, str], tuple[Selection, IntTerm, BoolTerm]]
+Decide = Callable[[Loads, IntLike, RankSetup, IntLike, str], Decision]
 FOLD_CP_SIZES = (1, 2, 3, 4, 8)  # the P at which the fold theorem calls admission's decision and replay's tripwire
 
 
@@ -137,11 +137,11 @@ def scan_select_is_the_step_folded_over_the_whole_list(
         loads = Loads(tuple(z3.Int(f"load{r}") for r in range(p)), z3.BoolVal(True))
         for keying, listed in keyed_lists:
             setup = RankSetup("zigzag", p, 2 * p, Fraction(2), capture, keying)
-            chosen, _, facts = decide(loads, 0, setup, window.low, f"decide{p}")
+            decided = decide(loads, 0, setup, window.low, f"decide{p}")
             keyed = keying_row(keying).inputs(window.low, loads, 2 * p, Fraction(2), capture, f"decide{p}")
             whole = select(listed, keyed.window, keyed.required)
-            out.append(Query(f"admission's call, {keying}, P={p}", same_selection(chosen, whole),
-                             (*hypotheses, facts, keyed.holds), size=size, shown=shown))
+            out.append(Query(f"admission's call, {keying}, P={p}", same_selection(decided.selection, whole),
+                             (*hypotheses, decided.holds, keyed.holds), size=size, shown=shown))
             passes = tripwire(keying_row(keying).capacities(capture), bucket, loads.loads)
             out.append(Query(f"replay's tripwire, {keying}, P={p}", passes == is_listed_with_room(listed, bucket, loads.loads),
                              hypotheses, size=size, shown=(*shown, ("bucket", bucket))))

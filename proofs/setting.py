@@ -322,7 +322,8 @@ def rank_sides(
 def every_rank_alike(theorem: str, s: Setting, admit_fn: Admit, replay_fn: ReplayFn) -> tuple[Query, ...]:
     """Every rank of ``ranks_at`` admits and replays exactly as rank 0 does under the same capture state (the
     same rows, admit verdict and bucket, the same replay rows, verdict and bucket), one chain per rank: the
-    rows (proved first, unguarded: a step of the theorem, not a hint), then the decisions under them. ``s`` is an
+    rows, then the keys each selector call compared (both proved first, unguarded: steps of the theorem, not
+    hints; the keys keep a long list's decision step small), then the decisions under them. ``s`` is an
     any-layout setting (a ValueError otherwise): the loads are free, so no layout or strategy hides a rule
     that reads the deciding rank."""
     if s.form != "any":
@@ -333,6 +334,7 @@ def every_rank_alike(theorem: str, s: Setting, admit_fn: Admit, replay_fn: Repla
     for rank, a, r in sides.others:
         facts = (first.holds, base.holds, a.holds, r.holds)
         rows = And(first.required == a.required, base.required == r.required)
+        keys = And(first.key == a.key, base.key == r.key)
         claim = And(  # the rows are the chain's first step, proved on their own (unguarded): part of the theorem
             first.selection.admitted == a.selection.admitted,
             Implies(first.selection.admitted, first.selection.bucket == a.selection.bucket),
@@ -341,6 +343,7 @@ def every_rank_alike(theorem: str, s: Setting, admit_fn: Admit, replay_fn: Repla
         )
         steps: tuple[Step, ...] = (
             (f"rows agree, rank {rank}", rows, facts),
+            (f"keys agree, rank {rank}", keys, facts),  # the key each selector call compared (local: m)
             (f"rank_consensus, rank {rank}", claim),
         )
         out += s.chain(theorem, steps, facts, (("rank 0 bucket", first.selection.bucket), (f"rank {rank} bucket", a.selection.bucket),

@@ -20,7 +20,7 @@ from cpgraph.proofs import arith, batch, capacity, dual_chunk_swap, selection, s
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.variants_end_to_end import first_8_buckets
-from cpgraph.spec.admission import RankSetup, rank_decision
+from cpgraph.spec.admission import Decision, RankSetup, rank_decision
 from cpgraph.spec.replay import tripwire
 from cpgraph.spec.selection import CaptureList, Selection, Window, is_least_fitting, scan_select
 from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, all_of, any_of
@@ -107,7 +107,7 @@ def tripwire_of_the_first_8_buckets(capture: CaptureList, bucket: IntTerm, loads
 
 
 def decision_of_the_first_8_buckets_from_p_4(loads: Loads, rank: IntLike, setup: RankSetup, num_tokens: IntLike,
-                                             name: str) -> tuple[Selection, IntTerm, BoolTerm]:
+                                             name: str) -> Decision:
     """spec.admission.rank_decision, but from P = 4 on it scans only the first 8 buckets of the rank's list (an
     early stop that only some P take: unseen at P <= 3 and on 3-bucket lists)."""
     if setup.cp_size >= 4:

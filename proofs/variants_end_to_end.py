@@ -21,14 +21,14 @@ from cpgraph.proofs import end_to_end as e2e
 from cpgraph.proofs import whole_list
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.setting import LONG_LIST_CP_SIZES
-from cpgraph.spec.admission import Admission, RankSetup, admit, cp_active, gate, rank_decision
+from cpgraph.spec.admission import Admission, Decision, RankSetup, admit, cp_active, gate, rank_decision
 from cpgraph.spec.arith import align_up
 from cpgraph.spec.batch import ClassBatch, LiveBatch
 from cpgraph.spec.capacity import required_local_tokens
 from cpgraph.spec.replay import Replay, capacity_of, tripwire
 from cpgraph.spec.replay import replay as spec_replay
 from cpgraph.spec.selection import NO_SELECTION, CaptureList, Selection, Window, padding_window, scan_select
-from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, all_of
+from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, all_of, int_term
 
 Select = Callable[[RankSetup, Window, IntTerm], Selection]
 T = TypeVar("T")
@@ -136,7 +136,7 @@ def _decision(
     loads: tuple[IntTerm, ...], holds: BoolTerm, setup: RankSetup, n: IntLike, name: str, *,
     select: Select = _scan, window_of: Callable[[IntLike, Fraction, str], Window] = padding_window,
     busiest: Callable[[tuple[IntTerm, ...], str], tuple[IntTerm, BoolTerm]] | None = None,
-) -> tuple[Selection, IntTerm, BoolTerm]:
+) -> Decision:
     if busiest is None:
         from cpgraph.spec.terms import Loads
 
@@ -147,7 +147,7 @@ def _decision(
         up = align_up(top, setup.align_size, f"{name}.rows")
         value, facts = up.value, And(top_facts, up.holds)
     window = window_of(n, setup.max_padding_factor, f"{name}.window")
-    return select(setup, window, value), value, And(holds, facts, window.holds)
+    return Decision(select(setup, window, value), value, And(holds, facts, window.holds), int_term(n))  # the global key: n
 
 
 def make_admit(**how: object) -> Callable[[LiveBatch, IntTerm, RankSetup, int, str], Admission]:
@@ -160,11 +160,12 @@ def make_admit(**how: object) -> Callable[[LiveBatch, IntTerm, RankSetup, int, s
         busiest = how.get("busiest")
         if busiest == "local":
             how_local = dict(how, busiest=lambda xs, nm: (xs[rank], z3.BoolVal(True)))
-            chosen, rows, facts = _decision(loads.loads, loads.holds, setup, n, name, **how_local)  # type: ignore[arg-type]
+            chosen = _decision(loads.loads, loads.holds, setup, n, name, **how_local)  # type: ignore[arg-type]
         else:
-            chosen, rows, facts = _decision(loads.loads, loads.holds, setup, n, name, **how)  # type: ignore[arg-type]
+            chosen = _decision(loads.loads, loads.holds, setup, n, name, **how)  # type: ignore[arg-type]
         active = cp_active(batch, n) if gated else z3.BoolVal(True)
-        return Admission(Selection(And(active, chosen.admitted), chosen.bucket), rows, facts)
+        selection = Selection(And(active, chosen.selection.admitted), chosen.selection.bucket)
+        return Admission(selection, chosen.required, chosen.holds, chosen.key)
 
     return admit
 
@@ -257,7 +258,8 @@ def make_replay(
     def replay(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, *, layout: object = None) -> Replay:
         del rank, layout
         loads = batch.layout_loads(setup.strategy, f"{name}.layout")
-        chosen, rows, facts = _decision(loads.loads, loads.holds, setup, n, name, select=select, busiest=busiest)
+        decided = _decision(loads.loads, loads.holds, setup, n, name, select=select, busiest=busiest)
+        chosen = decided.selection
         selection = Selection(And(cp_active(batch, n), chosen.admitted), chosen.bucket)
         if strict_tripwire:
             capture = setup.capture
@@ -267,7 +269,7 @@ def make_replay(
             )
         else:
             fits = all_of(capacity_of(setup.capture, chosen.bucket, x) for x in loads.loads)
-        return Replay(selection, And(selection.admitted, fits), loads.loads, rows, facts)
+        return Replay(selection, And(selection.admitted, fits), loads.loads, decided.required, decided.holds, decided.key)
 
     return replay
 
@@ -277,7 +279,7 @@ def _with_tripwire(tripwire: Callable[[Replay, RankSetup], BoolTerm]) -> Callabl
 
     def replay_fn(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, **how: object) -> Replay:
         r = spec_replay(batch, n, setup, rank, name, **how)  # type: ignore[arg-type]
-        return Replay(r.selection, And(r.selection.admitted, tripwire(r, setup)), r.layout_loads, r.required, r.holds)
+        return Replay(r.selection, And(r.selection.admitted, tripwire(r, setup)), r.layout_loads, r.required, r.holds, r.key)
 
     return replay_fn
 
@@ -304,28 +306,28 @@ def replay_ignoring_its_decision(batch: LiveBatch, n: IntLike, setup: RankSetup,
     """spec.replay that runs whenever the tripwire passes, even when its own selector call said run eagerly."""
     r = spec_replay(batch, n, setup, rank, name, **how)  # type: ignore[arg-type]
     return Replay(r.selection, And(cp_active(batch, n), tripwire(setup.capture, r.selection.bucket, r.layout_loads)),
-                  r.layout_loads, r.required, r.holds)
+                  r.layout_loads, r.required, r.holds, r.key)
 
 
 def ungated_replay(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, *,
-                   decide: Callable[..., tuple[Selection, IntTerm, BoolTerm]] = rank_decision, **how: object) -> Replay:
+                   decide: Callable[..., Decision] = rank_decision, **how: object) -> Replay:
     """spec.replay without the CP-active gates: it replays whatever its selector call chose, for a batch
     with a request shorter than 2P or with P = 1 too (the tripwire still checks the room). The spec's own
     replay builds the layout and calls the selector; only its gated verdict is replaced by the raw one."""
     raw: list[Selection] = []
 
-    def noting(*args: object) -> tuple[Selection, IntTerm, BoolTerm]:
-        chosen, required, facts = decide(*args)
-        raw.append(chosen)
-        return chosen, required, facts
+    def noting(*args: object) -> Decision:
+        decided = decide(*args)
+        raw.append(decided.selection)
+        return decided
 
     r = spec_replay(batch, n, setup, rank, name, decide=noting, **how)  # type: ignore[arg-type]
     chosen = raw[0]
     return Replay(chosen, And(chosen.admitted, tripwire(setup.capture, chosen.bucket, r.layout_loads)),
-                  r.layout_loads, r.required, r.holds)
+                  r.layout_loads, r.required, r.holds, r.key)
 
 
-def middle_ranks_own_load(loads: Loads, rank: IntLike, setup: RankSetup, num_tokens: IntLike, name: str) -> tuple[Selection, IntTerm, BoolTerm]:
+def middle_ranks_own_load(loads: Loads, rank: IntLike, setup: RankSetup, num_tokens: IntLike, name: str) -> Decision:
     """The spec's rank_decision, but a middle rank (0 < r < P-1) decides from its own load instead of the
     busiest rank's (rank consensus lost, and only where neither end rank looks: issue 21's planted change)."""
     if isinstance(rank, int) and 0 < rank < setup.cp_size - 1:
@@ -333,13 +335,14 @@ def middle_ranks_own_load(loads: Loads, rank: IntLike, setup: RankSetup, num_tok
     return rank_decision(loads, rank, setup, num_tokens, name)
 
 
-def admit_deciding_by(decide: Callable[..., tuple[Selection, IntTerm, BoolTerm]]) -> Callable[[LiveBatch, IntTerm, RankSetup, int, str], Admission]:
+def admit_deciding_by(decide: Callable[..., Decision]) -> Callable[[LiveBatch, IntTerm, RankSetup, int, str], Admission]:
     """spec.admission.admit (its layout, its keying's gate) with ``decide`` as the rank's decision."""
 
     def admit_fn(batch: LiveBatch, n: IntTerm, setup: RankSetup, rank: int, name: str) -> Admission:
         loads = batch.layout_loads(setup.strategy, f"{name}.live")
-        chosen, rows, facts = decide(loads, rank, setup, n, name)
-        return Admission(Selection(And(gate(batch, n, setup), chosen.admitted), chosen.bucket), rows, facts)
+        chosen = decide(loads, rank, setup, n, name)
+        selection = Selection(And(gate(batch, n, setup), chosen.selection.admitted), chosen.selection.bucket)
+        return Admission(selection, chosen.required, chosen.holds, chosen.key)
 
     return admit_fn
 
@@ -379,14 +382,18 @@ def first_8_buckets(capture: CaptureList) -> CaptureList:
     return CaptureList(capture.buckets[:8], capture.capacities[:8], capture.recorded[:8])
 
 
-def of_the_first_8_buckets(side: Callable[..., T], *, from_p: int = 1, keying: str = "") -> Callable[..., T]:
+def of_the_first_8_buckets(
+    side: Callable[..., T], *, from_p: int = 1, keying: str = "", middle_ranks: bool = False
+) -> Callable[..., T]:
     """``side`` (an admission or a replay, as the spec's are called) handed only the first 8 buckets of its
     rank's capture list: a side that stops reading the list early, unseen by a 3-bucket end-to-end chain. With
-    ``from_p`` only at P >= from_p, with ``keying`` only under that keying: a side that stops early where the
-    32-bucket chains (``LONG_LIST_CP_SIZES``) do not run."""
+    ``from_p`` only at P >= from_p, with ``keying`` only under that keying, with ``middle_ranks`` only on a
+    literal rank 0 < r < P-1: a side that stops early where the 32-bucket chains (``LONG_LIST_CP_SIZES``) do
+    not run, or on ranks no rank-0 check looks at."""
 
     def truncated(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, **how: object) -> T:
-        if setup.cp_size >= from_p and keying in ("", setup.keying):
+        middle = isinstance(rank, int) and 0 < rank < setup.cp_size - 1
+        if setup.cp_size >= from_p and keying in ("", setup.keying) and (middle or not middle_ranks):
             setup = dataclasses.replace(setup, capture=first_8_buckets(setup.capture))
         return side(batch, n, setup, rank, name, **how)
 
@@ -411,7 +418,7 @@ def replay_with_tripwire_of_the_first_8_buckets_from_p_4(batch: LiveBatch, n: In
     chosen bucket's room in the first 8 buckets only (a 9th bucket chosen is never run)."""
     whole = setup.capture
 
-    def decide(loads: Loads, rank: IntLike, setup: RankSetup, n: IntLike, name: str) -> tuple[Selection, IntTerm, BoolTerm]:
+    def decide(loads: Loads, rank: IntLike, setup: RankSetup, n: IntLike, name: str) -> Decision:
         return rank_decision(loads, rank, dataclasses.replace(setup, capture=whole), n, name)
 
     return of_the_first_8_buckets(spec_replay, from_p=4)(batch, n, setup, rank, name, decide=decide, **how)
@@ -542,6 +549,12 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          functools.partial(whole, admit_fn=of_the_first_8_buckets(admit, from_p=4, keying="local"))),
         ("local_replay_of_the_first_8_sizes_from_p_4", "under the local keying only, replay reads the first 8 sizes from P = 4 on",
          functools.partial(whole, replay_fn=of_the_first_8_buckets(spec_replay, from_p=4, keying="local"))),
+        ("middle_rank_admission_of_the_first_8_buckets_from_p_4",
+         "from P = 4 on, a middle rank's admission (0 < r < P-1) scans only the first 8 buckets; rank 0 reads them all",
+         functools.partial(whole, admit_fn=of_the_first_8_buckets(admit, from_p=4, middle_ranks=True))),
+        ("middle_rank_replay_of_the_first_8_buckets_from_p_4",
+         "from P = 4 on, a middle rank's replay (0 < r < P-1) reads only the first 8 buckets; rank 0 reads them all",
+         functools.partial(whole, replay_fn=of_the_first_8_buckets(spec_replay, from_p=4, middle_ranks=True))),
         ("prefix_admission_on_long_lists", "admission takes the first bucket >= n whatever its room (0.5.17's selector)",
          functools.partial(whole, admit_fn=prefix_admit)),
         ("admission_aligned_twice_on_long_lists_from_p_4",

@@ -27,7 +27,7 @@ from cpgraph.proofs import end_to_end_local as local
 from cpgraph.proofs.check import Status
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.variants_end_to_end import LONG_P, middle_ranks_own_load_admit, middle_ranks_own_load_replay, of_the_first_8_buckets
-from cpgraph.spec.admission import Admission, RankSetup, admit, cp_active
+from cpgraph.spec.admission import Admission, Decision, RankSetup, admit, cp_active
 from cpgraph.spec.batch import LiveBatch
 from cpgraph.spec.capacity import busiest_load
 from cpgraph.spec.keying import keying as keying_row
@@ -112,10 +112,10 @@ def least_size_without_room_check(capture: CaptureList, window: Window, required
 def _decide(
     loads: Loads, n: IntLike, rank: IntLike, setup: RankSetup, name: str, *, key_of: KeyOf, window_of: WindowOf,
     sizes: Sizes, select: Select,
-) -> tuple[Selection, IntTerm, BoolTerm]:
+) -> Decision:
     key, facts = key_of(loads, n, rank, name)
     window = window_of(key, name)
-    return select(sizes(setup), window, key), key, And(facts, window.holds)
+    return Decision(select(sizes(setup), window, key), key, And(facts, window.holds), key)
 
 
 def make_admit(
@@ -126,9 +126,10 @@ def make_admit(
 
     def admit(batch: LiveBatch, n: IntTerm, setup: RankSetup, rank: int, name: str) -> Admission:
         loads = batch.layout_loads(setup.strategy, f"{name}.live")
-        chosen, rows, facts = _decide(loads, n, rank, setup, name, key_of=key_of, window_of=window_of, sizes=sizes, select=select)
+        chosen = _decide(loads, n, rank, setup, name, key_of=key_of, window_of=window_of, sizes=sizes, select=select)
         active = cp_active(batch, n) if gated else z3.BoolVal(True)
-        return Admission(Selection(And(active, chosen.admitted), chosen.bucket), rows, facts)
+        selection = Selection(And(active, chosen.selection.admitted), chosen.selection.bucket)
+        return Admission(selection, chosen.required, chosen.holds, chosen.key)
 
     return admit
 
@@ -151,12 +152,13 @@ def make_replay(
         del layout
         loads = batch.layout_loads(setup.strategy, f"{name}.layout")
         if decide is not None:
-            chosen, rows, facts = decide(loads, rank, setup, n, name)  # type: ignore[operator]
+            chosen: Decision = decide(loads, rank, setup, n, name)  # type: ignore[operator]
         else:
-            chosen, rows, facts = _decide(loads, n, rank, setup, name, key_of=key_of, window_of=no_window,
-                                          sizes=sizes_holding_themselves, select=select)
-        fits = tripwire(sizes_holding_themselves(setup), chosen.bucket, loads.loads) if checked else z3.BoolVal(True)
-        return Replay(chosen, And(chosen.admitted, fits), loads.loads, rows, facts)
+            chosen = _decide(loads, n, rank, setup, name, key_of=key_of, window_of=no_window,
+                             sizes=sizes_holding_themselves, select=select)
+        picked = chosen.selection
+        fits = tripwire(sizes_holding_themselves(setup), picked.bucket, loads.loads) if checked else z3.BoolVal(True)
+        return Replay(picked, And(picked.admitted, fits), loads.loads, chosen.required, chosen.holds, chosen.key)
 
     return replay
 

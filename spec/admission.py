@@ -42,12 +42,25 @@ class RankSetup:
 
 
 @dataclass(frozen=True)
-class Admission:
-    """One rank's admission: its decision, the rows it requires and the facts defining its terms."""
+class Decision:
+    """One rank's selector call under its keying: the decision, the rows the chosen bucket must hold, the facts
+    defining its terms, and the key it compared (global: n; local: the busiest rank's rows m)."""
 
     selection: Selection
     required: IntTerm
     holds: BoolTerm
+    key: IntTerm
+
+
+@dataclass(frozen=True)
+class Admission:
+    """One rank's admission: its decision, the rows it requires, the facts defining its terms and the key its
+    selector call compared (ranks that agree on the key and the list agree on the decision)."""
+
+    selection: Selection
+    required: IntTerm
+    holds: BoolTerm
+    key: IntTerm
 
 
 def cp_active(batch: LiveBatch, num_tokens: IntLike) -> BoolTerm:
@@ -61,7 +74,7 @@ def gate(batch: LiveBatch, num_tokens: IntLike, setup: RankSetup) -> BoolTerm:
     return cp_active(batch, num_tokens) if keying(setup.keying).gated else z3.BoolVal(True)
 
 
-def rank_decision(loads: Loads, rank: IntLike, setup: RankSetup, num_tokens: IntLike, name: str) -> tuple[Selection, IntTerm, BoolTerm]:
+def rank_decision(loads: Loads, rank: IntLike, setup: RankSetup, num_tokens: IntLike, name: str) -> Decision:
     """The scan under the rank's keying: the key, its window, the capacity table and the rows to hold come
     from the keying table (global: [n, F*n] and align_up of the busiest load; local: [m, inf) and m, the
     busiest load). ``rank`` is the deciding rank: the decision deliberately does not read it or its own
@@ -71,13 +84,14 @@ def rank_decision(loads: Loads, rank: IntLike, setup: RankSetup, num_tokens: Int
         raise ValueError(f"loads must hold one load per rank of cp_size {setup.cp_size}; got {len(loads.loads)} loads")
     check_index("rank", rank, setup.cp_size, f"a rank of cp_size {setup.cp_size}")
     keyed = keying(setup.keying).inputs(num_tokens, loads, setup.align_size, setup.max_padding_factor, setup.capture, name)
-    return scan_select(keyed.capture, keyed.window, keyed.required), keyed.required, keyed.holds
+    return Decision(scan_select(keyed.capture, keyed.window, keyed.required), keyed.required, keyed.holds, keyed.key)
 
 
 def admit(batch: LiveBatch, num_tokens: IntLike, setup: RankSetup, rank: IntLike, name: str) -> Admission:
     """Rank ``rank``'s admission of every batch in ``batch`` with ``num_tokens`` tokens (variables under
     ``name``); a literal ``rank`` outside 0..P-1 is a ValueError (``rank_decision``'s)."""
     loads = batch.layout_loads(setup.strategy, f"{name}.live")
-    chosen, rows, facts = rank_decision(loads, rank, setup, num_tokens, name)
+    chosen = rank_decision(loads, rank, setup, num_tokens, name)
     active = gate(batch, num_tokens, setup)
-    return Admission(Selection(And(active, chosen.admitted), chosen.bucket), rows, facts)  # the rows' facts hold the loads'
+    selection = Selection(And(active, chosen.selection.admitted), chosen.selection.bucket)
+    return Admission(selection, chosen.required, chosen.holds, chosen.key)  # the rows' facts hold the loads'

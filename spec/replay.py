@@ -18,15 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cpgraph.spec.logic import And
-from cpgraph.spec.admission import RankSetup, gate, rank_decision
+from cpgraph.spec.admission import Decision, RankSetup, gate, rank_decision
 from cpgraph.spec.batch import LiveBatch
 from cpgraph.spec.keying import keying
 from cpgraph.spec.selection import CaptureList, Selection
 from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, all_of, any_of
 
 ReplayLayout = Callable[[LiveBatch, IntLike, str], LiveBatch]
-# The selector call replay makes: (loads, rank, setup, num_tokens, name) -> (selection, rows, facts).
-Decide = Callable[[Loads, IntLike, RankSetup, IntLike, str], tuple[Selection, IntTerm, BoolTerm]]
+# The selector call replay makes: (loads, rank, setup, num_tokens, name) -> its Decision.
+Decide = Callable[[Loads, IntLike, RankSetup, IntLike, str], Decision]
 
 
 def live_layout(batch: LiveBatch, num_tokens: IntLike, name: str) -> LiveBatch:
@@ -46,6 +46,7 @@ class Replay:
     layout_loads: tuple[IntTerm, ...]
     required: IntTerm  # the rows replay's own layout needs (what its selector call was given)
     holds: BoolTerm
+    key: IntTerm  # the key its selector call compared (global: n; local: the busiest rank's rows of its layout)
 
 
 def capacity_of(capture: CaptureList, bucket: IntTerm, rows: IntLike) -> BoolTerm:
@@ -77,9 +78,9 @@ def replay(
     ``decide`` makes a literal ``rank`` outside 0..P-1 a ValueError."""
     laid_out = layout(batch, num_tokens, f"{name}.layout")
     loads: Loads = laid_out.layout_loads(setup.strategy, f"{name}.layout")
-    chosen, required, facts = decide(loads, rank, setup, num_tokens, name)
-    selection = Selection(And(gate(batch, num_tokens, setup), chosen.admitted), chosen.bucket)
-    fits = tripwire(keying(setup.keying).capacities(setup.capture), chosen.bucket, loads.loads)
-    return Replay(
-        selection, And(selection.admitted, fits), loads.loads, required, And(laid_out.holds, facts)  # facts hold the loads' own
+    chosen = decide(loads, rank, setup, num_tokens, name)
+    selection = Selection(And(gate(batch, num_tokens, setup), chosen.selection.admitted), chosen.selection.bucket)
+    fits = tripwire(keying(setup.keying).capacities(setup.capture), selection.bucket, loads.loads)
+    return Replay(  # the decision's facts hold the loads' own
+        selection, And(selection.admitted, fits), loads.loads, chosen.required, And(laid_out.holds, chosen.holds), chosen.key
     )

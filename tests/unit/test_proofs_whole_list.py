@@ -28,7 +28,7 @@ def test_every_setting_is_on_a_long_list_and_both_keyings_run() -> None:
 def test_the_spec_reads_the_whole_list_at_a_p_without_long_chains() -> None:
     with one_context(), shared_settings():
         verdicts = _verdicts(admission_and_replay_read_the_whole_list(4))
-    assert len(verdicts) == 16
+    assert len(verdicts) == 16 + 2 * 3 * 3  # 4 checks x 4 settings at rank 0; 3 steps x ranks 1..3 x 2 keyings
     assert set(verdicts.values()) == {Status.PROVED}
 
 
@@ -49,3 +49,18 @@ def test_a_local_only_early_stop_is_refuted_in_the_local_queries_only() -> None:
         verdicts = _verdicts(admission_and_replay_read_the_whole_list(4, admit_fn=of_the_first_8_buckets(admit, from_p=4, keying="local")))
     refuted = {part for part, status in verdicts.items() if status is Status.REFUTED}
     assert refuted == {"admission's decision (any layout, local, K=32)"}
+
+
+@pytest.mark.parametrize("side", ["admission", "replay"])
+def test_a_middle_rank_that_stops_early_is_refuted_in_its_own_rank_consensus_only(side: str) -> None:
+    """Rank 0 reads the whole list, ranks 0 < r < P-1 the first 8 buckets, from P = 4 on: every rank-0 check
+    proves, and only the middle ranks' consensus steps are refuted (at P = 3 the plant does not act)."""
+    how = ({"admit_fn": of_the_first_8_buckets(admit, from_p=4, middle_ranks=True)} if side == "admission"
+           else {"replay_fn": of_the_first_8_buckets(replay, from_p=4, middle_ranks=True)})
+    with one_context(), shared_settings():
+        below = _verdicts(admission_and_replay_read_the_whole_list(3, **how))
+        at = _verdicts(admission_and_replay_read_the_whole_list(4, **how))
+    assert set(below.values()) == {Status.PROVED}
+    refuted = {part for part, status in at.items() if status is Status.REFUTED}
+    assert refuted == {f"rank_consensus, rank {r} (any layout, {k}, {'F=2, ' if k == 'global' else ''}K=32)"
+                       for r in (1, 2) for k in ("global", "local")}

@@ -36,7 +36,7 @@ def test_a_rank_decision_refuses_loads_of_another_number_of_ranks(ranks: int) ->
     with pytest.raises(ValueError, match=rf"loads must hold one load per rank of cp_size 4; got {ranks} loads"):
         admission.rank_decision(loads, 0, _setup(), 16, "a")
     four = Loads(tuple(z3.Int(f"l{r}") for r in range(4)), z3.BoolVal(True))
-    assert admission.rank_decision(four, 0, _setup(), 16, "a")[0] is not None
+    assert admission.rank_decision(four, 0, _setup(), 16, "a").selection is not None
 
 
 def test_every_rank_and_a_symbolic_rank_are_taken() -> None:
