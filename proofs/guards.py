@@ -63,6 +63,13 @@ def _guard_cases() -> tuple[tuple[str, Callable[[], object], Callable[[], object
         ("terms.Loads.plus", lambda: one.plus(one), lambda: one.plus(two)),
         ("admission.rank_decision loads", lambda: admission.rank_decision(one, 0, setup, x, "g"),
          lambda: admission.rank_decision(two, 0, setup, x, "g")),
+        # A literal rank or index: 0..size-1 builds, size and -1 raise (a rank P is no rank; -1 reads the last entry).
+        ("admission.rank_decision rank", lambda: admission.rank_decision(one, 0, setup, x, "g"),
+         lambda: admission.rank_decision(one, 1, setup, x, "g")),
+        ("terms.check_index past the last", lambda: terms.check_index("index", 2, 3, "g"),
+         lambda: terms.check_index("index", 3, 3, "g")),
+        ("terms.check_index below the first", lambda: terms.check_index("index", 0, 3, "g"),
+         lambda: terms.check_index("index", -1, 3, "g")),
         *_proof_guard_cases(),
     )
 
@@ -104,7 +111,8 @@ _NAMED = {name: "cp_size" for name in (
     "batch.class_batch", "capacity.headroom_bound", "strategies.contiguous_request_loads",
     "strategies.dual_chunk_swap_request_loads", "strategies.dual_chunk_swap_dcp_request_loads", "batch.any_layout",
     "strategies.interleave_loads", "zigzag.zigzag_request_loads", "batch.requests_batch cp_size",
-    "proofs.setting.ranks_at")} | {"admission.rank_decision loads": "loads", "proofs.setting.setting form": "form", "proofs.setting.every_rank_alike": "every_rank_alike"}
+    "proofs.setting.ranks_at")} | {"admission.rank_decision loads": "loads", "admission.rank_decision rank": "rank",
+    "terms.check_index past the last": "index", "terms.check_index below the first": "index", "proofs.setting.setting form": "form", "proofs.setting.every_rank_alike": "every_rank_alike"}
 
 
 def guards() -> tuple[Bite, ...]:

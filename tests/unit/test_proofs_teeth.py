@@ -105,6 +105,25 @@ def test_a_guard_moved_by_one_is_caught(monkeypatch: pytest.MonkeyPatch) -> None
     assert lost == ["batch.class_batch"]
 
 
+@pytest.mark.parametrize("shift", [1, -1])
+def test_an_index_guard_moved_by_one_is_caught(monkeypatch: pytest.MonkeyPatch, shift: int) -> None:
+    """check_index accepting size itself (a rank P, one past the last bucket), or refusing the last index: the
+    guard checks at both ends of 0..size-1 tell."""
+    from cpgraph.spec import admission, terms
+
+    real = terms.check_index
+
+    def moved(argument: str, value: object, size: int, of: str) -> None:
+        real(argument, value, size + shift, of)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(terms, "check_index", moved)
+    monkeypatch.setattr(admission, "check_index", moved)
+    lost = [b.variant for b in teeth.guards() if not b.ok]
+    assert {"admission.rank_decision rank", "terms.check_index past the last"} <= set(lost)
+    if shift == 1:  # only the guards at the top end move; refusing the last index also breaks every edge call
+        assert lost == ["admission.rank_decision rank", "terms.check_index past the last"]
+
+
 def test_a_guard_that_divmod_by_backs_is_caught_when_moved(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without zigzag's own guard, cp_size = 0 is still refused, by divmod_by naming its divisor: the guard
     check wants the builder's own refusal, naming cp_size."""
