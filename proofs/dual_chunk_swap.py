@@ -177,6 +177,8 @@ def dual_chunk_swap_request_excess_is_tight(
         # so it is the bound itself that is tight, not a looser statement of it.
         met = any_of(p * x == most for x in loads.loads)
         out.append(Query(f"reached {kind}", met, (length == witness, loads.holds), shown=_shown(loads)))
+        if witness == 0:  # P = 1: L = 0 reaches any E (no excess without a token); E itself is reached at L = 1
+            out.append(Query(f"reached by a non-empty request {kind}", met, (length == 1, loads.holds), shown=_shown(loads)))
         if witness > 0:  # no length below it (at P = 1 every length reaches E = 0, the least is 0)
             out.append(Query(f"reached by the empty request {kind}", met, (length == 0, loads.holds), shown=_shown(loads)))
             reached: BoolTerm = any_of(p * x == length + e for x in loads.loads)
