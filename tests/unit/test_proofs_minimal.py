@@ -31,3 +31,18 @@ def test_a_size_that_prefers_more_requests_is_caught(monkeypatch: pytest.MonkeyP
 def test_a_pin_naming_no_variant_fails_saying_so() -> None:
     bite = minimal_bite(Pinned("no_such_variant", "admitted_batches_fit_every_rank", (("n", "1"),)))
     assert not bite.ok and "no such variant" in bite.description
+
+
+def test_a_chain_that_replays_its_batches_as_the_wrong_form_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chain's replay builder picked for the wrong batch form (a class batch replayed as a load vector): every
+    verdict is the same, but no counterexample replays as a batch; the pinned replays' first words tell."""
+    real = setting.Setting.chain
+
+    def as_any_layout(self: setting.Setting, *args: object, **kwargs: object) -> object:
+        if self.form != "any":
+            object.__setattr__(self, "form", "any")  # the setting is frozen: the planted builder picks the wrong form
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(setting.Setting, "chain", as_any_layout)
+    lost = [b for b in (minimal_bite(p) for p in PINNED) if not b.ok]
+    assert lost and all("replayed as" in b.description for b in lost)
