@@ -163,9 +163,7 @@ def make_admit(**how: object) -> Callable[[LiveBatch, IntTerm, RankSetup, int, s
             chosen = _decision(loads.loads, loads.holds, setup, n, name, **how_local)  # type: ignore[arg-type]
         else:
             chosen = _decision(loads.loads, loads.holds, setup, n, name, **how)  # type: ignore[arg-type]
-        active = cp_active(batch, n) if gated else z3.BoolVal(True)
-        selection = Selection(And(active, chosen.selection.admitted), chosen.selection.bucket)
-        return Admission(selection, chosen.required, chosen.holds, chosen.key)
+        return chosen.admission(cp_active(batch, n) if gated else z3.BoolVal(True))
 
     return admit
 
@@ -341,8 +339,7 @@ def admit_deciding_by(decide: Callable[..., Decision]) -> Callable[[LiveBatch, I
     def admit_fn(batch: LiveBatch, n: IntTerm, setup: RankSetup, rank: int, name: str) -> Admission:
         loads = batch.layout_loads(setup.strategy, f"{name}.live")
         chosen = decide(loads, rank, setup, n, name)
-        selection = Selection(And(gate(batch, n, setup), chosen.selection.admitted), chosen.selection.bucket)
-        return Admission(selection, chosen.required, chosen.holds, chosen.key)
+        return chosen.admission(gate(batch, n, setup))
 
     return admit_fn
 

@@ -51,6 +51,14 @@ class Decision:
     holds: BoolTerm
     key: IntTerm
 
+    def gated(self, active: BoolTerm) -> Selection:
+        """The decision as the rank acts on it: admitted only where ``active`` (the keying's gate) holds."""
+        return Selection(And(active, self.selection.admitted), self.selection.bucket)
+
+    def admission(self, active: BoolTerm) -> Admission:
+        """The rank's admission: the decision gated by ``active``, with its rows, facts and key."""
+        return Admission(self.gated(active), self.required, self.holds, self.key)
+
 
 @dataclass(frozen=True)
 class Admission:
@@ -92,6 +100,4 @@ def admit(batch: LiveBatch, num_tokens: IntLike, setup: RankSetup, rank: IntLike
     ``name``); a literal ``rank`` outside 0..P-1 is a ValueError (``rank_decision``'s)."""
     loads = batch.layout_loads(setup.strategy, f"{name}.live")
     chosen = rank_decision(loads, rank, setup, num_tokens, name)
-    active = gate(batch, num_tokens, setup)
-    selection = Selection(And(active, chosen.selection.admitted), chosen.selection.bucket)
-    return Admission(selection, chosen.required, chosen.holds, chosen.key)  # the rows' facts hold the loads'
+    return chosen.admission(gate(batch, num_tokens, setup))  # the rows' facts hold the loads'

@@ -79,7 +79,7 @@ def replay(
     laid_out = layout(batch, num_tokens, f"{name}.layout")
     loads: Loads = laid_out.layout_loads(setup.strategy, f"{name}.layout")
     chosen = decide(loads, rank, setup, num_tokens, name)
-    selection = Selection(And(gate(batch, num_tokens, setup), chosen.selection.admitted), chosen.selection.bucket)
+    selection = chosen.gated(gate(batch, num_tokens, setup))
     fits = tripwire(keying(setup.keying).capacities(setup.capture), selection.bucket, loads.loads)
     return Replay(  # the decision's facts hold the loads' own
         selection, And(selection.admitted, fits), loads.loads, chosen.required, And(laid_out.holds, chosen.holds), chosen.key
