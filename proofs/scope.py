@@ -467,15 +467,18 @@ SCOPE: dict[str, Scope] = {
     "local_admitted_size_is_the_least_that_fits": _LOCAL,
     "local_batches_that_fit_are_admitted": _LOCAL,
     "admission_and_replay_read_the_whole_list": Scope(
-        _SAMPLED, (*_CLASS, Strategy("any layout")), ("global", "local"), Lists(_LONG_LISTS[0], _LONG_LISTS[0], True), "any",
+        _SAMPLED, (*_CLASS, Strategy("any layout"), *(Strategy(s.name, 8) for s in _DCS)), ("global", "local"),
+        Lists(_LONG_LISTS[0], _LONG_LISTS[0], True), "any",
         factors=(Factor("2"),), parts=(Part("admission's decision"), Part("replay's decision"), Part("replay's tripwire"),
                Part("rows as on the short list"), Part("rows agree"), Part("keys agree"), Part("rank_consensus")),
         every_rank_max_p=8,
         note="rank 0's decision on each side, for its own rows, is the least fitting bucket of the whole keyed list, "
-             "replay's tripwire reads the whole list, the rows and replay's layout are those of the 3-bucket list "
-             "(global: class batches, any padded n; local: any layout), and every other rank (each up to P = 8, then "
+             "replay's tripwire reads the whole list (global: class batches, any padded n; local: any layout, and up to "
+             "P = 8 DualChunkSwap's own loads of up to 2 prefills), the rows and replay's layout are those of the 3-bucket "
+             "list (class batches and any layout), and every other rank (each up to P = 8, then "
              "P/2 and P-1) admits and replays as rank 0 does (any layout, both keyings)",
         edges=(*_past("n"), Edge("requests", "batch", form="classes"), Edge("requests", "batch", form="any", where="local"),
+               Edge("requests", "batch", form="requests", count=2, max_p=8),
                Edge("last_bucket", "cap", key="n", where="F=2"), Edge("last_bucket", "cap", key="batch.l0", where="local"),
                Edge("every_bucket", "cap"))),
 }
@@ -601,7 +604,9 @@ def blocks() -> dict[str, dict[str, str]]:
                 "`replay_tripwire_of_the_first_8_buckets_from_p_4`, the local keying's `..._sizes_from_p_4`, "
                 "`admission_aligned_twice_on_long_lists_from_p_4` / `replay_...` and "
                 "`middle_rank_admission_of_the_first_8_buckets_from_p_4` / `middle_rank_replay_...` (rank 0 reads the "
-                "whole list, the ranks between the ends stop at 8) are refuted at P = 4). Ranks: each theorem is "
+                "whole list, the ranks between the ends stop at 8) are refuted at P = 4; up to P = 8 the local keying's "
+                "decisions and tripwire also run on DualChunkSwap's own loads, so `dcp_admission_of_the_first_8_sizes_from_p_3`"
+                " / `dcp_replay_...`, early stops taken only under the dcp layout's name, are refuted too). Ranks: each theorem is "
                 f"stated at rank 0; the consensus theorems prove every rank (all up to P = {EVERY_RANK_MAX_P}; 0, P/2 "
                 "and P-1 above) computes the same rows and decides and replays as rank 0, on any layout. The builders take any P: the pre-fix variants are refuted "
                 "at P = 64 too (`tests/quality`), but a full proof at P = 64 costs about 25 s of CPU per theorem, so it "

@@ -380,17 +380,18 @@ def first_8_buckets(capture: CaptureList) -> CaptureList:
 
 
 def of_the_first_8_buckets(
-    side: Callable[..., T], *, from_p: int = 1, keying: str = "", middle_ranks: bool = False
+    side: Callable[..., T], *, from_p: int = 1, keying: str = "", middle_ranks: bool = False, strategy: str = ""
 ) -> Callable[..., T]:
     """``side`` (an admission or a replay, as the spec's are called) handed only the first 8 buckets of its
     rank's capture list: a side that stops reading the list early, unseen by a 3-bucket end-to-end chain. With
     ``from_p`` only at P >= from_p, with ``keying`` only under that keying, with ``middle_ranks`` only on a
-    literal rank 0 < r < P-1: a side that stops early where the 32-bucket chains (``LONG_LIST_CP_SIZES``) do
-    not run, or on ranks no rank-0 check looks at."""
+    literal rank 0 < r < P-1, with ``strategy`` only under that strategy id: a side that stops early where the
+    32-bucket chains (``LONG_LIST_CP_SIZES``) do not run, on ranks no rank-0 check looks at, or for one layout."""
 
     def truncated(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, **how: object) -> T:
         middle = isinstance(rank, int) and 0 < rank < setup.cp_size - 1
-        if setup.cp_size >= from_p and keying in ("", setup.keying) and (middle or not middle_ranks):
+        acts = keying in ("", setup.keying) and strategy in ("", setup.strategy)
+        if setup.cp_size >= from_p and acts and (middle or not middle_ranks):
             setup = dataclasses.replace(setup, capture=first_8_buckets(setup.capture))
         return side(batch, n, setup, rank, name, **how)
 
@@ -546,6 +547,12 @@ def variants() -> tuple[tuple[str, str, str, int, Callable[[int], tuple[Query, .
          functools.partial(whole, admit_fn=of_the_first_8_buckets(admit, from_p=4, keying="local"))),
         ("local_replay_of_the_first_8_sizes_from_p_4", "under the local keying only, replay reads the first 8 sizes from P = 4 on",
          functools.partial(whole, replay_fn=of_the_first_8_buckets(spec_replay, from_p=4, keying="local"))),
+        ("dcp_admission_of_the_first_8_sizes_from_p_3",
+         "for the DualChunkSwap dcp layout only, admission scans the first 8 sizes from P = 3 on",
+         functools.partial(whole, admit_fn=of_the_first_8_buckets(admit, from_p=3, strategy="dual_chunk_swap_dcp"))),
+        ("dcp_replay_of_the_first_8_sizes_from_p_3",
+         "for the DualChunkSwap dcp layout only, replay reads the first 8 sizes from P = 3 on",
+         functools.partial(whole, replay_fn=of_the_first_8_buckets(spec_replay, from_p=3, strategy="dual_chunk_swap_dcp"))),
         ("middle_rank_admission_of_the_first_8_buckets_from_p_4",
          "from P = 4 on, a middle rank's admission (0 < r < P-1) scans only the first 8 buckets; rank 0 reads them all",
          functools.partial(whole, admit_fn=of_the_first_8_buckets(admit, from_p=4, middle_ranks=True))),

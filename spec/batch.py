@@ -33,12 +33,13 @@ strategy table's own per-request builders: every model is a real batch.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
 
 import z3
 
 from cpgraph.spec.logic import And, If, Implies, Or, Sum
-from cpgraph.spec.strategies import class_encodable, interleave_loads, rank_loads
+from cpgraph.spec.strategies import RequestLoads, class_encodable, interleave_loads, rank_loads
 from cpgraph.spec.terms import BoolTerm, IntTerm, Loads, all_of, literal
 
 
@@ -224,8 +225,8 @@ def class_loads(batch: ClassBatch, kind: str, name: str) -> Loads:
     row = class_encodable(kind)
     if row.request_loads is None:
         return interleave_loads(batch.tokens, p, f"{name}.total")
-    unit = _concrete(row.request_loads(s, p, f"{name}.unit"))
-    per_class = [_concrete(row.request_loads(m, p, f"{name}.class{m}")) for m in range(s)]
+    unit = _concrete(row.request_loads, s, p)
+    per_class = [_concrete(row.request_loads, m, p) for m in range(s)]
     counts = [c + r for c, r in zip(batch.long_counts, batch.short_counts)]
     suffix = [z3.Int(f"{name}.T{j}") for j in range(s)]
     facts = [suffix[j] == counts[j] + (suffix[j + 1] if j + 1 < s else 0) for j in range(s)]
@@ -236,8 +237,13 @@ def class_loads(batch: ClassBatch, kind: str, name: str) -> Loads:
     return Loads(tuple(loads), all_of(facts))
 
 
-def _concrete(loads: Loads) -> tuple[int, ...]:
-    values = [literal(x) for x in loads.loads]
+@lru_cache(maxsize=4096)
+def _concrete(request_loads: RequestLoads, length: int, cp_size: int) -> tuple[int, ...]:
+    """One request's per-rank loads as Python ints, from the row's own builder on a concrete length. Cached
+    per (builder, length, P): every class batch at P reads the same 2P + 1 rows (a concrete length makes no
+    variable, so the name given to the builder is never read), and building them is the costly part of a
+    class batch's loads at large P (z3 numerals folded back to ints)."""
+    values = [literal(x) for x in request_loads(length, cp_size, f"class{length}").loads]
     if any(v is None for v in values):
         raise ValueError("a per-class load must fold to a numeral (concrete length and cp_size)")
     return tuple(v for v in values if v is not None)

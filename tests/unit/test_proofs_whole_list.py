@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cpgraph.proofs.check import Status, check, one_context
+from cpgraph.proofs.end_to_end_local import INSTANCES
 from cpgraph.proofs.obligation import Query
 from cpgraph.proofs.setting import LONG_LIST_CP_SIZES, LONG_LIST_LENGTH, shared_settings
 from cpgraph.proofs.variants_end_to_end import of_the_first_8_buckets
@@ -28,7 +29,9 @@ def test_every_setting_is_on_a_long_list_and_both_keyings_run() -> None:
 def test_the_spec_reads_the_whole_list_at_a_p_without_long_chains() -> None:
     with one_context(), shared_settings():
         verdicts = _verdicts(admission_and_replay_read_the_whole_list(4))
-    assert len(verdicts) == 16 + 2 * 3 * 3  # 4 checks x 4 settings at rank 0; 3 steps x ranks 1..3 x 2 keyings
+    # 4 checks x 4 settings (3 class strategies, any layout) and 3 x 2 DualChunkSwap instances at rank 0; 3 steps x
+    # ranks 1..3 x 2 keyings
+    assert len(verdicts) == 16 + 2 * 3 + 2 * 3 * 3
     assert set(verdicts.values()) == {Status.PROVED}
 
 
@@ -48,7 +51,28 @@ def test_a_local_only_early_stop_is_refuted_in_the_local_queries_only() -> None:
     with one_context(), shared_settings():
         verdicts = _verdicts(admission_and_replay_read_the_whole_list(4, admit_fn=of_the_first_8_buckets(admit, from_p=4, keying="local")))
     refuted = {part for part, status in verdicts.items() if status is Status.REFUTED}
-    assert refuted == {"admission's decision (any layout, local, K=32)"}
+    assert refuted == {f"admission's decision ({layout}, local, K=32)"
+                       for layout in ("any layout", "dual_chunk_swap", "dual_chunk_swap_dcp")}
+
+
+def test_the_dual_chunk_swap_instances_run_up_to_p_8_only() -> None:
+    assert {s.strategy for s in whole_list_settings(8) if s.form == "requests"} == set(INSTANCES)
+    assert not [s for s in whole_list_settings(12) if s.form == "requests"]
+
+
+@pytest.mark.parametrize("side", ["admission", "replay"])
+def test_an_early_stop_under_one_layout_name_is_refuted_in_its_own_queries_only(side: str) -> None:
+    """A side that stops early only for the DualChunkSwap dcp layout, from P = 3 on (where no 32-bucket chain
+    runs): refuted at P = 3 in that instance's decision and nowhere else; at P = 2 the plant does not act."""
+    dcp = "dual_chunk_swap_dcp"
+    how = ({"admit_fn": of_the_first_8_buckets(admit, from_p=3, strategy=dcp)} if side == "admission"
+           else {"replay_fn": of_the_first_8_buckets(replay, from_p=3, strategy=dcp)})
+    with one_context(), shared_settings():
+        below = _verdicts(admission_and_replay_read_the_whole_list(2, **how))
+        at = _verdicts(admission_and_replay_read_the_whole_list(3, **how))
+    assert set(below.values()) == {Status.PROVED}
+    refuted = {part for part, status in at.items() if status is Status.REFUTED}
+    assert refuted and all(side in part and "(dual_chunk_swap_dcp, local, K=32)" in part for part in refuted), refuted
 
 
 @pytest.mark.parametrize("side", ["admission", "replay"])
