@@ -3,6 +3,8 @@ its wrong variants act where they say and are refuted exactly there."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from cpgraph.proofs.check import Status, check, one_context
@@ -17,6 +19,18 @@ from cpgraph.spec.replay import replay
 
 def _verdicts(queries: tuple[Query, ...]) -> dict[str, Status]:
     return {q.part: check(q.claim, hypotheses=q.hypotheses, rlimit=q.rlimit, pipeline_first=True).status for q in queries}
+
+
+def _planted(side: str, below: int, at: int, **plant: Any) -> tuple[dict[str, Status], set[str]]:
+    """The whole-list theorem with ``side`` ("admission" or "replay") handed only the first 8 buckets where
+    ``plant`` says (``of_the_first_8_buckets``'s keywords): the verdicts at P = ``below`` and the parts refuted at
+    P = ``at``."""
+    how = ({"admit_fn": of_the_first_8_buckets(admit, **plant)} if side == "admission"
+           else {"replay_fn": of_the_first_8_buckets(replay, **plant)})
+    with one_context(), shared_settings():
+        before = _verdicts(admission_and_replay_read_the_whole_list(below, **how))
+        after = _verdicts(admission_and_replay_read_the_whole_list(at, **how))
+    return before, {part for part, status in after.items() if status is Status.REFUTED}
 
 
 def test_every_setting_is_on_a_long_list_and_both_keyings_run() -> None:
@@ -37,13 +51,8 @@ def test_the_spec_reads_the_whole_list_at_a_p_without_long_chains() -> None:
 
 @pytest.mark.parametrize("side", ["admission", "replay"])
 def test_a_side_that_stops_early_from_p_4_is_refuted_at_4_and_proved_at_3(side: str) -> None:
-    how = ({"admit_fn": of_the_first_8_buckets(admit, from_p=4)} if side == "admission"
-           else {"replay_fn": of_the_first_8_buckets(replay, from_p=4)})
-    with one_context(), shared_settings():
-        below = _verdicts(admission_and_replay_read_the_whole_list(3, **how))
-        at = _verdicts(admission_and_replay_read_the_whole_list(4, **how))
+    below, refuted = _planted(side, 3, 4, from_p=4)
     assert set(below.values()) == {Status.PROVED}
-    refuted = [part for part, status in at.items() if status is Status.REFUTED]
     assert refuted and all(side in part for part in refuted), refuted
 
 
@@ -64,14 +73,8 @@ def test_the_dual_chunk_swap_instances_run_up_to_p_8_only() -> None:
 def test_an_early_stop_under_one_layout_name_is_refuted_in_its_own_queries_only(side: str) -> None:
     """A side that stops early only for the DualChunkSwap dcp layout, from P = 3 on (where no 32-bucket chain
     runs): refuted at P = 3 in that instance's decision and nowhere else; at P = 2 the plant does not act."""
-    dcp = "dual_chunk_swap_dcp"
-    how = ({"admit_fn": of_the_first_8_buckets(admit, from_p=3, strategy=dcp)} if side == "admission"
-           else {"replay_fn": of_the_first_8_buckets(replay, from_p=3, strategy=dcp)})
-    with one_context(), shared_settings():
-        below = _verdicts(admission_and_replay_read_the_whole_list(2, **how))
-        at = _verdicts(admission_and_replay_read_the_whole_list(3, **how))
+    below, refuted = _planted(side, 2, 3, from_p=3, strategy="dual_chunk_swap_dcp")
     assert set(below.values()) == {Status.PROVED}
-    refuted = {part for part, status in at.items() if status is Status.REFUTED}
     assert refuted and all(side in part and "(dual_chunk_swap_dcp, local, K=32)" in part for part in refuted), refuted
 
 
@@ -79,12 +82,7 @@ def test_an_early_stop_under_one_layout_name_is_refuted_in_its_own_queries_only(
 def test_a_middle_rank_that_stops_early_is_refuted_in_its_own_rank_consensus_only(side: str) -> None:
     """Rank 0 reads the whole list, ranks 0 < r < P-1 the first 8 buckets, from P = 4 on: every rank-0 check
     proves, and only the middle ranks' consensus steps are refuted (at P = 3 the plant does not act)."""
-    how = ({"admit_fn": of_the_first_8_buckets(admit, from_p=4, middle_ranks=True)} if side == "admission"
-           else {"replay_fn": of_the_first_8_buckets(replay, from_p=4, middle_ranks=True)})
-    with one_context(), shared_settings():
-        below = _verdicts(admission_and_replay_read_the_whole_list(3, **how))
-        at = _verdicts(admission_and_replay_read_the_whole_list(4, **how))
+    below, refuted = _planted(side, 3, 4, from_p=4, middle_ranks=True)
     assert set(below.values()) == {Status.PROVED}
-    refuted = {part for part, status in at.items() if status is Status.REFUTED}
     assert refuted == {f"rank_consensus, rank {r} (any layout, {k}, {'F=2, ' if k == 'global' else ''}K=32)"
                        for r in (1, 2) for k in ("global", "local")}
