@@ -57,7 +57,7 @@ def whole_list_settings(cp_size: int) -> list[Setting]:
     out = [setting(cp_size, s, FACTORS[0], list_length=LONG_LIST_LENGTH) for s in strategies_at(cp_size)]
     out += [setting(cp_size, sid, FACTOR, keying="local", form="requests", list_length=LONG_LIST_LENGTH)
             for sid in INSTANCES if cp_size <= INSTANCE_MAX_P]
-    out.append(setting(cp_size, ANY_LAYOUT, FACTORS[0], keying="local", form="any", list_length=LONG_LIST_LENGTH))
+    out.append(setting(cp_size, ANY_LAYOUT, FACTOR, keying="local", form="any", list_length=LONG_LIST_LENGTH))
     return out
 
 
