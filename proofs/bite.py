@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import z3
 
 from cpgraph.proofs.check import Status
-from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.obligation import Obligation, Query
+from cpgraph.proofs.registry import BY_NAME
 from cpgraph.proofs.run import run_queries
 from cpgraph.proofs.variants import Variant
 
@@ -37,25 +38,22 @@ Key = tuple[int, ...]
 def _key(query: Query) -> Key | None:
     """The query's terms' ids in this process's main context (z3 shares equal terms: equal ids, equal query);
     None when some term is not a z3 term."""
-    terms = (query.claim, *query.hypotheses)
-    if not all(isinstance(t, z3.ExprRef) for t in terms):
-        return None
-    return tuple(t.get_id() for t in terms if isinstance(t, z3.ExprRef))
+    ids = [t.get_id() for t in (query.claim, *query.hypotheses) if isinstance(t, z3.ExprRef)]
+    return tuple(ids) if len(ids) == 1 + len(query.hypotheses) else None
 
 
 @functools.lru_cache(maxsize=8)
-def _theorem_queries(theorem: str, parameter: int) -> tuple[tuple[Query, ...], frozenset[Key]]:
-    """The theorem's own queries at ``parameter`` (kept alive, so their ids stay theirs) and their keys."""
-    from cpgraph.proofs.registry import BY_NAME
-
-    own = BY_NAME[theorem].build(parameter)
+def _theorem_queries(obligation: Obligation, parameter: int) -> tuple[tuple[Query, ...], frozenset[Key]]:
+    """The registered theorem's own queries at ``parameter`` (kept alive, so their ids stay theirs) and their
+    keys; cached by the obligation itself, so a replaced registry entry is built afresh."""
+    own = obligation.build(parameter)
     return own, frozenset(k for k in map(_key, own) if k is not None)
 
 
 def split(theorem: str, parameter: int, queries: Sequence[Query]) -> tuple[tuple[Query, ...], tuple[Query, ...]]:
     """``queries`` (a variant of ``theorem`` at ``parameter``) as (changed, shared), each in its order: shared
     are the ones equal to a query of the theorem's own at ``parameter`` (the same terms), changed the rest."""
-    _, own = _theorem_queries(theorem, parameter)
+    _, own = _theorem_queries(BY_NAME[theorem], parameter)
     shared = [_key(q) in own for q in queries]
     return (tuple(q for q, s in zip(queries, shared) if not s), tuple(q for q, s in zip(queries, shared) if s))
 

@@ -143,14 +143,7 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
         return (Witnessed("declared scope", False, "no entry in proofs/scope.py SCOPE"),)
     edges = [e for e in scope.edges if e.max_p is None or parameter <= e.max_p]
     lengths = () if scope.lists is None else scope.lists.lengths(parameter)
-    by_length: dict[int | None, dict[str, tuple[BoolTerm, str]]] = {}
-
-    def built_at(k: int | None) -> dict[str, tuple[BoolTerm, str]]:
-        """The edges' terms on a ``k``-bucket list, built the first time a group needs them."""
-        if k not in by_length:
-            by_length[k] = {e.name: edge_term(e, scope, parameter, k) for e in edges}
-        return by_length[k]
-
+    by_length = {k: {e.name: edge_term(e, scope, parameter, k) for e in edges} for k in lengths or (None,)}
     rlimit = max((q.rlimit for q in queries), default=WITNESS_RLIMIT)
     applied: set[str] = set()
     failed: dict[str, str] = {}
@@ -169,7 +162,7 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
         if k is not None and k not in lengths:
             undeclared.append(label)
             k = lengths[0] if lengths else None
-        built = built_at(k)  # a declared length, or None without a capture list
+        built = by_length[k]  # every declared length, or None without a capture list
         terms = {e.name: built[e.name][0] for e in edges if _applies(e, label) and occurs(built[e.name][1], union)}
         applied.update(terms)
         if k is not None and any(occurs(f"{var}.b{k}", union) for var in lists):
@@ -200,7 +193,7 @@ def witness_checks(theorem: str, parameter: int, queries: Sequence[Query]) -> tu
             if not blamed:
                 failed.setdefault("every edge at once", f"{where}: no model with all of them")
     out = [Witnessed(SATISFIABLE, not vacuous, "; ".join(vacuous))]
-    carried = built_at(lengths[0] if lengths else None)
+    carried = next(iter(by_length.values()))
     for e in edges:
         if e.name not in applied:
             out.append(Witnessed(e.name, False, f"no query of the theorem carries {carried[e.name][1]}"))

@@ -1,7 +1,14 @@
 """proofs/bite.py: a variant that must be refuted checks the queries it changed first, and still gets the verdict
 the queries in their own order get."""
 
+import dataclasses
+
 import pytest
+import z3
+
+from cpgraph.proofs import registry
+from cpgraph.proofs.obligation import Query
+from cpgraph.spec.logic import And
 
 from cpgraph.proofs.bite import bite, changed_first, split
 from cpgraph.proofs.check import Status, check
@@ -43,3 +50,16 @@ def test_a_bite_gets_the_verdict_of_the_queries_in_their_own_order(variant: Vari
     result = run_queries(variant.theorem, variant.parameter, queries, "variant", verdict_only=True)
     in_order = Status.PROVED if result.failure is None else result.failure.verdict.status
     assert bite(variant).got is in_order is variant.expected
+
+
+def test_a_replaced_theorem_is_built_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The cache follows the registered obligation, not its name: a replaced entry's queries are the ones compared.
+    real = BY_NAME["scan_selects_minimal_bucket"]
+    own = real.build(3)
+    assert split(real.name, 3, own) == ((), own)
+
+    def restated(parameter: int) -> tuple[Query, ...]:
+        return tuple(dataclasses.replace(q, claim=And(q.claim, z3.BoolVal(True))) for q in real.build(parameter))
+
+    monkeypatch.setitem(registry.BY_NAME, real.name, dataclasses.replace(real, build=restated))
+    assert split(real.name, 3, own) == (own, ())
