@@ -28,7 +28,8 @@ def assert_policy_sound(
     try:
         report = check_policy(policy, budget_s=budget_s, call_timeout_s=call_timeout_s, **options)
     except PolicyStop as stopped:
-        kind = "breaks the protocol" if stopped.stop.protocol_error else "stopped the check"
+        kind = ("breaks the protocol" if stopped.stop.protocol_error else
+                "cannot be driven by its adapter" if stopped.stop.kind == "glue" else "stopped the check")
         raise AssertionError(f"policy {stopped.stop.policy} {kind}:\n{stopped.stop.text()}") from None
     if not report.ok:
         raise AssertionError(report.text())

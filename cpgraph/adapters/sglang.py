@@ -32,23 +32,31 @@ import os
 from types import SimpleNamespace
 from typing import Any
 
+from cpgraph.adapters.glue import check_release, classify
+from cpgraph.adapters.releases import release_version
 from cpgraph.adapters.shim import Sandbox, Stub
 from cpgraph.adapters.sglang_release import (
+    ADAPTER,
+    ASSUMPTIONS,
     MODEL_RUNNER_FILE,
+    NEWEST,
+    READ_AGAINST,
     PACKAGE,
     REAL_MODULES,
     RUNNER,
     STRATEGIES,
     SglangAdapterError,
+    SglangGlueError,
     installed_root,
     model_runner_admission,
     plant_prefix,
+    read_against,
 )
 from cpgraph.adapters.sglang_stand_ins import BufferRegistry, ForwardBatch, Parallel, Recorded
 
 __all__ = [
-    "MODEL_RUNNER_FILE", "PACKAGE", "REAL_MODULES", "RUNNER", "STRATEGIES", "SglangAdapterError", "SglangPolicy",
-    "installed_root", "policy_from",
+    "MODEL_RUNNER_FILE", "NEWEST", "PACKAGE", "READ_AGAINST", "REAL_MODULES", "RUNNER", "STRATEGIES", "SglangAdapterError",
+    "SglangGlueError", "SglangPolicy", "installed_root", "policy_from",
 ]
 
 
@@ -79,6 +87,8 @@ class SglangPolicy:
         missing = [m for m in (RUNNER, "sglang.srt.layers.cp.utils") if m not in self.sandbox.real]
         if missing:
             raise SglangAdapterError(f"this sglang has no prefill-CP CUDA-graph runner: missing {', '.join(missing)} under {self.root}")
+        self.version = release_version(self.root, PACKAGE)
+        check_release(ADAPTER, f"sglang {self.version}", self.root, ASSUMPTIONS, read_against())
         self.runner_module = self.sandbox.load(RUNNER)
         self.utils = self.sandbox.load("sglang.srt.layers.cp.utils")
         self.base = self.sandbox.load("sglang.srt.layers.cp.base")
@@ -175,31 +185,48 @@ class SglangPolicy:
     def admit(self, **batch: Any) -> bool:
         if batch["cp_size"] < 2:
             return False  # cp_size 1: no CP graph is captured
-        with self.sandbox:
-            runner = self._runner(batch)
-            fb = ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
-            if not runner.can_run_graph(fb):
-                return False
-            return self.model_admission is None or bool(self.model_admission(runner, fb))
+        try:
+            with self.sandbox:
+                runner = self._runner(batch)
+                fb = ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
+                if not runner.can_run_graph(fb):
+                    return False
+                return self.model_admission is None or bool(self.model_admission(runner, fb))
+        except Exception as exc:
+            raise self._classified(exc) from None
 
     def replay_bucket(self, **batch: Any) -> object:
-        with self.sandbox:
-            runner = self._runner(batch)
-            fb = ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
-            try:
-                runner.load_batch(fb)
-            except Recorded as done:
-                return done.bucket
-        raise RuntimeError("load_batch returned without filling its static buffers")
+        try:
+            with self.sandbox:
+                runner = self._runner(batch)
+                fb = ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
+                try:
+                    runner.load_batch(fb)
+                except Recorded as done:
+                    return done.bucket
+        except Exception as exc:
+            raise self._classified(exc) from None
+        raise SglangGlueError(
+            f"{ADAPTER} cannot drive sglang {self.version} under {self.root}: load_batch returned without filling its "
+            f"static buffers through buffer_registry.fill_from, where the adapter reads the padded bucket (read against "
+            f"{read_against()})"
+        )
 
     def local_rows(self, *, bucket: int, **batch: Any) -> list[int]:
-        with self.sandbox:
-            self._runner(batch)
-            fb = ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
-            self.prepare_cp_forward(fb)
-            metadata: Any = fb.attn_cp_metadata
-            rows = metadata.per_rank_actual_token
-        return [int(r) for r in rows]
+        try:
+            with self.sandbox:
+                self._runner(batch)
+                fb = ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
+                self.prepare_cp_forward(fb)
+                metadata: Any = fb.attn_cp_metadata
+                rows = metadata.per_rank_actual_token
+            return [int(r) for r in rows]
+        except Exception as exc:
+            raise self._classified(exc) from None
+
+    def _classified(self, exc: Exception) -> Exception:
+        """``exc`` when the release raised it by design (its own guard); else the GlueError it stands for."""
+        return classify(exc, ADAPTER, f"sglang {self.version}", self.root, read_against())
 
     def replay_guard(self, **batch: Any) -> None:
         """Run the release's CP-local replay preparation (``PrefillCPBCGInput.prepare``) up to its own

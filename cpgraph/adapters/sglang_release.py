@@ -12,6 +12,7 @@ from types import FunctionType
 from typing import Any
 
 from cpgraph.adapters import AdapterError
+from cpgraph.adapters.glue import Assumption, GlueError, calls, defines, reads, signature
 
 PACKAGE = "sglang"
 RUNNER = "sglang.srt.model_executor.runner.prefill_cuda_graph_runner"
@@ -33,9 +34,56 @@ REAL_MODULES = (
 STRATEGIES = {"zigzag": ("ZigzagCPBCGInput", "2P"), "interleave": ("InterleaveCPBCGInput", "P")}
 
 
+ADAPTER = "cpgraph.adapters.sglang"
+# The releases the adapter was read against (0.5.17 is the first with prefill-CP graphs): its support range.
+READ_AGAINST = ("0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+FIRST, NEWEST = READ_AGAINST[0], READ_AGAINST[-1]
+
+
 class SglangAdapterError(AdapterError):
     """The sglang at hand has no prefill-CP CUDA-graph selector this adapter can drive (what is missing
     is named)."""
+
+
+class SglangGlueError(GlueError, SglangAdapterError):
+    """This sglang release changed what the adapter's glue assumes (see cpgraph.adapters.glue)."""
+
+
+def read_against() -> str:
+    return f"sglang {FIRST}-{NEWEST}"
+
+
+def _file(module: str) -> tuple[str, str]:
+    base = module.replace(".", "/")
+    return f"{base}.py", f"{base}/__init__.py"
+
+
+RUNNER_FILES = _file(RUNNER)
+UTILS_FILES = _file("sglang.srt.layers.cp.utils")
+BASE_FILES = _file("sglang.srt.layers.cp.base")
+REAL_FILES = tuple(f for m in REAL_MODULES for f in _file(m))
+# What the adapter sets on the runner and the CP-BCG input it builds without their constructors, the CP
+# configuration it hands out, and the ForwardBatch and metadata fields it fills or reads back; 'a|b': the
+# release reads one spelling or the other (the v1 and v2 names). Fields the adapter sets only to keep a
+# feature off (enable_dsa_prefill_context_parallel, dsa_prefill_cp_mode, enable_cp_tp_group_sharing) are not
+# assumed: no pinned release needs them all.
+SET_AND_READ = (
+    "capture_num_tokens", "max_num_tokens", "enable_cp_v2_bcg_capture|enable_cp_bcg_capture", "buffer_registry",
+    "prefill_cp_bcg_input", "input_embeds", "positions", "live_local_tokens", "bucket_local_tokens",
+    "attn_cp_size", "attn_cp_rank", "tp_size", "enable_prefill_cp|enable_prefill_context_parallel", "cp_strategy",
+    "input_ids", "extend_seq_lens_cpu", "seq_lens_cpu", "extend_prefix_lens_cpu", "extend_num_tokens", "batch_size",
+    "forward_mode", "attn_cp_metadata", "per_rank_actual_token",
+)
+ASSUMPTIONS: tuple[Assumption, ...] = (
+    signature(RUNNER_FILES, "PrefillCudaGraphRunner.can_run_graph", positional=("forward_batch",)),
+    signature(RUNNER_FILES, "PrefillCudaGraphRunner.load_batch", positional=("forward_batch",)),
+    signature(UTILS_FILES, "prepare_cp_forward", positional=("forward_batch",)),
+    defines(UTILS_FILES, "is_cp_active|is_cp_v2_active", why="asks whether the batch takes the CP path"),
+    defines(BASE_FILES, "get_cp_strategy", why="hands it to the model runner's admission"),
+    signature(REAL_FILES, "prepare", positional=("runner", "forward_batch"), keywords=("static_num_tokens", "capture")),
+    calls(RUNNER_FILES, "fill_from", ("padded_num_tokens",), why="the adapter's buffer registry reads the padded bucket from it"),
+    reads(REAL_FILES, SET_AND_READ, why="the adapter sets or fills it"),
+)
 
 
 def installed_root() -> str:

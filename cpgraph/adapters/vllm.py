@@ -77,23 +77,37 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cpgraph.adapters.glue import check_release, classify
 from cpgraph.adapters.shim import Sandbox, StubModule
 from cpgraph.adapters.vllm_release import (
+    ADAPTER,
     CUDAGRAPH_UTILS,
     DP_UTILS,
     FAMILIES,
+    FAMILY_TABLE,
     GLOBAL_DISPATCH,
     LOCAL_DISPATCH,
+    NEWEST,
     OUTSIDE,
     PACKAGE,
     PCP_MANAGER,
+    READ_AGAINST,
     REAL_MODULES,
+    SPLIT_CAPTURE,
+    SPLIT_SIZES,
     Citation,
+    Family,
     Glue,
     VllmAdapterError,
+    VllmGlueError,
+    assumptions,
+    capture_api,
     check_root,
+    compilation_functions,
     cuda_graph_mode,
+    family_of,
     installed_root,
+    read_against,
     read_glue,
     release_version,
     shard_decode_rule,
@@ -101,8 +115,9 @@ from cpgraph.adapters.vllm_release import (
 from cpgraph.adapters.vllm_stand_ins import MAX_NUM_SEQS, ScheduledBatch, parallel_config, vllm_config
 
 __all__ = [
-    "FAMILIES", "GLOBAL_DISPATCH", "LOCAL_DISPATCH", "PACKAGE", "PLANTS", "POLICIES", "REAL_MODULES", "Citation", "Glue",
-    "Step", "VllmAdapterError", "VllmPolicy", "installed_root", "policy_from",
+    "FAMILIES", "FAMILY_TABLE", "GLOBAL_DISPATCH", "LOCAL_DISPATCH", "NEWEST", "PACKAGE", "PLANTS", "POLICIES", "READ_AGAINST",
+    "REAL_MODULES", "SPLIT_CAPTURE", "Citation", "Family", "Glue", "Step", "VllmAdapterError", "VllmGlueError", "VllmPolicy",
+    "installed_root", "policy_from",
 ]
 
 POLICIES = ("pcp",)  # the module's policies (built from the installed vLLM on first use)
@@ -177,8 +192,12 @@ class VllmPolicy:
         self.root = check_root(root)
         self.version = release_version(self.root)
         self.glue: Glue = read_glue(self.root)
-        self.family = self.glue.family
-        if plant is not None and self.family != LOCAL_DISPATCH:
+        self.capture = capture_api(self.root)
+        family: Family = family_of(self.glue, self.capture, self.root)
+        check_release(ADAPTER, f"vLLM {self.version}", self.root, assumptions(family, self.root), read_against())
+        self.family = family.name
+        self.local = family.dispatch == "local"  # dispatched by the largest rank-local rows (0.29 on)
+        if plant is not None and not self.local:
             raise ValueError(
                 f"planted={planted!r} plants the pre-fix glue into a release that dispatches by rank-local rows "
                 f"(0.29.0 on); vLLM {self.version} ships the global dispatch already"
@@ -189,6 +208,8 @@ class VllmPolicy:
         for name in ("vllm.config", "vllm.config.compilation"):  # stubbed modules, with the real enum in them
             module = StubModule(name)
             setattr(module, "CUDAGraphMode", self.mode)
+            for function_name, function in compilation_functions(self.root).items():
+                setattr(module, function_name, function)
             self.sandbox.modules[name] = module
         try:
             self.pcp = self.sandbox.load(PCP_MANAGER)
@@ -201,14 +222,17 @@ class VllmPolicy:
         self._dispatch_params = frozenset(inspect.signature(self.dp.dispatch_cg_and_sync_dp).parameters)
         has_count = callable(getattr(manager, "get_num_tokens_for_dispatch", None))
         pads = "padded_num_tokens" in inspect.signature(manager._build_batch_layout).parameters
-        if has_count != (self.family == LOCAL_DISPATCH) or pads != (self.family == LOCAL_DISPATCH):
-            raise VllmAdapterError(
+        if has_count != self.local or pads != self.local:
+            raise VllmGlueError(
                 f"vLLM {self.version} under {self.root}: the model runner's glue ({self.family}) does not match its "
                 f"PCPManager (get_num_tokens_for_dispatch: {has_count}, _build_batch_layout(padded_num_tokens=...): {pads})"
             )
         self.shard_rule = shard_decode_rule(self.root) if "shard_decode_requests" in self._manager_params else None
         if "shard_decode_requests" in self._manager_params and self.shard_rule is None:
-            raise VllmAdapterError(f"vLLM {self.version}: PCPManager takes shard_decode_requests but ParallelConfig has no pcp_shard_decode_requests")
+            raise VllmGlueError(
+                f"{ADAPTER} cannot drive vLLM {self.version} under {self.root}: PCPManager takes shard_decode_requests "
+                f"but ParallelConfig has no pcp_shard_decode_requests (read against {read_against()})"
+            )
         self.decodes = self._decodes(2)
         self.strategy = STRATEGY_OF_DECODES[self.decodes]
         self._managers: dict[tuple[int, int], Any] = {}
@@ -242,7 +266,11 @@ class VllmPolicy:
         if sizes not in self._graph_managers:
             if len(self._graph_managers) >= _MANAGERS:
                 self._graph_managers.clear()
-            manager = self.graphs.CudaGraphManager(vllm_config(sizes, max_num_seqs=self.max_num_seqs), "cpu", self.mode.PIECEWISE, 1)  # type: ignore[attr-defined]
+            config = vllm_config(sizes, max_num_seqs=self.max_num_seqs, split=self.capture == SPLIT_SIZES)
+            # the 4th argument: decode_query_len 1 (no speculative decoding), or from 0.34 decode_query_lens, the
+            # query length 1 mapped to the most requests a batch has (VllmConfig.get_decode_cudagraph_query_lens)
+            decode = {1: self.max_num_seqs} if self.capture == SPLIT_SIZES else 1
+            manager = self.graphs.CudaGraphManager(config, "cpu", self.mode.PIECEWISE, decode)  # type: ignore[attr-defined]
             for descs in manager._capture_descs.values():
                 for desc in descs:
                     manager.graphs[desc] = "captured"
@@ -278,8 +306,11 @@ class VllmPolicy:
         found = self._steps.get(key)
         if found is not None:
             return found
-        with self.sandbox:
-            step = self._single(sizes, lengths, count_n) if size == 1 else self._ranks(size, rank, sizes, lengths, prefilling, count_n)
+        try:
+            with self.sandbox:
+                step = self._single(sizes, lengths, count_n) if size == 1 else self._ranks(size, rank, sizes, lengths, prefilling, count_n)
+        except Exception as exc:
+            raise self._classified(exc) from None
         if len(self._steps) >= _CACHE:
             self._steps.clear()
         self._steps[key] = step
@@ -292,7 +323,7 @@ class VllmPolicy:
         # 0.29 max(num_tokens, batch_desc.num_tokens), :1396 in 0.33.0), the replay key.
         desc = self._dispatch(sizes, len(lengths), n)
         admitted = desc.cg_mode != self.mode.NONE  # type: ignore[attr-defined]
-        replay = (max(n, desc.num_tokens) if self.family == LOCAL_DISPATCH else desc.num_tokens) if admitted else None
+        replay = (max(n, desc.num_tokens) if self.local else desc.num_tokens) if admitted else None
         return Step(n, desc.cg_mode.name, admitted, desc.num_tokens, None, replay, None, (sum(lengths),))
 
     def _ranks(
@@ -300,7 +331,7 @@ class VllmPolicy:
     ) -> Step:
         manager = self._manager(size, rank)
         batch = ScheduledBatch.of(lengths, prefilling)
-        if self.family == GLOBAL_DISPATCH or self.planted is not None:
+        if not self.local or self.planted is not None:
             # 0.26-0.28: num_toks = the global count (model_runner.py:1174 in 0.26.0, :1440 in 0.28.0)
             count = n
         else:
@@ -310,7 +341,7 @@ class VllmPolicy:
         desc = self._dispatch(sizes, len(lengths), count)
         admitted = desc.cg_mode != self.mode.NONE  # type: ignore[attr-defined]
         padded: int | None
-        if self.family == GLOBAL_DISPATCH or self.planted == "pre_fix":
+        if not self.local or self.planted == "pre_fix":
             # 0.26-0.28: pcp.maybe_partition_pcp_batch(self.pcp_manager, input_batch) with no size
             # (model_runner.py:1053 in 0.26.0, :1301 in 0.28.0); the partition pads to max(per_rank_num_tokens)
             # (pcp_manager.py:387 in 0.26.0)
@@ -388,10 +419,17 @@ class VllmPolicy:
         if size == step.replay or step.padded is None or not step.admitted or cp_size == 1:
             return list(step.rows)
         lengths = _ints("extend_seq_lens", extend_seq_lens, 0)
-        with self.sandbox:
-            scheduled = ScheduledBatch.of(lengths, _prefilling(is_prefilling, len(lengths)))
-            _, rows = self._manager(cp_size, cp_rank)._build_batch_layout(*scheduled.layout_args(), padded_num_tokens=size)
+        try:
+            with self.sandbox:
+                scheduled = ScheduledBatch.of(lengths, _prefilling(is_prefilling, len(lengths)))
+                _, rows = self._manager(cp_size, cp_rank)._build_batch_layout(*scheduled.layout_args(), padded_num_tokens=size)
+        except Exception as exc:
+            raise self._classified(exc) from None
         return [int(r) for r in rows]
+
+    def _classified(self, exc: Exception) -> Exception:
+        """``exc`` when the release raised it by design; else the GlueError it stands for (glue.classify)."""
+        return classify(exc, ADAPTER, f"vLLM {self.version}", self.root, read_against())
 
     # -- provenance --------------------------------------------------------------------------------
     def citations(self) -> dict[str, str]:
@@ -409,7 +447,7 @@ class VllmPolicy:
             "dispatch_cg_and_sync_dp": self.dp.dispatch_cg_and_sync_dp.__code__.co_filename,
             "CUDAGraphMode": self.mode.decode_mode.__code__.co_filename,  # type: ignore[attr-defined]
         }
-        if self.family == LOCAL_DISPATCH:
+        if self.local:
             out["get_num_tokens_for_dispatch"] = manager.get_num_tokens_for_dispatch.__code__.co_filename
         if self.shard_rule is not None:
             out["pcp_shard_decode_requests"] = self.shard_rule.__code__.co_filename

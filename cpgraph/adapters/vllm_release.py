@@ -11,6 +11,7 @@ is an error naming the step, never a silent mismatch.
 from __future__ import annotations
 
 import ast
+import bisect
 import enum
 import importlib.metadata
 import importlib.util
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cpgraph.adapters import AdapterError
+from cpgraph.adapters.glue import Assumption, GlueError, defines, find, members, reads, signature, tree_of
+from cpgraph.adapters import releases
 
 PACKAGE = "vllm"
 GPU = "vllm.v1.worker.gpu"
@@ -32,21 +35,67 @@ MODEL_RUNNER = "vllm/v1/worker/gpu/model_runner.py"
 PCP_FILE = "vllm/v1/worker/gpu/pcp_manager.py"
 COMPILATION = "vllm/config/compilation.py"
 PARALLEL = "vllm/config/parallel.py"
-NEWEST = "0.33.0"  # the newest release the adapter was read against (0.26.0 is the first with PCP graphs)
+CUDAGRAPH_FILE = "vllm/v1/worker/gpu/cudagraph_utils.py"
+DP_FILE = "vllm/v1/worker/gpu/dp_utils.py"
+ADAPTER = "cpgraph.adapters.vllm"
+# Release families, read from the code (see read_glue and capture_api). ``releases``: the releases each was
+# read against, which is where the adapter's support range comes from (nothing to bump by hand).
+GLOBAL_DISPATCH = "global_dispatch"  # 0.26-0.28: dispatch by the global count, replay keyed by max per-rank rows
+LOCAL_DISPATCH = "local_dispatch"  # 0.29-0.33: dispatch by the largest rank-local rows, layout padded to that size
+SPLIT_CAPTURE = "split_capture"  # 0.34 on: as local_dispatch; capture sizes split into prefill tokens and decode requests
+TOKEN_SIZES = "token_sizes"  # CudaGraphManager(vllm_config, device, mode, decode_query_len) over cudagraph_capture_sizes
+SPLIT_SIZES = "split_sizes"  # CudaGraphManager(..., decode_query_lens) over prefill_/decode_ capture sizes
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family of releases the adapter drives the same way: how the model runner dispatches (``dispatch``:
+    'global' or 'local'), how CudaGraphManager takes its capture sizes (``capture``), and the releases the
+    adapter was read against."""
+
+    name: str
+    dispatch: str
+    capture: str
+    releases: tuple[str, ...]
+    summary: str
+
+
+FAMILY_TABLE = (
+    Family(GLOBAL_DISPATCH, "global", TOKEN_SIZES, ("0.26.0", "0.27.0", "0.28.0"),
+           "dispatched by the global count n, replayed under the largest per-rank rows"),
+    Family(LOCAL_DISPATCH, "local", TOKEN_SIZES, ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"),
+           "dispatched and replayed by the largest rank-local rows"),
+    Family(SPLIT_CAPTURE, "local", SPLIT_SIZES, ("0.34.0",),
+           "as local_dispatch; prefill token sizes and decode request sizes captured apart, uniform decode graphs "
+           "indexed by request count and tried first by dispatch"),
+)
+FAMILIES = tuple(f.name for f in FAMILY_TABLE)
+
+
+READ_AGAINST = tuple(sorted((v for f in FAMILY_TABLE for v in f.releases), key=releases.version_key))
+FIRST, NEWEST = READ_AGAINST[0], READ_AGAINST[-1]
+
+
+def read_against() -> str:
+    """The releases the adapter was read against, by family, for messages."""
+    spans = ", ".join(f"{f.name} {f.releases[0]}" + (f"-{f.releases[-1]}" if len(f.releases) > 1 else "") for f in FAMILY_TABLE)
+    return f"vLLM {FIRST}-{NEWEST} ({spans})"
+
+
 INSTALL_HINT = (
     f"pip download --no-deps vllm=={NEWEST} -d DIR, unzip the wheel into DIR (only its .py files are needed), "
-    "then pass --adapter-root DIR (in Python: cpgraph.adapters.vllm.policy_from(DIR))"
+    "then pass --adapter-root DIR (or --release VERSION: cpgraph downloads it; in Python: "
+    "cpgraph.adapters.vllm.policy_from(DIR))"
 )
-
-# Release families, read from the code (see ReleaseCode.family):
-GLOBAL_DISPATCH = "global_dispatch"  # 0.26-0.28: dispatch by the global count, replay keyed by max per-rank rows
-LOCAL_DISPATCH = "local_dispatch"  # 0.29 on: dispatch by the largest rank-local rows, layout padded to that size
-FAMILIES = (GLOBAL_DISPATCH, LOCAL_DISPATCH)
 
 
 class VllmAdapterError(AdapterError):
     """The vLLM at hand has no prefill-CP code this adapter can drive (what is missing, and what to install
     or pass, is named)."""
+
+
+class VllmGlueError(GlueError, VllmAdapterError):
+    """This vLLM release changed what the adapter's glue assumes (see cpgraph.adapters.glue)."""
 
 
 def installed_root() -> str:
@@ -69,37 +118,14 @@ def check_root(root: str) -> str:
     if missing:
         raise VllmAdapterError(
             f"the vllm under {root} has no Model Runner V2 prefill context parallel (missing {', '.join(missing)}; "
-            f"releases 0.26.0 to {NEWEST} have it): {INSTALL_HINT}"
+            f"releases {FIRST} to {NEWEST} have it): {INSTALL_HINT}"
         )
     return root
 
 
 def release_version(root: str) -> str:
-    """The release's version, for reports: ``vllm/_version.py`` (read, not run), else a ``vllm-*.dist-info``
-    beside the package, else the installed distribution when ``root`` is where it is installed, else
-    'unknown'."""
-    path = os.path.join(root, PACKAGE, "_version.py")
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as handle:
-            tree = ast.parse(handle.read(), filename=path)
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-                if any(isinstance(t, ast.Name) and t.id in ("__version__", "version") for t in node.targets):
-                    return node.value.value
-    for entry in sorted(os.listdir(root)) if os.path.isdir(root) else ():
-        metadata = os.path.join(root, entry, "METADATA")
-        if entry.startswith("vllm-") and entry.endswith(".dist-info") and os.path.isfile(metadata):
-            with open(metadata, encoding="utf-8", errors="replace") as handle:
-                for line in handle:
-                    if line.startswith("Version:"):
-                        return line.split(":", 1)[1].strip()
-    try:
-        dist = importlib.metadata.distribution(PACKAGE)
-        if os.path.abspath(str(dist.locate_file(""))) == os.path.abspath(root):
-            return dist.version
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    return "unknown"
+    """The release's version, for reports (see cpgraph.adapters.releases.release_version)."""
+    return releases.release_version(root, PACKAGE, ("_version.py",))
 
 
 # -- definitions compiled from the release's own source ------------------------------------------------
@@ -214,10 +240,11 @@ def read_glue(root: str) -> Glue:
         line = getattr(node, "lineno")
         return Citation(rel, line, lines[rel][line - 1].strip())
 
-    def missing(step: str) -> VllmAdapterError:
-        return VllmAdapterError(
-            f"the vLLM model runner under {root} does not match the glue the adapter restates ({step}); "
-            f"releases 0.26.0 to {NEWEST} do"
+    def missing(step: str) -> VllmGlueError:
+        return VllmGlueError(
+            f"{ADAPTER} cannot drive vLLM {release_version(root)} under {root}: its model runner "
+            f"({MODEL_RUNNER}) does not match the glue the adapter restates ({step}). The adapter was read against "
+            f"{read_against()}; this is a limit of cpgraph's adapter, not a finding about the release"
         )
 
     execute = next((f for f in _functions(runner, "execute_model") if any(True for _ in _calls(f, "dispatch_cg_and_sync_dp"))), None)
@@ -282,3 +309,87 @@ def read_glue(root: str) -> Glue:
 def _source_lines(root: str, rel: str) -> list[str]:
     with open(os.path.join(root, rel), encoding="utf-8") as handle:
         return handle.read().splitlines()
+
+
+# -- the graphs API, the family, and what the adapter assumes of each ------------------------------------
+def capture_api(root: str) -> str:
+    """How the release's CudaGraphManager takes its capture sizes: ``split_sizes`` when its constructor takes
+    ``decode_query_lens`` (0.34 on), else ``token_sizes`` (the glue check then says whether that holds)."""
+    tree = tree_of(root, CUDAGRAPH_FILE)
+    init = find(tree, "CudaGraphManager.__init__") if tree is not None else None
+    if isinstance(init, ast.FunctionDef) and any(a.arg == "decode_query_lens" for a in init.args.args + init.args.kwonlyargs):
+        return SPLIT_SIZES
+    return TOKEN_SIZES
+
+
+def family_of(glue: Glue, capture: str, root: str) -> Family:
+    """The family of a release whose model runner dispatches as ``glue`` says and whose CudaGraphManager
+    takes capture sizes as ``capture``; VllmGlueError when no family the adapter knows is both."""
+    dispatch = "local" if glue.family == LOCAL_DISPATCH else "global"
+    found = next((f for f in FAMILY_TABLE if f.dispatch == dispatch and f.capture == capture), None)
+    if found is None:
+        raise VllmGlueError(
+            f"{ADAPTER} cannot drive vLLM {release_version(root)} under {root}: its model runner dispatches by the "
+            f"{dispatch} count ({glue.cite('dispatch_count')}) but CudaGraphManager takes {capture}, a pairing no "
+            f"release the adapter was read against has ({read_against()})"
+        )
+    return found
+
+
+def assumptions(family: Family, root: str) -> tuple[Assumption, ...]:
+    """What the adapter assumes of a release of ``family``: the signatures it calls, the attributes it sets
+    on the CudaGraphManager it marks as captured, the configuration fields it fills and the names it reads
+    back (checked before the first batch by cpgraph.adapters.glue.check_release)."""
+    split = family.capture == SPLIT_SIZES
+    filled = (("prefill_cudagraph_capture_token_sizes", "decode_cudagraph_capture_request_sizes", "uniform_decode_query_len")
+              if split else ("cudagraph_capture_sizes",)) + ("max_num_seqs",)
+    out = [
+        signature(PCP_FILE, "PCPManager.__init__", keywords=("pcp_world_size", "pcp_rank", "device", "dcp_world_size")
+                  + (("shard_decode_requests",) if tree_has(root, PCP_FILE, "PCPManager.__init__", "shard_decode_requests") else ())),
+        signature(PCP_FILE, "PCPManager._build_batch_layout",
+                  positional=("num_scheduled_tokens", "num_computed_tokens", "is_prefilling", "query_start_loc_np"),
+                  keywords=("padded_num_tokens",) if family.dispatch == "local" else ()),
+        signature(CUDAGRAPH_FILE, "CudaGraphManager.__init__",
+                  positional=("vllm_config", "device", "cudagraph_mode", "decode_query_lens" if split else "decode_query_len")),
+        signature(CUDAGRAPH_FILE, "CudaGraphManager.dispatch",
+                  positional=("num_reqs", "num_tokens", "uniform_token_count", "num_active_loras")),
+        defines(CUDAGRAPH_FILE, "CudaGraphManager._init_candidates", why="builds the candidates from the capture sizes"),
+        reads(CUDAGRAPH_FILE, ("_graphs_captured", "graphs", "_capture_descs"), "CudaGraphManager",
+              why="the adapter marks every candidate as captured through it"),
+        reads(CUDAGRAPH_FILE, filled, why="the adapter fills this configuration field"),
+        members(CUDAGRAPH_FILE, "BatchExecutionDescriptor", ("cg_mode", "num_tokens"), why="the adapter reads the dispatched descriptor"),
+        members(COMPILATION, "CUDAGraphMode", ("NONE", "PIECEWISE"), why="the adapter dispatches PIECEWISE and reads NONE as eager"),
+        signature(DP_FILE, "dispatch_cg_and_sync_dp",
+                  positional=("cudagraph_manager", "num_reqs", "num_tokens", "uniform_token_count", "dp_size", "dp_rank"),
+                  keywords=("need_eager", "num_active_loras")),
+    ]
+    if family.dispatch == "local":
+        out.append(signature(PCP_FILE, "PCPManager.get_num_tokens_for_dispatch", positional=("num_scheduled_tokens", "is_prefilling")))
+    if split:
+        out.append(defines(COMPILATION, "decode_cudagraph_capture_shapes", why="CudaGraphManager imports it; compiled from its source"))
+        out.append(defines(COMPILATION, "decode_cudagraph_capture_max_tokens", why="CudaGraphManager imports it; compiled from its source"))
+    return tuple(out)
+
+
+def tree_has(root: str, file: str, qualname: str, parameter: str) -> bool:
+    """Does ``qualname`` in ``file`` take ``parameter`` (a feature the release may or may not have)?"""
+    tree = tree_of(root, file)
+    node = find(tree, qualname) if tree is not None else None
+    if not isinstance(node, ast.FunctionDef):
+        return False
+    return any(a.arg == parameter for a in node.args.args + node.args.kwonlyargs)
+
+
+def compilation_functions(root: str) -> dict[str, Callable[..., Any]]:
+    """The module-level functions of vllm/config/compilation.py that CudaGraphManager imports (0.34 on:
+    ``decode_cudagraph_capture_shapes``, ``decode_cudagraph_capture_max_tokens``), compiled from their own
+    source with their file name and line numbers; empty for a release without them."""
+    out: dict[str, Callable[..., Any]] = {}
+    wanted = ("decode_cudagraph_capture_shapes", "decode_cudagraph_capture_max_tokens")
+    for node in _tree(root, COMPILATION).body:
+        if isinstance(node, ast.FunctionDef) and node.name in wanted:
+            node.returns = None
+            for arg in node.args.args + node.args.kwonlyargs:
+                arg.annotation = None
+            out[node.name] = _compile(root, COMPILATION, node, {"bisect": bisect, "__name__": "vllm.config.compilation"})
+    return out

@@ -26,16 +26,24 @@ class Namespace(SimpleNamespace):
         return Stub(f"config.{name}")
 
 
-def vllm_config(capture_sizes: Sequence[int], *, max_num_seqs: int = MAX_NUM_SEQS) -> Namespace:
-    """The VllmConfig fields CudaGraphManager reads: the capture sizes (``cudagraph_capture_sizes``, their
-    max as ``max_cudagraph_capture_size``), one DP and one TP rank, no speculative decoding."""
+def vllm_config(capture_sizes: Sequence[int], *, max_num_seqs: int = MAX_NUM_SEQS, split: bool = False) -> Namespace:
+    """The VllmConfig fields CudaGraphManager reads: the capture sizes (``cudagraph_capture_sizes``, or from 0.34
+    with ``split`` the prefill token sizes ``prefill_cudagraph_capture_token_sizes`` and no decode request
+    sizes, which only FULL decode graphs read), their max as ``max_cudagraph_capture_size``, one DP and one TP
+    rank, no speculative decoding (a uniform decode query of 1 token)."""
     sizes = [int(s) for s in capture_sizes]
+    compilation = (
+        Namespace(prefill_cudagraph_capture_token_sizes=sizes, decode_cudagraph_capture_request_sizes=[],
+                  max_cudagraph_capture_size=max(sizes, default=0))
+        if split else Namespace(cudagraph_capture_sizes=sizes, max_cudagraph_capture_size=max(sizes, default=0))
+    )
     return Namespace(
-        compilation_config=Namespace(cudagraph_capture_sizes=sizes, max_cudagraph_capture_size=max(sizes, default=0)),
+        compilation_config=compilation,
         scheduler_config=Namespace(max_num_seqs=max_num_seqs),
         parallel_config=Namespace(data_parallel_size=1, tensor_parallel_size=1),
         speculative_config=None,
         num_speculative_tokens=0,
+        uniform_decode_query_len=1,
     )
 
 

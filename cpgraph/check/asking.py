@@ -12,6 +12,7 @@ from threading import get_ident
 from time import monotonic
 from typing import Any
 
+from cpgraph.adapters.glue import GlueError
 from cpgraph.check.batch import Batch
 from cpgraph.check.protocol import Policy, RankAnswer, _as_int, _error
 from cpgraph.check.stops import PROTOCOL_REQUIRES, CallStop, CallTimeout, PolicyStop, _LAST, _batch_text, _check_answer, trimmed_traceback
@@ -74,7 +75,7 @@ def _call(name: str, m: int, fn: Callable[..., Any], kw: dict[str, Any], rank: A
             raise
         raise stop from None
     except Exception as exc:
-        _note(method, rank, exc)
+        _note(name, method, rank, kw, exc)
         raise
     if m == 0:
         if value is True or value is False:  # the common answers, without _check_answer's call
@@ -97,8 +98,12 @@ def _stopped(name: str, method: str, rank: Any, kw: dict[str, Any], exc: BaseExc
     return _stop(name, method, rank, kw, "keyboard_interrupt", "raised KeyboardInterrupt (a policy must answer, not interrupt its caller)", tb)
 
 
-def _note(method: str, rank: Any, exc: Exception) -> None:
-    """Keep the trimmed traceback of an exception a call raised (an answer; the report may show it)."""
+def _note(name: str, method: str, rank: Any, kw: dict[str, Any], exc: Exception) -> None:
+    """Keep the trimmed traceback of an exception a call raised (an answer; the report may show it). An
+    adapter's GlueError is no answer: the adapter cannot drive the release, and the check stops (kind 'glue',
+    a usage error) rather than judge the stack by cpgraph's own glue."""
+    if isinstance(exc, GlueError):
+        raise _stop(name, method, rank, kw, "glue", str(exc)) from None
     _LAST[(method, rank)] = (f"{type(exc).__name__}: {exc}", trimmed_traceback(exc.__traceback__, exc))
 
 
@@ -170,7 +175,7 @@ class RankAsker:
                         raise
                     raise stop from None
                 except Exception as exc:
-                    _note("admit", rank, exc)
+                    _note(name, "admit", rank, kw, exc)
                     admit, admit_error = None, _error(exc)
                 else:
                     admit = value if value is True or value is False else bool(_typed(name, "admit", rank, kw, value))
@@ -198,7 +203,7 @@ class RankAsker:
                         raise
                     raise stop from None
                 except Exception as exc:
-                    _note("replay_bucket", rank, exc)
+                    _note(name, "replay_bucket", rank, kw, exc)
                     bucket, replay_error = None, _error(exc)
                 else:
                     if value is not None and type(value) is not int:

@@ -4,12 +4,14 @@ answer-type checks of the protocol, and the policy's own traceback kept for the 
 from __future__ import annotations
 
 import operator
+import os
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from cpgraph.adapters.glue import adapter_frames_dir
 from cpgraph.reference.lists import compact
 
 REFIRE_S = 0.25  # after the timeout, the timer fires again this often until the call gives up
@@ -28,7 +30,7 @@ PROTOCOL_REQUIRES = {
 class CallStop:
     """Why a policy call stopped the check: which call, on which batch, what happened."""
 
-    kind: str  # 'timeout' | 'system_exit' | 'keyboard_interrupt' | 'protocol'
+    kind: str  # 'timeout' | 'system_exit' | 'keyboard_interrupt' | 'protocol' | 'glue' (an adapter cannot drive its release)
     policy: str
     method: str
     rank: int | None
@@ -39,6 +41,12 @@ class CallStop:
     @property
     def protocol_error(self) -> bool:
         return self.kind == "protocol"
+
+    @property
+    def usage_error(self) -> bool:
+        """A stop that is no finding about the policy's stack: the protocol broken, or an adapter's glue
+        that does not fit the release it drives (exit 2)."""
+        return self.kind in ("protocol", "glue")
 
     @property
     def call(self) -> str:
@@ -104,8 +112,11 @@ def _value_text(value: Any) -> str:
 
 
 def trimmed_traceback(tb: TracebackType | None, exc: BaseException, *, skip: int = 1) -> str:
-    """The policy's own frames (``skip`` frames of this module dropped), innermost ``TRACEBACK_FRAMES``."""
-    frames = traceback.extract_tb(tb)[skip:]
+    """The policy's own frames (``skip`` frames of this module dropped), innermost ``TRACEBACK_FRAMES``. An
+    adapter's frames (cpgraph/adapters/) are cpgraph's glue, not the policy's: left out, so a release driven by
+    an adapter shows its own frames only."""
+    glue = adapter_frames_dir() + os.sep
+    frames = [f for f in traceback.extract_tb(tb)[skip:] if not f.filename.startswith(glue)]
     if not frames:
         return ""
     kept = frames[-TRACEBACK_FRAMES:]

@@ -194,6 +194,8 @@ def _search(args: argparse.Namespace, policy: Policy, options: CheckOptions, out
         with session(args.call_timeout_s, hard_exit=True), contextlib.redirect_stdout(sys.stderr):
             report: CheckReport = run_check(policy, options, progress)
     except PolicyStop as stopped:
+        if stopped.stop.kind == "glue":
+            raise UsageError(f"adapter glue: {stopped.stop.detail}; batch: {stopped.stop.batch}") from None
         if stopped.stop.protocol_error:
             raise UsageError(f"protocol error: {stopped.stop.line()}") from None
         report = CheckReport(policy.name, (), 0, 0.0, tuple(i for i in options.invariants if i in options.checked),

@@ -14,10 +14,10 @@ import pytest
 import cpgraph.adapters.vllm as adapter
 from cpgraph.adapters import AdapterError, policy_at
 from cpgraph.adapters.sglang import SglangAdapterError
-from cpgraph.adapters.vllm import VllmAdapterError, policy_from
+from cpgraph.adapters.vllm import NEWEST, VllmAdapterError, policy_from
 from cpgraph.adapters.vllm_release import read_glue
 
-HINT = "pip download --no-deps vllm==0.33.0"
+HINT = f"pip download --no-deps vllm=={NEWEST}"  # the newest release the families were read against
 INSTALLED = importlib.util.find_spec("vllm") is not None
 
 
