@@ -10,6 +10,7 @@ import sys
 import tempfile
 
 from cpgraph.check.judging import CLAIMS
+from cpgraph.check.release import ENV, INSTALLED, Release
 from cpgraph.check.report import Violation
 from cpgraph.reference.lists import compact
 
@@ -88,19 +89,42 @@ def _stem(module: str) -> str:
 
 def regression_test(
     target: str, violations: tuple[Violation, ...], *, strategy: str = "zigzag", test_path: str | None = None,
-    keying: str = "global",
+    keying: str = "global", release: Release | None = None,
 ) -> str:
     """Source of a pytest module with one test per violation. Each imports the policy ``target``
     (MODULE:ATTR) by module name when that imports from anywhere, else by a path relative to the test
     file (``test_path``, default ./test_regression.py), and asserts the invariant on the minimised batch:
-    it fails while the bug is there and passes once the policy is fixed. No absolute path is written."""
+    it fails while the bug is there and passes once the policy is fixed. No absolute path is written.
+
+    With ``release`` (an adapter's policy over a release of its stack), the test carries the release: it
+    runs against that version, unpacked where the check found it (a path relative to the test) or fetched
+    from the package index when that folder is not there, and against the installed stack with
+    CPGRAPH_RELEASE=installed (a maintainer's own checkout)."""
     if not violations:
         raise ValueError("regression_test needs at least one violation; the policy passed, there is nothing to pin")
     test_dir = os.path.dirname(os.path.abspath(test_path if test_path is not None else "test_regression.py"))
     setup, policy_expr = policy_import(target, test_dir)
     shown = target if not _is_path(target.partition(":")[0]) else os.path.basename(target)
+    head = f"Regression tests emitted by `cpgraph check {shown}`: one minimised counterexample per broken invariant."
+    loading = ["from cpgraph.check import Batch, ask, judge, load_policy  # noqa: E402"]
+    policy_lines = ["    policy = load_policy(POLICY)"]
+    release_lines: list[str] = []
+    if release is not None:
+        head += (
+            f"\n\nFound in {release.label}. The tests run against that release: unpacked under RELEASE_ROOT when it is "
+            f"there, else fetched\nfrom the package index (only its .py files, cached). With {ENV}={INSTALLED} they run "
+            f"against the installed\n{release.package} instead (in your own checkout: `{ENV}={INSTALLED} pytest THIS_FILE`)."
+        )
+        loading = ["from cpgraph.check import Batch, ask, judge  # noqa: E402",
+                   "from cpgraph.check.release import release_policy  # noqa: E402"]
+        rel_root = os.path.relpath(release.root, test_dir)
+        release_lines = [
+            f"RELEASE = {release.version!r}  # the {release.package} release the counterexamples came from",
+            f"RELEASE_ROOT = os.path.normpath(os.path.join(HERE, {rel_root!r}))  # where it was unpacked, relative to this file",
+        ]
+        policy_lines = ["    policy = release_policy(POLICY, RELEASE, RELEASE_ROOT)"]
     lines = [
-        f'"""Regression tests emitted by `cpgraph check {shown}`: one minimised counterexample per broken invariant."""',
+        f'"""{head}"""',
         "",
         "import os",
         "import sys",
@@ -109,16 +133,17 @@ def regression_test(
         "HERE = os.path.dirname(os.path.abspath(__file__))",
         *setup,
         "",
-        "from cpgraph.check import Batch, ask, judge, load_policy  # noqa: E402",
+        *loading,
         "",
         f"POLICY = {policy_expr}",
+        *release_lines,
         f"STRATEGY = {strategy!r}",
         f"KEYING = {keying!r}",
         "",
         "",
         "def _broken(batch: Batch, invariant: str) -> str:",
         '    """Why the policy breaks ``invariant`` on ``batch`` (every rank asked), or "" when it keeps it."""',
-        "    policy = load_policy(POLICY)",
+        *policy_lines,
         "    answers = ask(policy, batch)",
         "    found = judge(batch, answers, strategy=STRATEGY, invariants=frozenset((invariant,)), keying=KEYING)",
         '    ranks = "\\n".join(f"  rank {a.rank}: {a.describe()}" for a in answers)',
@@ -151,10 +176,11 @@ def regression_test(
 
 
 def write_regression_test(
-    path: str, target: str, violations: tuple[Violation, ...], *, strategy: str = "zigzag", keying: str = "global"
+    path: str, target: str, violations: tuple[Violation, ...], *, strategy: str = "zigzag", keying: str = "global",
+    release: Release | None = None,
 ) -> str:
     """Write the regression test to ``path`` (parent folders created); returns the path."""
-    source = regression_test(target, violations, strategy=strategy, test_path=path, keying=keying)
+    source = regression_test(target, violations, strategy=strategy, test_path=path, keying=keying, release=release)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:

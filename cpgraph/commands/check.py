@@ -19,6 +19,7 @@ from cpgraph.output import (
 
 if TYPE_CHECKING:
     from cpgraph.check import CheckOptions, CheckReport, Policy
+    from cpgraph.check.release import Release
 
 MAX_CP_SIZE = 64  # one batch asks every rank
 MAX_REQUESTS = 1024
@@ -40,6 +41,11 @@ def add_parser(subparsers: Any) -> None:
                         help="check the release unpacked under DIR (a folder holding a wheel's package, e.g. its .py files) "
                              "with an adapter policy (cpgraph.adapters.sglang:zigzag, cpgraph.adapters.vllm:pcp) instead of "
                              "the installed one")
+    parser.add_argument("--release", metavar="VERSION|LOW..HIGH", default=None,
+                        help="check these releases of the adapter's stack (e.g. 0.34.0 or 0.26.0..0.34.0, both ends included): "
+                             "each wheel is downloaded without dependencies into $CPGRAPH_CACHE (default ~/.cache/cpgraph; "
+                             "only its .py files kept) and checked; one row per release. Exit 2 when a release cannot be "
+                             "fetched or driven, else 1 when one violates an invariant")
     parser.add_argument("--cp-sizes", default="1,2,4,8", help=f"comma-separated cp_size values in 1..{MAX_CP_SIZE} (default 1,2,4,8)")
     parser.add_argument("--strategy", default=None,
                         help="layout strategy: zigzag, interleave, contiguous, dual_chunk_swap, dual_chunk_swap_replicated or "
@@ -115,12 +121,30 @@ def run(args: argparse.Namespace) -> int:
         writable_file("--emit-test", args.emit_test)
     if plot:
         writable_file("--plot", plot)
+    if args.release is not None:
+        if args.adapter_root is not None:
+            raise UsageError("--release and --adapter-root both name the release to check: give one")
+        from cpgraph.commands.check_releases import run_releases
+
+        if PROCESS.standalone:
+            from cpgraph.check.calls import supervise
+
+            supervise(args.target, args.call_timeout_s)
+        return run_releases(
+            args, options, out, lambda a, root: _loaded(a, root), _search,
+            lambda a, report, opts, release, path: _write_artifacts(a, report, opts, plot, out, release=release, path=path),
+        )
     policy = _load(args)
     report = _search(args, policy, options, out)
     out.result(report.render(out.format))
     if report.stop is not None:
         return FOUND
-    _write_artifacts(args, report, options, plot, out)
+    release = None
+    if args.adapter_root is not None:
+        from cpgraph.check.release import release_at
+
+        release = release_at(args.target, args.adapter_root)
+    _write_artifacts(args, report, options, plot, out, release=release)
     return OK if report.ok else FOUND
 
 
@@ -162,19 +186,36 @@ def _load(args: argparse.Namespace) -> Policy:
     """The policy, imported under the call timeout (behind a supervisor process on the command line); a
     policy that cannot be loaded, or an adapter's stack that is missing, is a usage error. With
     --adapter-root the adapter module builds the policy from that folder (``policy_from(root, ATTR)``)."""
-    from cpgraph.adapters import AdapterError, policy_at
+    from cpgraph.adapters import AdapterError
     from cpgraph.check import load_policy
     from cpgraph.check.calls import load_bounded, session, supervise
-    from cpgraph.check.protocol import as_policy
 
-    root = args.adapter_root
     if PROCESS.standalone:  # the command line: a supervisor process ends a call nothing in-process can stop
         supervise(args.target, args.call_timeout_s)  # (forked before the policy is imported: its threads stay)
-    try:  # importing runs the policy's module: bounded like a call
-        with session(args.call_timeout_s, hard_exit=True), contextlib.redirect_stdout(sys.stderr):
-            if root is None:
+    if args.adapter_root is None:
+        try:  # importing runs the policy's module: bounded like a call
+            with session(args.call_timeout_s, hard_exit=True), contextlib.redirect_stdout(sys.stderr):
                 return load_bounded(lambda: load_policy(args.target), args.target)
-            return load_bounded(lambda: as_policy(policy_at(args.target, root), args.target), args.target)
+        except (ImportError, TypeError, ValueError, AdapterError) as exc:
+            raise UsageError(f"cannot load policy {args.target!r}: {exc}") from None
+    return _loaded(args, args.adapter_root)[0]
+
+
+def _loaded(args: argparse.Namespace, root: str) -> tuple[Policy, object]:
+    """The adapter policy ``args.target`` over the release under ``root``, and the adapter's own object."""
+    from cpgraph.adapters import AdapterError, policy_at
+    from cpgraph.check.calls import load_bounded, session
+    from cpgraph.check.protocol import as_policy
+
+    built: list[object] = []
+
+    def build() -> Policy:
+        built.append(policy_at(args.target, root))
+        return as_policy(built[0], args.target)
+
+    try:
+        with session(args.call_timeout_s, hard_exit=True), contextlib.redirect_stdout(sys.stderr):
+            return load_bounded(build, args.target), built[0]
     except (ImportError, TypeError, ValueError, AdapterError) as exc:
         raise UsageError(f"cannot load policy {args.target!r}: {exc}") from None
 
@@ -204,17 +245,19 @@ def _search(args: argparse.Namespace, policy: Policy, options: CheckOptions, out
 
 
 def _write_artifacts(
-    args: argparse.Namespace, report: CheckReport, options: CheckOptions, plot: str | None, out: Output
+    args: argparse.Namespace, report: CheckReport, options: CheckOptions, plot: str | None, out: Output,
+    release: Release | None = None, path: str | None = None,
 ) -> None:
-    """The --emit-test regression test and the --plot layout of the violations found, or a note that
-    every invariant held."""
+    """The --emit-test regression test (to ``path``, default the flag's; carrying ``release`` when an
+    adapter drove one) and the --plot layout of the violations found, or a note that every invariant held."""
     strategy = str(dict(report.knobs).get("strategy", options.strategy))  # a policy may declare its own
     if args.emit_test and report.violations:
         from cpgraph.check.emit import write_regression_test
 
         keying = str(dict(report.knobs).get("keying", options.keying))
-        write_regression_test(args.emit_test, args.target, report.violations, strategy=strategy, keying=keying)
-        out.note(f"wrote regression test {args.emit_test}")
+        written = write_regression_test(path or args.emit_test, args.target, report.violations, strategy=strategy,
+                                        keying=keying, release=release)
+        out.note(f"wrote regression test {written}" + (f" (against {release.label})" if release is not None else ""))
     if plot and report.violations:
         from cpgraph.check.plot import plot_violation
 

@@ -1,0 +1,64 @@
+"""An adapter's policy over one release of its stack: the release a counterexample came from, named so that
+an emitted test runs against it again (``release_policy``), and the stack an adapter module drives."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+
+from cpgraph.adapters import policy_at
+from cpgraph.adapters.releases import fetch, release_version
+from cpgraph.check.protocol import Policy, as_policy, load_policy
+
+ENV = "CPGRAPH_RELEASE"  # set to 'installed': an emitted test runs against the installed stack instead
+INSTALLED = "installed"
+
+
+@dataclass(frozen=True)
+class Release:
+    """One release an adapter drives: its ``package`` ('vllm', 'sglang'), ``version`` and the folder it was
+    unpacked in (``root``)."""
+
+    package: str
+    version: str
+    root: str
+
+    @property
+    def label(self) -> str:
+        return f"{'vLLM' if self.package == 'vllm' else self.package} {self.version}"
+
+
+def adapter_package(target: str) -> str:
+    """The stack the adapter module of ``target`` (MODULE:ATTR) drives: its ``PACKAGE``; ValueError when the
+    module is no adapter."""
+    module_name = target.partition(":")[0]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"--release needs an adapter policy (cpgraph.adapters.vllm:pcp, cpgraph.adapters.sglang:zigzag); "
+                         f"cannot import {module_name!r}: {exc}") from None
+    package = getattr(module, "PACKAGE", None)
+    if not isinstance(package, str) or not callable(getattr(module, "policy_from", None)):
+        raise ValueError(f"--release needs an adapter policy (cpgraph.adapters.vllm:pcp, cpgraph.adapters.sglang:zigzag); "
+                         f"{module_name!r} drives no released stack")
+    return package
+
+
+def release_at(target: str, root: str) -> Release:
+    """The release unpacked under ``root`` that the adapter of ``target`` drives."""
+    package = adapter_package(target)
+    return Release(package, release_version(os.path.abspath(root), package), os.path.abspath(root))
+
+
+def release_policy(target: str, version: str, root: str | None = None) -> Policy:
+    """The policy ``target`` over release ``version`` of its stack: unpacked under ``root`` when that folder
+    holds the package, else fetched from the package index (cpgraph.adapters.releases.fetch). With the
+    environment variable CPGRAPH_RELEASE=installed, the installed stack's policy instead (a maintainer runs
+    an emitted test in their own checkout)."""
+    if os.environ.get(ENV) == INSTALLED:
+        return load_policy(target)
+    package = adapter_package(target)
+    if root is None or not os.path.isdir(os.path.join(root, package)):
+        root = str(fetch(package, version))
+    return as_policy(policy_at(target, root), target)

@@ -1,0 +1,134 @@
+"""``cpgraph check ADAPTER --release VERSION`` (or ``LOW..HIGH``): each release of the adapter's stack
+fetched from the package index (cpgraph.adapters.releases), checked, and one row per release: the table a
+user wants when asking which releases are affected.
+
+A release that cannot be fetched, or whose code the adapter's glue does not fit, gets a row saying so (its
+reason), never a verdict. Exit 2 when any row is such a row (the table is incomplete), else 1 when a release
+violates an invariant, else 0. ``--emit-test PATH`` writes one regression test per violating release (its
+version inserted before the suffix when the range names several), each carrying its release.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cpgraph.output import FOUND, OK, USAGE, Output, UsageError
+from cpgraph.reference.lists import compact
+
+if TYPE_CHECKING:
+    from cpgraph.check import CheckOptions, CheckReport, Policy
+    from cpgraph.check.release import Release
+
+
+@dataclass(frozen=True)
+class Row:
+    """One release's outcome: its verdict and exit code, the report (None when it was not checked) and, for
+    a row that is no verdict, the reason."""
+
+    version: str
+    family: str
+    verdict: str
+    code: int
+    report: CheckReport | None = None
+    reason: str = ""
+
+    def first(self) -> str:
+        """The first violation's invariant and minimal batch, or the reason this row is no verdict."""
+        if self.report is not None and self.report.violations:
+            v, b = self.report.violations[0], self.report.violations[0].batch
+            decodes = "" if b.is_prefilling is None else f" is_prefilling={list(b.is_prefilling)}"
+            return (f"{v.invariant}: cp_size={b.cp_size} extend_seq_lens={compact(list(b.extend_seq_lens))}{decodes} "
+                    f"capture_num_tokens={compact(list(b.capture_num_tokens))}")
+        if self.report is not None and self.report.stop is not None:
+            return self.report.stop.line()
+        return self.reason
+
+
+def run_releases(
+    args: argparse.Namespace, options: CheckOptions, out: Output,
+    load: Callable[[argparse.Namespace, str], tuple[Policy, object]],
+    search: Callable[[argparse.Namespace, Policy, CheckOptions, Output], CheckReport],
+    write: Callable[[argparse.Namespace, CheckReport, CheckOptions, Release | None, str | None], None],
+) -> int:
+    """Check every release ``args.release`` names; print the table; the exit code (module docstring)."""
+    from cpgraph.adapters import AdapterError
+    from cpgraph.adapters.releases import ReleaseUnavailable, fetch, in_range
+    from cpgraph.check.release import Release, adapter_package
+
+    try:
+        package = adapter_package(args.target)
+        versions = in_range(args.release, package=package)
+    except (ValueError, AdapterError) as exc:
+        raise UsageError(str(exc)) from None
+    rows: list[Row] = []
+    for i, version in enumerate(versions, 1):
+        if not out.quiet:
+            print(f"cpgraph check: {package} {version} ({i}/{len(versions)}): fetching and checking ...", file=sys.stderr, flush=True)
+        try:
+            root = str(fetch(package, version))
+        except ReleaseUnavailable as exc:
+            rows.append(Row(version, "-", "unavailable", USAGE, reason=str(exc)))
+            continue
+        try:
+            policy, obj = load(args, root)
+        except UsageError as exc:
+            rows.append(Row(version, "-", "not driven", USAGE, reason=str(exc)))
+            continue
+        family = str(getattr(obj, "family", "-") or "-")
+        try:
+            report = search(args, policy, options, out)
+        except UsageError as exc:
+            rows.append(Row(version, family, "not driven", USAGE, reason=str(exc)))
+            continue
+        if report.ok:
+            rows.append(Row(version, family, "OK", OK, report))
+        else:
+            broken = ", ".join(dict.fromkeys(v.invariant for v in report.violations)) or "policy call"
+            rows.append(Row(version, family, f"FAILED {broken}", FOUND, report))
+            if args.emit_test and report.violations:
+                path = args.emit_test if len(versions) == 1 else _versioned(args.emit_test, version)
+                write(args, report, options, Release(package, version, root), path)
+    out.result(_render(args, package, rows, out.format))
+    codes = {row.code for row in rows}
+    return USAGE if USAGE in codes else FOUND if FOUND in codes else OK
+
+
+def _versioned(path: str, version: str) -> str:
+    stem, suffix = os.path.splitext(path)
+    return f"{stem}_{version.replace('.', '_')}{suffix or '.py'}"
+
+
+def _render(args: argparse.Namespace, package: str, rows: list[Row], fmt: str) -> str:
+    from cpgraph.formats import JUnitCase, junit, md_table, text_table
+
+    title = f"cpgraph check {args.target} over {package} {args.release}: {len(rows)} release{'s' if len(rows) != 1 else ''}"
+    table = [["release", "family", "verdict", "batches", "first violation (minimal batch) or reason"]]
+    table += [[r.version, r.family, r.verdict, str(r.report.cases) if r.report is not None else "-", r.first()] for r in rows]
+    if fmt == "json":
+        data: dict[str, Any] = {
+            "target": args.target, "package": package, "releases": [
+                {"release": r.version, "family": r.family, "verdict": r.verdict, "exit": r.code,
+                 "report": r.report.to_json() if r.report is not None else None, "reason": r.reason or None}
+                for r in rows
+            ],
+        }
+        return json.dumps(data)
+    if fmt == "md":
+        return f"### {title}\n\n{md_table(table)}\n"
+    if fmt == "junit":
+        cases = [
+            JUnitCase(f"{package}=={r.version}", f"cpgraph.check.{args.target}",
+                      "passed" if r.code == OK else "failure" if r.code == FOUND else "error", 0.0, r.first(),
+                      r.report.text() if r.report is not None else r.reason)
+            for r in rows
+        ]
+        return junit(title, cases)
+    details = [f"\n== {package} {r.version}\n{r.report.text()}" for r in rows if r.report is not None and not r.report.ok]
+    details += [f"\n== {package} {r.version}: {r.verdict}\n{r.reason}" for r in rows if r.report is None]
+    return "\n".join([title, "", text_table(table), *details])
