@@ -9,10 +9,6 @@ import contextlib
 import fcntl
 import os
 import pickle
-import subprocess
-import sys
-import tempfile
-import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +16,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from cpgraph.adapters.releases import ReleaseUnavailable, unpack
 
 T = TypeVar("T")
 
@@ -63,13 +61,6 @@ def machine_lock(folder: Path, name: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _pip_reason(spec: str, done: subprocess.CompletedProcess[str]) -> str:
-    lines = done.stderr.splitlines()
-    reason = next((line for line in reversed(lines) if "ERROR" in line), done.stderr.strip()[-300:])
-    cause = next((line.strip() for line in lines if any(w in line for w in ("Retrying", "Connection", "Could not fetch", "NewConnectionError"))), "")
-    return f"cannot download {spec} from the package index: {reason or 'no wheel'}{f' ({cause[:200]})' if cause else ''}"
-
-
 def release_root(package: str, version: str, cache: Path, folder: str, keep: Callable[[str], bool]) -> Path:
     """``cache``/``folder``: the members of ``package``==``version``'s wheel that ``keep`` selects, downloaded and
     unpacked on first use (under the release's file lock); pytest.skip with pip's reason when the package index
@@ -84,26 +75,13 @@ def release_root(package: str, version: str, cache: Path, folder: str, keep: Cal
 
 
 def _unpack(package: str, version: str, cache: Path, root: Path, keep: Callable[[str], bool]) -> None:
-    spec = f"{package}=={version}"
-    with tempfile.TemporaryDirectory(dir=cache, prefix=f".download-{version}-") as scratch:
-        wheels = sorted(WHEELS.glob(f"{package}-{version}-*.whl"))
-        if not wheels:
-            try:
-                done = subprocess.run(
-                    [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
-                     "--timeout", "20", "--retries", "1", spec, "-d", scratch],
-                    capture_output=True, text=True, timeout=600,
-                )
-            except subprocess.TimeoutExpired:
-                pytest.skip(f"pip download {spec} timed out after 600 s: the package index is unreachable or slow")
-            wheels = sorted(Path(scratch).glob(f"{package}-{version}-*.whl"))
-            if done.returncode != 0 or not wheels:
-                pytest.skip(_pip_reason(spec, done))
-        unpacked = Path(scratch) / "unpacked"
-        with zipfile.ZipFile(wheels[0]) as wheel:
-            wheel.extractall(unpacked, [m for m in wheel.namelist() if keep(m)])
-        (unpacked / "WHEEL-FILE").write_text(wheels[0].name + "\n")
-        unpacked.rename(root)  # whole, under the lock
+    """The release's wheel (from ~/.cache/cpgraph-wheels when there, else downloaded) unpacked into ``root``
+    by cpgraph.adapters.releases.unpack; pytest.skip with pip's reason when it cannot be downloaded."""
+    wheels = sorted(WHEELS.glob(f"{package}-{version}-*.whl"))
+    try:
+        unpack(package, version, cache, root, keep, wheel=wheels[0] if wheels else None)
+    except ReleaseUnavailable as exc:
+        pytest.skip(str(exc))
 
 
 def vllm_release_root(version: str) -> Path:

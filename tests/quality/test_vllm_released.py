@@ -6,9 +6,9 @@ reached). These tests call the adapter directly, not the checker.
 
 - The layout: ``reference.layout.rank_loads`` with the policy's strategy equals the release's own
   per-rank rows on 10,000 random batches of prefills and decodes, P in 1..8 (0.26.0, 0.29.0, 0.32.0,
-  0.33.0), and with decode context parallel (dcp = 2) on fewer.
+  0.34.0), and with decode context parallel (dcp = 2) on fewer.
 - The shipped bug: 0.26.0-0.28.0 admit one size and replay under another ([170, 161, 153] at P = 4:
-  496 vs 126; [64] * 7: 448 vs 112); 0.29.0-0.33.0 replay the size they admitted, the least capture size
+  496 vs 126; [64] * 7: 448 vs 112); 0.29.0-0.34.0 replay the size they admitted, the least capture size
   >= the largest rank-local rows, and run eagerly above the largest size.
 - The planted regression: 0.33.0 with the pre-fix glue behaves as 0.28.0.
 """
@@ -26,13 +26,13 @@ import pytest
 
 from cpgraph import check_policy
 
-from cpgraph.adapters.vllm import GLOBAL_DISPATCH, LOCAL_DISPATCH, Step, VllmPolicy, policy_from
+from cpgraph.adapters.vllm import GLOBAL_DISPATCH, LOCAL_DISPATCH, READ_AGAINST, SPLIT_CAPTURE, Step, VllmPolicy, policy_from
 from cpgraph.reference.layout import rank_loads
 
-RELEASES = ("0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
+RELEASES = ("0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
 SHIPPED_BUG = RELEASES[:3]
 FIXED = RELEASES[3:]
-CONFORMANCE = ("0.26.0", "0.29.0", "0.32.0", "0.33.0")
+CONFORMANCE = ("0.26.0", "0.29.0", "0.32.0", "0.34.0")
 # vLLM's default capture sizes (vllm/config/vllm.py:1745 in 0.26.0, :2410 in 0.33.0, max_graph_size 512)
 DEFAULT_SIZES = (1, 2, 4, *range(8, 256, 8), *range(256, 513, 16))
 EXAMPLES = {(170, 161, 153): (496, 126, [106, 126, 126, 126]), (64,) * 7: (448, 112, [112] * 4)}
@@ -92,7 +92,8 @@ def test_the_driven_code_is_the_wheels_own_and_its_family_is_read_from_it(
     assert pcp.version == version and (Path(root) / "WHEEL-FILE").read_text().startswith(f"vllm-{version}-")
     for name, path in pcp.code_files().items():
         assert os.path.commonpath([path, root]) == root, f"{name} comes from {path}, not from {root}"
-    assert pcp.family == (GLOBAL_DISPATCH if version in SHIPPED_BUG else LOCAL_DISPATCH)
+    assert pcp.family == (GLOBAL_DISPATCH if version in SHIPPED_BUG else SPLIT_CAPTURE if version >= "0.34.0" else LOCAL_DISPATCH)
+    assert version in READ_AGAINST and pcp.local == (version not in SHIPPED_BUG)
     assert pcp.strategy == ("dual_chunk_swap" if version >= "0.32.0" else "dual_chunk_swap_replicated")
     assert (pcp.keying, pcp.align_size, pcp.max_padding_factor) == ("local", 1, None)
     steps = pcp.citations()
@@ -108,6 +109,8 @@ CITED = {
     "0.29.0": {"dispatch_count": 1551, "partition": 1362, "replay_key": 1747},
     "0.33.0": {"dispatch_count": 1813, "dispatch": 1832, "partition": 1592, "descriptor_padding": 484, "replay_key": 2063,
                "local_padded": 545, "no_manager": 903, "single_rank_padding": 1396, "decode_sharding": 916},
+    "0.34.0": {"dispatch_count": 1875, "dispatch": 1894, "partition": 1662, "descriptor_padding": 472, "replay_key": 2131,
+               "local_padded": 533, "no_manager": 910, "single_rank_padding": 1466, "decode_sharding": 923},
 }
 
 
