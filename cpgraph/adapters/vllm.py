@@ -36,6 +36,17 @@ string, which is only reported.
 | 0.29.0 | local_dispatch | least size >= the largest rank-local rows m | the dispatched size | copied to every rank | dual_chunk_swap_replicated |
 | 0.30.0-0.31.0 | local_dispatch | as 0.29 | as 0.29 | copied (dcp > 1: short prefills too) | dual_chunk_swap_replicated (dcp > 1: dual_chunk_swap_dcp) |
 | 0.32.0-0.33.0 | local_dispatch | as 0.29 | as 0.29 | dealt round-robin (dcp > 1: copied, short prefills too) | dual_chunk_swap (dcp > 1: dual_chunk_swap_dcp) |
+| 0.34.0 | split_capture | as 0.29 | as 0.29 | as 0.32 | as 0.32 |
+
+0.34.0 split the capture sizes (``prefill_cudagraph_capture_token_sizes`` for the token-keyed graphs,
+``decode_cudagraph_capture_request_sizes`` for uniform decode graphs indexed by request count, which
+``dispatch`` tries first) and CudaGraphManager takes ``decode_query_lens`` (query length -> most requests);
+the adapter fills the prefill sizes from the capture list and captures no decode graphs (PIECEWISE has none).
+The families and the releases each was read against are ``FAMILY_TABLE`` (cpgraph/adapters/vllm_release.py):
+the support range comes from it. Before the first batch the adapter checks what its glue assumes of the
+release (``assumptions``: signatures, the attributes it sets on the CudaGraphManager, the configuration
+fields it fills) against the release's files (cpgraph/adapters/glue.py); a mismatch, or an exception the
+release's own code did not raise by design, is a GlueError (exit 2), never a violation.
 
 Citations (model_runner.py unless named): the dispatched count at :1174 (0.26.0), :1440 (0.28.0), :1551
 (0.29.0), :1813 (0.33.0); the partition at :1053 (0.26.0, no padded size, so pcp_manager.py:387 pads to
