@@ -80,13 +80,22 @@ class Stub:
     def _same(self, *args: object) -> Stub:
         return self
 
-    __or__ = __ror__ = __and__ = __rand__ = __add__ = __radd__ = __sub__ = __rsub__ = _same
-    __mul__ = __rmul__ = __truediv__ = __floordiv__ = __mod__ = __neg__ = __invert__ = _same
+    __or__ = __ror__ = __and__ = __rand__ = __neg__ = __invert__ = _same
 
-    def __lt__(self, other: object) -> bool:
-        return False
+    def _computed(self, *args: object) -> Stub:
+        """Arithmetic or an ordering with a stub: the real code computes a number from something the
+        sandbox stands in for, so its answer would be made up. StubComputed names the stub (an adapter
+        reports it as its glue not fitting the release, never as the release's answer)."""
+        raise StubComputed(f"the release computed with {self!r}, which the sandbox stubs (a name the adapter does not provide)")
 
-    __le__ = __gt__ = __ge__ = __lt__
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _computed
+    __truediv__ = __floordiv__ = __mod__ = __rtruediv__ = __rfloordiv__ = __rmod__ = _computed
+    __lt__ = __le__ = __gt__ = __ge__ = _computed
+    __index__ = __int__ = __float__ = _computed
+
+
+class StubComputed(TypeError):
+    """Real code computed a number with a Stub (see Stub._computed)."""
 
 
 class StubModule(types.ModuleType):

@@ -128,3 +128,17 @@ def test_a_release_version_is_read_from_its_files_never_run(tmp_path: Path) -> N
     (tmp_path / "vllm").mkdir()
     (tmp_path / "WHEEL-FILE").write_text("vllm-0.40.0-cp38-abi3-manylinux1_x86_64.whl\n")
     assert release_version(str(tmp_path), "vllm", ("_version.py",)) == "0.40.0"
+
+
+def test_real_code_that_computes_with_a_stub_is_stopped_as_glue_never_answered(tmp_path: Path) -> None:
+    from cpgraph.adapters.shim import Stub, StubComputed
+
+    cdiv = Stub("vllm.utils.math_utils.cdiv")
+    for compute in (lambda: cdiv(9, 2) < 4, lambda: 3 * cdiv(1, 1), lambda: range(cdiv(2, 1)), lambda: cdiv() // 2):
+        with pytest.raises(StubComputed, match=r"computed with <stub vllm\.utils\.math_utils\.cdiv\(\)>"):
+            compute()
+    assert not cdiv and (cdiv | True) is cdiv  # a stubbed feature flag is still off, and combines as before
+    try:
+        _ = cdiv(1, 2) > 0
+    except StubComputed as exc:
+        assert isinstance(classify(exc, "adapter.x", "stack 9.9", str(tmp_path), "stack 1-2"), GlueError)
