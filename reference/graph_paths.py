@@ -1,0 +1,243 @@
+"""Every graph path a step can take, not only the prefill bucket: the step's graph mode, the uniform decode
+graphs keyed by (query length, request count) beside the token-keyed ones, where decodes are placed, the
+request side of fitting, and the agreement of data-parallel (DP) ranks.
+
+The model (vLLM's Model Runner V2 under prefill context parallel, the stack that has these paths):
+
+- A configured ``cudagraph_mode`` (``CUDAGRAPH_MODES``) names the mode of each routine: uniform decode
+  batches run the decode routine's graphs and every other batch the mixed routine's (``FULL_AND_PIECEWISE``:
+  FULL decode graphs, PIECEWISE mixed; ``FULL_DECODE_ONLY``: FULL decode graphs, mixed batches eager;
+  ``PIECEWISE`` / ``FULL``: one routine for every batch).
+- The captured graphs (``captured``): decode graphs (FULL, ``query_len`` q, ``requests`` n, n*q tokens) for
+  each captured request count n and query length q (1 plus the speculative tokens), when the decode routine
+  is FULL and separate; token-keyed graphs of the mixed mode for each token size T (a FULL one holds
+  min(T, max_num_seqs) requests, a PIECEWISE one any number).
+- A step (``GraphStep``) is laid out by its DualChunkSwap strategy row: prefills cut into 2P chunks, decodes
+  dealt round-robin (``dual_chunk_swap``) or copied to every rank (``dual_chunk_swap_replicated``,
+  ``dual_chunk_swap_dcp``). Rank r holds ``rows[r]`` tokens of ``requests[r]`` requests. The step is a
+  uniform decode of query length q when every request is a decode of q tokens.
+- A graph fits rank r when its tokens hold the rank's rows, its requests (when it counts them) hold the
+  rank's requests, and its query length (when it has one) is the step's.
+- The fastest graph that fits every rank is the one to run (``expected``): the first mode in the
+  release's order FULL, PIECEWISE that has a fitting graph, and in it the least tokens (then the least
+  requests); eager (None) when none fits. Every DP rank replays one agreed descriptor (``agreed``): the
+  fastest graph that fits every rank of every DP rank, its key the DP maximum.
+
+``judge`` states the seven invariants over a step's per-rank answers (the descriptor each rank dispatched
+and the one it replayed): the same ids as the prefill bucket's, so a report reads the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
+
+from reference.strategies import strategy_row
+
+MODE_ORDER: Final = ("FULL", "PIECEWISE")  # the release's order: the fastest first; eager after both
+# configured mode -> (decode routine's mode, mixed routine's mode, separate routines)
+CUDAGRAPH_MODES: Final = MappingProxyType({
+    "NONE": ("NONE", "NONE", False),
+    "PIECEWISE": ("PIECEWISE", "PIECEWISE", False),
+    "FULL": ("FULL", "FULL", False),
+    "FULL_DECODE_ONLY": ("FULL", "NONE", True),
+    "FULL_AND_PIECEWISE": ("FULL", "PIECEWISE", True),
+})
+PLACEMENTS: Final = ("dual_chunk_swap", "dual_chunk_swap_replicated", "dual_chunk_swap_dcp")
+
+
+@dataclass(frozen=True, order=True)
+class Graph:
+    """A captured graph: its ``mode`` ('FULL' or 'PIECEWISE'), the ``tokens`` it holds on every rank, the
+    ``requests`` it holds (None: any number), and the uniform ``query_len`` it serves (None: any batch)."""
+
+    mode: str
+    tokens: int
+    requests: int | None = None
+    query_len: int | None = None
+
+    def describe(self) -> str:
+        parts = [f"{self.mode} {self.tokens} tokens"]
+        if self.requests is not None:
+            parts.append(f"{self.requests} requests")
+        if self.query_len is not None:
+            parts.append(f"q={self.query_len}")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class GraphConfig:
+    """What a runner captured: ``cudagraph_mode``, the token-keyed sizes, the decode graphs' request counts
+    and query lengths, and ``max_num_seqs`` (a FULL token-keyed graph holds min(T, it) requests)."""
+
+    cudagraph_mode: str
+    token_sizes: tuple[int, ...]
+    decode_request_sizes: tuple[int, ...] = ()
+    query_lens: tuple[int, ...] = (1,)
+    max_num_seqs: int = 256
+
+    def __post_init__(self) -> None:
+        if self.cudagraph_mode not in CUDAGRAPH_MODES:
+            raise ValueError(f"cudagraph_mode must be one of {', '.join(CUDAGRAPH_MODES)}; got {self.cudagraph_mode!r}")
+        for name in ("token_sizes", "decode_request_sizes", "query_lens"):
+            values = getattr(self, name)
+            if not isinstance(values, tuple) or not all(type(v) is int and v >= 1 for v in values):
+                raise ValueError(f"{name} must be a tuple of ints >= 1, got {values!r}")
+        if type(self.max_num_seqs) is not int or self.max_num_seqs < 1:
+            raise ValueError(f"max_num_seqs must be an int >= 1, got {self.max_num_seqs!r}")
+
+
+def captured(config: GraphConfig) -> tuple[Graph, ...]:
+    """Every graph ``config`` captures (see the module docstring), sorted."""
+    decode_mode, mixed_mode, separate = CUDAGRAPH_MODES[config.cudagraph_mode]
+    out: set[Graph] = set()
+    if separate and decode_mode == "FULL":
+        for q in config.query_lens:
+            for n in config.decode_request_sizes:
+                if n <= config.max_num_seqs:
+                    out.add(Graph("FULL", n * q, n, q))
+    if mixed_mode != "NONE":
+        for size in config.token_sizes:
+            out.add(Graph(mixed_mode, size, min(size, config.max_num_seqs) if mixed_mode == "FULL" else None))
+    return tuple(sorted(out, key=lambda g: (MODE_ORDER.index(g.mode), g.tokens, g.requests or 0, g.query_len or 0)))
+
+
+@dataclass(frozen=True)
+class GraphStep:
+    """One step's batch: request ``lengths`` (tokens scheduled this step), which are ``prefilling`` (the rest
+    are decodes), ``cp_size`` ranks, laid out by ``placement`` (a DualChunkSwap strategy row)."""
+
+    lengths: tuple[int, ...]
+    prefilling: tuple[bool, ...]
+    cp_size: int
+    placement: str = "dual_chunk_swap"
+
+    def __post_init__(self) -> None:
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}; got {self.placement!r}")
+        if len(self.lengths) != len(self.prefilling) or not self.lengths:
+            raise ValueError(f"lengths and prefilling must be equally long and not empty, got {self.lengths!r}, {self.prefilling!r}")
+        if not all(type(v) is int and v >= 1 for v in self.lengths):
+            raise ValueError(f"lengths must hold ints >= 1, got {self.lengths!r}")
+        if type(self.cp_size) is not int or self.cp_size < 1:
+            raise ValueError(f"cp_size must be an int >= 1, got {self.cp_size!r}")
+
+    @property
+    def uniform_query_len(self) -> int | None:
+        """q when every request is a decode of q tokens (a uniform decode step), else None."""
+        if any(self.prefilling) or len(set(self.lengths)) != 1:
+            return None
+        return self.lengths[0]
+
+    def ranks(self) -> tuple[tuple[int, int], ...]:
+        """(rows, requests) on every rank; one rank holds the whole batch."""
+        if self.cp_size == 1:
+            return ((sum(self.lengths), len(self.lengths)),)
+        row = strategy_row(self.placement)
+        assert row.mixed_rows is not None
+        slots = row.mixed_rows(self.lengths, self.prefilling, self.cp_size)
+        return tuple((len(rank), len({s[0] for s in rank if s is not None})) for rank in slots)
+
+
+def fits(graph: Graph, rows: int, requests: int, query_len: int | None) -> bool:
+    """Does ``graph`` hold a rank's ``rows`` tokens of ``requests`` requests of a step of ``query_len``?"""
+    return (
+        graph.tokens >= rows
+        and (graph.requests is None or graph.requests >= requests)
+        and (graph.query_len is None or graph.query_len == query_len)
+    )
+
+
+def fits_every_rank(graph: Graph, step: GraphStep) -> bool:
+    q = step.uniform_query_len
+    return all(fits(graph, rows, requests, q) for rows, requests in step.ranks())
+
+
+def expected(step: GraphStep, config: GraphConfig) -> Graph | None:
+    """The fastest captured graph that fits every rank (module docstring); None: eager."""
+    return next((g for g in captured(config) if fits_every_rank(g, step)), None)
+
+
+def agreed(steps: Sequence[GraphStep], config: GraphConfig) -> Graph | None:
+    """The one descriptor every DP rank replays: the fastest graph that fits every rank of every DP rank's
+    step (a DP rank with no uniform decode keeps every rank off decode graphs); None: eager."""
+    return next((g for g in captured(config) if all(fits_every_rank(g, s) for s in steps)), None)
+
+
+@dataclass(frozen=True)
+class PathAnswer:
+    """What one rank did with a step: the descriptor it dispatched (``dispatched``, None: eager), the one it
+    replayed (``replayed``, None: eager or refused, ``refusal`` then says why) and its real ``rows`` and
+    ``requests``."""
+
+    rank: int
+    dispatched: Graph | None
+    replayed: Graph | None
+    rows: int
+    requests: int
+    refusal: str | None = None
+
+    def describe(self) -> str:
+        said = f"dispatched {self.dispatched.describe() if self.dispatched else 'eager'}"
+        if self.refusal is not None:
+            return f"{said}; replay refused: {self.refusal}"
+        return f"{said}; replayed {self.replayed.describe() if self.replayed else 'eager'}; holds {self.rows} rows of {self.requests} requests"
+
+
+@dataclass(frozen=True)
+class PathFinding:
+    """A broken invariant: its id, and why, in words."""
+
+    invariant: str
+    why: str
+    cost: str  # 'correctness' (a safety invariant) or 'speed' (an efficiency one)
+
+
+SAFETY: Final = ("rank_consensus", "admission_replay", "captured_bucket", "padding_limit", "capacity_fit")
+EFFICIENCY: Final = ("minimal_bucket", "no_needless_fallback")
+
+
+def judge(step: GraphStep, config: GraphConfig, answers: Sequence[PathAnswer], *, want: Graph | None | str = "compute") -> list[PathFinding]:
+    """The invariants ``answers`` (one per rank) break on ``step`` under ``config``: consensus on one
+    descriptor, the replayed descriptor is the dispatched one (its mode included) and the layout took it, it
+    was captured, it holds every rank's rows and requests, no smaller graph of its mode fits, and no faster
+    mode's graph fits (``want``: the expected descriptor, when the caller has it: the DP agreement)."""
+    graphs = set(captured(config))
+    best = expected(step, config) if want == "compute" else want
+    assert not isinstance(best, str)
+    q = step.uniform_query_len
+    found: list[PathFinding] = []
+
+    def add(invariant: str, why: str) -> None:
+        if all(f.invariant != invariant for f in found):
+            found.append(PathFinding(invariant, why, "correctness" if invariant in SAFETY else "speed"))
+
+    chosen = {a.dispatched for a in answers}
+    if len(chosen) > 1:
+        shown = "; ".join(f"rank {a.rank}: {a.dispatched.describe() if a.dispatched else 'eager'}" for a in answers)
+        add("rank_consensus", f"the ranks dispatched different descriptors ({shown})")
+    for a in answers:
+        if a.refusal is not None:
+            add("admission_replay", f"rank {a.rank} dispatched {a.dispatched.describe() if a.dispatched else 'eager'} but its replay refused it: {a.refusal}")
+        elif a.replayed != a.dispatched:
+            add("admission_replay", f"rank {a.rank} dispatched {a.dispatched.describe() if a.dispatched else 'eager'} but replays "
+                                    f"{a.replayed.describe() if a.replayed else 'eager'}")
+        g = a.dispatched
+        if g is None:
+            continue
+        if g not in graphs:
+            add("captured_bucket", f"rank {a.rank} dispatched {g.describe()}, which was never captured")
+        if g.tokens < a.rows:
+            add("padding_limit", f"rank {a.rank} dispatched {g.tokens} tokens below its {a.rows} rows")
+        if not fits(g, a.rows, a.requests, q):
+            add("capacity_fit", f"rank {a.rank} holds {a.rows} rows of {a.requests} requests; {g.describe()} does not hold them")
+    dispatched = next((a.dispatched for a in answers if a.dispatched is not None), None)
+    if dispatched is not None and best is not None and best.mode == dispatched.mode and (best.tokens, best.requests or 0) < (dispatched.tokens, dispatched.requests or 0):
+        add("minimal_bucket", f"{best.describe()} fits every rank and is smaller than {dispatched.describe()}")
+    used = MODE_ORDER.index(dispatched.mode) if dispatched is not None else len(MODE_ORDER)
+    if best is not None and MODE_ORDER.index(best.mode) < used:
+        add("no_needless_fallback", f"{best.describe()} fits every rank, but the step ran "
+                                    f"{dispatched.describe() if dispatched is not None else 'eagerly'}")
+    return found
