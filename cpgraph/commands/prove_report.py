@@ -63,8 +63,8 @@ def _json(
 
 
 def _declared(name: str, cp_max: int) -> dict[str, Any] | None:
-    """The theorem's declared scope as data (proofs/scope.py), None when the table has no entry."""
-    from cpgraph.proofs.scope import SCOPE
+    """The theorem's declared scope as data (proofs/engine/scope.py), None when the table has no entry."""
+    from cpgraph.proofs.engine.scope import SCOPE
 
     return SCOPE[name].data(cp_max) if name in SCOPE else None
 

@@ -6,9 +6,9 @@ import pytest
 
 from cpgraph.cli import main
 from cpgraph.proofs import registry
-from cpgraph.proofs.obligation import Query, obligation
-from cpgraph.proofs.strategies import zigzag_loads_sum_to_tokens
-from cpgraph.proofs.variants import wrong_partner_request_loads
+from cpgraph.proofs.engine.obligation import Query, obligation
+from cpgraph.proofs.theorems.strategies import zigzag_loads_sum_to_tokens
+from cpgraph.proofs.teeth.variants.catalogue import wrong_partner_request_loads
 
 
 def test_only_one_theorem_proves_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
@@ -113,9 +113,9 @@ def test_a_theorem_whose_wrong_variant_now_proves_has_lost_its_teeth_and_prove_f
 
     import z3
 
-    from cpgraph.proofs import teeth
-    from cpgraph.proofs.check import Status
-    from cpgraph.proofs.variants import VARIANTS
+    from cpgraph.proofs.teeth import run as teeth
+    from cpgraph.proofs.engine.check import Status
+    from cpgraph.proofs.teeth.variants.catalogue import VARIANTS
 
     real = next(v for v in VARIANTS if v.theorem == "zigzag_loads_sum_to_tokens")
     weak = dataclasses.replace(real, name="weakened", build=lambda p: (Query("claim", z3.BoolVal(True), ()),))
