@@ -8,6 +8,10 @@ printed); 2 on bad usage (an unknown --only name lists the valid names); 130 int
 z3 seeds 1..N: a disagreement or an unstable query also exits 1; a query cvc5 cannot decide is listed as
 "not cross-checked" with its reason and does not fail the run.
 
+``--json`` leads with the run's verdict: ``ok`` (true exactly when the exit code is 0) and ``verdict`` (one of
+``VERDICTS``, each with its exit code); ``proved`` is the obligations' alone, and ``teeth`` the teeth pass's
+part (its ``ok``: no bite lost, and the lost ones).
+
 Each theorem's scope is declared in proofs/engine/scope.py: the table's scope column gives its cp sizes and list
 lengths, the lines under it the whole scope, and ``--json`` carries it as data (``scope_declared``, with the
 ``parameters`` run). The teeth pass fails (exit 1) a theorem whose declared parameters did not all run, or
@@ -168,8 +172,21 @@ def run(args: argparse.Namespace) -> int:
     proved = all(r.status is Status.PROVED for r in results)
     refuted = any(r.status is Status.REFUTED for r in results)
     code = 0 if proved and trusted_all(results) and not lost else 1 if refuted or proved else 3
-    _report(args, results, opinions, bites, lost, wall, proved)
+    _report(args, results, opinions, bites, lost, wall, proved, verdict(proved, refuted, trusted_all(results), lost))
     return code
+
+
+VERDICTS = {"proved": 0, "refuted": 1, "second opinions disagree": 1, "teeth lost": 1, "unknown": 3}  # -> exit code
+
+
+def verdict(proved: bool, refuted: bool, trusted: bool, lost: list[Any]) -> str:
+    """The whole run's verdict, one of ``VERDICTS`` (whose exit code the run returns): ``proved`` only when every
+    theorem is proved, no second opinion disagrees and the teeth pass lost no bite."""
+    if refuted:
+        return "refuted"
+    if not proved:
+        return "unknown"
+    return "second opinions disagree" if not trusted else "teeth lost" if lost else "proved"
 
 
 def _chosen(names: list[str]) -> list[Any]:
@@ -215,20 +232,21 @@ def _report(
     lost: list[Any],
     wall: float,
     proved: bool,
+    overall: str,
 ) -> None:
-    """The report on stdout in the --format asked for."""
+    """The report on stdout in the --format asked for; ``overall``: the run's ``verdict``."""
     from cpgraph.commands.prove_report import _json, _junit, _markdown
 
     if args.format == "junit":
         sys.stdout.write(_junit(results, args.cp_max, wall))
         return
     if args.format == "md":
-        sys.stdout.write(_markdown(results, args.cp_max, wall, proved))
+        sys.stdout.write(_markdown(results, args.cp_max, wall, overall))
         return
     trusted = all(r.trusted for r in results)  # proved, and no disagreement or unstable query
     slowest = max(results, key=lambda r: r.slowest[1])
     if args.format == "json":
-        print(json.dumps(_json(args, results, opinions, bites, lost, wall, proved, trusted, slowest), indent=2))
+        print(json.dumps(_json(args, results, opinions, bites, lost, wall, proved, trusted, slowest, overall), indent=2))
         return
     _print_text(args, results, opinions, bites, lost, wall, proved, slowest)
 
