@@ -8,7 +8,7 @@ column of proofs/README.md's "Proven properties" table and the scope sentences o
 from this table (``python -m cpgraph.proofs.engine.scope --markdown`` rewrites the marked blocks; ``--check``
 exits 1 on drift, and a unit test does the same).
 
-The cp sizes are written here as literals, independently of proofs/engine/obligation.py's ``SAMPLED_CP_SIZES`` and
+The cp sizes are written here as literals, independently of proofs/engine/parameters.py's ``SAMPLED_CP_SIZES`` and
 ``SMALL_CP_SIZES`` (which decide what runs): the declaration and the run are two statements, and the teeth
 pass fails a theorem when the parameters it ran differ from the ones declared here (a size missing, or a
 size run but not declared), naming the theorem and the size.
