@@ -474,40 +474,36 @@ def _glob(pattern: str, *, exclude: Sequence[str] = ("__init__.py",)) -> Callabl
     return files
 
 
-# Running machinery, not theorem statements: checking, running, counterexample replay and realisation
-# (replay, replay_batch: they turn a model into a concrete batch and a pasteable test; no verdict reads them),
-# evaluation, conformance, the teeth pass.
-_MACHINERY = {"obligation", "check", "run", "registry", "replay", "replay_batch", "evaluate", "boundaries", "conformance",
-              "variants", "mutants", "design_search", "teeth", "constants"}
-# (constants: the walk that names a term's constants, for the coverage checks and the layout lemmas' equalities,
-# which are proved, never assumed; tests/unit/test_spec_logic.py checks it against z3's own walk.)
+# The theorem statements are proofs/theorems/: the running machinery (proofs/engine/: checking, obligations,
+# counterexample replay and realisation, evaluation, the constants walk; proofs/run.py, proofs/registry.py), the
+# teeth pass and conformance are not mutated as statements.
+THEOREMS = "cpgraph.proofs.theorems."
 
 
 def _proof_imports(path: Path) -> list[str]:
-    """The cpgraph.proofs modules ``path`` imports (either import form)."""
+    """The cpgraph.proofs.theorems modules ``path`` imports (either import form), as their names there."""
     names: list[str] = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module == "cpgraph.proofs":
-            names.extend(alias.name for alias in node.names)  # from cpgraph.proofs import capacity, ...
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cpgraph.proofs."):
-            names.append((node.module or "").split(".")[2])  # from cpgraph.proofs.capacity import ...
+        if isinstance(node, ast.ImportFrom) and node.module == THEOREMS.rstrip("."):
+            names.extend(alias.name for alias in node.names)  # from cpgraph.proofs.theorems import capacity, ...
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(THEOREMS):
+            names.append((node.module or "")[len(THEOREMS):].split(".")[0])  # from cpgraph.proofs.theorems.capacity import ...
     return names
 
 
 def _theorem_files(root: Path) -> list[str]:
-    """The theorem statements: the modules proofs/registry.py takes its theorems from, and the proofs modules
-    those build on (the induction chain, lemmas), without the running machinery (check, run, obligation,
-    replay of counterexamples, evaluation, conformance)."""
+    """The theorem statements: the modules of proofs/theorems/ that proofs/registry.py takes its theorems from,
+    and the ones those build on (the induction chain, lemmas)."""
     found: list[str] = []
     todo = _proof_imports(root / "proofs" / "registry.py")
     while todo:
         name = todo.pop(0)
-        path = root / "proofs" / f"{name}.py"
-        if name in _MACHINERY or name in found or not path.exists():
+        path = root / "proofs" / "theorems" / f"{name}.py"
+        if name in found or not path.exists():
             continue
         found.append(name)
         todo.extend(_proof_imports(path))
-    return sorted(f"proofs/{n}.py" for n in found)
+    return sorted(f"proofs/theorems/{n}.py" for n in found)
 
 
 _BULK = "tests/differential/test_conformance_widened.py::test_ci_reference_and_impl_conform_on_the_bulk_plan"
@@ -887,11 +883,11 @@ def render_markdown(day: str, runs: Sequence[dict[str, object]]) -> str:
 
 
 def _teeth_failure(names: Sequence[str]) -> str | None:
-    """The teeth pass of ``cpgraph prove`` (proofs/teeth.py: every variant, then each theorem's coverage),
+    """The teeth pass of ``cpgraph prove`` (proofs/teeth/run.py: every variant, then each theorem's coverage),
     stopping at the first bite that gets the wrong verdict; its message, or None."""
-    from cpgraph.proofs.minimal import PINNED, minimal_bite
-    from cpgraph.proofs.teeth import Bite, bite, coverage, scope_edges
-    from cpgraph.proofs.variants import VARIANTS
+    from cpgraph.proofs.teeth.minimal import PINNED, minimal_bite
+    from cpgraph.proofs.teeth.run import Bite, bite, coverage, scope_edges
+    from cpgraph.proofs.teeth.variants.catalogue import VARIANTS
 
     def bites() -> Iterator[Bite]:
         yield from scope_edges()
@@ -916,12 +912,12 @@ def prove_fail_fast(cp_max: int, *, teeth_first: bool = False) -> int:
     and the teeth pass (variants, coverage, the domain guards, which go first: milliseconds; the spec-vs-reference
     agreement stage and the declared-scope checks, as `cpgraph prove` runs them for the whole registry); exit 1 at the
     first failure (an exception exits 1 too). ``teeth_first`` runs the teeth pass before the theorems."""
-    from cpgraph.proofs.agreement import FAMILIES as AGREEMENT_FAMILIES, agreement
+    from cpgraph.proofs.teeth.agreement.stage import FAMILIES as AGREEMENT_FAMILIES, agreement
     from cpgraph.proofs.registry import OBLIGATIONS
-    from cpgraph.proofs.results import TaskResult, summarise
+    from cpgraph.proofs.engine.results import TaskResult, summarise
     from cpgraph.proofs.run import run_task
-    from cpgraph.proofs.scope_witness import scope_bites
-    from cpgraph.proofs.teeth import guards, toothless
+    from cpgraph.proofs.engine.witness import scope_bites
+    from cpgraph.proofs.teeth.run import guards, toothless
 
     for lost in toothless(guards()):
         print(f"domain guard of {lost.variant} moved: it no longer builds at its edge or no longer refuses past it")
@@ -944,8 +940,8 @@ def prove_fail_fast(cp_max: int, *, teeth_first: bool = False) -> int:
             return 1
         ran[obligation.name].append(result)
     # `cpgraph prove`'s teeth pass also checks, when the whole registry is checked, that the spec agrees with
-    # the reference on its edge cases (proofs/agreement.py) and that every theorem ran over its declared scope
-    # with witnesses at its edges (proofs/scope_witness.py): the kill command runs them too, cheap ones first.
+    # the reference on its edge cases (proofs/teeth/agreement/stage.py) and that every theorem ran over its declared scope
+    # with witnesses at its edges (proofs/engine/witness.py): the kill command runs them too, cheap ones first.
     for family in AGREEMENT_FAMILIES:
         for lost in toothless(agreement(family)):
             print(f"{lost.theorem}: {lost.variant}: {lost.description[:300]}")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from cpgraph import reference
+import cpgraph.reference as reference
 from cpgraph.reference.keying import keying_row
 from cpgraph.impl.agreement import Control, ConsensusError, StartupError, disagreement, where
 from cpgraph.impl.config import STARTUP_TOLERANCE, RunnerConfig

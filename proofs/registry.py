@@ -1,12 +1,12 @@
 """Every proof obligation: the list `cpgraph prove` runs and proofs/README.md describes. Each theorem's scope is
-declared in proofs/scope.py (``obligation`` takes it from there); ``over`` decides the parameters it runs at."""
+declared in proofs/engine/scope.py (``obligation`` takes it from there); ``over`` decides the parameters it runs at."""
 
 from __future__ import annotations
 
-from cpgraph.proofs import (
+from cpgraph.proofs.theorems import (
     arith, batch, capacity, dual_chunk_swap, end_to_end, end_to_end_local, selection, strategies, whole_list, zigzag,
 )
-from cpgraph.proofs.obligation import Obligation, obligation
+from cpgraph.proofs.engine.obligation import Obligation, obligation
 
 OBLIGATIONS: tuple[Obligation, ...] = (
     obligation(arith.divmod_quotient_and_remainder_are_unique, over="once"),

@@ -6,8 +6,8 @@ With ``Opinions`` (``cpgraph prove --cross-check cvc5 --seeds N``) every proved 
 a disagreement (cvc5 refutes what z3 proved), a query cvc5 could not decide ("not cross-checked", with its
 reason), or an unstable query (a seed changes z3's verdict).
 
-The records are in proofs/results.py and proofs/opinions.py, minimisation and replay in
-proofs/counterexample.py; every name the prove command uses is importable from here.
+The records are in proofs/engine/results.py and proofs/engine/opinions.py, minimisation and replay in
+proofs/engine/counterexample.py; every name the prove command uses is importable from here.
 """
 
 from __future__ import annotations
@@ -20,13 +20,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from cpgraph.proofs.check import Status, Verdict, check, cross_check, one_context
-from cpgraph.proofs.counterexample import failure_of, minimise
-from cpgraph.proofs.obligation import Obligation, Query
-from cpgraph.proofs.opinions import CROSS_CHECKERS, NO_OPINIONS, Note, NoteKind, Opinions
+from cpgraph.proofs.engine.check import Status, Verdict, check, cross_check, one_context
+from cpgraph.proofs.engine.counterexample import failure_of, minimise
+from cpgraph.proofs.engine.obligation import Obligation, Query
+from cpgraph.proofs.engine.opinions import CROSS_CHECKERS, NO_OPINIONS, Note, NoteKind, Opinions
 from cpgraph.proofs.registry import BY_NAME
-from cpgraph.proofs.setting import shared_settings
-from cpgraph.proofs.results import Failure, ObligationResult, TaskResult, summarise
+from cpgraph.proofs.theorems.setting import shared_settings
+from cpgraph.proofs.engine.results import Failure, ObligationResult, TaskResult, summarise
+from cpgraph.proofs.engine.witness import witness_checks
 
 __all__ = [
     "CROSS_CHECKERS", "NO_OPINIONS", "Failure", "Note", "NoteKind", "ObligationResult", "Opinions", "TaskResult",
@@ -84,7 +85,7 @@ def run_queries(
     checked also gets its second opinions (before minimisation, on the query as stated). The queries share
     one fresh context (``fresh``), or the enclosing ``one_context`` block's (``fresh=False``: the caller's
     block, which must always run the same checks before these). With ``verdict_only`` a failure carries its
-    verdict alone: no model, so a refutation needs no second solver (proofs/check.py), and no replay."""
+    verdict alone: no model, so a refutation needs no second solver (proofs/engine/check.py), and no replay."""
     start = time.perf_counter()
     slowest = ("", 0.0)
     second = _Second()
@@ -115,7 +116,7 @@ def run_task(
     witnesses: bool = False,
 ) -> TaskResult:
     """Build and check one obligation at one parameter value; with ``witnesses``, once every query is proved,
-    also the scope's witnesses on the same built queries (proofs/scope_witness.py: the teeth pass reads them),
+    also the scope's witnesses on the same built queries (proofs/engine/witness.py: the teeth pass reads them),
     in the same fresh context: they always follow the same queries, so their cost still depends on this task
     alone, and the task pays for one context, not two."""
     start = time.perf_counter()
@@ -126,8 +127,6 @@ def run_task(
             fresh=False,
         )
         if witnesses and result.failure is None:
-            from cpgraph.proofs.scope_witness import witness_checks
-
             begin = time.process_time()  # CPU seconds of this worker: what the checks add, whatever the load
             found = witness_checks(obligation.name, parameter, queries)
             result = dataclasses.replace(result, witnesses=found, witness_seconds=time.process_time() - begin)
@@ -137,7 +136,7 @@ def run_task(
 def _worker(task: tuple[tuple[str, ...], int, Opinions, bool]) -> list[TaskResult]:
     # One task = every obligation at one parameter value, so terms cached per parameter are shared.
     names, parameter, opinions, witnesses = task
-    with shared_settings():  # one setting's sides built once for every theorem of the task (proofs/setting.py)
+    with shared_settings():  # one setting's sides built once for every theorem of the task (proofs/theorems/setting.py)
         return [run_task(BY_NAME[name], parameter, opinions=opinions, witnesses=witnesses) for name in names]
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-from reference.strategies import strategy_row
+from cpgraph.reference.strategies import strategy_row
 
 MODE_ORDER: Final = ("FULL", "PIECEWISE")  # the release's order: the fastest first; eager after both
 # configured mode -> (decode routine's mode, mixed routine's mode, separate routines)

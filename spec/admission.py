@@ -8,8 +8,8 @@ local rank's own:
     global: admit = cp_active(batch, n) and scan(capture, [n, F*n], align_up(max_r l_r, A))
     local:  admit = scan(sizes holding themselves, [m, inf), m)   with m = max_r l_r
 
-Replay (spec/replay.py) is a separate function with its own variables; proofs/end_to_end.py and
-proofs/end_to_end_local.py show the two agree, and that the invariants of reference/invariants.py hold of
+Replay (spec/replay.py) is a separate function with its own variables; proofs/theorems/end_to_end.py and
+proofs/theorems/end_to_end_local.py show the two agree, and that the invariants of reference/invariants.py hold of
 every admitted batch.
 """
 

@@ -13,10 +13,10 @@ batch's loads depend only on
 
 as ``Q * loads(2P) + sum_m (c[m] + s[m]) * loads(m)`` (interleave: the loads of the total). One ClassBatch
 therefore stands for every batch of every size at once: R = sum(c) + sum(s) is a variable, and so is n.
-proofs/batch.py proves the abstraction (one request's loads split that way; adding a request moves the
+proofs/theorems/batch.py proves the abstraction (one request's loads split that way; adding a request moves the
 class formula exactly as it moves the loads) and every concrete batch maps to one ClassBatch, so a claim
 proved over ClassBatch holds for every batch. Conversely every ClassBatch is realised by a concrete batch
-(``proofs.replay_batch.realise``), so a refutation here is a real counterexample. The DualChunkSwap rows
+(``proofs.engine.replay_batch.realise``), so a refutation here is a real counterexample. The DualChunkSwap rows
 are not class-encodable (their loads for q < 2P-2 depend on q and m jointly): ``class_loads`` raises a
 ValueError for them, and the theorems that need them use ``AnyLayout`` or ``RequestsBatch``.
 
@@ -192,13 +192,13 @@ def class_batch(cp_size: int, name: str) -> ClassBatch:
 
 def is_a_batch(state: ClassBatch) -> BoolTerm:
     """What ``class_batch`` assumes of its variables: a reachable state with at least one request
-    (proofs/batch.py proves every non-empty batch's state satisfies exactly this)."""
+    (proofs/theorems/batch.py proves every non-empty batch's state satisfies exactly this)."""
     return And(is_reachable(state), state.requests >= 1)
 
 
 def is_reachable(batch: ClassBatch) -> BoolTerm:
     """What every class state reached by adding requests one by one satisfies: counts >= 0, each long
-    request has a quotient >= 1 (Q >= sum c) and with no long request Q = 0. proofs/batch.py proves the
+    request has a quotient >= 1 (Q >= sum c) and with no long request Q = 0. proofs/theorems/batch.py proves the
     empty batch has it and one more request keeps it (this one builder is both the lemma and its use)."""
     longs = Sum(list(batch.long_counts))
     return all_of(

@@ -168,7 +168,7 @@ def shared_counts(designs: Sequence[DesignSpec], name: str) -> tuple[Counts, Int
 def _one_request(design: DesignSpec, modulus: int, length: IntTerm, name: str) -> Loads:
     """Loads of one request of ``length`` tokens (any length >= 0) through the count encoding: one class
     count (or, below the class table's exact range, one short length's count) set to 1
-    (proofs/design_lemmas.py: equal to the strategy's own per-request loads)."""
+    (proofs/theorems/design_lemmas.py: equal to the strategy's own per-request loads)."""
     row = class_row(design.strategy)
     regular = row.regular_from(design.cp_size) if row.modulus is not None else 0
     single = counts_batch(

@@ -28,7 +28,7 @@ class m mod S of each, with quotient (M/S)*q + m div S), and every length below 
 length counted apart (constant loads): such a batch may be CP-active for one design only. A single
 request (the padded layout's last one) is a counts batch of exactly one request.
 
-proofs/design_lemmas.py proves, for every P in its scope, that the class table (short lengths included)
+proofs/theorems/design_lemmas.py proves, for every P in its scope, that the class table (short lengths included)
 equals the per-request loads at every length (the spec's strategy table's, or the row's own definition
 where the spec has none: spec/design_dcs.py), with wrong tables refuted. This module builds terms only
 (no solver); it reads the spec's strategy table and spec/design_dcs.py, never reference/.
@@ -254,7 +254,7 @@ def counts_batch(
 def counts_loads(strategy: str, cp_size: int, batch: Counts, name: str, *, row: ClassRow | None = None) -> Loads:
     """Per-rank loads of a counts batch under ``strategy`` at ``cp_size`` ranks: c*(M/S)*Q + sum_m
     c_m*(c*(m div S) + e[m mod S][r]) (M the batch's modulus, S the strategy's), or interleave's loads of n.
-    ``row`` replaces the strategy's class-table row (proofs/design_lemmas.py's wrong variants)."""
+    ``row`` replaces the strategy's class-table row (proofs/theorems/design_lemmas.py's wrong variants)."""
     row = class_row(strategy) if row is None else row
     p = cp_size
     if row.modulus is None:

@@ -15,7 +15,7 @@ which is every length from ``regular_from(P)`` = 2P(2P-3) + 2 on (P >= 2; the lo
 short chunks is m = 1, q = 2P-3). Shorter lengths have loads that are not of this form (L = 9, P = 4:
 (2, 2, 2, 3), not 2 + g(1) = (-3, 4, 4, 4)), so the encoding counts each of them apart, with its loads
 from the definition (``request_loads``). The ``dcp`` row is the same closed form from
-2P(2P-2) + 2 on (the longest copied prefill is L = 2P(2P-2) + 1). proofs/design_lemmas.py proves, for
+2P(2P-2) + 2 on (the longest copied prefill is L = 2P(2P-2) + 1). proofs/theorems/design_lemmas.py proves, for
 every L >= 0, that the encoding (short lengths apart, longer ones by class) equals the definition's Z3
 terms built here (``request_load_terms``).
 

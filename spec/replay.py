@@ -5,8 +5,8 @@ Replay is its own function, built with its own variables: it lays out the batch 
 lengths, never the padded count), calls the selector for that layout under the rank's keying, and succeeds
 only when every rank's rows of its layout fit the chosen bucket's capacity (the runner's tripwire: the
 recorded capacity under ``global``, the size itself under ``local``, where vLLM raises ValueError for a
-size below a rank's rows). It shares no term with admission (spec/admission.py); proofs/end_to_end.py and
-proofs/end_to_end_local.py prove the two agree.
+size below a rank's rows). It shares no term with admission (spec/admission.py); proofs/theorems/end_to_end.py and
+proofs/theorems/end_to_end_local.py prove the two agree.
 
     replay = (bucket, ok) where bucket = the keyed scan over the loads l' of replay_layout(batch),
              ok = every l'_r <= capacity(bucket)
@@ -73,7 +73,7 @@ def replay(
     decide: Decide = rank_decision,
 ) -> Replay:
     """Rank ``rank``'s replay of ``batch`` with ``num_tokens`` tokens (variables under ``name``). ``decide``
-    is the selector call (the spec's keyed scan; proofs/end_to_end.py passes an arbitrary decision to show
+    is the selector call (the spec's keyed scan; proofs/theorems/end_to_end.py passes an arbitrary decision to show
     the tripwire alone keeps replay within a listed bucket's room, whatever the selector chose). The spec's
     ``decide`` makes a literal ``rank`` outside 0..P-1 a ValueError."""
     laid_out = layout(batch, num_tokens, f"{name}.layout")

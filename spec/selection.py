@@ -2,7 +2,7 @@
 
 Bucket selection, stated twice: declaratively (the least element of the fitting set, or none) and as
 upstream's operational scan of the sorted capture list (skip below n, stop at the first above F*n, skip a
-bucket with no recorded capacity). proofs/selection.py shows the two agree.
+bucket with no recorded capacity). proofs/theorems/selection.py shows the two agree.
 
 A bucket B fits when n <= B <= F*n (both ends inclusive), its capacity is recorded and is >= required.
 The padding window [n, F*n] is a record of its own so proofs can quantify over every F at once.

@@ -21,10 +21,10 @@ j*c has a constant j, and min/max are If terms.
 q*loads(2P) + loads(m) for L = 2P*q + m) holds for the row. It does for zigzag, contiguous and interleave;
 it does NOT for DualChunkSwap, whose loads for small q depend on q and m jointly (L = 9, P = 4 gives
 (2, 2, 2, 3), not loads(8) + loads(1) = (3, 2, 2, 2)); for q >= 2P-2 (a tight threshold) they are 2q on
-every rank plus g(m) = (m-2P+2, 2, ..., 2) for m > 0 (proofs/dual_chunk_swap.py proves both). The class-batch theorems
+every rank plus g(m) = (m-2P+2, 2, ..., 2) for m > 0 (proofs/theorems/dual_chunk_swap.py proves both). The class-batch theorems
 therefore state their scope as the class-encodable rows, and spec/batch.py's ``class_loads`` raises a
 ValueError for any other row (never a silent skip); the DualChunkSwap rows are covered by the
-any-layout theorems of proofs/end_to_end_local.py and by the per-request theorems.
+any-layout theorems of proofs/theorems/end_to_end_local.py and by the per-request theorems.
 
 Row for row the mirror of reference/strategies.py (same ids, same alignment factor, same decode placement);
 an unknown id is a ValueError, never a default.

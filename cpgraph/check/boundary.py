@@ -1,4 +1,4 @@
-"""The spec's boundary models as checker inputs: proofs/boundaries.py's Z3 cases, solved in a child
+"""The spec's boundary models as checker inputs: proofs/conformance/boundaries.py's Z3 cases, solved in a child
 process (z3's context is not thread-safe, and the solver must not hold up the cheap phases), used as
 they arrive and reused for the rest of the process."""
 
@@ -39,9 +39,9 @@ _MODELS: dict[tuple[Any, ...], tuple[_Model, ...]] = {}  # per process, per argu
 
 
 def _models_for(cp_size: int, factor: int, max_requests: int, max_tokens: int, strategy: str) -> tuple[_Model, ...]:
-    """cpgraph.proofs.boundaries' cases as plain picklable tuples (empty when no model exists for them)."""
+    """cpgraph.proofs.conformance.boundaries' cases as plain picklable tuples (empty when no model exists for them)."""
     try:
-        from cpgraph.proofs.boundaries import boundary_cases
+        from cpgraph.proofs.conformance.boundaries import boundary_cases
     except ImportError:
         return ()
     try:
@@ -138,7 +138,7 @@ class BoundaryFeed:
 
 
 def _solver_available() -> bool:
-    return importlib.util.find_spec("z3") is not None and importlib.util.find_spec("cpgraph.proofs.boundaries") is not None
+    return importlib.util.find_spec("z3") is not None and importlib.util.find_spec("cpgraph.proofs.conformance.boundaries") is not None
 
 
 def _cases_from(models: tuple[_Model, ...], options: CheckOptions) -> Iterator[PhasedBatch]:
@@ -161,7 +161,7 @@ def _cases_from(models: tuple[_Model, ...], options: CheckOptions) -> Iterator[P
 
 
 def boundary(options: CheckOptions) -> Iterator[PhasedBatch]:
-    """The spec's boundary models (Z3, proofs/boundaries.py), solved in this process, allowed kinds only."""
+    """The spec's boundary models (Z3, proofs/conformance/boundaries.py), solved in this process, allowed kinds only."""
     for p in options.cp_sizes:
         if p > 1 and isinstance(options.max_padding_factor, int):
             key = (p, options.max_padding_factor, min(options.max_requests, 3), options.max_tokens, options.strategy)

@@ -8,10 +8,14 @@ printed); 2 on bad usage (an unknown --only name lists the valid names); 130 int
 z3 seeds 1..N: a disagreement or an unstable query also exits 1; a query cvc5 cannot decide is listed as
 "not cross-checked" with its reason and does not fail the run.
 
-Each theorem's scope is declared in proofs/scope.py: the table's scope column gives its cp sizes and list
+``--json`` leads with the run's verdict: ``ok`` (true exactly when the exit code is 0) and ``verdict`` (one of
+``VERDICTS``, each with its exit code); ``proved`` is the obligations' alone, and ``teeth`` the teeth pass's
+part (its ``ok``: no bite lost, and the lost ones).
+
+Each theorem's scope is declared in proofs/engine/scope.py: the table's scope column gives its cp sizes and list
 lengths, the lines under it the whole scope, and ``--json`` carries it as data (``scope_declared``, with the
 ``parameters`` run). The teeth pass fails (exit 1) a theorem whose declared parameters did not all run, or
-whose hypotheses do not reach the scope's edges at one of them (proofs/scope_witness.py), naming the part.
+whose hypotheses do not reach the scope's edges at one of them (proofs/engine/witness.py), naming the part.
 """
 
 from __future__ import annotations
@@ -149,7 +153,7 @@ def _table(rows: list[list[str]]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cpgraph.proofs.check import Status, cvc5_available
+    from cpgraph.proofs.engine.check import Status, cvc5_available
     from cpgraph.proofs.run import Opinions
     from cpgraph.output import solver_leaves_ctrl_c_to_python
 
@@ -168,8 +172,21 @@ def run(args: argparse.Namespace) -> int:
     proved = all(r.status is Status.PROVED for r in results)
     refuted = any(r.status is Status.REFUTED for r in results)
     code = 0 if proved and trusted_all(results) and not lost else 1 if refuted or proved else 3
-    _report(args, results, opinions, bites, lost, wall, proved)
+    _report(args, results, opinions, bites, lost, wall, proved, verdict(proved, refuted, trusted_all(results), lost))
     return code
+
+
+VERDICTS = {"proved": 0, "refuted": 1, "second opinions disagree": 1, "teeth lost": 1, "unknown": 3}  # -> exit code
+
+
+def verdict(proved: bool, refuted: bool, trusted: bool, lost: list[Any]) -> str:
+    """The whole run's verdict, one of ``VERDICTS`` (whose exit code the run returns): ``proved`` only when every
+    theorem is proved, no second opinion disagrees and the teeth pass lost no bite."""
+    if refuted:
+        return "refuted"
+    if not proved:
+        return "unknown"
+    return "second opinions disagree" if not trusted else "teeth lost" if lost else "proved"
 
 
 def _chosen(names: list[str]) -> list[Any]:
@@ -190,7 +207,7 @@ def _prove(
     (its bites are empty when a theorem was not proved: the pass reads a proved run), with progress on stderr
     and Ctrl-C kept from the workers."""
     from cpgraph.proofs.run import run_obligations
-    from cpgraph.proofs.teeth import prove_with_teeth
+    from cpgraph.proofs.teeth.run import prove_with_teeth
 
     progress = _Progress(quiet=args.quiet)
     if not args.quiet:
@@ -215,20 +232,21 @@ def _report(
     lost: list[Any],
     wall: float,
     proved: bool,
+    overall: str,
 ) -> None:
-    """The report on stdout in the --format asked for."""
+    """The report on stdout in the --format asked for; ``overall``: the run's ``verdict``."""
     from cpgraph.commands.prove_report import _json, _junit, _markdown
 
     if args.format == "junit":
         sys.stdout.write(_junit(results, args.cp_max, wall))
         return
     if args.format == "md":
-        sys.stdout.write(_markdown(results, args.cp_max, wall, proved))
+        sys.stdout.write(_markdown(results, args.cp_max, wall, overall))
         return
     trusted = all(r.trusted for r in results)  # proved, and no disagreement or unstable query
     slowest = max(results, key=lambda r: r.slowest[1])
     if args.format == "json":
-        print(json.dumps(_json(args, results, opinions, bites, lost, wall, proved, trusted, slowest), indent=2))
+        print(json.dumps(_json(args, results, opinions, bites, lost, wall, proved, trusted, slowest, overall), indent=2))
         return
     _print_text(args, results, opinions, bites, lost, wall, proved, slowest)
 
@@ -257,7 +275,7 @@ def _print_text(
     if opinions.active:
         print(_opinions_text(opinions, results))
     if bites:
-        from cpgraph.proofs.variants import VARIANTS
+        from cpgraph.proofs.teeth.variants.catalogue import VARIANTS
 
         named = {(v.theorem, v.name) for v in VARIANTS}
         variants = sum((b.theorem, b.variant) in named for b in bites)
@@ -268,11 +286,11 @@ def _print_text(
               f"coverage and domain-guard checks; the scope's witnesses took {sum(r.witness_seconds for r in results):.1f} s of CPU in the proof workers)")
         for b in lost:
             if b.variant.startswith("scope"):
-                print(f"  SCOPE LOST {b.theorem}: {b.variant}: {b.description} (its declared scope, proofs/scope.py, "
+                print(f"  SCOPE LOST {b.theorem}: {b.variant}: {b.description} (its declared scope, proofs/engine/scope.py, "
                       "is not what was proved)")
                 continue
             if b.variant.startswith("needed:"):
-                from cpgraph.proofs.needed import RECHECK_MAX
+                from cpgraph.proofs.teeth.needed import RECHECK_MAX
 
                 print(f"  IMPLIED {b.theorem}: {b.variant[len('needed: '):]} follows from the query's other hypotheses at parameter "
                       f"{b.parameter} (and at the theorem's other parameters up to {RECHECK_MAX}): delete it, or it hides a weakened copy")
@@ -288,12 +306,12 @@ def _print_text(
 
 
 def _scope_text(results: list[ObligationResult], cp_max: int, width: int = 110) -> str:
-    """Each theorem's declared scope (proofs/scope.py), wrapped to ``width`` columns under its name."""
+    """Each theorem's declared scope (proofs/engine/scope.py), wrapped to ``width`` columns under its name."""
     import textwrap
 
-    from cpgraph.proofs.scope import SCOPE
+    from cpgraph.proofs.engine.scope import SCOPE
 
-    lines = ["\nscope (declared in proofs/scope.py; the teeth pass checks it was run and reached):"]
+    lines = ["\nscope (declared in proofs/engine/scope.py; the teeth pass checks it was run and reached):"]
     for r in results:
         text = SCOPE[r.name].text(cp_max) if r.name in SCOPE else r.scope
         lines.append(textwrap.fill(text, width, initial_indent=f"  {r.name}: ", subsequent_indent="      "))
@@ -304,7 +322,7 @@ def _rows(results: list[ObligationResult], opinions: Opinions, cp_max: int = 64)
     """The table's header and one row per theorem (with the cross-check and seeds columns when asked); the scope
     column is the cp sizes and list lengths (the whole scope is printed under the table)."""
     from cpgraph.commands.prove_report import _cross_cell, _seed_cell
-    from cpgraph.proofs.scope import SCOPE
+    from cpgraph.proofs.engine.scope import SCOPE
 
     rows = [["theorem", "scope", "verdict", "queries", "seconds", "slowest query"]]
     if opinions.active:

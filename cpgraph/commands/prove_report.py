@@ -13,10 +13,14 @@ if TYPE_CHECKING:
 
 def _json(
     args: argparse.Namespace, results: list[ObligationResult], opinions: Opinions, bites: tuple[Any, ...],
-    lost: list[Any], wall: float, proved: bool, trusted: bool, slowest: ObligationResult,
+    lost: list[Any], wall: float, proved: bool, trusted: bool, slowest: ObligationResult, overall: str,
 ) -> dict[str, Any]:
-    """The --format json document."""
+    """The --format json document. ``ok`` and ``verdict`` are the whole run's (``ok`` is true exactly when the exit
+    code is 0: every theorem proved, no second opinion disagreeing, no bite of the teeth pass lost); ``proved`` is
+    the obligations' alone, and ``teeth`` the teeth pass's part (its ``ok``: no bite lost)."""
     return {
+                        "ok": overall == "proved",
+                        "verdict": overall,
                         "cp_max": args.cp_max,
                         "proved": proved,
                         "wall_seconds": round(wall, 3),
@@ -25,7 +29,9 @@ def _json(
                         **({"second_opinions": _opinions_json(opinions, results, trusted)} if opinions.active else {}),
                         "teeth": {
                             "checked": args.teeth,
+                            "ok": not lost,
                             "variants": len(bites),
+                            "kept": len(bites) - len(lost),
                             "scope_checks": sum(b.variant.startswith("scope") for b in bites),
                             "scope_witness_cpu_seconds": round(sum(r.witness_seconds for r in results), 3),
                             "lost": [
@@ -63,8 +69,8 @@ def _json(
 
 
 def _declared(name: str, cp_max: int) -> dict[str, Any] | None:
-    """The theorem's declared scope as data (proofs/scope.py), None when the table has no entry."""
-    from cpgraph.proofs.scope import SCOPE
+    """The theorem's declared scope as data (proofs/engine/scope.py), None when the table has no entry."""
+    from cpgraph.proofs.engine.scope import SCOPE
 
     return SCOPE[name].data(cp_max) if name in SCOPE else None
 
@@ -82,10 +88,13 @@ def _junit(results: list[ObligationResult], cp_max: int, wall: float) -> str:
     return junit(f"cpgraph prove (cp_size 1..{cp_max})", cases, seconds=wall)
 
 
-def _markdown(results: list[ObligationResult], cp_max: int, wall: float, proved: bool) -> str:
+_MD_HEAD = {"proved": "✅ all proved", "refuted": "❌ NOT all proved", "unknown": "❌ NOT all proved"}
+
+
+def _markdown(results: list[ObligationResult], cp_max: int, wall: float, overall: str) -> str:
     rows = [["theorem", "scope", "verdict", "queries", "seconds"]]
     rows += [[f"`{r.name}`", r.scope, f"**{r.status.value}**", str(r.queries), f"{r.seconds:.2f}"] for r in results]
-    head = f"### cpgraph prove (cp_size 1..{cp_max}) — {'✅ all proved' if proved else '❌ NOT all proved'}"
+    head = f"### cpgraph prove (cp_size 1..{cp_max}) — {_MD_HEAD.get(overall, f'❌ proved, but {overall}')}"
     out = [head, "", md_table(rows)]
     for r in results:
         if r.failures:

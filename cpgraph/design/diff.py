@@ -10,7 +10,7 @@ design pads). Each differing batch falls in one class:
 - changed: any other difference (e.g. a graph where the old ran eagerly, or a smaller bucket).
 How each figure is computed:
 - found / none and the least batch (fewest requests, then fewest tokens): one query per class on the
-  shared count encoding, then iterative tightening (proofs/design_search.py); exact for every number of
+  shared count encoding, then iterative tightening (proofs/engine/search.py); exact for every number of
   requests. The batch is replayed through both designs (cpgraph.design.evaluate) before it is shown.
 - token ranges: when both designs are keyed globally, share cp_size and strategy (not dual_chunk_swap,
   whose least busiest load is not proved) and lay out live lengths, each decision
@@ -34,7 +34,7 @@ from cpgraph.design.segments import runs, segment_points
 from cpgraph.design.evaluate import CRASHES, SAFETY, Outcome, decide_at, evaluate
 from cpgraph.design.review import check_scope, lengths_of, spec_of
 from cpgraph.design.schema import Design
-from cpgraph.proofs.design_search import Found, least, value
+from cpgraph.proofs.engine.search import Found, least, value
 from cpgraph.spec.design import (
     DesignBatch, DesignSpec, DesignTerms, batch_shape, design_batch, design_terms, shared_counts,
 )

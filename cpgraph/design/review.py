@@ -4,13 +4,13 @@ Each invariant is one query on the count encoding (spec/design_counts.py via spe
 any number of requests is described by the count of requests in each remainder class plus the total
 quotient, so the query covers every number of requests and every length at once, exactly.
 - none (unsatisfiable): proved for every batch.
-- found: iterative tightening (proofs/design_search.py) gives the fewest requests, then the fewest tokens
+- found: iterative tightening (proofs/engine/search.py) gives the fewest requests, then the fewest tokens
   among batches with that many requests; the model reads back as a concrete batch
   (design_counts.realise), which is replayed through cpgraph.design.evaluate (the reference) and must
   break the invariant there before it is shown.
 - unknown (the solver's deterministic rlimit ran out, or the replay disagrees): said, with the reason.
 The abstraction lemma behind the encoding (class loads equal the spec's per-request loads, for the
-design's P and strategy) is proved first, in proofs/design_lemmas.py.
+design's P and strategy) is proved first, in proofs/theorems/design_lemmas.py.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import z3
 
 from cpgraph.design.evaluate import INVARIANTS, SAFETY, Outcome, evaluate, replay_message
 from cpgraph.design.schema import Design, DesignError
-from cpgraph.proofs.design_lemmas import design_lemmas
-from cpgraph.proofs.check import Value
-from cpgraph.proofs.design_search import Found, least, value
+from cpgraph.proofs.theorems.design_lemmas import design_lemmas
+from cpgraph.proofs.engine.check import Value
+from cpgraph.proofs.engine.search import Found, least, value
 from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.spec.design import DesignBatch, DesignSpec, DesignTerms, any_batch, design_terms, short_lengths
 from cpgraph.spec.design_counts import MAX_SHORT_CLASSES, Counts, largest_cp_size, realise, realise_total

@@ -1,4 +1,4 @@
-"""The one-case harness on the edges drawn on purpose (proofs/conformance_cases.py ``edge_cases``), each case
+"""The one-case harness on the edges drawn on purpose (proofs/conformance/cases.py ``edge_cases``), each case
 compared whole (``plan``: the runner's gates, selection and replay against the spec's admission and replay at
 every rank) as well as function by function; and the harness catches planted runners that differ only there.
 
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from cpgraph import reference
-from cpgraph.proofs.agreement import gate_batches
-from cpgraph.proofs.conformance import WHOLE_BATCH, Case, ConformanceError, Mode, check_conformance, edge_cases
+from cpgraph.proofs.teeth.agreement.stage import gate_batches
+from cpgraph.proofs.conformance.harness import WHOLE_BATCH, Case, ConformanceError, Mode, check_conformance, edge_cases
 from cpgraph.reference.runner import Plan, ReferenceRunner
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 
 from cpgraph import reference
-from cpgraph.proofs.conformance import (
+from cpgraph.proofs.conformance.harness import (
     Case,
     ConformanceError,
     Mode,

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from cpgraph import reference
-from cpgraph.proofs import conformance
-from cpgraph.proofs.conformance import (
+from cpgraph.proofs.conformance import harness as conformance
+from cpgraph.proofs.conformance.harness import (
     BulkConformanceError,
     BulkPlan,
     DecisionPath,
@@ -233,7 +233,7 @@ def test_a_headroom_capacity_that_does_not_cap_requests_at_tokens_is_caught() ->
 
 def test_the_reference_dual_chunk_swap_headroom_at_one_rank_is_exact() -> None:
     # Was a reported reference bug (the excess 2P-1 at P = 1 too, where it is 0), fixed in reference/strategies.py.
-    from cpgraph.proofs.conformance_mirror import mirror_headroom
+    from cpgraph.proofs.conformance.mirror import mirror_headroom
 
     for kind in ("dual_chunk_swap", "dual_chunk_swap_replicated", "dual_chunk_swap_dcp"):
         got = reference.headroom_local_tokens(100, cp_size=1, align_size=1, max_requests=3, strategy=kind)

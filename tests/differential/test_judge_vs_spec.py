@@ -17,7 +17,7 @@ import z3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cpgraph.proofs.check import Status, check
+from cpgraph.proofs.engine.check import Status, check
 from cpgraph.reference.judge import Expectation, fitting_set, judge_answers, rank_answer
 from cpgraph.spec import invariants as spec
 from cpgraph.spec.selection import Selection, concrete_capture_list, padding_window

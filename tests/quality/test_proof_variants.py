@@ -3,10 +3,10 @@
 
 import pytest
 
-from cpgraph.proofs.check import Status
-from cpgraph.proofs.constants import constant_names
+from cpgraph.proofs.engine.check import Status
+from cpgraph.proofs.engine.constants import constant_names
 from cpgraph.proofs.run import run_queries
-from cpgraph.proofs.variants import VARIANTS, Variant
+from cpgraph.proofs.teeth.variants.catalogue import VARIANTS, Variant
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"{v.theorem}-{v.name}")

@@ -1,10 +1,10 @@
-"""The count encoding's abstraction lemmas (proofs/design_lemmas.py) are proved, and wrong class tables refuted."""
+"""The count encoding's abstraction lemmas (proofs/theorems/design_lemmas.py) are proved, and wrong class tables refuted."""
 
 import pytest
 import z3
 
-from cpgraph.proofs.check import Status, check
-from cpgraph.proofs.design_lemmas import VARIANTS, WrongClassRow, check_lemma, design_lemmas, request_lemma, variant_verdict
+from cpgraph.proofs.engine.check import Status, check
+from cpgraph.proofs.theorems.design_lemmas import VARIANTS, WrongClassRow, check_lemma, design_lemmas, request_lemma, variant_verdict
 from cpgraph.reference.strategies import STRATEGY_TABLE, dual_chunk_swap_request_loads
 from cpgraph.spec import design_dcs
 from cpgraph.spec.design_counts import CLASS_TABLE, Counts, class_row, counts_loads

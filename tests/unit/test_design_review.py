@@ -175,7 +175,7 @@ def test_a_design_past_the_encodings_limit_is_a_clear_error() -> None:
 
 def test_a_solver_that_gives_up_is_unknown_never_proved_and_exits_3(monkeypatch: pytest.MonkeyPatch) -> None:
     import cpgraph.design.review as review_module
-    import cpgraph.proofs.design_search as search
+    import cpgraph.proofs.engine.search as search
     from cpgraph.design.report import review
 
     monkeypatch.setattr(search, "DESIGN_RLIMIT", 1)  # one resource unit: z3 gives up on every query

@@ -134,7 +134,7 @@ def test_the_scope_operators_find_the_repositorys_declared_scopes() -> None:
     """On the sites alone (no mutant is parsed): cheap."""
     import ast
 
-    statements = ast.parse((ROOT / "proofs" / "zigzag.py").read_text())
+    statements = ast.parse((ROOT / "proofs" / "theorems" / "zigzag.py").read_text())
     assert any(mutation._bounded_below_only(h) for h in mutation._hypotheses_literals(statements))  # step_facts
     assert any(True for _ in mutation._scope_ranges(ast.parse((ROOT / "spec" / "selection.py").read_text())))  # the scan
     assert any(True for _ in mutation._declared_ranges(ast.parse((ROOT / "spec" / "strategies.py").read_text())))

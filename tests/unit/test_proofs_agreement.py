@@ -1,4 +1,4 @@
-"""The agreement stage of `cpgraph prove` (proofs/agreement.py): the spec evaluated on edge cases against the
+"""The agreement stage of `cpgraph prove` (proofs/teeth/agreement/stage.py): the spec evaluated on edge cases against the
 reference. Unchanged, every family agrees; each planted change that keeps the theorems true but makes the spec
 disagree with the reference (issue 21) makes the stage fail, and so `cpgraph prove`.
 
@@ -18,9 +18,9 @@ import pytest
 import z3
 
 from cpgraph.cli import main
-from cpgraph.proofs import agreement as ag
-from cpgraph.proofs import teeth
-from cpgraph.proofs.check import Status
+from cpgraph.proofs.teeth.agreement import stage as ag
+from cpgraph.proofs.teeth import run as teeth
+from cpgraph.proofs.engine.check import Status
 from cpgraph.reference.lists import compact
 from cpgraph.spec import admission, arith, capacity, keying, selection, strategies, terms
 from cpgraph.spec.terms import Defined, int_term

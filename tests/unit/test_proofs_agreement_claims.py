@@ -1,4 +1,4 @@
-"""The claim-builder family of the agreement stage (proofs/agreement_claims.py): proofs/claims.py's builders,
+"""The claim-builder family of the agreement stage (proofs/teeth/agreement/claims.py): proofs/theorems/claims.py's builders,
 the theorems' statements and their chains' lemmas, held to their definitions on concrete inputs. A lemma
 loosened or turned false changes no verdict (the chains prove lemmas guarded), so this is where it is seen."""
 
@@ -11,11 +11,9 @@ from typing import Any
 import pytest
 import z3
 
-from cpgraph.proofs import agreement as ag
-from cpgraph.proofs import agreement_claims as family
-from cpgraph.proofs import claims
-
-
+from cpgraph.proofs.teeth.agreement import stage as ag
+from cpgraph.proofs.teeth.agreement import claims as family
+from cpgraph.proofs.theorems import claims
 def _decision_without_bucket(first: Any, second: Any) -> tuple[str, z3.BoolRef]:
     return "decisions agree", z3.And(first.admitted == second.admitted)
 

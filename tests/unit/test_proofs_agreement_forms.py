@@ -1,4 +1,4 @@
-"""The batch-form family of the agreement stage (proofs/agreement_forms.py): spec/batch.py's three forms and
+"""The batch-form family of the agreement stage (proofs/teeth/agreement/forms.py): spec/batch.py's three forms and
 spec/terms.py's folding helpers, evaluated at their edges against the batch's own counts. Unchanged, they
 agree; each planted off-by-one that keeps every theorem proved (a form's facts or counts one request off at
 an edge, a helper folding a literal with a term) is a disagreement, and so a failing teeth bite."""
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import z3
 
-from cpgraph.proofs import agreement as ag
-from cpgraph.proofs import agreement_forms as forms
-from cpgraph.proofs.agreement_tally import Outcome
+from cpgraph.proofs.teeth.agreement import stage as ag
+from cpgraph.proofs.teeth.agreement import forms
+from cpgraph.proofs.teeth.agreement.tally import Outcome
 from cpgraph.spec import batch, terms
 from cpgraph.spec.terms import IntTerm
 

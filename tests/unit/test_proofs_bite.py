@@ -1,4 +1,4 @@
-"""proofs/bite.py: a variant that must be refuted checks the queries it changed first, and still gets the verdict
+"""proofs/teeth/bite.py: a variant that must be refuted checks the queries it changed first, and still gets the verdict
 the queries in their own order get."""
 
 import dataclasses
@@ -7,14 +7,14 @@ import pytest
 import z3
 
 from cpgraph.proofs import registry
-from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.engine.obligation import Query
 from cpgraph.spec.logic import And
 
-from cpgraph.proofs.bite import bite, changed_first, split
-from cpgraph.proofs.check import Status, check
+from cpgraph.proofs.teeth.bite import bite, changed_first, split
+from cpgraph.proofs.engine.check import Status, check
 from cpgraph.proofs.registry import BY_NAME
 from cpgraph.proofs.run import run_queries
-from cpgraph.proofs.variants import VARIANTS, Variant
+from cpgraph.proofs.teeth.variants.catalogue import VARIANTS, Variant
 
 WHOLE = "admission_and_replay_read_the_whole_list"
 

@@ -1,10 +1,10 @@
-"""cpgraph.proofs.boundaries: every clause edge is reached, each case sits exactly on its edge, output is stable."""
+"""cpgraph.proofs.conformance.boundaries: every clause edge is reached, each case sits exactly on its edge, output is stable."""
 
 import pytest
 
 from cpgraph import reference
-from cpgraph.proofs import boundaries
-from cpgraph.proofs.boundaries import BoundaryCase, boundary_cases
+from cpgraph.proofs.conformance import boundaries
+from cpgraph.proofs.conformance.boundaries import BoundaryCase, boundary_cases
 
 
 def _required(case: BoundaryCase, strategy: str = "zigzag") -> int:

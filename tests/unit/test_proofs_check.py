@@ -1,9 +1,9 @@
-"""cpgraph.proofs.check: three verdicts, deterministic resource limits, unknown carries its reason."""
+"""cpgraph.proofs.engine.check: three verdicts, deterministic resource limits, unknown carries its reason."""
 
 import pytest
 import z3
 
-from cpgraph.proofs.check import Status, check, determined_values
+from cpgraph.proofs.engine.check import Status, check, determined_values
 
 
 def test_a_valid_claim_is_proved() -> None:
@@ -53,7 +53,7 @@ def test_a_query_runs_in_a_context_of_its_own_whatever_was_built_before() -> Non
     # before (a test worker's history under xdist), so a query could run out of its rlimit in one order and not
     # in another (CI, 2026-12-01: the padded-layout diff went unknown). Translated into a fresh context, the
     # same query gets the same ids whatever came before.
-    from cpgraph.proofs.check import _isolated
+    from cpgraph.proofs.engine.check import _isolated
 
     def ids() -> list[int]:
         x, y = z3.Int("iso.x"), z3.Int("iso.y")
@@ -74,7 +74,7 @@ def test_determined_values_come_back_in_the_callers_context() -> None:
 
 
 def test_queries_in_one_block_share_a_fresh_context_whatever_ran_before() -> None:
-    from cpgraph.proofs.check import _isolated, one_context
+    from cpgraph.proofs.engine.check import _isolated, one_context
 
     def block_ids() -> list[list[int]]:
         x = z3.Int("blk.x")
@@ -116,8 +116,7 @@ def test_without_a_model_the_pipelines_refutation_is_the_verdict() -> None:
 
 
 def test_a_query_the_pipeline_gives_up_on_goes_to_the_default_solver(monkeypatch: pytest.MonkeyPatch) -> None:
-    from cpgraph.proofs import check as module
-
+    from cpgraph.proofs.engine import check as module
     x = z3.Int("x")
     claim, facts = x * x >= 0, (x >= -1000,)
     monkeypatch.setattr(module, "PIPELINE_RLIMIT", 1)  # the pipeline runs out at once

@@ -1,18 +1,18 @@
 """A counterexample is a run of the sides: a chain's step proved from its earlier lemmas alone (its own facts
 empty) is checked again with the definitions it left out before its model is minimised and replayed, and a
-step refuted only without them is not reported as a counterexample (proofs/counterexample.py)."""
+step refuted only without them is not reported as a counterexample (proofs/engine/counterexample.py)."""
 
 from __future__ import annotations
 
 import pytest
 import z3
 
-from cpgraph.proofs.check import Status
-from cpgraph.proofs.counterexample import UNDER_DEFINED, failure_of
-from cpgraph.proofs.obligation import Query
+from cpgraph.proofs.engine.check import Status
+from cpgraph.proofs.engine.counterexample import UNDER_DEFINED, failure_of
+from cpgraph.proofs.engine.obligation import Query
 from cpgraph.proofs.run import run_queries
-from cpgraph.proofs.variants_end_to_end import LONG_P
-from cpgraph.proofs import end_to_end_local as local
+from cpgraph.proofs.teeth.variants.end_to_end import LONG_P
+from cpgraph.proofs.theorems import end_to_end_local as local
 from cpgraph.spec import replay as spec_replay
 from cpgraph.spec.replay import tripwire
 from cpgraph.spec.selection import CaptureList

@@ -1,13 +1,13 @@
-"""Minimal counterexamples as a teeth check (proofs/minimal.py): the pinned variants shrink to their known
+"""Minimal counterexamples as a teeth check (proofs/teeth/minimal.py): the pinned variants shrink to their known
 minimal counterexamples; a size measure that no longer puts fewest requests first is caught."""
 
 from __future__ import annotations
 
 import pytest
 
-from cpgraph.proofs import setting
-from cpgraph.proofs.minimal import PINNED, Pinned, minimal_bite
-from cpgraph.proofs.teeth import teeth_task as _task
+from cpgraph.proofs.theorems import setting
+from cpgraph.proofs.teeth.minimal import PINNED, Pinned, minimal_bite
+from cpgraph.proofs.teeth.run import teeth_task as _task
 
 
 def test_the_pinned_variants_shrink_to_their_minimal_counterexamples() -> None:

@@ -1,4 +1,4 @@
-"""proofs/needed.py: a bound the other hypotheses imply is a failing bite; a needed one passes, also when it is
+"""proofs/teeth/needed.py: a bound the other hypotheses imply is a failing bite; a needed one passes, also when it is
 needed at another parameter only; a chain's lemmas are not bounds."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import z3
 
-from cpgraph.proofs.check import Status, one_context
-from cpgraph.proofs.needed import is_bound, needed_bites
-from cpgraph.proofs.obligation import Obligation, Query
+from cpgraph.proofs.engine.check import Status, one_context
+from cpgraph.proofs.teeth.needed import is_bound, needed_bites
+from cpgraph.proofs.engine.obligation import Obligation, Query
 
 
 def _theorem(build: object) -> Obligation:
@@ -79,7 +79,7 @@ def test_only_comparisons_of_numbers_are_bounds() -> None:
 
 
 def test_every_registered_theorem_needs_every_bound_it_assumes() -> None:
-    from cpgraph.proofs.coverage import COVERAGE_PARAMETER
+    from cpgraph.proofs.teeth.coverage import COVERAGE_PARAMETER
     from cpgraph.proofs.registry import BY_NAME
 
     for name in ("align_up_is_least_multiple_at_or_above", "ranks_sharing_their_capture_state_agree",

@@ -6,12 +6,12 @@ import functools
 import pytest
 import z3
 
-from cpgraph.proofs.check import Status, check, satisfiable
-from cpgraph.proofs.obligation import MAX_LIST_LENGTH, obligation
+from cpgraph.proofs.engine.check import Status, check, satisfiable
+from cpgraph.proofs.engine.obligation import MAX_LIST_LENGTH, obligation
 from cpgraph.proofs.registry import BY_NAME, OBLIGATIONS, obligation_named
 from cpgraph.proofs.run import minimise, run_queries, run_task
-from cpgraph.proofs.strategies import zigzag_loads_sum_to_tokens
-from cpgraph.proofs.variants import VARIANTS, wrong_partner_request_loads
+from cpgraph.proofs.theorems.strategies import zigzag_loads_sum_to_tokens
+from cpgraph.proofs.teeth.variants.catalogue import VARIANTS, wrong_partner_request_loads
 
 
 def test_every_theorem_is_named_documented_and_scoped() -> None:

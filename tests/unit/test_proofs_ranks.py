@@ -6,12 +6,12 @@ from fractions import Fraction
 
 import pytest
 
-from cpgraph.proofs import end_to_end, end_to_end_local, selection
-from cpgraph.proofs.check import Status
+from cpgraph.proofs.theorems import end_to_end, end_to_end_local, selection
+from cpgraph.proofs.engine.check import Status
 from cpgraph.proofs.run import run_queries
-from cpgraph.proofs.setting import EVERY_RANK_MAX_P, Setting, every_rank_alike, ranks_at
-from cpgraph.proofs.variants import scan_of_the_first_8_buckets, tripwire_of_the_first_8_buckets
-from cpgraph.proofs.variants_end_to_end import middle_ranks_own_load_admit
+from cpgraph.proofs.theorems.setting import EVERY_RANK_MAX_P, Setting, every_rank_alike, ranks_at
+from cpgraph.proofs.teeth.variants.catalogue import scan_of_the_first_8_buckets, tripwire_of_the_first_8_buckets
+from cpgraph.proofs.teeth.variants.end_to_end import middle_ranks_own_load_admit
 
 
 def test_ranks_at_is_every_rank_up_to_8_then_first_middle_last() -> None:

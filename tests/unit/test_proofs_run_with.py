@@ -1,5 +1,5 @@
 """The proofs and the teeth pass share one pool of workers (proofs/run.py ``run_with``,
-proofs/teeth.py ``prove_with_teeth``): the calls after the proofs come back in their own order, and a run
+proofs/teeth/run.py ``prove_with_teeth``): the calls after the proofs come back in their own order, and a run
 with a theorem not proved reads none of them."""
 
 from __future__ import annotations
@@ -9,9 +9,11 @@ import dataclasses
 import pytest
 import z3
 
-from cpgraph.proofs import run, teeth
-from cpgraph.proofs.check import Status
-from cpgraph.proofs.obligation import Query
+from cpgraph.proofs import run
+
+from cpgraph.proofs.teeth import run as teeth
+from cpgraph.proofs.engine.check import Status
+from cpgraph.proofs.engine.obligation import Query
 from cpgraph.proofs.registry import BY_NAME
 
 CHEAP = "padding_window_holds_n_for_every_factor"  # one symbolic query

@@ -1,4 +1,4 @@
-"""The declared scope (proofs/scope.py): the docs are generated from it, and the teeth pass fails, naming the
+"""The declared scope (proofs/engine/scope.py): the docs are generated from it, and the teeth pass fails, naming the
 theorem and the part of its scope, when what ran or what the hypotheses admit is narrower than declared (the
 three planted changes of issue 21: the sampled cp sizes cut to (1,), a setting hypothesis p <= 4, and one
 n <= 4096). Cost: about 10 s of CPU in all (local_admitted_size_is_captured at P = 1..5, a scan theorem at
@@ -14,14 +14,14 @@ import pytest
 import z3
 
 from cpgraph.cli import main
-from cpgraph.proofs import obligation as obligation_module
-from cpgraph.proofs import scope as scope_module
-from cpgraph.proofs import setting
-from cpgraph.proofs.bite import Bite
+from cpgraph.proofs.engine import obligation as obligation_module
+from cpgraph.proofs.engine import scope as scope_module
+from cpgraph.proofs.theorems import setting
+from cpgraph.proofs.engine.results import Bite
 from cpgraph.proofs.registry import BY_NAME, OBLIGATIONS
 from cpgraph.proofs.run import run_obligations
-from cpgraph.proofs.scope import SCOPE, CpSizes, Edge, Lists, Scope
-from cpgraph.proofs.scope_witness import SATISFIABLE, scope_bites
+from cpgraph.proofs.engine.scope import SCOPE, CpSizes, Edge, Lists, Scope
+from cpgraph.proofs.engine.witness import SATISFIABLE, scope_bites
 from cpgraph.spec.terms import BoolTerm
 
 LOCAL = "local_admitted_size_is_captured"  # the cheapest end-to-end theorem (about 0.5 s per P here)
@@ -46,7 +46,7 @@ def _lost(bites: tuple[Bite, ...]) -> list[tuple[str, str]]:
 
 def test_the_readmes_scope_blocks_equal_the_table() -> None:
     stale = [str(path) for path, text in scope_module.generated().items() if path.read_text() != text]
-    assert stale == [], "run: python -m cpgraph.proofs.scope --markdown"
+    assert stale == [], "run: python -m cpgraph.proofs.engine.scope --markdown"
     assert scope_module.main(["--check"]) == 0
 
 
@@ -54,7 +54,7 @@ def test_every_theorem_has_a_declared_scope_and_the_run_covers_exactly_it() -> N
     assert set(SCOPE) == set(BY_NAME)
     for o in OBLIGATIONS:
         assert o.scope_for(8) == SCOPE[o.name].text(8)
-        # the declaration and the run (proofs/obligation.py's sampled sizes, list lengths) are two statements
+        # the declaration and the run (proofs/engine/obligation.py's sampled sizes, list lengths) are two statements
         assert SCOPE[o.name].parameters(64) == o.parameters(64), o.name
 
 
@@ -214,7 +214,7 @@ def test_a_bounded_capacity_below_the_last_fails_naming_the_list(monkeypatch: py
 
 @pytest.mark.parametrize("theorem", ["ranks_sharing_their_capture_state_agree", "local_ranks_sharing_their_sizes_agree"])
 def test_the_consensus_theorems_compare_exactly_the_declared_ranks(theorem: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cpgraph.proofs.scope_witness import witness_checks
+    from cpgraph.proofs.engine.witness import witness_checks
 
     def ranks(p: int) -> dict[str, tuple[bool, str]]:
         return {w.what: (w.ok, w.detail) for w in witness_checks(theorem, p, BY_NAME[theorem].build(p)) if "rank" in w.what}
@@ -230,7 +230,7 @@ def test_the_consensus_theorems_compare_exactly_the_declared_ranks(theorem: str,
 def test_a_requests_batch_of_other_than_the_declared_two_fails(monkeypatch: pytest.MonkeyPatch, requests: int) -> None:
     # "DualChunkSwap's own loads: up to 2 prefills": one fewer leaves the second request's edge unreached,
     # one more proves a scope nobody declared (and costs more); both fail the scope, naming the batch.
-    from cpgraph.proofs.scope_witness import witness_checks
+    from cpgraph.proofs.engine.witness import witness_checks
 
     monkeypatch.setattr(setting, "REQUESTS", requests)
     got = {w.what: w.ok for w in witness_checks(LOCAL, 2, BY_NAME[LOCAL].build(2))}
@@ -243,12 +243,11 @@ def test_a_requests_batch_of_other_than_the_declared_two_fails(monkeypatch: pyte
 
 
 def test_a_run_wider_than_its_declared_factors_fails_naming_the_factor(monkeypatch: pytest.MonkeyPatch) -> None:
-    # proofs/end_to_end.py's tripwire theorem runs FACTORS[:1] (F = 2, as declared); a run with F = 3/2 as well is
+    # proofs/theorems/end_to_end.py's tripwire theorem runs FACTORS[:1] (F = 2, as declared); a run with F = 3/2 as well is
     # another statement than the declared one.
     from fractions import Fraction
 
-    from cpgraph.proofs import end_to_end
-
+    from cpgraph.proofs.theorems import end_to_end
     name = "replay_runs_only_into_a_listed_bucket_with_room"
     monkeypatch.setattr(end_to_end, "FACTORS", (Fraction(3, 2), Fraction(2)))
     lost = _lost(_bites((name,), 1))
@@ -259,8 +258,7 @@ def test_a_run_wider_than_its_declared_factors_fails_naming_the_factor(monkeypat
 def test_a_declared_part_left_out_at_a_p_fails_naming_the_part(monkeypatch: pytest.MonkeyPatch) -> None:
     # The capture rule's capacities are declared a part of capacity_fit up to P = 8; a chain set cut below that
     # (end_to_end.py's `cp_size <= OTHER_STRATEGIES_MAX_P` moved) proves every query left, and fails here.
-    from cpgraph.proofs import end_to_end
-
+    from cpgraph.proofs.theorems import end_to_end
     name = "admitted_batches_fit_every_rank"
     monkeypatch.setattr(end_to_end, "OTHER_STRATEGIES_MAX_P", 0)
     lost = _lost(_bites((name,), 1))
@@ -271,8 +269,8 @@ def test_a_declared_part_left_out_at_a_p_fails_naming_the_part(monkeypatch: pyte
 def test_a_statement_at_another_remainder_class_fails_the_residue_edge(offset: int, ok: bool) -> None:
     # headroom_bound_is_tight_for_symbolic_cp_size declares L mod 2P = P+1: the same claim stated at L = 2Pq + P - 1
     # (true there too, or not) is another statement, and the residue witness says which class is missing.
-    from cpgraph.proofs.obligation import Query
-    from cpgraph.proofs.scope_witness import witness_checks
+    from cpgraph.proofs.engine.obligation import Query
+    from cpgraph.proofs.engine.witness import witness_checks
 
     p, q, length = z3.Int("P"), z3.Int("q"), z3.Int("L")
     query = Query("request", length >= 0, (p >= 2, q >= 0, length == 2 * p * q + p + offset))
@@ -288,6 +286,6 @@ def test_a_residue_edge_with_an_unreadable_form_is_a_value_error(form: str) -> N
 
 @pytest.mark.parametrize(("form", "ab"), [("P+1", (1, 1)), ("2P-1", (2, -1)), ("P", (1, 0)), ("0", (0, 0)), ("-3", (0, -3))])
 def test_a_residue_form_reads_as_a_p_plus_b(form: str, ab: tuple[int, int]) -> None:
-    from cpgraph.proofs.scope import residue_form
+    from cpgraph.proofs.engine.scope import residue_form
 
     assert residue_form(form) == ab

@@ -1,4 +1,4 @@
-"""proofs/setting.py ``shared_settings``: inside the block every theorem of one parameter shares its settings
+"""proofs/theorems/setting.py ``shared_settings``: inside the block every theorem of one parameter shares its settings
 and sides (Python's work saved), and the queries are the very ones built without it."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from fractions import Fraction
 
 import pytest
 
-from cpgraph.proofs import end_to_end, setting
+from cpgraph.proofs.theorems import end_to_end, setting
 from cpgraph.proofs.registry import BY_NAME
-from cpgraph.proofs.setting import shared_settings
+from cpgraph.proofs.theorems.setting import shared_settings
 from cpgraph.spec import admission
 
 END_TO_END = [name for name, o in BY_NAME.items() if o.over == "cp_size_sampled"]

@@ -6,9 +6,11 @@ import dataclasses
 import pytest
 import z3
 
-from cpgraph.proofs import registry, teeth
-from cpgraph.proofs.check import Status
-from cpgraph.proofs.obligation import Query, Theorem
+from cpgraph.proofs import registry
+
+from cpgraph.proofs.teeth import run as teeth
+from cpgraph.proofs.engine.check import Status
+from cpgraph.proofs.engine.obligation import Query, Theorem
 from cpgraph.proofs.registry import BY_NAME, OBLIGATIONS
 
 
@@ -36,7 +38,7 @@ def test_a_tightened_hypothesis_loses_the_edge(monkeypatch: pytest.MonkeyPatch) 
 
     _replace_theorem(monkeypatch, real.name, tightened)
     lost = [b.variant for b in teeth.coverage(real.name) if not b.ok]
-    # The edge is lost, and the bound it tightened is now implied by the tighter one (proofs/needed.py).
+    # The edge is lost, and the bound it tightened is now implied by the tighter one (proofs/teeth/needed.py).
     assert lost == ["needed: high >= n (relation)", "edge: high >= n"]
 
 
@@ -139,8 +141,8 @@ def test_a_guard_that_divmod_by_backs_is_caught_when_moved(monkeypatch: pytest.M
 
 @pytest.mark.parametrize("moved", [(1, 0, 0), (0, 1, 0), (0, 0, 1)])
 def test_an_induction_base_moved_off_the_empty_batch_is_caught(monkeypatch: pytest.MonkeyPatch, moved: tuple[int, int, int]) -> None:
-    from cpgraph.proofs import guards, induction
-
+    from cpgraph.proofs.teeth import guards
+    from cpgraph.proofs.theorems import induction
     assert guards.induction_base().ok
     monkeypatch.setattr(induction, "EMPTY_BATCH", moved)
     assert not guards.induction_base().ok
@@ -149,7 +151,7 @@ def test_an_induction_base_moved_off_the_empty_batch_is_caught(monkeypatch: pyte
 def test_the_induction_chain_builds_base_step_and_bound_from_one_invariant() -> None:
     import z3
 
-    from cpgraph.proofs.induction import EMPTY_BATCH, induction_chain
+    from cpgraph.proofs.theorems.induction import EMPTY_BATCH, induction_chain
 
     seen: list[tuple[object, object, object]] = []
 
@@ -210,14 +212,13 @@ def test_a_threshold_moved_into_the_sampling_gap_is_caught(monkeypatch: pytest.M
     # tells them apart.
     import importlib
 
-    monkeypatch.setattr(importlib.import_module(f"cpgraph.proofs.{module}"), name, 9)
+    monkeypatch.setattr(importlib.import_module(f"cpgraph.proofs.theorems.{module}"), name, 9)
     lost = [b.variant for b in teeth.scope_edges() if not b.ok]
     assert lost and all(v.startswith(f"threshold: {name}") for v in lost)
 
 
 def test_long_lists_moved_to_another_p_are_caught_also_above_cp_max(monkeypatch: pytest.MonkeyPatch) -> None:
-    from cpgraph.proofs import setting
-
+    from cpgraph.proofs.theorems import setting
     monkeypatch.setattr(setting, "LONG_LIST_CP_SIZES", (4,))
     lost = {(b.theorem, b.variant) for b in teeth.scope_edges() if not b.ok}
     assert lost == {(t, f"list lengths at P={p}") for t in ("admitted_batches_fit_every_rank", "local_admitted_batches_fit_every_rank")
@@ -238,7 +239,7 @@ def test_a_dual_chunk_swap_instance_left_out_of_a_local_theorem_is_caught(monkey
 def test_a_class_setting_refuses_a_row_that_is_not_class_encodable() -> None:
     from fractions import Fraction
 
-    from cpgraph.proofs.setting import Setting
+    from cpgraph.proofs.theorems.setting import Setting
 
     with pytest.raises(ValueError, match="not class-encodable"):
         Setting(4, "dual_chunk_swap", Fraction(2))
@@ -253,8 +254,7 @@ def test_a_class_setting_refuses_a_row_that_is_not_class_encodable() -> None:
 def test_a_guarded_lemma_that_no_longer_holds_on_its_own_is_caught(theorem: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # A chain's lemmas are proved guarded (where the claim fails), so a lemma turned false still proves while the
     # claim holds; the coverage task states each of the first chain's lemmas unguarded.
-    from cpgraph.proofs import claims, end_to_end, end_to_end_local
-
+    from cpgraph.proofs.theorems import claims, end_to_end, end_to_end_local
     lemmas = [b for b in teeth.coverage(theorem) if b.variant.startswith("lemma holds unguarded")]
     assert lemmas and all(b.ok for b in lemmas)
 
@@ -308,8 +308,7 @@ def test_a_lemma_field_off_a_guarded_lemma_step_fails(monkeypatch: pytest.Monkey
 def test_a_middle_rank_moved_above_the_run_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     # Above P = 8 the consensus theorems compare ranks P/2 and P-1 with rank 0; P/3 would be run only at P >= 12,
     # past a --cp-max 8 run, so the declared ranks are compared with ranks_at at every sampled P here.
-    from cpgraph.proofs import setting
-
+    from cpgraph.proofs.theorems import setting
     real = setting.ranks_at
     monkeypatch.setattr(setting, "ranks_at", lambda p: real(p) if p <= 8 else (0, p // 3, p - 1))
     lost = {b.variant for b in teeth.scope_edges() if not b.ok}

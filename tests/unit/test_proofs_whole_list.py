@@ -1,4 +1,4 @@
-"""proofs/whole_list.py: admission and replay read the whole capture list, at a P where no 32-bucket chain runs;
+"""proofs/theorems/whole_list.py: admission and replay read the whole capture list, at a P where no 32-bucket chain runs;
 its wrong variants act where they say and are refuted exactly there."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from cpgraph.proofs.check import Status, check, one_context
-from cpgraph.proofs.end_to_end_local import INSTANCES
-from cpgraph.proofs.obligation import Query
-from cpgraph.proofs.setting import LONG_LIST_CP_SIZES, LONG_LIST_LENGTH, shared_settings
-from cpgraph.proofs.variants_end_to_end import of_the_first_8_buckets
-from cpgraph.proofs.whole_list import admission_and_replay_read_the_whole_list, whole_list_settings
+from cpgraph.proofs.engine.check import Status, check, one_context
+from cpgraph.proofs.theorems.end_to_end_local import INSTANCES
+from cpgraph.proofs.engine.obligation import Query
+from cpgraph.proofs.theorems.setting import LONG_LIST_CP_SIZES, LONG_LIST_LENGTH, shared_settings
+from cpgraph.proofs.teeth.variants.end_to_end import of_the_first_8_buckets
+from cpgraph.proofs.theorems.whole_list import admission_and_replay_read_the_whole_list, whole_list_settings
 from cpgraph.spec.admission import admit
 from cpgraph.spec.replay import replay
 

@@ -6,9 +6,9 @@ import pytest
 
 from cpgraph.cli import main
 from cpgraph.proofs import registry
-from cpgraph.proofs.obligation import Query, obligation
-from cpgraph.proofs.strategies import zigzag_loads_sum_to_tokens
-from cpgraph.proofs.variants import wrong_partner_request_loads
+from cpgraph.proofs.engine.obligation import Query, obligation
+from cpgraph.proofs.theorems.strategies import zigzag_loads_sum_to_tokens
+from cpgraph.proofs.teeth.variants.catalogue import wrong_partner_request_loads
 
 
 def test_only_one_theorem_proves_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
@@ -30,6 +30,7 @@ def test_json_has_every_field_a_machine_needs(capsys: pytest.CaptureFixture[str]
     ])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["proved"] is True and report["cp_max"] == 2
+    assert report["ok"] is True and report["verdict"] == "proved" and report["teeth"]["ok"] is True
     assert [t["name"] for t in report["theorems"]] == ["headroom_bound_is_tight", "scan_selects_minimal_bucket"]
     tight = report["theorems"][0]
     per_p = sum(len(registry.BY_NAME["headroom_bound_is_tight"].build(p)) for p in (1, 2))
@@ -113,9 +114,9 @@ def test_a_theorem_whose_wrong_variant_now_proves_has_lost_its_teeth_and_prove_f
 
     import z3
 
-    from cpgraph.proofs import teeth
-    from cpgraph.proofs.check import Status
-    from cpgraph.proofs.variants import VARIANTS
+    from cpgraph.proofs.teeth import run as teeth
+    from cpgraph.proofs.engine.check import Status
+    from cpgraph.proofs.teeth.variants.catalogue import VARIANTS
 
     real = next(v for v in VARIANTS if v.theorem == "zigzag_loads_sum_to_tokens")
     weak = dataclasses.replace(real, name="weakened", build=lambda p: (Query("claim", z3.BoolVal(True), ()),))
@@ -126,3 +127,44 @@ def test_a_theorem_whose_wrong_variant_now_proves_has_lost_its_teeth_and_prove_f
     assert code == 1
     assert "LOST zigzag_loads_sum_to_tokens: variant weakened" in out and "lost their teeth" in out
     assert main(["prove", "--only", "zigzag_loads_sum_to_tokens", "--cp-max", "2", "--jobs", "1", "--no-teeth"]) == 0
+
+
+def test_json_verdict_says_what_the_exit_code_says_when_the_teeth_pass_loses_a_bite(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The obligations all prove ("proved": true, the obligations' own part), but a wrong variant now proves too:
+    # the run exits 1, and the document's top-level verdict says so, with the teeth pass's part in it.
+    import dataclasses
+
+    import z3
+
+    from cpgraph.commands.prove import VERDICTS
+    from cpgraph.proofs.engine.check import Status
+    from cpgraph.proofs.teeth import run as teeth
+    from cpgraph.proofs.teeth.variants.catalogue import VARIANTS
+
+    real = next(v for v in VARIANTS if v.theorem == "zigzag_loads_sum_to_tokens")
+    weak = dataclasses.replace(real, name="weakened", build=lambda p: (Query("claim", z3.BoolVal(True), ()),))
+    assert weak.expected is Status.REFUTED
+    monkeypatch.setattr(teeth, "VARIANTS", (weak,))
+    code = main(["prove", "--json", "-q", "--only", "zigzag_loads_sum_to_tokens", "--cp-max", "2", "--jobs", "1"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 == VERDICTS[report["verdict"]]
+    assert report["ok"] is False and report["verdict"] == "teeth lost"
+    assert report["proved"] is True  # the obligations alone
+    assert report["teeth"]["ok"] is False and report["teeth"]["kept"] == report["teeth"]["variants"] - 1
+    assert [(b["theorem"], b["variant"]) for b in report["teeth"]["lost"]] == [("zigzag_loads_sum_to_tokens", "weakened")]
+    assert main(["prove", "--format", "md", "-q", "--only", "zigzag_loads_sum_to_tokens", "--cp-max", "2", "--jobs", "1"]) == 1
+    assert "❌ proved, but teeth lost" in capsys.readouterr().out
+
+
+def test_json_verdict_of_a_refuted_theorem_exits_1(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def zigzag_loads_with_a_wrong_partner_sum_to_tokens(cp_size: int) -> tuple[Query, ...]:
+        """A theorem built on a wrong ownership formula (rank r owns blocks r and 2P-2-r)."""
+        return zigzag_loads_sum_to_tokens(cp_size, request_loads=wrong_partner_request_loads)
+
+    broken = obligation(zigzag_loads_with_a_wrong_partner_sum_to_tokens, scope="P = 1..{cp_max}", over="cp_size")
+    monkeypatch.setitem(registry.BY_NAME, broken.name, broken)
+    code = main(["prove", "--json", "-q", "--only", broken.name, "--cp-max", "2", "--jobs", "1"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and report["ok"] is False and report["verdict"] == "refuted" and report["proved"] is False

@@ -14,11 +14,11 @@ import z3
 
 from cpgraph.cli import main
 from cpgraph.proofs import run as prove_run
-from cpgraph.proofs import setting, whole_list
-from cpgraph.proofs.check import Status, Verdict, check, cross_check
+from cpgraph.proofs.theorems import setting, whole_list
+from cpgraph.proofs.engine.check import Status, Verdict, check, cross_check
 from cpgraph.proofs.registry import BY_NAME, OBLIGATIONS
 from cpgraph.proofs.run import NoteKind, Opinions, run_queries, run_task
-from cpgraph.proofs.obligation import Obligation, Query
+from cpgraph.proofs.engine.obligation import Obligation, Query
 
 
 def test_cvc5_proves_a_valid_claim_and_refutes_a_false_one() -> None:

@@ -5,8 +5,8 @@ import z3
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cpgraph.proofs.check import Status, check
-from cpgraph.proofs.evaluate import value_of
+from cpgraph.proofs.engine.check import Status, check
+from cpgraph.proofs.engine.evaluate import value_of
 from cpgraph.spec.arith import align_up, ceil_div, divmod_by, floor_div, max_of
 from cpgraph.spec.terms import Loads, literal, literals
 

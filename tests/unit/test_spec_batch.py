@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpgraph import reference
-from cpgraph.proofs.check import check
-from cpgraph.proofs.replay_batch import realise
+from cpgraph.proofs.engine.check import check
+from cpgraph.proofs.engine.replay_batch import realise
 from cpgraph.spec.batch import ClassBatch, any_layout, class_batch, class_loads, is_reachable, requests_batch
 from cpgraph.spec.strategies import CLASS_ENCODABLE, DUAL_CHUNK_SWAP, STRATEGIES
 

@@ -9,7 +9,7 @@ from fractions import Fraction
 import pytest
 import z3
 
-from cpgraph.proofs.check import check
+from cpgraph.proofs.engine.check import check
 from cpgraph.spec import admission, replay
 from cpgraph.spec.batch import requests_batch
 from cpgraph.spec.logic import And

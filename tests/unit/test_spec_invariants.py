@@ -1,5 +1,5 @@
 """spec/invariants.py states each invariant with the invariant table's own sentence (spec/ may not import
-the reference, so this test keeps the two in step; tests/unit/test_architecture.py holds the import rules)."""
+the reference, so this test keeps the two in step; import-linter's contracts in pyproject.toml hold the import rules)."""
 
 from __future__ import annotations
 

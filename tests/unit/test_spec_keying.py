@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpgraph import reference
-from cpgraph.proofs.check import check
-from cpgraph.proofs.evaluate import value_of
-from cpgraph.proofs.variants_local import vllm_0_28_admit, vllm_0_28_replay
+from cpgraph.proofs.engine.check import check
+from cpgraph.proofs.engine.evaluate import value_of
+from cpgraph.proofs.teeth.variants.local import vllm_0_28_admit, vllm_0_28_replay
 from cpgraph.reference.keying import KEYING_TABLE
 from cpgraph.spec import invariants
 from cpgraph.spec.admission import RankSetup, admit

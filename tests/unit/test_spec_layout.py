@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cpgraph import reference
-from cpgraph.proofs.evaluate import (
+from cpgraph.proofs.engine.evaluate import (
     spec_capture_local_tokens,
     spec_headroom_local_tokens,
     spec_rank_loads,

@@ -1,5 +1,5 @@
 """spec/logic.py builds exactly z3's terms: the same AST and the same Python class as z3's function of the same
-name, on its fast path and on every fallback; and proofs/constants.py names the constants z3's own walk finds."""
+name, on its fast path and on every fallback; and proofs/engine/constants.py names the constants z3's own walk finds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import z3
 
-from cpgraph.proofs.constants import constant_names
+from cpgraph.proofs.engine.constants import constant_names
 from cpgraph.spec import logic
 
 x, y = z3.Int("x"), z3.Int("y")

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cpgraph import reference
-from cpgraph.proofs.evaluate import spec_select_replay_bucket, value_of
+from cpgraph.proofs.engine.evaluate import spec_select_replay_bucket, value_of
 from cpgraph.spec.selection import concrete_capture_list, is_least_fitting, padding_window, scan_select
 
 SEED = dict(capture_num_tokens=(2048, 2304, 2560), bucket_local_tokens={2048: 512, 2304: 576, 2560: 640})
