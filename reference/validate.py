@@ -16,13 +16,15 @@ def is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_int(name: str, value: object, *, minimum: int) -> int:
-    """Return ``value`` if it is an int (not bool) >= ``minimum``; raise TypeError/ValueError otherwise."""
+def check_int(name: str, value: object, *, minimum: int, wanted: str = "", where: str = "") -> int:
+    """Return ``value`` if it is an int (not bool) >= ``minimum``; raise TypeError/ValueError otherwise, saying
+    ``name`` must be ``wanted`` (default: an int >= minimum), the value, then ``where`` (e.g. the whole list)."""
+    wanted = wanted or f"an int >= {minimum}"
     if not is_int(value):
-        raise TypeError(f"{name} must be an int >= {minimum}, got {value!r} ({type(value).__name__})")
+        raise TypeError(f"{name} must be {wanted}, got {value!r} ({type(value).__name__}){where}")
     assert isinstance(value, int)
     if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
+        raise ValueError(f"{name} must be {wanted}, got {value}{where}")
     return value
 
 
@@ -48,13 +50,7 @@ def check_lengths(name: str, value: object) -> tuple[int, ...]:
     if not items:
         raise ValueError(f"{name} must be a non-empty sequence of ints >= 0, got an empty batch {value!r}")
     for i, item in enumerate(items):
-        if not is_int(item):
-            raise TypeError(
-                f"{name}[{i}] must be an int >= 0, got {item!r} ({type(item).__name__}) in {name}={value!r}"
-            )
-        assert isinstance(item, int)
-        if item < 0:
-            raise ValueError(f"{name}[{i}] must be an int >= 0, got {item} in {name}={value!r}")
+        check_int(f"{name}[{i}]", item, minimum=0, where=f" in {name}={value!r}")
     return items
 
 
@@ -146,11 +142,4 @@ def check_padding_factor(name: str, value: object) -> int | Fraction:
         if value < 1:
             raise ValueError(f"{name} must be an int >= 1 or a fractions.Fraction >= 1, got {value}")
         return value.numerator if value.denominator == 1 else value
-    if not is_int(value):
-        raise TypeError(
-            f"{name} must be an int >= 1 or a fractions.Fraction >= 1, got {value!r} ({type(value).__name__})"
-        )
-    assert isinstance(value, int)
-    if value < 1:
-        raise ValueError(f"{name} must be an int >= 1 or a fractions.Fraction >= 1, got {value}")
-    return value
+    return check_int(name, value, minimum=1, wanted="an int >= 1 or a fractions.Fraction >= 1")

@@ -72,29 +72,23 @@ class Batch:
     def kwargs(self) -> dict[str, Any]:
         """The protocol's keyword arguments (without ``cp_rank``); the capacity mapping is a fresh dict;
         ``is_prefilling`` only when the batch has decodes."""
-        out = {
-            "cp_size": self.cp_size,
-            "align_size": self.align_size,
-            "num_tokens": self.num_tokens,
-            "extend_seq_lens": self.extend_seq_lens,
-            "capture_num_tokens": self.capture_num_tokens,
-            "bucket_local_tokens": dict(self.bucket_local_tokens),
-            "max_padding_factor": self.max_padding_factor,
-        }
-        if self.is_prefilling is not None:
-            out["is_prefilling"] = self.is_prefilling
-        return out
+        return self._kwargs(dict(self.bucket_local_tokens))
 
     def kwargs_less_table(self) -> dict[str, Any]:
         """``kwargs()`` without ``bucket_local_tokens`` (the same keys, in the same order)."""
-        out = {
+        return self._kwargs(None)
+
+    def _kwargs(self, table: dict[int, int] | None) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "cp_size": self.cp_size,
             "align_size": self.align_size,
             "num_tokens": self.num_tokens,
             "extend_seq_lens": self.extend_seq_lens,
             "capture_num_tokens": self.capture_num_tokens,
-            "max_padding_factor": self.max_padding_factor,
         }
+        if table is not None:
+            out["bucket_local_tokens"] = table
+        out["max_padding_factor"] = self.max_padding_factor
         if self.is_prefilling is not None:
             out["is_prefilling"] = self.is_prefilling
         return out

@@ -13,6 +13,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from cpgraph.commands import command_parser
 from cpgraph.output import (
     FOUND, OK, PROCESS, USAGE, Output, UsageError, add_output_flags, bounded_int, bounded_seconds, writable_file,
 )
@@ -30,11 +31,8 @@ MAX_CALL_TIMEOUT_S = 3600.0
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "check",
-        help="check a bucket-selection policy (admit/replay_bucket[/local_rows]) against the invariants",
-        description=(__doc__ or "").split("\n", 1)[1].strip(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = command_parser(
+        subparsers, "check", "check a bucket-selection policy (admit/replay_bucket[/local_rows]) against the invariants", __doc__
     )
     parser.add_argument("target", metavar="MODULE:ATTR", help="policy to import, e.g. reference.policy or mypkg.sel:policy (MODULE may be a .py path)")
     parser.add_argument("--adapter-root", metavar="DIR", default=None,

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cpgraph.commands import command_parser
 from cpgraph.commands.simulate import workload
 from cpgraph.reference.keying import KEYINGS
 from cpgraph.reference.validate import STRATEGIES
@@ -30,12 +31,7 @@ MAX_EAGER_COST = 1 << 30
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "plan",
-        help="choose capture buckets and headroom for a workload, and prove the result",
-        description=(__doc__ or "").split("\n", 1)[1].strip(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser(subparsers, "plan", "choose capture buckets and headroom for a workload, and prove the result", __doc__)
     parser.add_argument("--workload", required=True, help="built-in name (chat, docs, mixed) or JSON-lines file")
     parser.add_argument("--cp-size", type=bounded_int("--cp-size", 2, MAX_CP_SIZE), required=True, metavar="P",
                         help=f"context-parallel ranks, 2..{MAX_CP_SIZE}")

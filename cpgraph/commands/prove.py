@@ -25,7 +25,7 @@ import json
 import signal
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cpgraph.output import UsageError, add_output_flags, bounded_int
 
@@ -37,6 +37,18 @@ DEFAULT_CP_MAX = 64
 MAX_CP_MAX = 64  # the scope the proofs are stated for (docs/semantics.md, issue 11); a larger P is one edit here
 MAX_JOBS = 256
 MAX_SEEDS = 1000
+
+
+class _Run(NamedTuple):
+    """What a run found, for the report."""
+
+    results: list[ObligationResult]
+    opinions: Opinions
+    bites: tuple[Any, ...]
+    lost: list[Any]
+    wall: float
+    proved: bool
+    overall: str  # the run's verdict (see ``verdict``), what the exit code says
 
 
 def add_parser(subparsers: Any) -> None:
@@ -172,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     proved = all(r.status is Status.PROVED for r in results)
     refuted = any(r.status is Status.REFUTED for r in results)
     code = 0 if proved and trusted_all(results) and not lost else 1 if refuted or proved else 3
-    _report(args, results, opinions, bites, lost, wall, proved, verdict(proved, refuted, trusted_all(results), lost))
+    _report(args, _Run(results, opinions, bites, lost, wall, proved, verdict(proved, refuted, trusted_all(results), lost)))
     return code
 
 
@@ -224,19 +236,11 @@ def _prove(
             progress.shield.release()
 
 
-def _report(
-    args: argparse.Namespace,
-    results: list[ObligationResult],
-    opinions: Opinions,
-    bites: tuple[Any, ...],
-    lost: list[Any],
-    wall: float,
-    proved: bool,
-    overall: str,
-) -> None:
-    """The report on stdout in the --format asked for; ``overall``: the run's ``verdict``."""
+def _report(args: argparse.Namespace, run: _Run) -> None:
+    """The report on stdout in the --format asked for; ``run.overall``: the run's ``verdict``."""
     from cpgraph.commands.prove_report import _json, _junit, _markdown
 
+    results, opinions, bites, lost, wall, proved, overall = run
     if args.format == "junit":
         sys.stdout.write(_junit(results, args.cp_max, wall))
         return
@@ -248,23 +252,15 @@ def _report(
     if args.format == "json":
         print(json.dumps(_json(args, results, opinions, bites, lost, wall, proved, trusted, slowest, overall), indent=2))
         return
-    _print_text(args, results, opinions, bites, lost, wall, proved, slowest)
+    _print_text(args, run, slowest)
 
 
-def _print_text(
-    args: argparse.Namespace,
-    results: list[ObligationResult],
-    opinions: Opinions,
-    bites: tuple[Any, ...],
-    lost: list[Any],
-    wall: float,
-    proved: bool,
-    slowest: ObligationResult,
-) -> None:
+def _print_text(args: argparse.Namespace, run: _Run, slowest: ObligationResult) -> None:
     """The table, each failure, the second opinions, the teeth pass and the one-line verdict."""
     from cpgraph.commands.prove_report import _opinions_text
     from cpgraph.output import highlight
 
+    results, opinions, bites, lost, wall, proved, _ = run
     print(highlight(_table(_rows(results, opinions, args.cp_max)), sys.stdout))
     print(_scope_text(results, args.cp_max))
     for r in results:

@@ -14,16 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cpgraph.commands import command_parser, read_or_usage
 from cpgraph.output import solver_leaves_ctrl_c_to_python, Output, UsageError, add_output_flags, writable_dir
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "review",
-        help="prove a design's invariants, cost it, and diff it against another design",
-        description=(__doc__ or "").split("\n", 1)[1].strip(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser(subparsers, "review", "prove a design's invariants, cost it, and diff it against another design", __doc__)
     parser.add_argument("design", nargs="?", help="design TOML path or bundled name (default: upstream)")
     parser.add_argument("--against", metavar="OLD", help="old design to diff against (default with no DESIGN: prefix)")
     add_output_flags(parser)
@@ -35,14 +31,7 @@ def load(ref: str) -> Any:
     """A design by path or bundled name; any unreadable or invalid file is a usage error naming it."""
     from cpgraph.design.schema import DesignError, load_design
 
-    try:
-        return load_design(ref)
-    except DesignError as exc:
-        raise UsageError(str(exc)) from None
-    except UnicodeDecodeError:
-        raise UsageError(f"design {ref!r}: not a UTF-8 TOML file") from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"design {ref!r}: cannot be read: {exc}") from None
+    return read_or_usage("design", ref, load_design, DesignError, "TOML")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,18 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from cpgraph.commands.review import load
+from cpgraph.commands import command_parser, read_or_usage
 from cpgraph.output import (
     WIDTH, JUnitCase, Output, UsageError, add_output_flags, junit, md_table, text_table, wrap, writable_file,
 )
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "simulate",
-        help="run designs side by side on a workload of batches",
-        description=(__doc__ or "").split("\n", 1)[1].strip(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser(subparsers, "simulate", "run designs side by side on a workload of batches", __doc__)
     parser.add_argument("designs", nargs="*", metavar="DESIGN", help="design paths or bundled names")
     parser.add_argument("--workload", default="mixed", help="built-in name (chat, docs, mixed) or JSON-lines file")
     parser.add_argument("--plot", metavar="FILE.png", help="write a PNG comparing the designs")
@@ -38,14 +34,7 @@ def workload(ref: str) -> tuple[str, Any]:
     """A workload by name or file; an unreadable or invalid file is a usage error naming it."""
     from cpgraph.design.workloads import WorkloadError, load_workload
 
-    try:
-        return load_workload(ref)
-    except WorkloadError as exc:
-        raise UsageError(str(exc)) from None
-    except UnicodeDecodeError:
-        raise UsageError(f"workload {ref!r}: not a UTF-8 JSON-lines file") from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"workload {ref!r}: cannot be read: {exc}") from None
+    return read_or_usage("workload", ref, load_workload, WorkloadError, "JSON-lines")
 
 
 def _why(violated: tuple[str, ...]) -> str:

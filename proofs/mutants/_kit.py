@@ -1,4 +1,5 @@
-"""Shared rungs for the mutants: zigzag loads, alignment, and the protocol built from one selector.
+"""Shared rungs for the mutants: zigzag loads, alignment, the correct selection built from its rungs
+(``selector``: a mutant passes the one rung it changes) and the protocol built from one selector.
 
 Each mutant module changes exactly one rung of the correct selection (the bug it models) and states
 the invariant ``cpgraph check`` must catch it on as ``CAUGHT_AS``.
@@ -31,6 +32,49 @@ def cp_active(lengths: Sequence[int], num_tokens: int, cp_size: int) -> bool:
     return cp_size > 1 and num_tokens >= 2 * cp_size and all(length >= 2 * cp_size for length in lengths)
 
 
+Batch = Mapping[str, Any]
+Rung = Callable[[int, Batch], bool]  # (bucket, batch) -> whether the scan's window rung holds
+
+
+def busiest_rows(batch: Batch) -> int:
+    """The correct sizing: the busiest rank's zigzag load, aligned up to A."""
+    return align_up(max(zigzag_loads(batch["extend_seq_lens"], batch["cp_size"])), batch["align_size"])
+
+
+def below_n(bucket: int, batch: Batch) -> bool:
+    """The correct lower end: a bucket below n is skipped."""
+    return bool(bucket < batch["num_tokens"])
+
+
+def past_fn(bucket: int, batch: Batch) -> bool:
+    """The correct upper end: the scan stops past F*n."""
+    return bool(bucket > batch["max_padding_factor"] * batch["num_tokens"])  # F may be a Fraction
+
+
+def never(bucket: int, batch: Batch) -> bool:
+    return False
+
+
+def fits(rows: int | None, required: int) -> bool:
+    """The correct fit: a recorded capacity of at least the required rows (an absent one never fits)."""
+    return rows is not None and rows >= required
+
+
+def walk(
+    required: int, batch: Batch, skip: Rung = below_n, stop: Rung = past_fn, fit: Callable[[int | None, int], bool] = fits
+) -> int | None:
+    """The scan over the captured buckets: ``skip`` passes a bucket over, ``stop`` ends the scan, the
+    first bucket whose rows ``fit`` the required ones is taken."""
+    for bucket in batch["capture_num_tokens"]:
+        if skip(bucket, batch):
+            continue
+        if stop(bucket, batch):
+            break
+        if fit(batch["bucket_local_tokens"].get(bucket), required):
+            return int(bucket)
+    return None
+
+
 def scan(
     required: int,
     num_tokens: int,
@@ -39,24 +83,36 @@ def scan(
     max_padding_factor: int,
 ) -> int | None:
     """The correct scan: skip buckets below n, stop above F*n, skip absent capacities."""
-    for bucket in capture_num_tokens:
-        if bucket < num_tokens:
-            continue
-        if bucket > max_padding_factor * num_tokens:
-            break
-        rows = bucket_local_tokens.get(bucket)
-        if rows is not None and rows >= required:
-            return bucket
-    return None
+    batch = {
+        "num_tokens": num_tokens, "capture_num_tokens": capture_num_tokens,
+        "bucket_local_tokens": bucket_local_tokens, "max_padding_factor": max_padding_factor,
+    }
+    return walk(required, batch)
 
 
-def correct_select(**batch: Any) -> int | None:
-    """The spec's selection, written plainly (the base every mutant perturbs)."""
-    lengths, p, n = batch["extend_seq_lens"], batch["cp_size"], batch["num_tokens"]
-    if not cp_active(lengths, n, p):
-        return None
-    required = align_up(max(zigzag_loads(lengths, p)), batch["align_size"])
-    return scan(required, n, batch["capture_num_tokens"], batch["bucket_local_tokens"], batch["max_padding_factor"])
+def selector(
+    required: Callable[[Batch], int] = busiest_rows,
+    *,
+    skip: Rung = below_n,
+    stop: Rung = past_fn,
+    fit: Callable[[int | None, int], bool] = fits,
+    pick: Callable[[int, Batch], int | None] | None = None,
+) -> Selector:
+    """The correct selection with the one rung a mutant changes replaced: ``required`` sizes the busiest
+    rank, ``skip``/``stop``/``fit`` are the scan's rungs (see ``walk``), ``pick`` replaces the whole scan.
+    None when context parallelism is off for the batch."""
+
+    def select(**batch: Any) -> int | None:
+        if not cp_active(batch["extend_seq_lens"], batch["num_tokens"], batch["cp_size"]):
+            return None
+        need = required(batch)
+        return walk(need, batch, skip, stop, fit) if pick is None else pick(need, batch)
+
+    return select
+
+
+correct_select: Selector = selector()
+"""The spec's selection, written plainly (the base every mutant perturbs)."""
 
 
 def protocol(select: Selector) -> tuple[Callable[..., bool], Callable[..., int]]:

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
-from cpgraph.proofs.mutants._kit import cp_active, protocol, scan, zigzag_loads
+from cpgraph.proofs.mutants._kit import Batch, protocol, selector, zigzag_loads
 
 CAUGHT_AS: Final = "capacity_fit"
 
 
-def select(**batch: Any) -> int | None:
-    lengths, p, n, a = batch["extend_seq_lens"], batch["cp_size"], batch["num_tokens"], batch["align_size"]
-    if not cp_active(lengths, n, p):
-        return None
-    required = max(zigzag_loads(lengths, p)) // a * a
-    return scan(required, n, batch["capture_num_tokens"], batch["bucket_local_tokens"], batch["max_padding_factor"])
+def required(batch: Batch) -> int:
+    """The bug: the busiest load rounded down to A (``// a * a``), not up."""
+    a: int = batch["align_size"]
+    return max(zigzag_loads(batch["extend_seq_lens"], batch["cp_size"])) // a * a
 
+
+select = selector(required)
 
 admit, replay_bucket = protocol(select)

@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
-from cpgraph.proofs.mutants._kit import align_up, cp_active, protocol, zigzag_loads
+from cpgraph.proofs.mutants._kit import Batch, fits, past_fn, protocol, selector
 
 CAUGHT_AS: Final = "no_needless_fallback"
 
 
-def select(**batch: Any) -> int | None:
-    lengths, p, n, f = batch["extend_seq_lens"], batch["cp_size"], batch["num_tokens"], batch["max_padding_factor"]
-    if not cp_active(lengths, n, p):
+def first_only(required: int, batch: Batch) -> int | None:
+    """The bug: only the first bucket >= n is tried; when it does not fit, the batch runs eagerly."""
+    bucket = next((b for b in batch["capture_num_tokens"] if b >= batch["num_tokens"]), None)
+    if bucket is None or past_fn(bucket, batch):
         return None
-    required = align_up(max(zigzag_loads(lengths, p)), batch["align_size"])
-    bucket = next((b for b in batch["capture_num_tokens"] if b >= n), None)
-    if bucket is None or bucket > f * n:
-        return None
-    rows = batch["bucket_local_tokens"].get(bucket)
-    return int(bucket) if rows is not None and rows >= required else None
+    return int(bucket) if fits(batch["bucket_local_tokens"].get(bucket), required) else None
 
+
+select = selector(pick=first_only)
 
 admit, replay_bucket = protocol(select)

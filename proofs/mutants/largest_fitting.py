@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
-from cpgraph.proofs.mutants._kit import align_up, cp_active, protocol, zigzag_loads
+from cpgraph.proofs.mutants._kit import Batch, below_n, fits, past_fn, protocol, selector
 
 CAUGHT_AS: Final = "minimal_bucket"
 
 
-def select(**batch: Any) -> int | None:
-    lengths, p, n, f = batch["extend_seq_lens"], batch["cp_size"], batch["num_tokens"], batch["max_padding_factor"]
-    if not cp_active(lengths, n, p):
-        return None
-    required = align_up(max(zigzag_loads(lengths, p)), batch["align_size"])
+def largest(required: int, batch: Batch) -> int | None:
+    """The bug: the largest fitting bucket of the window [n, F*n], not the least."""
     table = batch["bucket_local_tokens"]
-    fits = [b for b in batch["capture_num_tokens"] if n <= b <= f * n and b in table and table[b] >= required]
-    return max(fits) if fits else None
+    window = (b for b in batch["capture_num_tokens"] if not below_n(b, batch) and not past_fn(b, batch))
+    return max((b for b in window if fits(table.get(b), required)), default=None)
 
+
+select = selector(pick=largest)
 
 admit, replay_bucket = protocol(select)

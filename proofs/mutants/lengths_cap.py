@@ -3,28 +3,13 @@ so a bucket in (F*sum, F*n] that fits is never tried and the batch runs eagerly 
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
-from cpgraph.proofs.mutants._kit import align_up, cp_active, protocol, zigzag_loads
+from cpgraph.proofs.mutants._kit import protocol, selector
 
 CAUGHT_AS: Final = "no_needless_fallback"
 
-
-def select(**batch: Any) -> int | None:
-    lengths, p, n = batch["extend_seq_lens"], batch["cp_size"], batch["num_tokens"]
-    if not cp_active(lengths, n, p):
-        return None
-    required = align_up(max(zigzag_loads(lengths, p)), batch["align_size"])
-    cap = batch["max_padding_factor"] * sum(lengths)  # the bug: F * the live count, not F * n
-    for bucket in batch["capture_num_tokens"]:
-        if bucket < n:
-            continue
-        if bucket > cap:
-            break
-        rows = batch["bucket_local_tokens"].get(bucket)
-        if rows is not None and rows >= required:
-            return int(bucket)
-    return None
-
+# the bug: F * the live count, not F * n
+select = selector(stop=lambda bucket, batch: bucket > batch["max_padding_factor"] * sum(batch["extend_seq_lens"]))
 
 admit, replay_bucket = protocol(select)

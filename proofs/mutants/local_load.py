@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
-from cpgraph.proofs.mutants._kit import align_up, cp_active, protocol, scan, zigzag_loads
+from cpgraph.proofs.mutants._kit import Batch, align_up, protocol, selector, zigzag_loads
 
 CAUGHT_AS: Final = "rank_consensus"
 
 
-def select(**batch: Any) -> int | None:
-    lengths, p, n = batch["extend_seq_lens"], batch["cp_size"], batch["num_tokens"]
-    if not cp_active(lengths, n, p):
-        return None
-    required = align_up(zigzag_loads(lengths, p)[batch["cp_rank"]], batch["align_size"])
-    return scan(required, n, batch["capture_num_tokens"], batch["bucket_local_tokens"], batch["max_padding_factor"])
+def required(batch: Batch) -> int:
+    """The bug: this rank's load (``[cp_rank]``), not the busiest rank's (``max``)."""
+    return align_up(zigzag_loads(batch["extend_seq_lens"], batch["cp_size"])[batch["cp_rank"]], batch["align_size"])
 
+
+select = selector(required)
 
 admit, replay_bucket = protocol(select)

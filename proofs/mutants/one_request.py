@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
-from cpgraph.proofs.mutants._kit import align_up, cp_active, protocol, scan, zigzag_loads
+from cpgraph.proofs.mutants._kit import Batch, align_up, protocol, selector, zigzag_loads
 
 CAUGHT_AS: Final = "capacity_fit"
 
 
-def select(**batch: Any) -> int | None:
-    lengths, p, n = batch["extend_seq_lens"], batch["cp_size"], batch["num_tokens"]
-    if not cp_active(lengths, n, p):
-        return None
-    required = align_up(max(zigzag_loads([n], p)), batch["align_size"])
-    return scan(required, n, batch["capture_num_tokens"], batch["bucket_local_tokens"], batch["max_padding_factor"])
+def required(batch: Batch) -> int:
+    """The bug: the loads of one request of n tokens (``[n]``), not of the batch's lengths."""
+    return align_up(max(zigzag_loads([batch["num_tokens"]], batch["cp_size"])), batch["align_size"])
 
+
+select = selector(required)
 
 admit, replay_bucket = protocol(select)

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
-from cpgraph.proofs.mutants._kit import cp_active, protocol, scan, zigzag_loads
+from cpgraph.proofs.mutants._kit import Batch, protocol, selector, zigzag_loads
 
 CAUGHT_AS: Final = "capacity_fit"
 
 
-def select(**batch: Any) -> int | None:
-    lengths, p, n = batch["extend_seq_lens"], batch["cp_size"], batch["num_tokens"]
-    if not cp_active(lengths, n, p):
-        return None
-    required = max(zigzag_loads(lengths, p))
-    return scan(required, n, batch["capture_num_tokens"], batch["bucket_local_tokens"], batch["max_padding_factor"])
+def required(batch: Batch) -> int:
+    """The bug: the busiest rank's raw load, never aligned up to A."""
+    return max(zigzag_loads(batch["extend_seq_lens"], batch["cp_size"]))
 
+
+select = selector(required)
 
 admit, replay_bucket = protocol(select)

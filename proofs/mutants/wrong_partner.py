@@ -3,24 +3,24 @@ over-counted and a larger bucket than needed is replayed (never a smaller one: s
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
-from cpgraph.proofs.mutants._kit import align_up, cp_active, protocol, scan
+from cpgraph.proofs.mutants._kit import Batch, align_up, protocol, selector
 
 CAUGHT_AS: Final = "minimal_bucket"
 
 
-def select(**batch: Any) -> int | None:
-    lengths, p, n = batch["extend_seq_lens"], batch["cp_size"], batch["num_tokens"]
-    if not cp_active(lengths, n, p):
-        return None
+def required(batch: Batch) -> int:
+    """The bug: rank r's second block is P+r, not 2P-1-r."""
+    p = batch["cp_size"]
     loads = [0] * p
-    for length in lengths:
+    for length in batch["extend_seq_lens"]:
         q, m = divmod(length, 2 * p)
         for r in range(p):
             loads[r] += 2 * q + (r < m) + (p + r < m)
-    required = align_up(max(loads), batch["align_size"])
-    return scan(required, n, batch["capture_num_tokens"], batch["bucket_local_tokens"], batch["max_padding_factor"])
+    return align_up(max(loads), batch["align_size"])
 
+
+select = selector(required)
 
 admit, replay_bucket = protocol(select)

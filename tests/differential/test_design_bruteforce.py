@@ -9,16 +9,16 @@ batch breaks the invariant, and refute it with the brute force's least (requests
 unknown.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cpgraph.design.diff import diff_designs
+from cpgraph.design.diff import DiffClass, diff_designs
 from cpgraph.design.efficiency import crash_region, efficiency, runs
-from cpgraph.design.evaluate import SAFETY, evaluate
+from cpgraph.design.evaluate import SAFETY, Outcome, evaluate
 from cpgraph.design.review import review_invariants
 from cpgraph.design.schema import Design, load_design, loads_design
 from cpgraph.reference import ReferenceRunner
@@ -118,12 +118,12 @@ def test_review_verdicts_and_least_witnesses_match_brute_force(text: str) -> Non
             assert truth.get(r.invariant) == got, (text, r.invariant, got, truth.get(r.invariant))
 
 
-def brute_regions(design: Design) -> tuple[list[int], list[int], list[int], Fraction]:
-    """(n where some batch runs eagerly, n where every batch does, n where some batch crashes, worst B/n)."""
+def brute_walk(design: Design, on_admitted: Callable[[int, Outcome], None]) -> tuple[list[int], list[int], list[int]]:
+    """Over every batch: (n where some batch runs eagerly, n where every batch does, n where some batch
+    crashes); ``on_admitted(n, outcome)`` sees each admitted batch."""
     some: set[int] = set()
     admitted: set[int] = set()
     crash: set[int] = set()
-    worst = Fraction(0)
     for lengths in batches_of(design):
         outcome = evaluate(design, lengths)
         n = sum(lengths)
@@ -131,11 +131,20 @@ def brute_regions(design: Design) -> tuple[list[int], list[int], list[int], Frac
             some.add(n)
             continue
         admitted.add(n)
-        worst = max(worst, Fraction(outcome.bucket or 0, n))
+        on_admitted(n, outcome)
         if set(outcome.violated) & set(SAFETY):
             crash.add(n)
-    every = sorted(some - admitted)
-    return sorted(some), every, sorted(crash), worst
+    return sorted(some), sorted(some - admitted), sorted(crash)
+
+
+def brute_regions(design: Design) -> tuple[list[int], list[int], list[int], Fraction]:
+    """(n where some batch runs eagerly, n where every batch does, n where some batch crashes, worst B/n)."""
+    worst = [Fraction(0)]
+
+    def note(n: int, outcome: Outcome) -> None:
+        worst[0] = max(worst[0], Fraction(outcome.bucket or 0, n))
+
+    return (*brute_walk(design, note), worst[0])
 
 
 @pytest.mark.parametrize("text", [DESIGNS[0], DESIGNS[1], DESIGNS[3], DESIGNS[4], DESIGNS[8], DESIGNS[12], DESIGNS[15]])
@@ -150,29 +159,45 @@ def test_efficiency_regions_and_worst_padding_match_brute_force(text: str) -> No
     assert e.worst_global.extend_seq_lens and evaluate(design, e.worst_global.extend_seq_lens).bucket == e.worst_global.bucket
 
 
-@pytest.mark.parametrize(("old", "new"), [(DESIGNS[1], DESIGNS[0]), (DESIGNS[0], DESIGNS[3]), (DESIGNS[4], DESIGNS[0])])
-def test_diff_ranges_match_brute_force(old: str, new: str) -> None:
+def brute_diff(
+    before: Design, after: Design, batches: Iterable[tuple[int, ...]]
+) -> tuple[dict[str, set[int]], dict[str, tuple[int, int]]]:
+    """Over ``batches``: for each diff class (fixed, regressed, changed) the n of its batches, and the least
+    (requests, n) of them (the first change the diff must show)."""
     from cpgraph.design.diff import _kind, _summary
 
-    before, after = loads_design(old, name="old"), loads_design(new, name="new")
-    top = max(max(before.buckets), max(after.buckets))
     truth: dict[str, set[int]] = {"fixed": set(), "regressed": set(), "changed": set()}
     least: dict[str, tuple[int, int]] = {}
-    for lengths in every_batch(top, 2 * before.cp_size):
+    for lengths in batches:
         kind = _kind(_summary(evaluate(before, lengths)), _summary(evaluate(after, lengths)))
         if kind is not None:
             truth[kind].add(sum(lengths))
             key = (len(lengths), sum(lengths))
             least[kind] = min(least.get(kind, key), key)
-    diff = diff_designs(before, after)
-    for c in diff.classes:
-        assert c.status in ("found", "none"), c
-        if not truth[c.kind]:
-            assert c.status == "none", (c.kind, c)
-            continue
-        assert c.status == "found" and dict(c.ranges)[0] == runs(sorted(truth[c.kind])), (c.kind, c.ranges)
-        first = c.changes[0].extend_seq_lens
-        assert (len(first), sum(first)) == least[c.kind]
+    return truth, least
+
+
+def found_as_brute_force(c: DiffClass, truth: dict[str, set[int]], least: dict[str, tuple[int, int]]) -> bool:
+    """A diff class is found exactly when brute force has batches in it, and its first change is the least
+    of them; True when found (the caller checks its ranges)."""
+    assert c.status in ("found", "none"), c
+    if not truth[c.kind]:
+        assert c.status == "none", (c.kind, c)
+        return False
+    assert c.status == "found", (c.kind, c)
+    first = c.changes[0].extend_seq_lens
+    assert (len(first), sum(first)) == least[c.kind]
+    return True
+
+
+@pytest.mark.parametrize(("old", "new"), [(DESIGNS[1], DESIGNS[0]), (DESIGNS[0], DESIGNS[3]), (DESIGNS[4], DESIGNS[0])])
+def test_diff_ranges_match_brute_force(old: str, new: str) -> None:
+    before, after = loads_design(old, name="old"), loads_design(new, name="new")
+    top = max(max(before.buckets), max(after.buckets))
+    truth, least = brute_diff(before, after, every_batch(top, 2 * before.cp_size))
+    for c in diff_designs(before, after).classes:
+        if found_as_brute_force(c, truth, least):
+            assert dict(c.ranges)[0] == runs(sorted(truth[c.kind])), (c.kind, c.ranges)
 
 
 @given(st.lists(st.integers(min_value=1, max_value=3000), min_size=1, max_size=6))
@@ -187,23 +212,14 @@ def test_upstream_design_decides_like_the_reference_runner(lengths: list[int]) -
 def brute_local(design: Design) -> tuple[list[int], list[int], list[int], Fraction, Fraction]:
     """Under local keying, over every batch: (n where some batch runs eagerly, n where every batch does,
     n where some batch crashes, the worst size over key s/m, the worst P*s/n)."""
-    some: set[int] = set()
-    admitted: set[int] = set()
-    crash: set[int] = set()
-    worst_key, worst_rows = Fraction(0), Fraction(0)
-    for lengths in batches_of(design):
-        outcome = evaluate(design, lengths)
-        n = sum(lengths)
-        if not outcome.admitted:
-            some.add(n)
-            continue
-        admitted.add(n)
+    worst = [Fraction(0), Fraction(0)]  # key, rows
+
+    def note(n: int, outcome: Outcome) -> None:
         assert outcome.bucket is not None and outcome.key is not None
-        worst_key = max(worst_key, Fraction(outcome.bucket, outcome.key))
-        worst_rows = max(worst_rows, Fraction(design.cp_size * outcome.bucket, n))
-        if set(outcome.violated) & set(SAFETY):
-            crash.add(n)
-    return sorted(some), sorted(some - admitted), sorted(crash), worst_key, worst_rows
+        worst[0] = max(worst[0], Fraction(outcome.bucket, outcome.key))
+        worst[1] = max(worst[1], Fraction(design.cp_size * outcome.bucket, n))
+
+    return (*brute_walk(design, note), worst[0], worst[1])
 
 
 @pytest.mark.parametrize("text", [t for t in LOCAL if "dual_chunk_swap_dcp" not in t])
@@ -248,25 +264,9 @@ MIXED = "cp_size = 2\ncapture_num_tokens = [8, 12, 16]\n"  # global, n <= 16: th
 
 @pytest.mark.parametrize(("old", "new"), [(LOCAL[1], LOCAL[0]), (LOCAL[0], LOCAL[1]), (MIXED, LOCAL[0])])
 def test_local_diff_classes_and_envelopes_match_brute_force(old: str, new: str) -> None:
-    from cpgraph.design.diff import _kind, _summary
-
     before, after = loads_design(old, name="old"), loads_design(new, name="new")
-    truth: dict[str, set[int]] = {"fixed": set(), "regressed": set(), "changed": set()}
-    least: dict[str, tuple[int, int]] = {}
     top = max(d.cp_size * max(d.buckets) if not d.keyed.windowed else max(d.buckets) for d in (before, after))
-    for n in range(1, top + 1):
-        for lengths in multisets(n, 1, 1):
-            kind = _kind(_summary(evaluate(before, lengths)), _summary(evaluate(after, lengths)))
-            if kind is not None:
-                truth[kind].add(n)
-                key = (len(lengths), n)
-                least[kind] = min(least.get(kind, key), key)
-    diff = diff_designs(before, after)
-    for c in diff.classes:
-        assert c.status in ("found", "none"), c
-        if not truth[c.kind]:
-            assert c.status == "none", (c.kind, c)
-            continue
-        assert c.status == "found" and c.region == (min(truth[c.kind]), max(truth[c.kind])), (c.kind, c.region)
-        first = c.changes[0].extend_seq_lens
-        assert (len(first), sum(first)) == least[c.kind]
+    truth, least = brute_diff(before, after, (lengths for n in range(1, top + 1) for lengths in multisets(n, 1, 1)))
+    for c in diff_designs(before, after).classes:
+        if found_as_brute_force(c, truth, least):
+            assert c.region == (min(truth[c.kind]), max(truth[c.kind])), (c.kind, c.region)

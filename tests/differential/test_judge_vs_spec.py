@@ -9,14 +9,13 @@ bucket above the least fitting one under minimal_bucket) fails here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 
 import z3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cpgraph.design.evaluate import GroupBatch  # a plain record of the asked batch (AskedBatch)
 from cpgraph.proofs.engine.check import Status, check
 from cpgraph.reference.judge import Expectation, fitting_set, judge_answers, rank_answer
 from cpgraph.spec import invariants as spec
@@ -25,19 +24,8 @@ from cpgraph.spec.selection import Selection, concrete_capture_list, padding_win
 ONE_RANK = ("captured_bucket", "padding_limit", "capacity_fit", "minimal_bucket", "no_needless_fallback")
 
 
-@dataclass(frozen=True)
-class _Batch:
-    cp_size: int
-    align_size: int
-    num_tokens: int
-    extend_seq_lens: tuple[int, ...]
-    capture_num_tokens: tuple[int, ...]
-    capacities: Mapping[int, int]
-    max_padding_factor: Fraction
-
-
 @st.composite
-def cases(draw: st.DrawFn) -> tuple[_Batch, int, int | None]:
+def cases(draw: st.DrawFn) -> tuple[GroupBatch, int, int | None]:
     buckets = tuple(sorted(draw(st.sets(st.integers(1, 400), min_size=1, max_size=6))))
     caps = {b: draw(st.integers(0, 120)) for b in buckets if draw(st.booleans()) or draw(st.booleans())}
     n = draw(st.integers(1, 300))
@@ -45,11 +33,11 @@ def cases(draw: st.DrawFn) -> tuple[_Batch, int, int | None]:
     factor = Fraction(draw(st.integers(2, 12)), draw(st.integers(1, 4)))
     factor = max(factor, Fraction(1))
     bucket = draw(st.none() | st.sampled_from(buckets) | st.integers(1, 500))
-    batch = _Batch(1, 1, n, (n,), buckets, caps, factor)
+    batch = GroupBatch(1, 1, n, (n,), buckets, caps, factor)
     return batch, required, bucket
 
 
-def _spec_holds(batch: _Batch, required: int, bucket: int | None) -> dict[str, bool]:
+def _spec_holds(batch: GroupBatch, required: int, bucket: int | None) -> dict[str, bool]:
     capture = concrete_capture_list(batch.capture_num_tokens, batch.capacities)
     window = padding_window(batch.num_tokens, batch.max_padding_factor, "w")
     sel = Selection(z3.BoolVal(bucket is not None), z3.IntVal(0 if bucket is None else bucket))
@@ -72,7 +60,7 @@ def _spec_holds(batch: _Batch, required: int, bucket: int | None) -> dict[str, b
 
 @settings(max_examples=300, deadline=None)
 @given(cases())
-def test_the_judge_reads_each_one_rank_invariant_as_the_spec_does(case: tuple[_Batch, int, int | None]) -> None:
+def test_the_judge_reads_each_one_rank_invariant_as_the_spec_does(case: tuple[GroupBatch, int, int | None]) -> None:
     batch, required, bucket = case
     fitting = fitting_set(
         num_tokens=batch.num_tokens, required=required, capture_num_tokens=batch.capture_num_tokens,

@@ -8,6 +8,8 @@ from cpgraph.proofs.engine.constants import constant_names
 from cpgraph.proofs.run import run_queries
 from cpgraph.proofs.teeth.variants.catalogue import VARIANTS, Variant
 
+from helpers import run_printed_regression
+
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"{v.theorem}-{v.name}")
 def test_variant_gets_its_verdict(variant: Variant) -> None:
@@ -69,12 +71,7 @@ def test_vllm_0_28_is_refuted_with_a_minimal_batch_replayed_through_the_referenc
     text = result.failure.render()
     assert "vLLM 0.26-0.28 would dispatch" in text and "replay the graph keyed 1" in text
     # The printed regression test is valid Python and passes on the reference (what 0.29 must do).
-    snippet = result.failure.replay[result.failure.replay.index("from cpgraph.reference"):]
-    namespace: dict[str, object] = {}
-    exec(snippet, namespace)  # noqa: S102 - our own generated test text
-    test = namespace["test_regression_local_admitted_batches_replay_the_admitted_size_p4"]
-    assert callable(test)
-    test()
+    run_printed_regression(result.failure.replay, "test_regression_local_admitted_batches_replay_the_admitted_size_p4")
 
 
 def test_the_0_29_design_is_proved_where_0_28_is_refuted() -> None:

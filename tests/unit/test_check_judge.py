@@ -14,6 +14,8 @@ from cpgraph.check.run import breaks
 from cpgraph.strategies import batches
 from cpgraph.testing import assert_batch_sound
 
+from helpers import PickedPolicy
+
 SEED = make_batch((1534, 161, 353), (2048, 2304, 2560), cp_size=4)  # capacities 512, 576, 640
 
 
@@ -158,7 +160,7 @@ def test_the_judges_fast_spec_equals_the_reference_computed_through_its_public_f
     assert spec_for(batch) == spec_by_reference(batch)
 
 
-class _Strategic:
+class _Strategic(PickedPolicy):
     """A correct policy for a non-zigzag strategy (the protocol does not pass the strategy)."""
 
     def __init__(self, strategy: str) -> None:
@@ -174,15 +176,6 @@ class _Strategic:
             num_tokens=b["num_tokens"], required_local_tokens=need, capture_num_tokens=b["capture_num_tokens"],
             bucket_local_tokens=b["bucket_local_tokens"], max_padding_factor=b["max_padding_factor"],
         )
-
-    def admit(self, **b: Any) -> bool:
-        return self._pick(**b) is not None
-
-    def replay_bucket(self, **b: Any) -> int:
-        bucket = self._pick(**b)
-        if bucket is None:
-            raise LookupError("eager")
-        return bucket
 
 
 @pytest.mark.parametrize("strategy", ["interleave", "contiguous", "dual_chunk_swap"])

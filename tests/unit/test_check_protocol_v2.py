@@ -17,6 +17,8 @@ from cpgraph.reference import capture_local_tokens
 from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.reference.judge import JUDGES, RankAnswer, expected, judge_answers
 
+from helpers import PickedPolicy
+
 FAST = dict(boundary=False, workers=1, max_cases=2000)  # a count: the same batches and findings on any machine
 
 
@@ -97,7 +99,7 @@ def test_knob_lists_parse_rationals_and_multiples_of_p() -> None:
     assert opts.aligns(4) == (8, 16, 4)
 
 
-class _FixedF:
+class _FixedF(PickedPolicy):
     """Hard-codes F = 2 (as upstream's module constant does) and ignores the keyword."""
 
     def _pick(self, **b: Any) -> int | None:
@@ -107,15 +109,6 @@ class _FixedF:
             return None
         need = align_up(max(zigzag_loads(b["extend_seq_lens"], b["cp_size"])), b["align_size"])
         return scan(need, b["num_tokens"], b["capture_num_tokens"], b["bucket_local_tokens"], 2)
-
-    def admit(self, **b: Any) -> bool:
-        return self._pick(**b) is not None
-
-    def replay_bucket(self, **b: Any) -> int:
-        bucket = self._pick(**b)
-        if bucket is None:
-            raise LookupError("eager")
-        return bucket
 
 
 class _DeclaresF(_FixedF):

@@ -211,29 +211,29 @@ def test_ctrl_c_exits_130_with_one_line(argv: list[str], ready: str) -> None:
     assert err.strip().splitlines()[-1] == f"cpgraph {argv[0]}: interrupted"
 
 
-def test_a_policy_that_swallows_every_stop_still_ends_the_check(tmp_path: Path) -> None:
-    policy = tmp_path / "stubborn.py"
-    policy.write_text(
-        "import time\nfrom cpgraph.reference.policy import replay_bucket\n"
-        "def admit(**b):\n    while True:\n        try:\n            time.sleep(3600)\n        except BaseException:\n            pass\n"
-    )
-    result = subprocess.run([sys.executable, "-m", "cpgraph", "check", str(policy), *FAST], capture_output=True,
-                            text=True, timeout=120)
-    assert result.returncode == 1
-    assert "ignored every attempt to stop it" in result.stderr and "Traceback" not in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
+def _check_file(policy: Path, source: str) -> subprocess.CompletedProcess[str]:
+    """``cpgraph check`` (FAST) of a policy file written with ``source``."""
+    policy.write_text(source)
+    return subprocess.run([sys.executable, "-m", "cpgraph", "check", str(policy), *FAST], capture_output=True,
+                          text=True, timeout=120)
 
 
-def test_a_call_stuck_in_c_code_is_ended_by_the_supervisor(tmp_path: Path) -> None:
-    policy = tmp_path / "c_loop.py"
-    policy.write_text(
-        "from cpgraph.reference.policy import replay_bucket\n"
-        "def admit(**b):\n    return sum(range(10**15)) > 0  # one C call: never returns to the interpreter\n"
-    )
-    result = subprocess.run([sys.executable, "-m", "cpgraph", "check", str(policy), *FAST], capture_output=True,
-                            text=True, timeout=120)
+@pytest.mark.parametrize(
+    "name, source, says",
+    [
+        ("stubborn", "import time\nfrom cpgraph.reference.policy import replay_bucket\n"
+         "def admit(**b):\n    while True:\n        try:\n            time.sleep(3600)\n        except BaseException:\n            pass\n",
+         ("ignored every attempt to stop it",)),
+        ("c_loop", "from cpgraph.reference.policy import replay_bucket\n"
+         "def admit(**b):\n    return sum(range(10**15)) > 0  # one C call: never returns to the interpreter\n",
+         ("could not be interrupted", "admit(cp_rank=0, ...)")),  # ended by the supervisor
+    ],
+    ids=["swallows-every-stop", "stuck-in-c-code"],
+)
+def test_a_call_that_cannot_be_stopped_still_ends_the_check(name: str, source: str, says: tuple[str, ...], tmp_path: Path) -> None:
+    result = _check_file(tmp_path / f"{name}.py", source)
     assert result.returncode == 1
-    assert "could not be interrupted" in result.stderr and "admit(cp_rank=0, ...)" in result.stderr
+    assert all(part in result.stderr for part in says), result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
@@ -246,9 +246,6 @@ def test_a_call_stuck_in_c_code_is_ended_by_the_supervisor(tmp_path: Path) -> No
     ids=["in-a-call", "at-import"],
 )
 def test_a_policy_that_ends_the_process_is_caught_on_the_command_line(body: str, code: int, says: str, tmp_path: Path) -> None:
-    policy = tmp_path / "ender.py"
-    policy.write_text("import os\nfrom cpgraph.reference.policy import replay_bucket\n" + body)
-    result = subprocess.run([sys.executable, "-m", "cpgraph", "check", str(policy), *FAST], capture_output=True,
-                            text=True, timeout=120)
+    result = _check_file(tmp_path / "ender.py", "import os\nfrom cpgraph.reference.policy import replay_bucket\n" + body)
     assert result.returncode == code and says in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr

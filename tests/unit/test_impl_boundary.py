@@ -20,6 +20,8 @@ from cpgraph.impl import decision, policy
 from cpgraph.impl.checks import STRATEGY_IDS
 from cpgraph.impl.lengths import VECTOR_MIN_REQUESTS, accept_lengths, lengths_tuple
 
+from helpers import seed_batch
+
 LONG = VECTOR_MIN_REQUESTS + 5
 
 
@@ -108,19 +110,9 @@ def test_the_decision_path_imports_without_torch() -> None:
 # -- the remembered capture table --------------------------------------------------------------------------------
 
 
-def _batch(**overrides: object) -> dict[str, Any]:
-    batch: dict[str, Any] = dict(
-        cp_rank=0, cp_size=4, align_size=8, num_tokens=2048, extend_seq_lens=(1534, 161, 353),
-        capture_num_tokens=(2048, 2304, 2560), bucket_local_tokens={2048: 512, 2304: 576, 2560: 640},
-        max_padding_factor=2,
-    )
-    batch.update(overrides)
-    return batch
-
-
 def test_a_mapping_changed_in_place_is_decided_on_its_new_values() -> None:
     caps = {2048: 512, 2304: 576, 2560: 640}
-    batch = _batch(bucket_local_tokens=caps)
+    batch = seed_batch(bucket_local_tokens=caps)
     assert policy.replay_bucket(**batch) == 2304
     caps[2304] = 519  # now too small: the next bucket fits
     assert policy.replay_bucket(**batch) == 2560
@@ -135,7 +127,7 @@ def test_a_mapping_changed_in_place_is_decided_on_its_new_values() -> None:
 
 def test_a_capture_list_changed_in_place_is_decided_on_its_new_values() -> None:
     buckets = [2048, 2304, 2560]
-    batch = _batch(capture_num_tokens=buckets)
+    batch = seed_batch(capture_num_tokens=buckets)
     assert policy.replay_bucket(**batch) == 2304
     buckets[1] = 2300  # not captured: no capacity recorded for it
     assert policy.replay_bucket(**batch) == 2560
@@ -147,13 +139,13 @@ def test_a_capture_list_changed_in_place_is_decided_on_its_new_values() -> None:
 
 
 def test_equal_looking_tables_with_other_types_are_refused_not_remembered() -> None:
-    assert policy.admit(**_batch())
+    assert policy.admit(**seed_batch())
     with pytest.raises(TypeError, match=r"capture_num_tokens\[0\] must be a positive int, got 2048.0"):
-        policy.admit(**_batch(capture_num_tokens=(2048.0, 2304, 2560)))
+        policy.admit(**seed_batch(capture_num_tokens=(2048.0, 2304, 2560)))
     with pytest.raises(TypeError, match=r"bucket_local_tokens\[2048\] must be an int >= 0, got 512.0"):
-        policy.admit(**_batch(bucket_local_tokens={2048: 512.0, 2304: 576, 2560: 640}))
+        policy.admit(**seed_batch(bucket_local_tokens={2048: 512.0, 2304: 576, 2560: 640}))
     with pytest.raises(TypeError, match=r"keys must be int buckets, got 2048.0"):
-        policy.admit(**_batch(bucket_local_tokens={2048.0: 512, 2304: 576, 2560: 640}))
+        policy.admit(**seed_batch(bucket_local_tokens={2048.0: 512, 2304: 576, 2560: 640}))
     # tables holding 0 or 1 (which a bool equals) are never taken on equality
     small: dict[str, Any] = dict(cp_rank=0, cp_size=1, align_size=1, num_tokens=1, extend_seq_lens=[1], capture_num_tokens=(1, 2),
                  bucket_local_tokens={1: 1, 2: 2}, max_padding_factor=2)
@@ -165,8 +157,8 @@ def test_equal_looking_tables_with_other_types_are_refused_not_remembered() -> N
 
 
 def test_alternating_tables_each_get_their_own_answer() -> None:
-    tight = _batch(bucket_local_tokens={2048: 512, 2304: 519, 2560: 640})
-    roomy = _batch(bucket_local_tokens={2048: 520, 2304: 576, 2560: 640})
+    tight = seed_batch(bucket_local_tokens={2048: 512, 2304: 519, 2560: 640})
+    roomy = seed_batch(bucket_local_tokens={2048: 520, 2304: 576, 2560: 640})
     for _ in range(3):
         assert policy.replay_bucket(**tight) == 2560
         assert policy.replay_bucket(**roomy) == 2048
@@ -176,22 +168,22 @@ def test_alternating_tables_each_get_their_own_answer() -> None:
 
 def test_policy_takes_arrays_tensors_and_fractional_factors() -> None:
     for lengths in ([1534, 161, 353], np.array([1534, 161, 353]), torch.tensor([1534, 161, 353])):
-        assert policy.replay_bucket(**_batch(extend_seq_lens=lengths)) == 2304
-        assert policy.local_rows(bucket=2304, **_batch(extend_seq_lens=lengths)) == (520,) * 4
-    assert policy.replay_bucket(**_batch(max_padding_factor=Fraction(9, 8))) == 2304  # 2304 = 9/8 * 2048
+        assert policy.replay_bucket(**seed_batch(extend_seq_lens=lengths)) == 2304
+        assert policy.local_rows(bucket=2304, **seed_batch(extend_seq_lens=lengths)) == (520,) * 4
+    assert policy.replay_bucket(**seed_batch(max_padding_factor=Fraction(9, 8))) == 2304  # 2304 = 9/8 * 2048
     with pytest.raises(LookupError, match="no_bucket_within_padding_limit"):  # [2049, 2177.06]: no bucket
-        policy.replay_bucket(**_batch(num_tokens=2049, max_padding_factor=Fraction(17, 16)))
+        policy.replay_bucket(**seed_batch(num_tokens=2049, max_padding_factor=Fraction(17, 16)))
 
 
 def test_policy_refuses_missing_or_extra_keywords() -> None:
-    batch = _batch()
+    batch = seed_batch()
     del batch["cp_rank"]
     with pytest.raises(TypeError, match=r"missing \['cp_rank'\], unexpected \[\]"):
         policy.admit(**batch)
     with pytest.raises(TypeError, match=r"missing \['cp_rank'\], unexpected \['rank'\]"):
         policy.admit(**dict(batch, rank=0))
     with pytest.raises(TypeError, match=r"missing \[\], unexpected \['extra'\]"):
-        policy.admit(**_batch(extra=1))
+        policy.admit(**seed_batch(extra=1))
 
 
 def test_without_numpy_every_list_takes_the_scalar_path_with_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:

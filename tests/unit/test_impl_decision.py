@@ -10,6 +10,8 @@ import pytest
 from cpgraph.impl import decision, policy
 from cpgraph.impl.decision import FallbackReason, Selector, plan_batch
 
+from helpers import seed_batch
+
 
 def test_worked_example_needs_520_rows_and_picks_2304() -> None:
     lengths = (1534, 161, 353)
@@ -93,21 +95,11 @@ def test_fallback_reason_values_match_the_reference() -> None:
     assert {r.value for r in FallbackReason} == {r.value for r in reference.FallbackReason}
 
 
-def _batch(**overrides: object) -> dict[str, object]:
-    batch: dict[str, object] = dict(
-        cp_rank=0, cp_size=4, align_size=8, num_tokens=2048, extend_seq_lens=(1534, 161, 353),
-        capture_num_tokens=(2048, 2304, 2560), bucket_local_tokens={2048: 512, 2304: 576, 2560: 640},
-        max_padding_factor=2,
-    )
-    batch.update(overrides)
-    return batch
-
-
 def test_policy_protocol_on_the_worked_example() -> None:
-    assert policy.admit(**_batch())  # type: ignore[arg-type]
-    assert policy.replay_bucket(**_batch()) == 2304  # type: ignore[arg-type]
-    assert policy.local_rows(bucket=2304, **_batch()) == (520,) * 4  # type: ignore[arg-type]
-    refused = _batch(capture_num_tokens=(2048,), bucket_local_tokens={2048: 512})
+    assert policy.admit(**seed_batch())  # type: ignore[arg-type]
+    assert policy.replay_bucket(**seed_batch()) == 2304  # type: ignore[arg-type]
+    assert policy.local_rows(bucket=2304, **seed_batch()) == (520,) * 4  # type: ignore[arg-type]
+    refused = seed_batch(capture_num_tokens=(2048,), bucket_local_tokens={2048: 512})
     assert not policy.admit(**refused)  # type: ignore[arg-type]
     with pytest.raises(LookupError, match="no_capacity_within_padding_limit"):
         policy.replay_bucket(**refused)  # type: ignore[arg-type]
@@ -174,9 +166,9 @@ def test_headroom_and_capture_reject_bad_input() -> None:
     with pytest.raises(ValueError, match="num_tokens must be an int >= 1, got 0"):
         decision.capture_local_tokens(0, cp_size=4, align_size=8)
     with pytest.raises(TypeError, match="cp_rank must be an int >= 0"):
-        policy.admit(**_batch(cp_rank=None))  # type: ignore[arg-type]
+        policy.admit(**seed_batch(cp_rank=None))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="bucket must be an int >= 1, got 0"):
-        policy.local_rows(bucket=0, **_batch())  # type: ignore[arg-type]
+        policy.local_rows(bucket=0, **seed_batch())  # type: ignore[arg-type]
 
 
 # -- dual_chunk_swap (vLLM's DualChunkSwap), hand-computed ------------------------------------------------------
@@ -290,9 +282,9 @@ def test_bad_is_prefilling_names_argument_value_and_what_is_allowed(
                                       strategy="dual_chunk_swap", keying="local", is_prefilling=flags),
         lambda: decision.decider(cp_size=4, align_size=1, selector=sel, max_padding_factor=2,
                                  strategy="dual_chunk_swap")([40, 1], None, flags),
-        lambda: policy.decide(strategy="dual_chunk_swap", is_prefilling=flags, **_batch(extend_seq_lens=(40, 1))),  # type: ignore[arg-type]
+        lambda: policy.decide(strategy="dual_chunk_swap", is_prefilling=flags, **seed_batch(extend_seq_lens=(40, 1))),  # type: ignore[arg-type]
         lambda: policy.admit(strategy="dual_chunk_swap", keying="local", is_prefilling=flags,
-                             **_batch(extend_seq_lens=(40, 1))),  # type: ignore[arg-type]
+                             **seed_batch(extend_seq_lens=(40, 1))),  # type: ignore[arg-type]
     ]
     for call in calls:
         with pytest.raises(error, match=message):
@@ -318,8 +310,8 @@ def test_unknown_strategy_is_refused_everywhere() -> None:
                                     strategy="ring"),
         lambda: decision.plan_lengths([40], cp_size=4, align_size=8, selector=sel, max_padding_factor=2,
                                       strategy="ring"),
-        lambda: policy.decide(strategy="ring", **_batch()),  # type: ignore[arg-type]
-        lambda: policy.local_rows(bucket=2304, strategy="ring", **_batch()),  # type: ignore[arg-type]
+        lambda: policy.decide(strategy="ring", **seed_batch()),  # type: ignore[arg-type]
+        lambda: policy.local_rows(bucket=2304, strategy="ring", **seed_batch()),  # type: ignore[arg-type]
         lambda: decision.formulas("ring"),
     ]
     for call in calls:
@@ -434,10 +426,10 @@ def test_unknown_keying_is_refused_everywhere() -> None:
                                       keying="rank"),
         lambda: plan_batch((40,), num_tokens=40, cp_size=4, align_size=8, selector=sel, max_padding_factor=2,
                            keying="rank"),
-        lambda: policy.decide(keying="rank", **_batch()),  # type: ignore[arg-type]
-        lambda: policy.admit(keying="rank", **_batch()),  # type: ignore[arg-type]
-        lambda: policy.replay_bucket(keying="rank", **_batch()),  # type: ignore[arg-type]
-        lambda: policy.local_rows(bucket=2304, keying="rank", **_batch()),  # type: ignore[arg-type]
+        lambda: policy.decide(keying="rank", **seed_batch()),  # type: ignore[arg-type]
+        lambda: policy.admit(keying="rank", **seed_batch()),  # type: ignore[arg-type]
+        lambda: policy.replay_bucket(keying="rank", **seed_batch()),  # type: ignore[arg-type]
+        lambda: policy.local_rows(bucket=2304, keying="rank", **seed_batch()),  # type: ignore[arg-type]
         lambda: Dispatcher(cp_size=4, align_size=8, strategy="zigzag", max_padding_factor=2, capture_num_tokens=(64,),
                            captured={64: 16}, keying="rank"),
     ]
@@ -446,7 +438,7 @@ def test_unknown_keying_is_refused_everywhere() -> None:
             call()
     for bad in (None, "GLOBAL", 1):
         with pytest.raises(ValueError, match=rf"keying must be one of global, local; got {bad!r}"):
-            policy.admit(keying=bad, **_batch())  # type: ignore[arg-type]
+            policy.admit(keying=bad, **seed_batch())  # type: ignore[arg-type]
 
 
 def test_keying_ids_are_the_reference_keying_tables() -> None:

@@ -13,6 +13,8 @@ from cpgraph.proofs.run import minimise, run_queries, run_task
 from cpgraph.proofs.theorems.strategies import zigzag_loads_sum_to_tokens
 from cpgraph.proofs.teeth.variants.catalogue import VARIANTS, wrong_partner_request_loads
 
+from helpers import run_printed_regression
+
 
 def test_every_theorem_is_named_documented_and_scoped() -> None:
     assert len(BY_NAME) == len(OBLIGATIONS)
@@ -102,12 +104,7 @@ def test_a_refuted_theorem_prints_a_minimal_counterexample_replayed_through_the_
     text = result.failure.render()
     assert f"cpgraph.reference.rank_loads(({length},), cp_size=4" in text
     # The printed regression test is valid Python and passes on the (correct) reference.
-    snippet = result.failure.replay[result.failure.replay.index("from cpgraph.reference"):]
-    namespace: dict[str, object] = {}
-    exec(snippet, namespace)  # noqa: S102 - our own generated test text
-    test = namespace["test_regression_zigzag_loads_sum_to_tokens_p4"]
-    assert callable(test)
-    test()
+    run_printed_regression(result.failure.replay, "test_regression_zigzag_loads_sum_to_tokens_p4")
 
 
 def test_minimise_shrinks_a_large_counterexample() -> None:
