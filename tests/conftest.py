@@ -5,19 +5,17 @@ session (the solver work of a review is the suite's costliest)."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import pickle
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from cpgraph.adapters.releases import ReleaseUnavailable, unpack
+from cpgraph.adapters.releases import ReleaseUnavailable, locked, unpack
 
 T = TypeVar("T")
 
@@ -48,17 +46,7 @@ SGLANG_CACHE = Path(os.environ.get("CPGRAPH_SGLANG_CACHE", str(Path.home() / ".c
 WHEELS = Path.home() / ".cache" / "cpgraph-wheels"
 
 
-@contextlib.contextmanager
-def machine_lock(folder: Path, name: str) -> Iterator[None]:
-    """Hold an exclusive lock on ``folder``/.``name``.lock: one process at a time (a pytest-xdist worker, or
-    another run of the suite) fills a cache folder shared by the machine; the others wait, then find it full."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f".{name}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+machine_lock = locked  # one process at a time (a pytest-xdist worker, another run) fills a shared cache folder
 
 
 def release_root(package: str, version: str, cache: Path, folder: str, keep: Callable[[str], bool]) -> Path:

@@ -154,7 +154,9 @@ def in_range(spec: str, versions: Sequence[str] | None = None, *, package: str =
 
 
 @contextlib.contextmanager
-def _locked(folder: Path, name: str) -> Iterator[None]:
+def locked(folder: Path, name: str) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder``/.``name``.lock: one process at a time fills a cache folder the
+    machine shares (a parallel run, a pytest-xdist worker); the others wait, then find it full."""
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / f".{name}.lock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -177,7 +179,7 @@ def fetch(package: str, version: str, cache: Path | None = None) -> Path:
     root = folder / version
     if (root / MARKER).is_file():
         return root
-    with _locked(folder, version):
+    with locked(folder, version):
         if not (root / MARKER).is_file():
             unpack(package, version, folder, root)
     return root

@@ -28,15 +28,26 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Row:
-    """One release's outcome: its verdict and exit code, the report (None when it was not checked) and, for
-    a row that is no verdict, the reason."""
+    """One release's outcome: the report (None when it was not checked, ``reason`` then says why: its
+    ``verdict`` names what kept it from one)."""
 
     version: str
     family: str
-    verdict: str
-    code: int
-    report: CheckReport | None = None
+    report: CheckReport | None
     reason: str = ""
+    unchecked: str = "not driven"  # the verdict of a row with no report
+
+    @property
+    def code(self) -> int:
+        return USAGE if self.report is None else OK if self.report.ok else FOUND
+
+    @property
+    def verdict(self) -> str:
+        if self.report is None:
+            return self.unchecked
+        if self.report.ok:
+            return "OK"
+        return "FAILED " + (", ".join(dict.fromkeys(v.invariant for v in self.report.violations)) or "policy call")
 
     def first(self) -> str:
         """The first violation's invariant and minimal batch, or the reason this row is no verdict."""
@@ -73,27 +84,23 @@ def run_releases(
         try:
             root = str(fetch(package, version))
         except ReleaseUnavailable as exc:
-            rows.append(Row(version, "-", "unavailable", USAGE, reason=str(exc)))
+            rows.append(Row(version, "-", None, str(exc), "unavailable"))
             continue
         try:
             policy, obj = load(args, root)
         except UsageError as exc:
-            rows.append(Row(version, "-", "not driven", USAGE, reason=str(exc)))
+            rows.append(Row(version, "-", None, str(exc)))
             continue
         family = str(getattr(obj, "family", "-") or "-")
         try:
             report = search(args, policy, options, out)
         except UsageError as exc:
-            rows.append(Row(version, family, "not driven", USAGE, reason=str(exc)))
+            rows.append(Row(version, family, None, str(exc)))
             continue
-        if report.ok:
-            rows.append(Row(version, family, "OK", OK, report))
-        else:
-            broken = ", ".join(dict.fromkeys(v.invariant for v in report.violations)) or "policy call"
-            rows.append(Row(version, family, f"FAILED {broken}", FOUND, report))
-            if args.emit_test and report.violations:
-                path = args.emit_test if len(versions) == 1 else _versioned(args.emit_test, version)
-                write(args, report, options, Release(package, version, root), path)
+        rows.append(Row(version, family, report))
+        if args.emit_test and report.violations:
+            path = args.emit_test if len(versions) == 1 else _versioned(args.emit_test, version)
+            write(args, report, options, Release(package, version, root), path)
     out.result(_render(args, package, rows, out.format))
     codes = {row.code for row in rows}
     return USAGE if USAGE in codes else FOUND if FOUND in codes else OK

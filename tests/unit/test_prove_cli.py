@@ -105,23 +105,29 @@ def test_a_refuted_theorem_exits_1_with_a_minimal_replayed_counterexample(
     assert "def test_regression_" in out
 
 
-def test_a_theorem_whose_wrong_variant_now_proves_has_lost_its_teeth_and_prove_fails(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A weakened theorem statement still proves; what gives it away is that a wrong formula it used to refute
-    # now proves too. Simulate that: a variant that must be refuted but whose queries all hold.
+def _plant_a_lost_bite(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A weakened theorem statement still proves; what gives it away is that a wrong formula it used to refute
+    now proves too. Simulate that: zigzag_loads_sum_to_tokens' only variant must be refuted but all its queries hold."""
     import dataclasses
 
     import z3
 
-    from cpgraph.proofs.teeth import run as teeth
     from cpgraph.proofs.engine.check import Status
+    from cpgraph.proofs.teeth import run as teeth
     from cpgraph.proofs.teeth.variants.catalogue import VARIANTS
 
     real = next(v for v in VARIANTS if v.theorem == "zigzag_loads_sum_to_tokens")
     weak = dataclasses.replace(real, name="weakened", build=lambda p: (Query("claim", z3.BoolVal(True), ()),))
     assert weak.expected is Status.REFUTED
     monkeypatch.setattr(teeth, "VARIANTS", (weak,))
+
+
+def test_a_theorem_whose_wrong_variant_now_proves_has_lost_its_teeth_and_prove_fails(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A weakened theorem statement still proves; what gives it away is that a wrong formula it used to refute
+    # now proves too. Simulate that: a variant that must be refuted but whose queries all hold.
+    _plant_a_lost_bite(monkeypatch)
     code = main(["prove", "--only", "zigzag_loads_sum_to_tokens", "--cp-max", "2", "--jobs", "1"])
     out = capsys.readouterr().out
     assert code == 1
@@ -134,19 +140,9 @@ def test_json_verdict_says_what_the_exit_code_says_when_the_teeth_pass_loses_a_b
 ) -> None:
     # The obligations all prove ("proved": true, the obligations' own part), but a wrong variant now proves too:
     # the run exits 1, and the document's top-level verdict says so, with the teeth pass's part in it.
-    import dataclasses
-
-    import z3
-
     from cpgraph.commands.prove import VERDICTS
-    from cpgraph.proofs.engine.check import Status
-    from cpgraph.proofs.teeth import run as teeth
-    from cpgraph.proofs.teeth.variants.catalogue import VARIANTS
 
-    real = next(v for v in VARIANTS if v.theorem == "zigzag_loads_sum_to_tokens")
-    weak = dataclasses.replace(real, name="weakened", build=lambda p: (Query("claim", z3.BoolVal(True), ()),))
-    assert weak.expected is Status.REFUTED
-    monkeypatch.setattr(teeth, "VARIANTS", (weak,))
+    _plant_a_lost_bite(monkeypatch)
     code = main(["prove", "--json", "-q", "--only", "zigzag_loads_sum_to_tokens", "--cp-max", "2", "--jobs", "1"])
     report = json.loads(capsys.readouterr().out)
     assert code == 1 == VERDICTS[report["verdict"]]
