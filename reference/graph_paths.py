@@ -101,7 +101,7 @@ def captured(config: GraphConfig) -> tuple[Graph, ...]:
     if mixed_mode != "NONE":
         for size in config.token_sizes:
             out.add(Graph(mixed_mode, size, min(size, config.max_num_seqs) if mixed_mode == "FULL" else None))
-    return tuple(sorted(out, key=lambda g: (MODE_ORDER.index(g.mode), g.tokens, g.requests or 0, g.query_len or 0)))
+    return in_order(tuple(out))
 
 
 @dataclass(frozen=True)
@@ -155,15 +155,24 @@ def fits_every_rank(graph: Graph, step: GraphStep) -> bool:
     return all(fits(graph, rows, requests, q) for rows, requests in step.ranks())
 
 
-def expected(step: GraphStep, config: GraphConfig) -> Graph | None:
-    """The fastest captured graph that fits every rank (module docstring); None: eager."""
-    return next((g for g in captured(config) if fits_every_rank(g, step)), None)
+def in_order(graphs: Sequence[Graph]) -> tuple[Graph, ...]:
+    """``graphs`` in the order a step should try them: the faster mode first, then the fewer tokens, then the
+    fewer requests."""
+    return tuple(sorted(set(graphs), key=lambda g: (MODE_ORDER.index(g.mode), g.tokens, g.requests or 0, g.query_len or 0)))
 
 
-def agreed(steps: Sequence[GraphStep], config: GraphConfig) -> Graph | None:
-    """The one descriptor every DP rank replays: the fastest graph that fits every rank of every DP rank's
-    step (a DP rank with no uniform decode keeps every rank off decode graphs); None: eager."""
-    return next((g for g in captured(config) if all(fits_every_rank(g, s) for s in steps)), None)
+def expected(step: GraphStep, graphs: Sequence[Graph], ranks: Sequence[tuple[int, int]] | None = None) -> Graph | None:
+    """The fastest of the captured ``graphs`` that fits every rank (module docstring), the ranks' (rows,
+    requests) being ``ranks`` when given (what a release laid out), else the step's own; None: eager."""
+    held = step.ranks() if ranks is None else ranks
+    q = step.uniform_query_len
+    return next((g for g in in_order(graphs) if all(fits(g, rows, requests, q) for rows, requests in held)), None)
+
+
+def agreed(steps: Sequence[GraphStep], graphs: Sequence[Graph]) -> Graph | None:
+    """The one descriptor every DP rank replays: the fastest of ``graphs`` that fits every rank of every DP
+    rank's step (a DP rank with no uniform decode keeps every rank off decode graphs); None: eager."""
+    return next((g for g in in_order(graphs) if all(fits_every_rank(g, s) for s in steps)), None)
 
 
 @dataclass(frozen=True)
@@ -199,14 +208,13 @@ SAFETY: Final = ("rank_consensus", "admission_replay", "captured_bucket", "paddi
 EFFICIENCY: Final = ("minimal_bucket", "no_needless_fallback")
 
 
-def judge(step: GraphStep, config: GraphConfig, answers: Sequence[PathAnswer], *, want: Graph | None | str = "compute") -> list[PathFinding]:
-    """The invariants ``answers`` (one per rank) break on ``step`` under ``config``: consensus on one
+def judge(step: GraphStep, graphs: Sequence[Graph], answers: Sequence[PathAnswer]) -> list[PathFinding]:
+    """The invariants ``answers`` (one per rank) break on ``step`` with ``graphs`` captured: consensus on one
     descriptor, the replayed descriptor is the dispatched one (its mode included) and the layout took it, it
     was captured, it holds every rank's rows and requests, no smaller graph of its mode fits, and no faster
-    mode's graph fits (``want``: the expected descriptor, when the caller has it: the DP agreement)."""
-    graphs = set(captured(config))
-    best = expected(step, config) if want == "compute" else want
-    assert not isinstance(best, str)
+    mode's graph fits. A rank's rows and requests are its answer's (what the release laid out)."""
+    best = expected(step, graphs, [(a.rows, a.requests) for a in answers])
+    known = set(graphs)
     q = step.uniform_query_len
     found: list[PathFinding] = []
 
@@ -227,7 +235,7 @@ def judge(step: GraphStep, config: GraphConfig, answers: Sequence[PathAnswer], *
         g = a.dispatched
         if g is None:
             continue
-        if g not in graphs:
+        if g not in known:
             add("captured_bucket", f"rank {a.rank} dispatched {g.describe()}, which was never captured")
         if g.tokens < a.rows:
             add("padding_limit", f"rank {a.rank} dispatched {g.tokens} tokens below its {a.rows} rows")
