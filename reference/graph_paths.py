@@ -204,6 +204,16 @@ class PathFinding:
     cost: str  # 'correctness' (a safety invariant) or 'speed' (an efficiency one)
 
 
+# The seven invariants, stated over a step's graph (the ids of reference/invariants.py)
+PATH_SENTENCES: Final = MappingProxyType({
+    "rank_consensus": "every rank (and every DP rank) dispatches the same descriptor, its mode included",
+    "admission_replay": "each rank replays the descriptor it dispatched, and its layout takes it",
+    "captured_bucket": "the descriptor was captured",
+    "padding_limit": "the descriptor's tokens are at least the key (the largest rank-local rows)",
+    "capacity_fit": "the descriptor holds every rank's rows and, a FULL one, its requests and query length",
+    "minimal_bucket": "no smaller captured graph of the chosen mode fits every rank",
+    "no_needless_fallback": "the fastest captured graph that fits every rank is run: FULL before PIECEWISE before eager",
+})
 SAFETY: Final = ("rank_consensus", "admission_replay", "captured_bucket", "padding_limit", "capacity_fit")
 EFFICIENCY: Final = ("minimal_bucket", "no_needless_fallback")
 
@@ -241,9 +251,11 @@ def judge(step: GraphStep, graphs: Sequence[Graph], answers: Sequence[PathAnswer
             add("padding_limit", f"rank {a.rank} dispatched {g.tokens} tokens below its {a.rows} rows")
         if not fits(g, a.rows, a.requests, q):
             add("capacity_fit", f"rank {a.rank} holds {a.rows} rows of {a.requests} requests; {g.describe()} does not hold them")
+    for a in answers:
+        g = a.dispatched
+        if g is not None and best is not None and best.mode == g.mode and (best.tokens, best.requests or 0) < (g.tokens, g.requests or 0):
+            add("minimal_bucket", f"{best.describe()} fits every rank and is smaller than {g.describe()}, which rank {a.rank} dispatched")
     dispatched = next((a.dispatched for a in answers if a.dispatched is not None), None)
-    if dispatched is not None and best is not None and best.mode == dispatched.mode and (best.tokens, best.requests or 0) < (dispatched.tokens, dispatched.requests or 0):
-        add("minimal_bucket", f"{best.describe()} fits every rank and is smaller than {dispatched.describe()}")
     used = MODE_ORDER.index(dispatched.mode) if dispatched is not None else len(MODE_ORDER)
     if best is not None and MODE_ORDER.index(best.mode) < used:
         add("no_needless_fallback", f"{best.describe()} fits every rank, but the step ran "

@@ -249,6 +249,7 @@ class VllmPolicy:
         self._managers: dict[tuple[int, int], Any] = {}
         self._graph_managers: dict[tuple[int, ...], Any] = {}
         self._steps: dict[tuple[object, ...], Step] = {}
+        self._paths: Any = None
         self.__name__ = f"vllm:pcp@{self.version}" + (f"+planted:{plant}" if plant else "")
 
     # -- the release's objects -------------------------------------------------------------------
@@ -441,6 +442,34 @@ class VllmPolicy:
     def _classified(self, exc: Exception) -> Exception:
         """``exc`` when the release raised it by design; else the GlueError it stands for (glue.classify)."""
         return classify(exc, ADAPTER, f"vLLM {self.version}", self.root, read_against())
+
+    # -- every graph path (decode graphs, modes, placements) -----------------------------------------
+    def graph_paths(self) -> Any:
+        """The release's graph paths beside the prefill bucket (cpgraph/adapters/vllm_paths.py), built on
+        first use."""
+        if self._paths is None:
+            from cpgraph.adapters.vllm_paths import VllmPaths
+
+            self._paths = VllmPaths(self)
+        return self._paths
+
+    def graph_path_drivers(self, dcp_sizes: Sequence[int] = (1,)) -> tuple[Any, ...]:
+        """One graph-path driver per decode context parallel size (each places decodes its own way): this
+        policy's for its own dcp size, a sibling policy over the same release for another."""
+        out = []
+        for dcp in dcp_sizes:
+            size = _int("dcp_size", dcp, 1)
+            sibling = self if size == self.dcp_size else VllmPolicy(self.root, planted=self.planted or False, dcp_size=size,
+                                                                   max_num_seqs=self.max_num_seqs)
+            out.append(sibling.graph_paths())
+        return tuple(out)
+
+    def decided_at(self, invariant: str) -> tuple[str, ...]:
+        """Where this release decides a step's graph (file:line citations, for a path violation's report)."""
+        from cpgraph.adapters.vllm_paths import decision_lines
+
+        del invariant  # one dispatch decides every path invariant
+        return decision_lines(self.root)
 
     # -- provenance --------------------------------------------------------------------------------
     def citations(self) -> dict[str, str]:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from cpgraph.adapters import policy_at
 from cpgraph.adapters.releases import fetch, release_version
 from cpgraph.check.protocol import Policy, as_policy, load_policy
+from cpgraph.reference.graph_paths import GraphConfig, GraphStep, judge
 
 ENV = "CPGRAPH_RELEASE"  # set to 'installed': an emitted test runs against the installed stack instead
 INSTALLED = "installed"
@@ -51,14 +53,41 @@ def release_at(target: str, root: str) -> Release:
     return Release(package, release_version(os.path.abspath(root), package), os.path.abspath(root))
 
 
-def release_policy(target: str, version: str, root: str | None = None) -> Policy:
-    """The policy ``target`` over release ``version`` of its stack: unpacked under ``root`` when that folder
-    holds the package, else fetched from the package index (cpgraph.adapters.releases.fetch). With the
-    environment variable CPGRAPH_RELEASE=installed, the installed stack's policy instead (a maintainer runs
+def release_object(target: str, version: str, root: str | None = None) -> object:
+    """The adapter's own object ``target`` over release ``version`` of its stack: unpacked under ``root`` when
+    that folder holds the package, else fetched from the package index (cpgraph.adapters.releases.fetch).
+    With the environment variable CPGRAPH_RELEASE=installed, the installed stack's instead (a maintainer runs
     an emitted test in their own checkout)."""
     if os.environ.get(ENV) == INSTALLED:
-        return load_policy(target)
+        module_name, _, attr = target.partition(":")
+        return getattr(importlib.import_module(module_name), attr)
     package = adapter_package(target)
     if root is None or not os.path.isdir(os.path.join(root, package)):
         root = str(fetch(package, version))
-    return as_policy(policy_at(target, root), target)
+    return policy_at(target, root)
+
+
+def release_policy(target: str, version: str, root: str | None = None) -> Policy:
+    """The policy ``target`` over release ``version`` (see release_object), for the protocol's checks."""
+    if os.environ.get(ENV) == INSTALLED:
+        return load_policy(target)
+    return as_policy(release_object(target, version, root), target)
+
+
+def path_broken(target: str, version: str, root: str | None, step: GraphStep, config: GraphConfig, invariant: str,
+                *, dcp_size: int = 1) -> str:
+    """Why the release's graph path breaks ``invariant`` on ``step`` under ``config`` (every rank's answer
+    listed), or '' when it keeps it: what an emitted graph-path test asserts."""
+    driver = paths_driver(release_object(target, version, root), dcp_size)
+    answers = driver.answers(replace(step, placement=driver.placement(step.cp_size)), config)
+    found = [f for f in judge(step, driver.captured(config), answers) if f.invariant == invariant]
+    ranks = "\n".join(f"  rank {a.rank}: {a.describe()}" for a in answers)
+    return f"{found[0].why}\n{ranks}" if found else ""
+
+
+def paths_driver(obj: object, dcp_size: int = 1) -> Any:
+    """The graph-path driver of an adapter's object (``graph_path_drivers``); ValueError when it has none."""
+    drivers = getattr(obj, "graph_path_drivers", None)
+    if not callable(drivers):
+        raise ValueError(f"{obj!r} drives no graph paths beside the prefill bucket (no graph_path_drivers)")
+    return drivers((dcp_size,))[0]

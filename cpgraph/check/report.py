@@ -194,7 +194,13 @@ class CheckReport:
 
     def junit(self) -> str:
         """JUnit XML: one testcase per checked invariant (and one for the policy call that stopped the check)."""
-        from cpgraph.output import JUnitCase, junit
+        from cpgraph.output import junit
+
+        return junit(f"cpgraph check {self.policy}", self.junit_cases(), seconds=self.seconds)
+
+    def junit_cases(self) -> list[Any]:
+        """The JUnit testcases (cpgraph.formats.JUnitCase) of the report."""
+        from cpgraph.output import JUnitCase
 
         broken = {v.invariant: v for v in self.violations}
         cases = []
@@ -206,7 +212,7 @@ class CheckReport:
                 cases.append(JUnitCase(inv, f"cpgraph.check.{self.policy}", "failure", 0.0, v.why, v.text()))
         if self.stop is not None:
             cases.append(JUnitCase("policy_calls", f"cpgraph.check.{self.policy}", "failure", 0.0, self.stop.line(), self.stop.text()))
-        return junit(f"cpgraph check {self.policy}", cases, seconds=self.seconds)
+        return cases
 
     def render(self, fmt: str) -> str:
         return {"text": self.text, "json": self.json, "md": self.markdown, "junit": self.junit}[fmt]()

@@ -20,6 +20,7 @@ from cpgraph.output import (
 
 if TYPE_CHECKING:
     from cpgraph.check import CheckOptions, CheckReport, Policy
+    from cpgraph.check.paths import PathsReport
     from cpgraph.check.release import Release
 
 MAX_CP_SIZE = 64  # one batch asks every rank
@@ -87,6 +88,21 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--context-len", type=bounded_int("--context-len", 1, 2**31 - 1), default=None,
                         help="context length captured tables were recorded with (a bucket above it is captured as "
                              "context-length requests); default: none")
+    paths = parser.add_argument_group(
+        "graph paths", "an adapter that drives every graph path of its stack (cpgraph.adapters.vllm:pcp) is checked on each "
+        "CUDA-graph mode and decode placement too, beside the prefill bucket")
+    paths.add_argument("--cudagraph-modes", metavar="M1,M2", default=None,
+                       help="the modes to check: PIECEWISE, FULL_AND_PIECEWISE, FULL_DECODE_ONLY (default: every mode the release runs)")
+    paths.add_argument("--dcp-sizes", metavar="D1,D2", default="1,2",
+                       help="decode context parallel sizes, each placing decodes its own way (1: dealt round-robin from "
+                            "vLLM 0.32, else copied; > 1: copied, short prefills too); default 1,2")
+    paths.add_argument("--spec-tokens", type=bounded_int("--spec-tokens", 0, 16), default=0,
+                       help="speculative tokens per decode: uniform decodes of 1 + K tokens, ragged ones of 1..1 + K (default 0)")
+    paths.add_argument("--dp-sizes", metavar="N1,N2", default="1",
+                       help="data-parallel sizes; only 1 is driven (a DP rank's agreement needs the release's collective)")
+    paths.add_argument("--path-cases", type=bounded_int("--path-cases", 1, 10**6), default=300,
+                       help="steps per mode and placement (default 300)")
+    paths.add_argument("--no-graph-paths", action="store_true", help="check the prefill bucket only")
     add_output_flags(parser)
     parser.add_argument("--emit-test", metavar="PATH", help="write a pytest regression test of the counterexamples")
     parser.add_argument("--plot", metavar="FILE.png", help="write a PNG of a counterexample's layout")
@@ -129,12 +145,14 @@ def run(args: argparse.Namespace) -> int:
 
             supervise(args.target, args.call_timeout_s)
         return run_releases(
-            args, options, out, lambda a, root: _loaded(a, root), _search,
-            lambda a, report, opts, release, path: _write_artifacts(a, report, opts, plot, out, release=release, path=path),
+            args, options, out, lambda a, root: _loaded(a, root), _search, lambda a, obj: _graph_paths(a, obj, out),
+            lambda a, report, paths, opts, release, path: _write_artifacts(a, report, opts, plot, out, release=release, path=path, paths=paths),
         )
-    policy = _load(args)
+    _path_flags(args)
+    policy, obj = _load(args)
     report = _search(args, policy, options, out)
-    out.result(report.render(out.format))
+    paths = _graph_paths(args, obj, out) if report.stop is None else None
+    out.result(_rendered(report, paths, out.format))
     if report.stop is not None:
         return FOUND
     release = None
@@ -142,8 +160,71 @@ def run(args: argparse.Namespace) -> int:
         from cpgraph.check.release import release_at
 
         release = release_at(args.target, args.adapter_root)
-    _write_artifacts(args, report, options, plot, out, release=release)
-    return OK if report.ok else FOUND
+    _write_artifacts(args, report, options, plot, out, release=release, paths=paths)
+    return OK if report.ok and (paths is None or paths.ok) else FOUND
+
+
+def _path_flags(args: argparse.Namespace) -> None:
+    """The graph-path flags read (a bad value is a usage error naming it): cudagraph modes, dcp sizes, DP sizes."""
+    from cpgraph.adapters.vllm_paths import MODES
+
+    try:
+        args.dcp_size_list = _cp_sizes(args.dcp_sizes)
+    except ValueError:
+        raise UsageError(f"--dcp-sizes must be comma-separated ints >= 1 (e.g. 1,2), got {args.dcp_sizes!r}") from None
+    modes = None if args.cudagraph_modes is None else tuple(m.strip() for m in args.cudagraph_modes.split(",") if m.strip())
+    if modes is not None and (not modes or any(m not in MODES for m in modes)):
+        raise UsageError(f"--cudagraph-modes must be comma-separated modes from {', '.join(MODES)}, got {args.cudagraph_modes!r}")
+    args.mode_list = modes
+    dp = [part.strip() for part in args.dp_sizes.split(",") if part.strip()]
+    if dp != ["1"]:
+        raise UsageError(
+            f"--dp-sizes {args.dp_sizes!r}: only 1 is driven; a DP rank's agreement runs the release's collective "
+            "(dispatch_cg_and_sync_dp over torch.distributed), which cpgraph does not simulate yet"
+        )
+
+
+def _graph_paths(args: argparse.Namespace, obj: object, out: Output) -> PathsReport | None:
+    """Every graph path the adapter's object drives, checked (None: the target drives none, or
+    --no-graph-paths). A mode the release does not run is a usage error."""
+    from cpgraph.check.paths import check_paths
+
+    drivers_of = getattr(obj, "graph_path_drivers", None)
+    if args.no_graph_paths or not callable(drivers_of):
+        return None
+    if not hasattr(args, "mode_list"):
+        _path_flags(args)
+    drivers = drivers_of(args.dcp_size_list)
+    runs = {m for d in drivers for m in d.modes}
+    if args.mode_list is not None and not set(args.mode_list) <= runs:
+        raise UsageError(f"--cudagraph-modes {','.join(args.mode_list)}: this release runs {', '.join(sorted(runs))} under PCP")
+
+    def progress(line: str) -> None:
+        if not out.quiet:
+            print(f"cpgraph check {args.target}: {line}", file=sys.stderr, flush=True)
+
+    decided = getattr(obj, "decided_at", None)
+    return check_paths(
+        drivers, cp_sizes=_cp_sizes(args.cp_sizes), modes=args.mode_list, spec_tokens=args.spec_tokens,
+        cases=args.path_cases, seed=args.seed, progress=progress, decided_at=decided if callable(decided) else None,
+    )
+
+
+def _rendered(report: CheckReport, paths: PathsReport | None, fmt: str) -> str:
+    """The prefill report, and the graph paths' after it, in one document of ``fmt``."""
+    if paths is None:
+        return report.render(fmt)
+    if fmt == "json":
+        import json
+
+        return json.dumps({**report.to_json(), "ok": report.ok and paths.ok, "graph_paths": paths.to_json()})
+    if fmt == "junit":
+        from cpgraph.formats import junit
+
+        return junit(f"cpgraph check {report.policy}", [*report.junit_cases(), *paths.junit_cases()], seconds=report.seconds)
+    if fmt == "md":
+        return report.markdown() + "\n" + paths.markdown()
+    return report.text() + "\n\n" + paths.text()
 
 
 def _options(args: argparse.Namespace) -> CheckOptions:
@@ -180,7 +261,7 @@ def _check_headroom_tables(capacities: str) -> None:
             raise UsageError(f"--capacities {table!r}: headroom:R needs R in 1..{MAX_REQUESTS} (requests a table is sized for)")
 
 
-def _load(args: argparse.Namespace) -> Policy:
+def _load(args: argparse.Namespace) -> tuple[Policy, object]:
     """The policy, imported under the call timeout (behind a supervisor process on the command line); a
     policy that cannot be loaded, or an adapter's stack that is missing, is a usage error. With
     --adapter-root the adapter module builds the policy from that folder (``policy_from(root, ATTR)``)."""
@@ -193,10 +274,24 @@ def _load(args: argparse.Namespace) -> Policy:
     if args.adapter_root is None:
         try:  # importing runs the policy's module: bounded like a call
             with session(args.call_timeout_s, hard_exit=True), contextlib.redirect_stdout(sys.stderr):
-                return load_bounded(lambda: load_policy(args.target), args.target)
+                return load_bounded(lambda: load_policy(args.target), args.target), _target_object(args.target)
         except (ImportError, TypeError, ValueError, AdapterError) as exc:
             raise UsageError(f"cannot load policy {args.target!r}: {exc}") from None
-    return _loaded(args, args.adapter_root)[0]
+    return _loaded(args, args.adapter_root)
+
+
+def _target_object(target: str) -> object:
+    """The object ``MODULE:ATTR`` names when MODULE is an importable module (already imported by the load),
+    else None (a .py path: no graph paths to drive)."""
+    import importlib
+
+    module_name, _, attr = target.partition(":")
+    if not attr or module_name.endswith(".py") or os.sep in module_name:
+        return None
+    try:
+        return getattr(importlib.import_module(module_name), attr, None)
+    except ImportError:
+        return None
 
 
 def _loaded(args: argparse.Namespace, root: str) -> tuple[Policy, object]:
@@ -244,7 +339,7 @@ def _search(args: argparse.Namespace, policy: Policy, options: CheckOptions, out
 
 def _write_artifacts(
     args: argparse.Namespace, report: CheckReport, options: CheckOptions, plot: str | None, out: Output,
-    release: Release | None = None, path: str | None = None,
+    release: Release | None = None, path: str | None = None, paths: PathsReport | None = None,
 ) -> None:
     """The --emit-test regression test (to ``path``, default the flag's; carrying ``release`` when an
     adapter drove one) and the --plot layout of the violations found, or a note that every invariant held."""
@@ -256,13 +351,22 @@ def _write_artifacts(
         written = write_regression_test(path or args.emit_test, args.target, report.violations, strategy=strategy,
                                         keying=keying, release=release)
         out.note(f"wrote regression test {written}" + (f" (against {release.label})" if release is not None else ""))
+    if args.emit_test and paths is not None and paths.violations and release is not None:
+        from cpgraph.check.emit_paths import write_paths_test
+
+        target = path or args.emit_test
+        if report.violations:
+            stem, suffix = os.path.splitext(target)
+            target = f"{stem}_paths{suffix or '.py'}"
+        write_paths_test(target, args.target, paths.violations, release)
+        out.note(f"wrote graph-path regression test {target} (against {release.label})")
     if plot and report.violations:
         from cpgraph.check.plot import plot_violation
 
         chosen = report.violation("capacity_fit") or report.violations[0]
         plot_violation(chosen, plot, strategy=strategy)
         out.note(f"wrote {chosen.invariant} layout plot {plot}")
-    if report.ok and (args.emit_test or plot):
+    if report.ok and (paths is None or paths.ok) and (args.emit_test or plot):
         out.note("every invariant held; no regression test or plot written")
 
 

@@ -23,6 +23,7 @@ from cpgraph.reference.lists import compact
 
 if TYPE_CHECKING:
     from cpgraph.check import CheckOptions, CheckReport, Policy
+    from cpgraph.check.paths import PathsReport
     from cpgraph.check.release import Release
 
 
@@ -36,18 +37,26 @@ class Row:
     report: CheckReport | None
     reason: str = ""
     unchecked: str = "not driven"  # the verdict of a row with no report
+    paths: PathsReport | None = None  # the graph paths beside the prefill bucket, when the adapter drives them
+
+    @property
+    def ok(self) -> bool:
+        return self.report is not None and self.report.ok and (self.paths is None or self.paths.ok)
 
     @property
     def code(self) -> int:
-        return USAGE if self.report is None else OK if self.report.ok else FOUND
+        return USAGE if self.report is None else OK if self.ok else FOUND
 
     @property
     def verdict(self) -> str:
         if self.report is None:
             return self.unchecked
-        if self.report.ok:
+        if self.ok:
             return "OK"
-        return "FAILED " + (", ".join(dict.fromkeys(v.invariant for v in self.report.violations)) or "policy call")
+        broken = [f"prefill: {', '.join(dict.fromkeys(v.invariant for v in self.report.violations)) or 'policy call'}"] if not self.report.ok else []
+        if self.paths is not None and not self.paths.ok:
+            broken.append("paths: " + ", ".join(dict.fromkeys(f"{v.invariant} ({v.mode})" for v in self.paths.violations)))
+        return "FAILED " + "; ".join(broken)
 
     def first(self) -> str:
         """The first violation's invariant and minimal batch, or the reason this row is no verdict."""
@@ -58,6 +67,11 @@ class Row:
                     f"capture_num_tokens={compact(list(b.capture_num_tokens))}")
         if self.report is not None and self.report.stop is not None:
             return self.report.stop.line()
+        if self.paths is not None and self.paths.violations:
+            p = self.paths.violations[0]
+            return (f"{p.invariant} on {p.mode}: cp_size={p.step.cp_size} lengths={compact(list(p.step.lengths))} "
+                    f"({'decodes' if not any(p.step.prefilling) else 'mixed'}), should run "
+                    f"{p.should.describe() if p.should else 'eager'}")
         return self.reason
 
 
@@ -65,7 +79,8 @@ def run_releases(
     args: argparse.Namespace, options: CheckOptions, out: Output,
     load: Callable[[argparse.Namespace, str], tuple[Policy, object]],
     search: Callable[[argparse.Namespace, Policy, CheckOptions, Output], CheckReport],
-    write: Callable[[argparse.Namespace, CheckReport, CheckOptions, Release | None, str | None], None],
+    graph_paths: Callable[[argparse.Namespace, object], PathsReport | None],
+    write: Callable[[argparse.Namespace, CheckReport, PathsReport | None, CheckOptions, Release | None, str | None], None],
 ) -> int:
     """Check every release ``args.release`` names; print the table; the exit code (module docstring)."""
     from cpgraph.adapters import AdapterError
@@ -97,10 +112,15 @@ def run_releases(
         except UsageError as exc:
             rows.append(Row(version, family, None, str(exc)))
             continue
-        rows.append(Row(version, family, report))
-        if args.emit_test and report.violations:
+        try:
+            paths = graph_paths(args, obj) if report.stop is None else None
+        except UsageError as exc:
+            rows.append(Row(version, family, None, str(exc)))
+            continue
+        rows.append(Row(version, family, report, paths=paths))
+        if args.emit_test and (report.violations or (paths is not None and paths.violations)):
             path = args.emit_test if len(versions) == 1 else _versioned(args.emit_test, version)
-            write(args, report, options, Release(package, version, root), path)
+            write(args, report, paths, options, Release(package, version, root), path)
     out.result(_render(args, package, rows, out.format))
     codes = {row.code for row in rows}
     return USAGE if USAGE in codes else FOUND if FOUND in codes else OK
@@ -121,7 +141,8 @@ def _render(args: argparse.Namespace, package: str, rows: list[Row], fmt: str) -
         data: dict[str, Any] = {
             "target": args.target, "package": package, "releases": [
                 {"release": r.version, "family": r.family, "verdict": r.verdict, "exit": r.code,
-                 "report": r.report.to_json() if r.report is not None else None, "reason": r.reason or None}
+                 "report": r.report.to_json() if r.report is not None else None, "reason": r.reason or None,
+                 "graph_paths": r.paths.to_json() if r.paths is not None else None}
                 for r in rows
             ],
         }
@@ -137,5 +158,6 @@ def _render(args: argparse.Namespace, package: str, rows: list[Row], fmt: str) -
         ]
         return junit(title, cases)
     details = [f"\n== {package} {r.version}\n{r.report.text()}" for r in rows if r.report is not None and not r.report.ok]
+    details += [f"\n== {package} {r.version}\n{r.paths.text()}" for r in rows if r.paths is not None and not r.paths.ok]
     details += [f"\n== {package} {r.version}: {r.verdict}\n{r.reason}" for r in rows if r.report is None]
     return "\n".join([title, "", text_table(table), *details])

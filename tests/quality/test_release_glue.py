@@ -8,6 +8,7 @@ reason when the index cannot be reached."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -116,14 +117,20 @@ def test_an_sglang_release_whose_glue_changed_is_a_usage_error_naming_it(
 
 def test_vllm_0_34_gives_a_real_verdict_with_the_releases_own_code(vllm_release: Callable[[str], Path]) -> None:
     root = vllm_release("0.34.0")
-    done = _cli(VLLM, "--adapter-root", str(root), "--max-cases", "1500", "--json")
-    assert done.returncode == 0, done.stdout + done.stderr  # 0.34.0 keeps every invariant on its PIECEWISE path
+    done = _cli(VLLM, "--adapter-root", str(root), "--max-cases", "1500", "--path-cases", "60", "--json", "--quiet")
+    assert done.returncode == 1, done.stdout + done.stderr  # a verdict of the release's own code, not a glue failure
+    found = json.loads(done.stdout)
+    assert found["violations"] == [] and found["graph_paths"]["ok"] is False  # the prefill bucket holds; a decode path does not
+    for v in found["graph_paths"]["violations"]:
+        assert (v["invariant"], v["cost"], v["placement"]) == ("no_needless_fallback", "speed", "dual_chunk_swap")
+        assert v["mode"] in ("FULL_AND_PIECEWISE", "FULL_DECODE_ONLY") and v["should"]["mode"] == "FULL"
+        assert all(where.startswith("vllm/") for where in v["decided_at"]) and len(v["decided_at"]) == 4
 
 
 def test_a_range_prints_one_row_per_release_and_the_pre_fix_ones_fail(vllm_release: Callable[[str], Path]) -> None:
     for version in ("0.26.0", "0.28.0", "0.29.0", "0.34.0"):
         vllm_release(version)  # the pinned ones through the shared cache (skips when the index is unreachable)
-    done = _cli(VLLM, "--release", "0.26.0..0.34.0", "--max-cases", "200", "--quiet")
+    done = _cli(VLLM, "--release", "0.26.0..0.34.0", "--max-cases", "200", "--quiet", "--no-graph-paths")
     if "unavailable" in done.stdout:
         pytest.skip(f"a release in the range cannot be fetched here: {done.stdout[-400:]}")
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^(\d+\.\d+\.\d+)\s+\S+\s+(OK|FAILED [\w, ]+?)\s{2,}", done.stdout, re.M)}
@@ -137,7 +144,7 @@ def test_a_range_prints_one_row_per_release_and_the_pre_fix_ones_fail(vllm_relea
 def test_the_test_emitted_from_0_28_fails_alone_on_admission_replay(vllm_release: Callable[[str], Path], tmp_path: Path) -> None:
     root = vllm_release("0.28.0")
     emitted = tmp_path / "elsewhere" / "test_vllm_regression.py"
-    done = _cli(VLLM, "--adapter-root", str(root), "--max-cases", "300", "--emit-test", str(emitted))
+    done = _cli(VLLM, "--adapter-root", str(root), "--max-cases", "300", "--emit-test", str(emitted), "--no-graph-paths")
     assert done.returncode == 1 and emitted.is_file(), done.stderr
     source = emitted.read_text()
     assert "RELEASE = '0.28.0'" in source and f"'{root}" not in source  # the release named, no absolute path
@@ -158,7 +165,7 @@ def test_the_newest_release_on_the_package_index_gets_a_real_verdict(package: st
         version = newest(package)
     except ReleaseUnavailable as exc:
         pytest.skip(f"the package index cannot be asked for the newest {package}: {exc}")
-    extra = ["--padding-factors", "2", "--cp-sizes", "2,4,8"] if package == "sglang" else []
+    extra = ["--padding-factors", "2", "--cp-sizes", "2,4,8"] if package == "sglang" else ["--path-cases", "40"]
     done = _cli(target, "--release", version, "--max-cases", "300", "--quiet", *extra)
     if "unavailable" in done.stdout:
         pytest.skip(f"{package} {version} cannot be fetched here: {done.stdout[-400:]}")

@@ -263,7 +263,7 @@ def test_the_cli_checks_a_release_given_by_adapter_root(vllm_release: Callable[[
     for version, want in (("0.33.0", 0), ("0.28.0", 1)):
         done = subprocess.run(
             [sys.executable, "-m", "cpgraph", "check", "cpgraph.adapters.vllm:pcp", "--adapter-root", str(vllm_release(version)),
-             "--cp-sizes", "2,4", "--max-cases", "400"],
+             "--cp-sizes", "2,4", "--max-cases", "400", "--no-graph-paths"],  # the prefill bucket (graph paths: test_vllm_graph_paths.py)
             capture_output=True, text=True, timeout=300,
         )
         assert done.returncode == want, done.stdout[-2000:] + done.stderr[-2000:]

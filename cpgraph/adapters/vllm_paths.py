@@ -1,0 +1,208 @@
+"""Every graph path of a vLLM release under prefill context parallel, driven through its own code: the
+CUDA-graph mode (PIECEWISE, FULL_AND_PIECEWISE, FULL_DECODE_ONLY), the uniform decode graphs beside the
+token-keyed ones, decodes dealt round-robin or copied (from the decode context parallel size), and
+speculative decoding's uniform query length 1 + k.
+
+``VllmPaths(policy)`` drives one release (a ``VllmPolicy``). ``captured(config)`` builds the release's
+CudaGraphManager for a ``reference.graph_paths.GraphConfig`` (its own ``__init__`` and ``_init_candidates``)
+and lists the descriptors it captures; ``answers(step, config)`` is what each rank does with a step: the
+model runner's dispatch (restated per release, each line cited: ``num_reqs`` the global request count, the
+count the largest rank-local rows from ``get_num_tokens_for_dispatch``, the uniform query length when every
+request is a decode of it, ``max_query_len`` None for a batch that is not decode-graph eligible), the release's
+``dispatch_cg_and_sync_dp`` and ``CudaGraphManager.dispatch``, then its partition: ``_build_batch_layout``
+padded to the descriptor's tokens and ``_resolve_num_reqs_after_padding`` for its requests (a FULL graph
+must hold the rank's requests). The answers are judged by ``reference.graph_paths.judge``.
+
+Which modes a release runs under PCP is read from its code: FULL graphs need the partition to pad requests
+(``PCPManager._resolve_num_reqs_after_padding``, 0.30 on); before that only PIECEWISE. Not driven: more than
+one DP rank (``dispatch_cg_and_sync_dp`` then runs a collective; a limit named in the README), LoRA,
+microbatching, adaptive (varlen) verification.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import Any
+
+from cpgraph.adapters.glue import GlueError
+from cpgraph.adapters.vllm_release import SPLIT_SIZES
+from cpgraph.adapters.vllm_stand_ins import ScheduledBatch, vllm_config
+from cpgraph.reference.graph_paths import Graph, GraphConfig, GraphStep, PathAnswer
+
+MODES = ("PIECEWISE", "FULL_AND_PIECEWISE", "FULL_DECODE_ONLY")  # the modes PCP runs (FULL alone: no mixed prefill graphs)
+PLACEMENT_OF_DECODES = {"replicated": "dual_chunk_swap_replicated", "round_robin": "dual_chunk_swap", "dcp": "dual_chunk_swap_dcp"}
+_MANAGERS = 32
+
+
+class VllmPaths:
+    """One vLLM release's graph paths (see the module docstring)."""
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+        self.version: str = policy.version
+        self.dcp_size: int = policy.dcp_size
+        manager = policy.pcp.PCPManager
+        self.pads_requests = callable(getattr(manager, "_resolve_num_reqs_after_padding", None))
+        self.modes = MODES if self.pads_requests else MODES[:1]
+        self._managers: dict[tuple[object, ...], Any] = {}
+        self._dispatch_params = frozenset(inspect.signature(policy.dp.dispatch_cg_and_sync_dp).parameters)
+
+    def placement(self, cp_size: int) -> str:
+        """Where this release puts decodes at ``cp_size`` ranks and the policy's dcp size (a strategy row)."""
+        return PLACEMENT_OF_DECODES[self.policy._decodes(cp_size)]
+
+    def _config(self, config: GraphConfig) -> Any:
+        split = self.policy.capture == SPLIT_SIZES
+        cfg = vllm_config(config.token_sizes, max_num_seqs=config.max_num_seqs, split=split)
+        q = max(config.query_lens)
+        cfg.uniform_decode_query_len = q
+        if split:
+            cfg.compilation_config.decode_cudagraph_capture_request_sizes = list(config.decode_request_sizes)
+        return cfg
+
+    def manager(self, config: GraphConfig) -> Any:
+        """The release's CudaGraphManager for ``config``, built by its own __init__ and marked as captured."""
+        if config.cudagraph_mode not in self.modes:
+            raise ValueError(f"vLLM {self.version} runs PCP under {', '.join(self.modes)}; got cudagraph_mode {config.cudagraph_mode!r}")
+        key = (config,)
+        if key not in self._managers:
+            if len(self._managers) >= _MANAGERS:
+                self._managers.clear()
+            mode = self.policy.mode[config.cudagraph_mode]
+            q = max(config.query_lens)
+            decode = {ql: config.max_num_seqs for ql in config.query_lens} if self.policy.capture == SPLIT_SIZES else q
+            with self.policy.sandbox:
+                try:
+                    built = self.policy.graphs.CudaGraphManager(self._config(config), "cpu", mode, decode)
+                except Exception as exc:
+                    raise self.policy._classified(exc) from None
+            for descs in built._capture_descs.values():
+                for desc in descs:
+                    built.graphs[desc] = "captured"
+            built._graphs_captured = True
+            self._managers[key] = built
+        return self._managers[key]
+
+    def captured(self, config: GraphConfig) -> tuple[Graph, ...]:
+        """Every descriptor the release captures for ``config``, as reference Graphs."""
+        built = self.manager(config)
+        out = {_graph(d) for descs in built._capture_descs.values() for d in descs if d.num_active_loras == 0 and getattr(d, "num_ubatches", 1) == 1}
+        return tuple(sorted(g for g in out if g is not None))
+
+    def answers(self, step: GraphStep, config: GraphConfig) -> tuple[PathAnswer, ...]:
+        """What every rank does with ``step`` (laid out as this release places decodes) under ``config``."""
+        built = self.manager(config)
+        try:
+            with self.policy.sandbox:
+                return tuple(self._rank(built, step, rank) for rank in range(step.cp_size))
+        except GlueError:
+            raise
+        except Exception as exc:
+            raise self.policy._classified(exc) from None
+
+    def _rank(self, built: Any, step: GraphStep, rank: int) -> PathAnswer:
+        lengths, prefilling = step.lengths, step.prefilling
+        batch = ScheduledBatch.of(lengths, prefilling)
+        # execute_model (model_runner.py:1800-1813 in 0.33.0, :1859-1877 in 0.34.0): num_reqs is the global
+        # request count, num_toks the total, then the largest rank-local rows under PCP; the uniform decode query
+        # length when every request is a decode of it; max_query_len None when the batch is not decode-graph
+        # eligible (it has a prefill)
+        num_reqs = len(lengths)
+        q = step.uniform_query_len
+        max_query_len: int | None = max(lengths) if not any(prefilling) else None
+        manager = self.policy._manager(step.cp_size, rank) if step.cp_size > 1 else None
+        count = sum(lengths)  # 0.26-0.28 dispatch the global count (the shipped bug), and so does one rank
+        if manager is not None and self.policy.local:
+            count = int(manager.get_num_tokens_for_dispatch(batch.num_scheduled_tokens, batch.is_prefilling))
+        kw: dict[str, object] = {"need_eager": False, "num_active_loras": 0}
+        if "max_query_len" in self._dispatch_params:
+            kw["max_query_len"] = max_query_len
+        desc, _ = self.policy.dp.dispatch_cg_and_sync_dp(built, num_reqs, count, q, 1, 0, **kw)
+        dispatched = _graph(desc)
+        if manager is None:  # one rank: no PCPManager; the batch is padded to the descriptor (prepare_inputs)
+            rows, requests = sum(lengths), len(lengths)
+            return PathAnswer(rank, dispatched, dispatched, rows, requests)
+        # partition_batch (pcp_manager.py:456-497 in 0.34.0): the layout padded to the descriptor's tokens unless
+        # eager; a FULL descriptor's requests through _resolve_num_reqs_after_padding
+        padded = int(desc.num_tokens) if dispatched is not None else None
+        segments, real = manager._build_batch_layout(*batch.layout_args())
+        rows, requests = int(real[rank]), max(1, len(segments[rank]))  # an empty rank runs one dummy segment
+        if dispatched is None:
+            return PathAnswer(rank, None, None, rows, requests)
+        if not self.policy.local:
+            # 0.26-0.28: the partition takes no padded size and the replay key is the largest per-rank rows
+            # (pcp_manager.py:387 in 0.26.0), whatever was dispatched
+            return PathAnswer(rank, dispatched, Graph(dispatched.mode, max(int(r) for r in real), dispatched.requests, dispatched.query_len), rows, requests)
+        try:
+            manager._build_batch_layout(*batch.layout_args(), padded_num_tokens=padded)
+            if self.pads_requests:
+                padded_reqs = desc.num_reqs if dispatched.mode == "FULL" else None
+                manager._resolve_num_reqs_after_padding(SimpleNamespace(has_prefill=any(prefilling)), padded_reqs, requests)
+        except (ValueError, RuntimeError, AssertionError) as exc:
+            return PathAnswer(rank, dispatched, None, rows, requests, f"{type(exc).__name__}: {exc}")
+        return PathAnswer(rank, dispatched, dispatched, rows, requests)
+
+
+def _graph(desc: Any) -> Graph | None:
+    """A release's BatchExecutionDescriptor as a reference Graph (None: eager)."""
+    mode = desc.cg_mode.name
+    if mode == "NONE":
+        return None
+    requests = None if desc.num_reqs is None or mode == "PIECEWISE" else int(desc.num_reqs)
+    q = getattr(desc, "uniform_token_count", None)
+    return Graph(mode, int(desc.num_tokens), requests, None if q is None else int(q))
+
+
+def default_config(mode: str, *, spec_tokens: int = 0, max_num_seqs: int = 256,
+                   token_sizes: Sequence[int] | None = None, decode_request_sizes: Sequence[int] | None = None) -> GraphConfig:
+    """vLLM's default capture sizes (token sizes 1, 2, 4, then every 8 to 256 and every 16 to 512; decode
+    request counts every count to 8, then every 8 to 256) under ``mode``, with uniform decodes of 1 +
+    ``spec_tokens`` tokens."""
+    tokens = tuple(token_sizes) if token_sizes is not None else (1, 2, 4, *range(8, 256, 8), *range(256, 513, 16))
+    decodes = tuple(decode_request_sizes) if decode_request_sizes is not None else (*range(1, 9), *range(16, max_num_seqs + 1, 8))
+    return GraphConfig(mode, tokens, decodes, (1 + spec_tokens,), max_num_seqs)
+
+
+def decision_lines(root: str) -> tuple[str, ...]:
+    """Where a release decides a step's graph, as ``file:line `source` (role)``: the request count the model
+    runner hands dispatch, the decode table's index (0.34 on), the request check of ``_is_compatible``, and
+    the partition's own request contract. A line the release does not have is left out."""
+    import ast
+
+    from cpgraph.adapters.glue import find, tree_of
+    from cpgraph.adapters.vllm_release import CUDAGRAPH_FILE, MODEL_RUNNER, PCP_FILE
+
+    out: list[str] = []
+
+    def cite(rel: str, node: ast.AST, role: str) -> None:
+        with open(f"{root}/{rel}", encoding="utf-8") as handle:
+            text = handle.read().splitlines()[getattr(node, "lineno") - 1].strip()
+        out.append(f"{rel}:{getattr(node, 'lineno')} `{text}` ({role})")
+
+    runner = tree_of(root, MODEL_RUNNER)
+    execute = find(runner, "GPUModelRunner.execute_model") if runner is not None else None
+    if execute is not None:
+        counted = [n for n in ast.walk(execute) if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "num_reqs"
+                   and "len(scheduler_output.num_scheduled_tokens)" in ast.unparse(n.value)]
+        if counted:
+            cite(MODEL_RUNNER, counted[0], "the GLOBAL request count, handed to dispatch_cg_and_sync_dp as num_reqs")
+    graphs = tree_of(root, CUDAGRAPH_FILE)
+    dispatch = find(graphs, "CudaGraphManager.dispatch") if graphs is not None else None
+    if dispatch is not None:
+        index = [n for n in ast.walk(dispatch) if isinstance(n, ast.Assign) and "cdiv(num_tokens, uniform_token_count)" in ast.unparse(n.value)]
+        if index:
+            cite(CUDAGRAPH_FILE, index[0], "the decode graph is looked up by the rank-local rows' request count")
+    compatible = find(graphs, "_is_compatible") if graphs is not None else None
+    if compatible is not None:
+        checks = [n for n in ast.walk(compatible) if isinstance(n, ast.Compare) and "desc.num_reqs >= num_reqs" in ast.unparse(n)]
+        if checks:
+            cite(CUDAGRAPH_FILE, checks[0], "a graph must hold num_reqs, the global count, though a rank holds its own share")
+    manager = tree_of(root, PCP_FILE)
+    resolve = find(manager, "PCPManager._resolve_num_reqs_after_padding") if manager is not None else None
+    if resolve is not None:
+        asserts = [n for n in ast.walk(resolve) if isinstance(n, ast.Assert)]
+        if asserts:
+            cite(PCP_FILE, asserts[0], "the partition needs the graph to hold the rank-local requests only")
+    return tuple(out)

@@ -1,0 +1,117 @@
+"""vLLM's graph paths under prefill context parallel, driven through each release's own code
+(cpgraph/adapters/vllm_paths.py): the modes each release runs, read from its code; the decode placements;
+and the finding on 0.32.0-0.34.0, which stays red: with decodes dealt round-robin (dcp 1) a uniform decode step
+never reaches a FULL decode graph that holds every rank's share, because dispatch checks a graph against the
+GLOBAL request count (it runs PIECEWISE under FULL_AND_PIECEWISE, eagerly under FULL_DECODE_ONLY: a speed cost).
+
+Releases come from the package index (fetched once per machine); skipped with pip's reason when it is unreachable."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cpgraph.adapters.vllm import VllmPolicy, policy_from
+from cpgraph.check.paths import check_paths
+from cpgraph.reference.graph_paths import Graph, GraphConfig, GraphStep, expected
+
+RELEASES = ("0.26.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
+SHARDED = ("0.32.0", "0.33.0", "0.34.0")  # decodes dealt round-robin at dcp 1
+FULL_MODES = ("FULL_AND_PIECEWISE", "FULL_DECODE_ONLY")
+CP = (1, 2, 4)
+_BUILT: dict[tuple[str, int], VllmPolicy] = {}
+
+
+@pytest.fixture(scope="module")
+def release(vllm_release: Callable[[str], Path]) -> Callable[..., VllmPolicy]:
+    def make(version: str, dcp_size: int = 1) -> VllmPolicy:
+        if (version, dcp_size) not in _BUILT:
+            _BUILT[(version, dcp_size)] = policy_from(str(vllm_release(version)), dcp_size=dcp_size)
+        return _BUILT[(version, dcp_size)]
+    return make
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_the_modes_a_release_runs_are_read_from_its_code(release: Callable[..., VllmPolicy], version: str) -> None:
+    paths = release(version).graph_paths()
+    assert paths.modes == (("PIECEWISE",) if version < "0.30.0" else ("PIECEWISE", *FULL_MODES))
+    assert paths.placement(2) == ("dual_chunk_swap" if version in SHARDED else "dual_chunk_swap_replicated")
+    assert release(version, 2).graph_paths().placement(2) == ("dual_chunk_swap_dcp" if version >= "0.30.0" else "dual_chunk_swap_replicated")
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_every_path_but_sharded_full_decodes_keeps_every_invariant(release: Callable[..., VllmPolicy], version: str) -> None:
+    dcp1, dcp2 = release(version).graph_paths(), release(version, 2).graph_paths()
+    report = check_paths([dcp1, dcp2], cp_sizes=CP, cases=80, seed=7)
+    broken = {(v.invariant, v.mode, v.dcp_size) for v in report.violations}
+    want = {("no_needless_fallback", mode, 1) for mode in FULL_MODES} if version in SHARDED else set()
+    if version < "0.29.0":  # the shipped bug on every path: dispatched by n, replayed under the largest rank's rows
+        assert {(i, m) for i, m, _ in broken} >= {("admission_replay", "PIECEWISE")}, report.text()
+        return
+    assert broken == want, report.text()
+
+
+@pytest.mark.parametrize("version", SHARDED)
+@pytest.mark.parametrize("mode, ran", [("FULL_AND_PIECEWISE", Graph("PIECEWISE", 1)), ("FULL_DECODE_ONLY", None)])
+def test_two_sharded_decodes_pass_over_the_decode_graph_that_holds_each_ranks_one(
+    release: Callable[..., VllmPolicy], version: str, mode: str, ran: Graph | None
+) -> None:
+    paths = release(version).graph_paths()
+    config = GraphConfig(mode, (1,), (1,), (1,), 256)
+    step = GraphStep((1, 1), (False, False), 2, paths.placement(2))
+    graphs = paths.captured(config)
+    answers = paths.answers(step, config)
+    assert Graph("FULL", 1, 1, 1) in graphs  # the release captured the one-request decode graph
+    assert [(a.rows, a.requests) for a in answers] == [(1, 1), (1, 1)]  # and each rank holds one decode
+    assert expected(step, graphs, [(a.rows, a.requests) for a in answers]) == Graph("FULL", 1, 1, 1)
+    assert all(a.dispatched == ran and a.replayed == ran for a in answers)  # but dispatch ran another graph
+    copied = release(version, 2).graph_paths()
+    assert all(a.dispatched == Graph("FULL", 2, 2, 1) for a in copied.answers(replace_placement(step, copied.placement(2)), GraphConfig(mode, (2,), (2,), (1,), 256)))
+
+
+def replace_placement(step: GraphStep, placement: str) -> GraphStep:
+    return GraphStep(step.lengths, step.prefilling, step.cp_size, placement)
+
+
+def test_the_cli_reports_the_finding_with_the_releases_lines_and_an_emitted_test_fails_on_it(
+    vllm_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    root = vllm_release("0.34.0")
+    emitted = tmp_path / "elsewhere" / "test_vllm_paths.py"
+    done = subprocess.run([sys.executable, "-m", "cpgraph", "check", "cpgraph.adapters.vllm:pcp", "--adapter-root", str(root),
+                           "--max-cases", "300", "--path-cases", "60", "--cp-sizes", "1,2,4", "--json", "--quiet",
+                           "--emit-test", str(emitted)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stderr
+    found = json.loads(done.stdout)["graph_paths"]["violations"]
+    assert {(v["invariant"], v["mode"], v["dcp_size"]) for v in found} == {("no_needless_fallback", m, 1) for m in FULL_MODES}
+    lines = found[0]["decided_at"]
+    assert any("model_runner.py" in w and "num_reqs = len(scheduler_output.num_scheduled_tokens)" in w for w in lines)
+    assert any("cudagraph_utils.py" in w and "desc.num_reqs >= num_reqs" in w for w in lines)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(emitted)],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
+    assert ran.returncode == 1 and "2 failed" in ran.stdout and "no_needless_fallback broken on FULL_DECODE_ONLY" in ran.stdout, ran.stdout[-3000:]
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--dp-sizes", "1,2"], "--dp-sizes '1,2': only 1 is driven"),
+    (["--cudagraph-modes", "FULL_ONLY"], "--cudagraph-modes must be comma-separated modes from PIECEWISE"),
+    (["--dcp-sizes", "0"], "--dcp-sizes must be comma-separated ints >= 1"),
+])
+def test_bad_graph_path_flags_are_usage_errors(vllm_release: Callable[[str], Path], flags: list[str], said: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "cpgraph", "check", "cpgraph.adapters.vllm:pcp", "--adapter-root",
+                           str(vllm_release("0.34.0")), "--max-cases", "10", *flags], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and said in done.stderr, done.stderr
+
+
+def test_a_mode_the_release_does_not_run_under_pcp_is_a_usage_error(vllm_release: Callable[[str], Path]) -> None:
+    done = subprocess.run([sys.executable, "-m", "cpgraph", "check", "cpgraph.adapters.vllm:pcp", "--adapter-root",
+                           str(vllm_release("0.29.0")), "--max-cases", "10", "--cudagraph-modes", "FULL_DECODE_ONLY"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "this release runs PIECEWISE under PCP" in done.stderr, done.stderr
