@@ -219,45 +219,57 @@ EFFICIENCY: Final = ("minimal_bucket", "no_needless_fallback")
 
 
 def judge(step: GraphStep, graphs: Sequence[Graph], answers: Sequence[PathAnswer]) -> list[PathFinding]:
-    """The invariants ``answers`` (one per rank) break on ``step`` with ``graphs`` captured: consensus on one
-    descriptor, the replayed descriptor is the dispatched one (its mode included) and the layout took it, it
-    was captured, it holds every rank's rows and requests, no smaller graph of its mode fits, and no faster
-    mode's graph fits. A rank's rows and requests are its answer's (what the release laid out)."""
-    best = expected(step, graphs, [(a.rows, a.requests) for a in answers])
+    """The invariants ``answers`` (one per rank) break on ``step`` with ``graphs`` captured (see judge_dp)."""
+    return judge_dp([(step, answers)], graphs)
+
+
+def judge_dp(groups: Sequence[tuple[GraphStep, Sequence[PathAnswer]]], graphs: Sequence[Graph]) -> list[PathFinding]:
+    """The invariants broken by the answers of every DP rank (``groups``: each DP rank's step and its ranks'
+    answers) with ``graphs`` captured: consensus on one descriptor over every rank of every DP rank, each rank
+    replays the descriptor it dispatched (its mode included) and its layout takes it, it was captured, it
+    holds every rank's rows and requests (and its query length is the rank's step's), no smaller graph of its
+    mode fits every rank, and no faster mode's graph does. A rank's rows and requests are its answer's (what
+    the release laid out)."""
     known = set(graphs)
-    q = step.uniform_query_len
     found: list[PathFinding] = []
+    multi = len(groups) > 1
 
     def add(invariant: str, why: str) -> None:
         if all(f.invariant != invariant for f in found):
             found.append(PathFinding(invariant, why, "correctness" if invariant in SAFETY else "speed"))
 
-    chosen = {a.dispatched for a in answers}
-    if len(chosen) > 1:
-        shown = "; ".join(f"rank {a.rank}: {a.dispatched.describe() if a.dispatched else 'eager'}" for a in answers)
+    def who(d: int, a: PathAnswer) -> str:
+        return f"DP rank {d} rank {a.rank}" if multi else f"rank {a.rank}"
+
+    best = next((g for g in in_order(graphs) if all(fits(g, a.rows, a.requests, step.uniform_query_len)
+                                                     for step, answers in groups for a in answers)), None)
+    ranked = [(d, step, a) for d, (step, answers) in enumerate(groups) for a in answers]
+    if len({a.dispatched for _, _, a in ranked}) > 1:
+        shown = "; ".join(f"{who(d, a)}: {_shown(a.dispatched)}" for d, _, a in ranked)
         add("rank_consensus", f"the ranks dispatched different descriptors ({shown})")
-    for a in answers:
+    for d, step, a in ranked:
         if a.refusal is not None:
-            add("admission_replay", f"rank {a.rank} dispatched {a.dispatched.describe() if a.dispatched else 'eager'} but its replay refused it: {a.refusal}")
+            add("admission_replay", f"{who(d, a)} dispatched {_shown(a.dispatched)} but its replay refused it: {a.refusal}")
         elif a.replayed != a.dispatched:
-            add("admission_replay", f"rank {a.rank} dispatched {a.dispatched.describe() if a.dispatched else 'eager'} but replays "
-                                    f"{a.replayed.describe() if a.replayed else 'eager'}")
+            add("admission_replay", f"{who(d, a)} dispatched {_shown(a.dispatched)} but replays {_shown(a.replayed)}")
         g = a.dispatched
         if g is None:
             continue
         if g not in known:
-            add("captured_bucket", f"rank {a.rank} dispatched {g.describe()}, which was never captured")
+            add("captured_bucket", f"{who(d, a)} dispatched {g.describe()}, which was never captured")
         if g.tokens < a.rows:
-            add("padding_limit", f"rank {a.rank} dispatched {g.tokens} tokens below its {a.rows} rows")
-        if not fits(g, a.rows, a.requests, q):
-            add("capacity_fit", f"rank {a.rank} holds {a.rows} rows of {a.requests} requests; {g.describe()} does not hold them")
-    for a in answers:
-        g = a.dispatched
-        if g is not None and best is not None and best.mode == g.mode and (best.tokens, best.requests or 0) < (g.tokens, g.requests or 0):
-            add("minimal_bucket", f"{best.describe()} fits every rank and is smaller than {g.describe()}, which rank {a.rank} dispatched")
-    dispatched = next((a.dispatched for a in answers if a.dispatched is not None), None)
+            add("padding_limit", f"{who(d, a)} dispatched {g.tokens} tokens below its {a.rows} rows")
+        if not fits(g, a.rows, a.requests, step.uniform_query_len):
+            add("capacity_fit", f"{who(d, a)} holds {a.rows} rows of {a.requests} requests; {g.describe()} does not hold them")
+        if best is not None and best.mode == g.mode and (best.tokens, best.requests or 0) < (g.tokens, g.requests or 0):
+            add("minimal_bucket", f"{best.describe()} fits every rank and is smaller than {g.describe()}, which {who(d, a)} dispatched")
+    dispatched = next((a.dispatched for _, _, a in ranked if a.dispatched is not None), None)
     used = MODE_ORDER.index(dispatched.mode) if dispatched is not None else len(MODE_ORDER)
     if best is not None and MODE_ORDER.index(best.mode) < used:
         add("no_needless_fallback", f"{best.describe()} fits every rank, but the step ran "
                                     f"{dispatched.describe() if dispatched is not None else 'eagerly'}")
     return found
+
+
+def _shown(graph: Graph | None) -> str:
+    return graph.describe() if graph is not None else "eager"

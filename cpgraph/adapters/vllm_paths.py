@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
+
 from cpgraph.adapters.glue import GlueError
 from cpgraph.adapters.vllm_release import SPLIT_SIZES
 from cpgraph.adapters.vllm_stand_ins import ScheduledBatch, vllm_config
@@ -93,16 +95,29 @@ class VllmPaths:
 
     def answers(self, step: GraphStep, config: GraphConfig) -> tuple[PathAnswer, ...]:
         """What every rank does with ``step`` (laid out as this release places decodes) under ``config``."""
+        return self.answers_dp((step,), config)[0]
+
+    def answers_dp(self, steps: Sequence[GraphStep], config: GraphConfig) -> tuple[tuple[PathAnswer, ...], ...]:
+        """What every rank of every DP rank does, DP rank d running ``steps[d]``: each proposes its descriptor,
+        the release's ``dispatch_cg_and_sync_dp`` agrees them over a simulated all-reduce of the DP ranks'
+        proposals (cpgraph's stand-in for the collective: every DP rank's column, summed), and each replays
+        what was agreed. One step: no collective (dp_size 1)."""
         built = self.manager(config)
+        if not steps:
+            raise ValueError("answers_dp needs one step per DP rank, got none")
         try:
-            with self.policy.sandbox:
-                return tuple(self._rank(built, step, rank) for rank in range(step.cp_size))
+            with self.policy.sandbox, _Collective(self.policy.dp, len(steps)) as collective:
+                if len(steps) > 1:  # first each DP rank's proposal, as the release writes it into its column
+                    for d, step in enumerate(steps):
+                        collective.collect(d, lambda: self._rank(built, step, 0, len(steps), d))
+                return tuple(tuple(self._rank(built, step, rank, len(steps), d) for rank in range(step.cp_size))
+                             for d, step in enumerate(steps))
         except GlueError:
             raise
         except Exception as exc:
             raise self.policy._classified(exc) from None
 
-    def _rank(self, built: Any, step: GraphStep, rank: int) -> PathAnswer:
+    def _rank(self, built: Any, step: GraphStep, rank: int, dp_size: int = 1, dp_rank: int = 0) -> PathAnswer:
         lengths, prefilling = step.lengths, step.prefilling
         batch = ScheduledBatch.of(lengths, prefilling)
         # execute_model (model_runner.py:1800-1813 in 0.33.0, :1859-1877 in 0.34.0): num_reqs is the global
@@ -119,7 +134,7 @@ class VllmPaths:
         kw: dict[str, object] = {"need_eager": False, "num_active_loras": 0}
         if "max_query_len" in self._dispatch_params:
             kw["max_query_len"] = max_query_len
-        desc, _ = self.policy.dp.dispatch_cg_and_sync_dp(built, num_reqs, count, q, 1, 0, **kw)
+        desc, _ = self.policy.dp.dispatch_cg_and_sync_dp(built, num_reqs, count, q, dp_size, dp_rank, **kw)
         dispatched = _graph(desc)
         if manager is None:  # one rank: no PCPManager; the batch is padded to the descriptor (prepare_inputs)
             rows, requests = sum(lengths), len(lengths)
@@ -143,6 +158,82 @@ class VllmPaths:
         except (ValueError, RuntimeError, AssertionError) as exc:
             return PathAnswer(rank, dispatched, None, rows, requests, f"{type(exc).__name__}: {exc}")
         return PathAnswer(rank, dispatched, dispatched, rows, requests)
+
+
+class _Collected(Exception):
+    """Raised by the simulated collective once it has a DP rank's proposal (the first pass)."""
+
+
+class _NumpyTorch:
+    """The few torch calls the release's DP sync makes on its small CPU int tensor, on numpy (torch is stubbed
+    in the sandbox): zeros, all, full_like, int32; a name the sync reads beyond these is a glue error."""
+
+    int32 = np.int32
+
+    @staticmethod
+    def zeros(*shape: int, dtype: Any = None, device: Any = None) -> Any:
+        return np.zeros(shape, dtype=dtype or np.int32)
+
+    @staticmethod
+    def all(values: Any) -> Any:
+        return np.all(values)
+
+    @staticmethod
+    def full_like(values: Any, fill: int) -> Any:
+        return np.full_like(values, fill)
+
+
+class _Collective:
+    """The DP group's all-reduce, simulated: in its first pass (``collect``) it records each DP rank's column
+    as the release wrote it and stops the sync; then every sync's tensor becomes the columns side by side (a
+    sum over DP ranks whose other columns are zero). Patches the release's dp_utils module for the duration:
+    its ``torch`` (numpy), ``dist.all_reduce`` and ``get_dp_group().cpu_all_reduce_`` (the two forms releases
+    use) and ``should_skip_dp_coordination`` (False: the ranks coordinate)."""
+
+    def __init__(self, module: Any, dp_size: int) -> None:
+        self.module = module
+        self.dp_size = dp_size
+        self.columns: dict[int, Any] = {}
+        self.rank: int | None = None
+        self._saved: dict[str, Any] = {}
+
+    def collect(self, dp_rank: int, run: Any) -> None:
+        self.rank = dp_rank
+        try:
+            run()
+        except _Collected:
+            pass
+        finally:
+            self.rank = None
+        if dp_rank not in self.columns:
+            raise GlueError(f"vLLM's dispatch_cg_and_sync_dp made no DP all-reduce for DP rank {dp_rank} of {self.dp_size}; "
+                            "the adapter's simulated collective does not fit this release")
+
+    def all_reduce(self, tensor: Any, *args: Any, **kwargs: Any) -> None:
+        if self.rank is not None:
+            self.columns[self.rank] = np.array(tensor[:, self.rank])
+            raise _Collected()
+        for d, column in self.columns.items():
+            tensor[:, d] = column
+
+    def __enter__(self) -> _Collective:
+        if self.dp_size == 1:
+            return self  # no collective runs
+        group = SimpleNamespace(cpu_group="dp", cpu_all_reduce_=self.all_reduce, dead_dp_ranks=())
+        patches = {"torch": _NumpyTorch, "dist": SimpleNamespace(all_reduce=self.all_reduce, barrier=lambda *a, **k: None),
+                   "get_dp_group": lambda: group, "should_skip_dp_coordination": lambda: False}
+        for name, value in patches.items():
+            self._saved[name] = self.module.__dict__.get(name)
+            setattr(self.module, name, value)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, value in self._saved.items():
+            if value is None:
+                delattr(self.module, name)
+            else:
+                setattr(self.module, name, value)
+        self._saved.clear()
 
 
 def _graph(desc: Any) -> Graph | None:
@@ -199,6 +290,14 @@ def decision_lines(root: str) -> tuple[str, ...]:
         checks = [n for n in ast.walk(compatible) if isinstance(n, ast.Compare) and "desc.num_reqs >= num_reqs" in ast.unparse(n)]
         if checks:
             cite(CUDAGRAPH_FILE, checks[0], "a graph must hold num_reqs, the global count, though a rank holds its own share")
+    sync_file = "vllm/v1/worker/gpu/dp_utils.py"
+    dp = tree_of(root, sync_file)
+    sync = find(dp, "sync_cudagraph_and_dp_padding") if dp is not None else None
+    if sync is not None:
+        redispatch = [n for n in ast.walk(sync) if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "synced_desc"
+                      and ".dispatch(" in ast.unparse(n.value) and "num_reqs" in ast.unparse(n.value)]
+        if redispatch:
+            cite(sync_file, redispatch[-1], "after the DP ranks agree the slowest mode, each re-dispatches with its own request count")
     manager = tree_of(root, PCP_FILE)
     resolve = find(manager, "PCPManager._resolve_num_reqs_after_padding") if manager is not None else None
     if resolve is not None:

@@ -35,18 +35,22 @@ def paths_regression_test(target: str, violations: tuple[PathViolation, ...], re
         f"RELEASE_ROOT = os.path.normpath(os.path.join(HERE, {rel_root!r}))  # where it was unpacked, relative to this file",
     ]
     for v in violations:
-        s, c = v.step, v.config
-        name = re.sub(r"\W+", "_", f"{v.invariant}_on_{v.mode}_dcp_{v.dcp_size}").lower()
+        c = v.config
+        name = re.sub(r"\W+", "_", f"{v.invariant}_on_{v.mode}_dcp_{v.dcp_size}_dp_{len(v.steps)}").lower()
+        steps = [f"GraphStep(lengths={s.lengths!r}, prefilling={s.prefilling!r}, cp_size={s.cp_size}, placement={s.placement!r})"
+                 for s in v.steps]
         lines += [
             "",
             "",
             f"def test_{name}() -> None:",
             f'    """{v.invariant}: {PATH_SENTENCES[v.invariant]} (costs {v.cost})."""',
-            f"    step = GraphStep(lengths={s.lengths!r}, prefilling={s.prefilling!r}, cp_size={s.cp_size}, placement={s.placement!r})",
+            "    steps = (  # one per DP rank",
+            *[f"        {step}," for step in steps],
+            "    )",
             f"    config = GraphConfig({c.cudagraph_mode!r}, token_sizes={c.token_sizes!r}, decode_request_sizes={c.decode_request_sizes!r},",
             f"                         query_lens={c.query_lens!r}, max_num_seqs={c.max_num_seqs})",
             *[f"    # decided at {where}" for where in v.decided_at],
-            f"    why = path_broken(POLICY, RELEASE, RELEASE_ROOT, step, config, {v.invariant!r}, dcp_size={v.dcp_size})",
+            f"    why = path_broken(POLICY, RELEASE, RELEASE_ROOT, steps, config, {v.invariant!r}, dcp_size={v.dcp_size})",
             f'    assert not why, f"{v.invariant} broken on {v.mode}: {{why}}"',
         ]
     return "\n".join(lines) + "\n"

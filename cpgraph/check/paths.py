@@ -4,8 +4,9 @@ proportions a server sees, judged by ``reference.graph_paths.judge`` (the same s
 
 A path driver (the vLLM adapter's ``VllmPaths``) has ``version``, ``modes`` (the CUDA-graph modes the release
 runs), ``placement(cp_size)`` (a DualChunkSwap strategy row), ``captured(config)`` (the graphs the release
-captures) and ``answers(step, config)`` (what each rank dispatches and replays), and may say where the
-release decides (``decided_at()``: file:line citations).
+captures) and ``answers_dp(steps, config)`` (what each rank of each DP rank dispatches and replays, DP rank d
+running ``steps[d]``, agreed through the release's own DP sync), and may say where the release decides
+(``decided_at()``: file:line citations). At DP size D every case runs D steps, one per DP rank.
 
 Steps, per case (seeded, the same on every machine): six in ten a uniform decode step (every request a decode
 of q = 1 + ``spec_tokens`` tokens, 1 to 64 requests, most of them few), two in ten a mixed step (one to three
@@ -23,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from cpgraph.reference.graph_paths import PATH_SENTENCES, Graph, GraphConfig, GraphStep, PathAnswer, PathFinding, expected, judge
+from cpgraph.reference.graph_paths import PATH_SENTENCES, Graph, GraphConfig, GraphStep, PathAnswer, PathFinding, fits, in_order, judge_dp
 from cpgraph.reference.lists import compact
 
 DEFAULT_TOKEN_SIZES = (1, 2, 4, *range(8, 256, 8), *range(256, 513, 16))
@@ -39,49 +40,63 @@ class PathDriver(Protocol):
 
     def captured(self, config: GraphConfig) -> tuple[Graph, ...]: ...
 
-    def answers(self, step: GraphStep, config: GraphConfig) -> tuple[PathAnswer, ...]: ...
+    def answers_dp(self, steps: Sequence[GraphStep], config: GraphConfig) -> tuple[tuple[PathAnswer, ...], ...]: ...
+
+
+Steps = tuple[GraphStep, ...]  # one per DP rank
 
 
 @dataclass(frozen=True)
 class PathViolation:
-    """The minimised first violation of one invariant on one path: the step, the captured configuration,
-    every rank's answer, the graph the step should have run and where the release decides."""
+    """The minimised first violation of one invariant on one path: the steps (one per DP rank), the captured
+    configuration, every rank's answer, the graph the step should have run and where the release decides."""
 
     invariant: str
     cost: str
     why: str
     mode: str
     placement: str
-    step: GraphStep
+    steps: Steps
     config: GraphConfig
-    answers: tuple[PathAnswer, ...]
+    dp_answers: tuple[tuple[PathAnswer, ...], ...]
     should: Graph | None
     decided_at: tuple[str, ...]
     found_after: int
     dcp_size: int = 1
 
+    @property
+    def step(self) -> GraphStep:
+        """DP rank 0's step (the only one at DP size 1)."""
+        return self.steps[0]
+
+    @property
+    def answers(self) -> tuple[PathAnswer, ...]:
+        return self.dp_answers[0]
+
     def used(self) -> Graph | None:
-        return next((a.dispatched for a in self.answers if a.dispatched is not None), None)
+        return next((a.dispatched for answers in self.dp_answers for a in answers if a.dispatched is not None), None)
 
     def text(self) -> str:
-        s, c = self.step, self.config
+        c = self.config
         lines = [
             f"{self.invariant} violated on the {self.mode} path, decodes {self.placement} (dcp {self.dcp_size}) "
             f"({'safety' if self.cost == 'correctness' else 'efficiency'}: {PATH_SENTENCES[self.invariant]}; costs {self.cost})",
-            f"  step: cp_size={s.cp_size} lengths={compact(list(s.lengths))} is_prefilling={_flags(s.prefilling)}",
+            *[f"  {'DP rank ' + str(d) + ' ' if len(self.steps) > 1 else ''}step: cp_size={s.cp_size} "
+              f"lengths={compact(list(s.lengths))} is_prefilling={_flags(s.prefilling)}" for d, s in enumerate(self.steps)],
             f"  captured: cudagraph_mode={c.cudagraph_mode} token sizes={compact(list(c.token_sizes))} decode request "
             f"sizes={compact(list(c.decode_request_sizes))} query_lens={list(c.query_lens)} max_num_seqs={c.max_num_seqs}",
         ]
-        said: list[tuple[list[int], str]] = []
-        for a in self.answers:
-            text = a.describe()
-            if said and said[-1][1] == text:
-                said[-1][0].append(a.rank)
-            else:
-                said.append(([a.rank], text))
-        for ranks, text in said:
-            who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks[0]}-{ranks[-1]}"
-            lines.append(f"  {who}: {text}")
+        for d, answers in enumerate(self.dp_answers):
+            said: list[tuple[list[int], str]] = []
+            for a in answers:
+                text = a.describe()
+                if said and said[-1][1] == text:
+                    said[-1][0].append(a.rank)
+                else:
+                    said.append(([a.rank], text))
+            for ranks, text in said:
+                who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks[0]}-{ranks[-1]}"
+                lines.append(f"  {'DP rank ' + str(d) + ' ' if len(self.steps) > 1 else ''}{who}: {text}")
         lines.append(f"  should run: {_shown(self.should)}; ran: {_shown(self.used())}")
         lines.append(f"  why: {self.why}")
         lines += [f"  decided at: {where}" for where in self.decided_at]
@@ -92,13 +107,14 @@ class PathViolation:
         g = _graph_json
         return {
             "invariant": self.invariant, "cost": self.cost, "why": self.why, "mode": self.mode, "placement": self.placement, "dcp_size": self.dcp_size,
-            "step": {"cp_size": self.step.cp_size, "lengths": list(self.step.lengths), "is_prefilling": list(self.step.prefilling)},
+            "dp_size": len(self.steps),
+            "steps": [{"cp_size": s.cp_size, "lengths": list(s.lengths), "is_prefilling": list(s.prefilling)} for s in self.steps],
             "config": {"cudagraph_mode": self.config.cudagraph_mode, "token_sizes": list(self.config.token_sizes),
                        "decode_request_sizes": list(self.config.decode_request_sizes),
                        "query_lens": list(self.config.query_lens), "max_num_seqs": self.config.max_num_seqs},
             "should": g(self.should), "used": g(self.used()), "decided_at": list(self.decided_at),
-            "ranks": [{"rank": a.rank, "dispatched": g(a.dispatched), "replayed": g(a.replayed), "rows": a.rows,
-                       "requests": a.requests, "refusal": a.refusal} for a in self.answers],
+            "ranks": [{"dp_rank": d, "rank": a.rank, "dispatched": g(a.dispatched), "replayed": g(a.replayed), "rows": a.rows,
+                       "requests": a.requests, "refusal": a.refusal} for d, answers in enumerate(self.dp_answers) for a in answers],
         }
 
 
@@ -124,7 +140,7 @@ class PathsReport:
     """Every path checked: (mode, placement, steps checked) and the violations found."""
 
     release: str
-    paths: tuple[tuple[str, str, int], ...]
+    paths: tuple[tuple[str, str, int, int], ...]  # (mode, placement, DP size, steps checked)
     violations: tuple[PathViolation, ...]
 
     @property
@@ -133,12 +149,12 @@ class PathsReport:
 
     def text(self) -> str:
         head = (f"cpgraph check {self.release} graph paths: {'OK' if self.ok else 'FAILED'} - "
-                + ", ".join(f"{mode} decodes {placement} ({cases} steps)" for mode, placement, cases in self.paths))
+                + ", ".join(f"{mode} decodes {placement} DP {dp} ({cases} steps)" for mode, placement, dp, cases in self.paths))
         return "\n\n".join([head] + [v.text() for v in self.violations])
 
     def markdown(self) -> str:
         out = [f"### graph paths of {self.release} — {'✅ every invariant held' if self.ok else '❌ FAILED'}", ""]
-        out += [f"- `{mode}`, decodes `{placement}`: {cases} steps" for mode, placement, cases in self.paths]
+        out += [f"- `{mode}`, decodes `{placement}`, DP {dp}: {cases} steps" for mode, placement, dp, cases in self.paths]
         for v in self.violations:
             out += ["", f"<details><summary><code>{v.invariant}</code> on {v.mode}</summary>", "", "```", v.text(), "```", "</details>"]
         return "\n".join(out) + "\n"
@@ -146,14 +162,16 @@ class PathsReport:
     def junit_cases(self) -> list[Any]:
         from cpgraph.formats import JUnitCase
 
-        cases = [JUnitCase(f"{mode}/{placement}", f"cpgraph.check.paths.{self.release}") for mode, placement, _ in self.paths]
-        broken = {(v.mode, v.placement): v for v in self.violations}
-        return [c if (c.name.split("/")[0], c.name.split("/")[1]) not in broken else
-                JUnitCase(c.name, c.classname, "failure", 0.0, broken[(c.name.split("/")[0], c.name.split("/")[1])].why,
-                          broken[(c.name.split("/")[0], c.name.split("/")[1])].text()) for c in cases]
+        broken = {(v.mode, v.placement, len(v.steps)): v for v in self.violations}
+        out = []
+        for mode, placement, dp, _ in self.paths:
+            name, v = f"{mode}/{placement}/dp{dp}", broken.get((mode, placement, dp))
+            out.append(JUnitCase(name, f"cpgraph.check.paths.{self.release}") if v is None
+                       else JUnitCase(name, f"cpgraph.check.paths.{self.release}", "failure", 0.0, v.why, v.text()))
+        return out
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "paths": [{"mode": m, "placement": p, "cases": n} for m, p, n in self.paths],
+        return {"ok": self.ok, "paths": [{"mode": m, "placement": p, "dp_size": dp, "cases": n} for m, p, dp, n in self.paths],
                 "violations": [v.to_json() for v in self.violations]}
 
 
@@ -184,30 +202,44 @@ def random_config(rng: random.Random, mode: str, query_len: int, max_num_seqs: i
     return GraphConfig(mode, tokens, decodes, (query_len,), max_num_seqs)
 
 
-def _broken(driver: PathDriver, step: GraphStep, config: GraphConfig, invariant: str) -> PathFinding | None:
-    found = judge(step, driver.captured(config), driver.answers(step, config))
-    return next((f for f in found if f.invariant == invariant), None)
+def _judged(driver: PathDriver, steps: Steps, config: GraphConfig) -> tuple[list[PathFinding], tuple[tuple[PathAnswer, ...], ...], tuple[Graph, ...]]:
+    graphs = driver.captured(config)
+    answers = driver.answers_dp(steps, config)
+    return judge_dp(list(zip(steps, answers)), graphs), answers, graphs
 
 
-def _smaller(step: GraphStep, config: GraphConfig, cp_sizes: Sequence[int], placement: Callable[[int], str]) -> list[tuple[GraphStep, GraphConfig]]:
-    """Candidates one step smaller: a request fewer, a prefill shorter, a smaller cp_size, a captured size fewer."""
-    out: list[tuple[GraphStep, GraphConfig]] = []
+def _broken(driver: PathDriver, steps: Steps, config: GraphConfig, invariant: str) -> PathFinding | None:
+    return next((f for f in _judged(driver, steps, config)[0] if f.invariant == invariant), None)
+
+
+def _smaller_step(step: GraphStep) -> list[GraphStep]:
+    """A request fewer, or a prefill shorter."""
+    out: list[GraphStep] = []
     n = len(step.lengths)
     for i in range(n):
         if n > 1:
-            out.append((replace(step, lengths=step.lengths[:i] + step.lengths[i + 1:], prefilling=step.prefilling[:i] + step.prefilling[i + 1:]), config))
+            out.append(replace(step, lengths=step.lengths[:i] + step.lengths[i + 1:], prefilling=step.prefilling[:i] + step.prefilling[i + 1:]))
     for i, (length, prefill) in enumerate(zip(step.lengths, step.prefilling)):
         if prefill and length > 1:
-            for shorter in (length // 2, length - 1):
+            for shorter in sorted({length // 2, length - 1}):
                 if shorter >= 1:
-                    out.append((replace(step, lengths=step.lengths[:i] + (shorter,) + step.lengths[i + 1:]), config))
+                    out.append(replace(step, lengths=step.lengths[:i] + (shorter,) + step.lengths[i + 1:]))
+    return out
+
+
+def _smaller(steps: Steps, config: GraphConfig, cp_sizes: Sequence[int], placement: Callable[[int], str]) -> list[tuple[Steps, GraphConfig]]:
+    """Candidates one move smaller: a DP rank's step a request fewer or a prefill shorter, a smaller cp_size
+    (every DP rank's), a captured size fewer or smaller."""
+    out: list[tuple[Steps, GraphConfig]] = []
+    for d, step in enumerate(steps):
+        out += [(steps[:d] + (smaller,) + steps[d + 1:], config) for smaller in _smaller_step(step)]
     for p in sorted(cp_sizes):
-        if p < step.cp_size:
-            out.append((replace(step, cp_size=p, placement=placement(p)), config))
+        if p < steps[0].cp_size:
+            out.append((tuple(replace(s, cp_size=p, placement=placement(p)) for s in steps), config))
     for tokens in _fewer_or_smaller(config.token_sizes):
-        out.append((step, replace(config, token_sizes=tokens)))
+        out.append((steps, replace(config, token_sizes=tokens)))
     for decodes in _fewer_or_smaller(config.decode_request_sizes):
-        out.append((step, replace(config, decode_request_sizes=decodes)))
+        out.append((steps, replace(config, decode_request_sizes=decodes)))
     return out
 
 
@@ -215,80 +247,84 @@ def _fewer_or_smaller(sizes: tuple[int, ...]) -> list[tuple[int, ...]]:
     """A capture list with one size fewer, or one size halved or one less (sorted, without repeats)."""
     out = [sizes[:i] + sizes[i + 1:] for i in range(len(sizes)) if len(sizes) > 1]
     for i, size in enumerate(sizes):
-        for smaller in {size // 2, size - 1}:
+        for smaller in sorted({size // 2, size - 1}):
             if smaller >= 1:
                 out.append(tuple(sorted(set(sizes[:i] + (smaller,) + sizes[i + 1:]))))
     return out
 
 
-def minimise(driver: PathDriver, step: GraphStep, config: GraphConfig, invariant: str, cp_sizes: Sequence[int],
-             placement: Callable[[int], str]) -> tuple[GraphStep, GraphConfig]:
-    """The step and configuration shrunk while ``invariant`` stays broken: one move at a time to a fixed
+def minimise(driver: PathDriver, steps: Steps, config: GraphConfig, invariant: str, cp_sizes: Sequence[int],
+             placement: Callable[[int], str]) -> tuple[Steps, GraphConfig]:
+    """The steps and configuration shrunk while ``invariant`` stays broken: one move at a time to a fixed
     point, then a step move and a configuration move together (a request fewer needs a smaller graph too
     when the violation sits at a graph's edge), and again."""
     changed = True
     while changed:
         changed = False
-        for smaller_step, smaller_config in _smaller(step, config, cp_sizes, placement):
-            if _broken(driver, smaller_step, smaller_config, invariant) is not None:
-                step, config, changed = smaller_step, smaller_config, True
+        moves = _smaller(steps, config, cp_sizes, placement)
+        for smaller_steps, smaller_config in moves:
+            if _broken(driver, smaller_steps, smaller_config, invariant) is not None:
+                steps, config, changed = smaller_steps, smaller_config, True
                 break
         if changed:
             continue
-        for smaller_step, _ in _smaller(step, config, cp_sizes, placement):
-            if smaller_step == step:
-                continue
-            for _, smaller_config in _smaller(step, config, cp_sizes, placement):
-                if smaller_config != config and _broken(driver, smaller_step, smaller_config, invariant) is not None:
-                    step, config, changed = smaller_step, smaller_config, True
+        for smaller_steps, _ in (m for m in moves if m[1] == config):
+            for _, smaller_config in (m for m in moves if m[0] == steps):
+                if _broken(driver, smaller_steps, smaller_config, invariant) is not None:
+                    steps, config, changed = smaller_steps, smaller_config, True
                     break
             if changed:
                 break
-    return step, config
+    return steps, config
 
 
 def check_paths(
     drivers: Sequence[PathDriver], *, cp_sizes: Sequence[int], modes: Sequence[str] | None = None, spec_tokens: int = 0,
     cases: int = 1000, seed: int = 0, max_num_seqs: int = 256, progress: Callable[[str], None] | None = None,
-    decided_at: Callable[[str], tuple[str, ...]] | None = None,
+    decided_at: Callable[[str], tuple[str, ...]] | None = None, dp_sizes: Sequence[int] = (1,),
 ) -> PathsReport:
-    """Check ``cases`` steps on every mode each driver runs (``modes`` narrows them) at every cp size, and
-    return the report (first violation of each invariant per mode and placement, minimised)."""
+    """Check ``cases`` cases on every mode each driver runs (``modes`` narrows them) at every DP size, each case
+    at a cp size drawn from ``cp_sizes`` with one step per DP rank, and return the report (first violation of
+    each invariant per mode, placement and DP size, minimised)."""
     if not drivers:
         raise ValueError("check_paths needs at least one path driver")
     if type(spec_tokens) is not int or not 0 <= spec_tokens <= 16:
         raise ValueError(f"spec_tokens must be an int in 0..16, got {spec_tokens!r}")
     if type(cases) is not int or cases < 1:
         raise ValueError(f"cases must be an int >= 1, got {cases!r}")
+    if not dp_sizes or not all(type(d) is int and 1 <= d <= 64 for d in dp_sizes):
+        raise ValueError(f"dp_sizes must be ints in 1..64, got {dp_sizes!r}")
     q = 1 + spec_tokens
-    paths: list[tuple[str, str, int]] = []
+    paths: list[tuple[str, str, int, int]] = []
     violations: list[PathViolation] = []
     for driver in drivers:
         for mode in driver.modes:
             if modes is not None and mode not in modes:
                 continue
-            rng = random.Random(f"{seed}:{mode}:{driver.placement(max(cp_sizes))}")
-            seen: set[str] = set()
             placement = driver.placement(max(cp_sizes))
-            for case in range(1, cases + 1):
-                p = rng.choice(list(cp_sizes))
-                step = random_step(rng, p, driver.placement(p), q)
-                config = random_config(rng, mode, q, max_num_seqs)
-                for finding in judge(step, driver.captured(config), driver.answers(step, config)):
-                    if finding.invariant in seen:
-                        continue
-                    seen.add(finding.invariant)
-                    small_step, small_config = minimise(driver, step, config, finding.invariant, cp_sizes, driver.placement)
-                    answers = driver.answers(small_step, small_config)
-                    graphs = driver.captured(small_config)
-                    final = next(f for f in judge(small_step, graphs, answers) if f.invariant == finding.invariant)
-                    where = decided_at(finding.invariant) if decided_at is not None else ()
-                    violations.append(PathViolation(
-                        final.invariant, final.cost, final.why, mode, small_step.placement, small_step, small_config, answers,
-                        expected(small_step, graphs, [(a.rows, a.requests) for a in answers]), where, case, driver.dcp_size,
-                    ))
-                    if progress is not None:
-                        progress(f"graph paths: {final.invariant} violated on {mode}, decodes {small_step.placement}, after {case} steps")
-            paths.append((mode, placement, cases))
+            for dp in dp_sizes:
+                rng = random.Random(f"{seed}:{mode}:{placement}:{dp}")
+                seen: set[str] = set()
+                for case in range(1, cases + 1):
+                    p = rng.choice(list(cp_sizes))
+                    steps = tuple(random_step(rng, p, driver.placement(p), q) for _ in range(dp))
+                    config = random_config(rng, mode, q, max_num_seqs)
+                    for finding in _judged(driver, steps, config)[0]:
+                        if finding.invariant in seen:
+                            continue
+                        seen.add(finding.invariant)
+                        small_steps, small_config = minimise(driver, steps, config, finding.invariant, cp_sizes, driver.placement)
+                        found, answers, graphs = _judged(driver, small_steps, small_config)
+                        final = next(f for f in found if f.invariant == finding.invariant)
+                        where = decided_at(finding.invariant) if decided_at is not None else ()
+                        should = next((g for g in in_order(graphs) if all(fits(g, a.rows, a.requests, s.uniform_query_len)
+                                                                           for s, group in zip(small_steps, answers) for a in group)), None)
+                        violations.append(PathViolation(
+                            final.invariant, final.cost, final.why, mode, small_steps[0].placement, small_steps, small_config, answers,
+                            should, where, case, driver.dcp_size,
+                        ))
+                        if progress is not None:
+                            progress(f"graph paths: {final.invariant} violated on {mode}, decodes {placement}, DP {dp}, after {case} cases")
+                paths.append((mode, placement, dp, cases))
     release = drivers[0].version
     return PathsReport(release, tuple(paths), tuple(violations))

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from cpgraph.adapters import policy_at
 from cpgraph.adapters.releases import fetch, release_version
 from cpgraph.check.protocol import Policy, as_policy, load_policy
-from cpgraph.reference.graph_paths import GraphConfig, GraphStep, judge
+from cpgraph.reference.graph_paths import GraphConfig, GraphStep, judge_dp
 
 ENV = "CPGRAPH_RELEASE"  # set to 'installed': an emitted test runs against the installed stack instead
 INSTALLED = "installed"
@@ -74,14 +75,15 @@ def release_policy(target: str, version: str, root: str | None = None) -> Policy
     return as_policy(release_object(target, version, root), target)
 
 
-def path_broken(target: str, version: str, root: str | None, step: GraphStep, config: GraphConfig, invariant: str,
-                *, dcp_size: int = 1) -> str:
-    """Why the release's graph path breaks ``invariant`` on ``step`` under ``config`` (every rank's answer
-    listed), or '' when it keeps it: what an emitted graph-path test asserts."""
+def path_broken(target: str, version: str, root: str | None, steps: GraphStep | Sequence[GraphStep], config: GraphConfig,
+                invariant: str, *, dcp_size: int = 1) -> str:
+    """Why the release's graph path breaks ``invariant`` on ``steps`` (one per DP rank, or one step) under
+    ``config`` (every rank's answer listed), or '' when it keeps it: what an emitted graph-path test asserts."""
     driver = paths_driver(release_object(target, version, root), dcp_size)
-    answers = driver.answers(replace(step, placement=driver.placement(step.cp_size)), config)
-    found = [f for f in judge(step, driver.captured(config), answers) if f.invariant == invariant]
-    ranks = "\n".join(f"  rank {a.rank}: {a.describe()}" for a in answers)
+    placed = tuple(replace(s, placement=driver.placement(s.cp_size)) for s in ((steps,) if isinstance(steps, GraphStep) else steps))
+    answers = driver.answers_dp(placed, config)
+    found = [f for f in judge_dp(list(zip(placed, answers)), driver.captured(config)) if f.invariant == invariant]
+    ranks = "\n".join(f"  DP rank {d} rank {a.rank}: {a.describe()}" for d, group in enumerate(answers) for a in group)
     return f"{found[0].why}\n{ranks}" if found else ""
 
 

@@ -98,10 +98,11 @@ def add_parser(subparsers: Any) -> None:
                             "vLLM 0.32, else copied; > 1: copied, short prefills too); default 1,2")
     paths.add_argument("--spec-tokens", type=bounded_int("--spec-tokens", 0, 16), default=0,
                        help="speculative tokens per decode: uniform decodes of 1 + K tokens, ragged ones of 1..1 + K (default 0)")
-    paths.add_argument("--dp-sizes", metavar="N1,N2", default="1",
-                       help="data-parallel sizes; only 1 is driven (a DP rank's agreement needs the release's collective)")
-    paths.add_argument("--path-cases", type=bounded_int("--path-cases", 1, 10**6), default=300,
-                       help="steps per mode and placement (default 300)")
+    paths.add_argument("--dp-sizes", metavar="N1,N2", default="1,2",
+                       help="data-parallel sizes, 1..8: at N every case runs N steps, one per DP rank, agreed by the release's "
+                            "own DP sync over a simulated all-reduce of the DP ranks' proposals (default 1,2)")
+    paths.add_argument("--path-cases", type=bounded_int("--path-cases", 1, 10**6), default=200,
+                       help="cases per mode, placement and DP size (default 200)")
     paths.add_argument("--no-graph-paths", action="store_true", help="check the prefill bucket only")
     add_output_flags(parser)
     parser.add_argument("--emit-test", metavar="PATH", help="write a pytest regression test of the counterexamples")
@@ -176,12 +177,12 @@ def _path_flags(args: argparse.Namespace) -> None:
     if modes is not None and (not modes or any(m not in MODES for m in modes)):
         raise UsageError(f"--cudagraph-modes must be comma-separated modes from {', '.join(MODES)}, got {args.cudagraph_modes!r}")
     args.mode_list = modes
-    dp = [part.strip() for part in args.dp_sizes.split(",") if part.strip()]
-    if dp != ["1"]:
-        raise UsageError(
-            f"--dp-sizes {args.dp_sizes!r}: only 1 is driven; a DP rank's agreement runs the release's collective "
-            "(dispatch_cg_and_sync_dp over torch.distributed), which cpgraph does not simulate yet"
-        )
+    try:
+        args.dp_size_list = tuple(int(part) for part in args.dp_sizes.split(",") if part.strip())
+    except ValueError:
+        args.dp_size_list = ()
+    if not args.dp_size_list or not all(1 <= d <= 8 for d in args.dp_size_list):
+        raise UsageError(f"--dp-sizes must be comma-separated ints in 1..8 (e.g. 1,2), got {args.dp_sizes!r}")
 
 
 def _graph_paths(args: argparse.Namespace, obj: object, out: Output) -> PathsReport | None:
@@ -207,6 +208,7 @@ def _graph_paths(args: argparse.Namespace, obj: object, out: Output) -> PathsRep
     return check_paths(
         drivers, cp_sizes=_cp_sizes(args.cp_sizes), modes=args.mode_list, spec_tokens=args.spec_tokens,
         cases=args.path_cases, seed=args.seed, progress=progress, decided_at=decided if callable(decided) else None,
+        dp_sizes=args.dp_size_list,
     )
 
 

@@ -85,22 +85,42 @@ def test_the_cli_reports_the_finding_with_the_releases_lines_and_an_emitted_test
     root = vllm_release("0.34.0")
     emitted = tmp_path / "elsewhere" / "test_vllm_paths.py"
     done = subprocess.run([sys.executable, "-m", "cpgraph", "check", "cpgraph.adapters.vllm:pcp", "--adapter-root", str(root),
-                           "--max-cases", "300", "--path-cases", "60", "--cp-sizes", "1,2,4", "--json", "--quiet",
-                           "--emit-test", str(emitted)], capture_output=True, text=True, timeout=600)
+                           "--max-cases", "300", "--path-cases", "40", "--cp-sizes", "1,2,4", "--dp-sizes", "1,2", "--json",
+                           "--quiet", "--emit-test", str(emitted)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 1, done.stderr
     found = json.loads(done.stdout)["graph_paths"]["violations"]
-    assert {(v["invariant"], v["mode"], v["dcp_size"]) for v in found} == {("no_needless_fallback", m, 1) for m in FULL_MODES}
+    assert {(v["invariant"], v["mode"], v["dcp_size"], v["dp_size"]) for v in found} == {
+        *(("no_needless_fallback", m, 1, dp) for m in FULL_MODES for dp in (1, 2)),
+        ("rank_consensus", "FULL_AND_PIECEWISE", 1, 2),  # the DP ranks agree PIECEWISE, then one re-dispatches FULL
+    }
     lines = found[0]["decided_at"]
     assert any("model_runner.py" in w and "num_reqs = len(scheduler_output.num_scheduled_tokens)" in w for w in lines)
     assert any("cudagraph_utils.py" in w and "desc.num_reqs >= num_reqs" in w for w in lines)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(emitted)],
                          capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
-    assert ran.returncode == 1 and "2 failed" in ran.stdout and "no_needless_fallback broken on FULL_DECODE_ONLY" in ran.stdout, ran.stdout[-3000:]
+    assert ran.returncode == 1 and "5 failed" in ran.stdout and "no_needless_fallback broken on FULL_DECODE_ONLY" in ran.stdout, ran.stdout[-3000:]
+    assert "rank_consensus broken on FULL_AND_PIECEWISE" in ran.stdout
+
+
+def test_dp_ranks_agree_the_slowest_mode_then_re_dispatch_apart(release: Callable[..., VllmPolicy]) -> None:
+    # DP rank 0 holds one decode, DP rank 1 two, each dealt over 2 PCP ranks: DP rank 1 proposes PIECEWISE (its
+    # one-request decode graph is checked against 2 requests), the release's DP sync agrees the slowest mode,
+    # and each DP rank then re-dispatches with its own request count: DP rank 0 runs FULL, DP rank 1 PIECEWISE
+    paths = release("0.34.0").graph_paths()
+    config = GraphConfig("FULL_AND_PIECEWISE", (1,), (1,), (1,), 256)
+    steps = (GraphStep((1,), (False,), 2, paths.placement(2)), GraphStep((1, 1), (False, False), 2, paths.placement(2)))
+    answers = paths.answers_dp(steps, config)
+    assert [a.dispatched for a in answers[0]] == [Graph("FULL", 1, 1, 1)] * 2
+    assert [a.dispatched for a in answers[1]] == [Graph("PIECEWISE", 1)] * 2
+    assert any("dp_utils.py" in line and "synced_desc" in line for line in release("0.34.0").decided_at("rank_consensus"))
+    copied = release("0.34.0", 2).graph_paths()  # copied decodes: the DP ranks agree
+    placed = tuple(replace_placement(s, copied.placement(2)) for s in steps)
+    assert {a.dispatched for group in copied.answers_dp(placed, GraphConfig("FULL_AND_PIECEWISE", (2,), (2,), (1,), 256)) for a in group} == {Graph("FULL", 2, 2, 1)}
 
 
 @pytest.mark.parametrize("flags, said", [
-    (["--dp-sizes", "1,2"], "--dp-sizes '1,2': only 1 is driven"),
+    (["--dp-sizes", "1,9"], "--dp-sizes must be comma-separated ints in 1..8"),
     (["--cudagraph-modes", "FULL_ONLY"], "--cudagraph-modes must be comma-separated modes from PIECEWISE"),
     (["--dcp-sizes", "0"], "--dcp-sizes must be comma-separated ints >= 1"),
 ])

@@ -4,7 +4,7 @@ breaks, with a minimal step; bad options are ValueErrors naming them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pytest
@@ -63,6 +63,9 @@ class ModelDriver:
     def captured(self, config: GraphConfig) -> tuple[Graph, ...]:
         return captured(config)
 
+    def answers_dp(self, steps: Sequence[GraphStep], config: GraphConfig) -> tuple[tuple[PathAnswer, ...], ...]:
+        return tuple(self.answers(step, config) for step in steps)
+
     def answers(self, step: GraphStep, config: GraphConfig) -> tuple[PathAnswer, ...]:
         ranks = step.ranks()
         out = []
@@ -78,7 +81,7 @@ CP = (1, 2, 4)
 
 def test_the_fastest_fitting_graph_keeps_every_path() -> None:
     report = check_paths([ModelDriver(fastest), ModelDriver(fastest, "dual_chunk_swap_replicated", dcp_size=2)], cp_sizes=CP, cases=300)
-    assert report.ok and len(report.paths) == 6 and all(cases == 300 for _, _, cases in report.paths)
+    assert report.ok and len(report.paths) == 6 and all(cases == 300 for _, _, _, cases in report.paths)
 
 
 def test_vllms_global_request_count_is_caught_with_the_minimal_step() -> None:
@@ -128,3 +131,23 @@ def test_bad_options_name_themselves(kw: dict[str, int], named: str) -> None:
         check_paths([ModelDriver(fastest)], cp_sizes=CP, **kw)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="at least one path driver"):
         check_paths([], cp_sizes=CP)
+
+
+class AgreeingDriver(ModelDriver):
+    """Every DP rank runs the fastest graph that fits every rank of every DP rank (the agreement)."""
+
+    def answers_dp(self, steps: Sequence[GraphStep], config: GraphConfig) -> tuple[tuple[PathAnswer, ...], ...]:
+        graphs = captured(config)
+        agreed = next((g for g in in_order(graphs) if all(fits(g, rows, reqs, s.uniform_query_len) for s in steps for rows, reqs in s.ranks())), None)
+        return tuple(tuple(PathAnswer(r, agreed, agreed, rows, reqs) for r, (rows, reqs) in enumerate(s.ranks())) for s in steps)
+
+
+def test_dp_ranks_that_agree_keep_every_path_and_ones_that_do_not_break_consensus() -> None:
+    assert check_paths([AgreeingDriver(fastest)], cp_sizes=CP, cases=200, dp_sizes=(1, 2, 3)).ok
+    apart = check_paths([ModelDriver(fastest)], cp_sizes=CP, cases=200, dp_sizes=(2,))  # each DP rank on its own
+    found = {v.invariant for v in apart.violations}
+    assert "rank_consensus" in found
+    v = next(v for v in apart.violations if v.invariant == "rank_consensus")
+    assert len(v.steps) == 2 and "DP rank 1" in v.text()
+    with pytest.raises(ValueError, match="dp_sizes"):
+        check_paths([ModelDriver(fastest)], cp_sizes=CP, dp_sizes=(0,))
