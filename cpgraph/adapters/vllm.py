@@ -17,10 +17,11 @@ layout copies to the GPU, the logger, the distributed groups) and the configurat
 cpgraph/adapters/vllm_stand_ins.py: the capture sizes, max_num_seqs 256, one DP and TP rank, no LoRA, no
 speculative decoding, cudagraph_mode PIECEWISE, the one mode PCP supports for prefills).
 
-Not modelled. FULL decode graphs (0.30 on accept FULL_AND_PIECEWISE, whose FULL routine serves batches of
-decodes only: such a batch is dispatched here as PIECEWISE), more than one DP rank (dispatch_cg_and_sync_dp
-then agrees the size over DP ranks), LoRA and speculative decoding, and the order the model runner sorts
-requests into (the batch's order is taken as given).
+Every graph path. Beside the prefill bucket (the protocol below), ``graph_path_drivers`` drives the
+release's decode paths: each CUDA-graph mode it runs under PCP, each decode placement (dcp), DP ranks agreed
+by its own sync over a simulated all-reduce (cpgraph/adapters/vllm_paths.py). Not modelled: LoRA,
+microbatching (DBO), adaptive (varlen) verification, the order the model runner sorts requests into (the
+batch's order is taken as given), real collectives (the DP all-reduce is simulated).
 
 What is restated. The model runner (model_runner.py) needs the whole server, so its glue is restated in
 ``VllmPolicy.step`` in a few lines, each citing the release's file and line; ``read_glue``

@@ -548,28 +548,10 @@ def blocks() -> dict[str, dict[str, str]]:
     return {
         "README.md": {
             "bounded": _bullet(
-                "- Some scopes are bounded and say so (`proofs/README.md` has every scope; all of them are declared "
-                "in `proofs/engine/scope.py`, and the teeth pass fails a theorem whose run or hypotheses fall short of its "
-                "declaration): the end-to-end theorems (one per invariant, any number of requests, padded n, "
-                "independently built admission and replay) run by default " + _bounded_global() + "; the pre-fix "
-                "sides are refuted at 64 too, but a full proof at 64 costs about 25 s of CPU per theorem. At "
-                f"{_longer_at(e2e.lists)} every end-to-end chain is also proved on {e2e.lists.longer}-bucket lists, so an "
-                "admission or a replay that reads only the first 8 buckets is refuted end to end; at the other P, lists "
-                "longer than 3 reach the end-to-end theorems through the scan: the decision admission and replay take is "
-                f"proved to be the scan step folded over the whole list, the step to give the least fitting bucket, and "
-                f"replay's tripwire to read the whole list, for every list of {scan.least}..{scan.most} buckets "
-                f"(induction over the list; admission's decision and the tripwire called at P in {{{_runs(FOLD_CP_SIZES)}}}); "
-                f"and at every P in {{{_sizes(whole)}}}, both keyings, on {whole.lists.most}-bucket lists, "
-                "`admission_and_replay_read_the_whole_list` proves that the decision admission and replay each take, for "
-                "the rows it computed, is the least fitting bucket of the whole keyed list, that replay's tripwire reads "
-                "the whole list, and that those rows and replay's layout are the ones the same side computes on the "
-                "3-bucket list of the same batch, and that every other rank (all up to P = "
-                f"{EVERY_RANK_MAX_P}; P/2 and P-1 above) admits and replays as rank 0 does on that list, so a side that stops "
-                "early on any rank, or computes other rows on a long list, at any sampled P is refuted; that the chains' "
-                "remaining steps, which read the list only through the decision and the tripwire, carry over from 3 to "
-                "32 buckets is argued, not solved, outside P = 2. Ranks: each theorem is stated at rank 0, and the consensus theorems prove that every rank (all up "
-                f"to P = {EVERY_RANK_MAX_P}; 0, P/2 and P-1 above) computes the same rows and decides and replays as "
-                "rank 0, on any layout."
+                "- Some scopes are bounded and say so: the end-to-end theorems (one per invariant, any number of requests, "
+                "padded n) run by default " + _bounded_global() + "; every theorem's scope, and what is argued rather "
+                "than solved, is in `proofs/README.md` (declared in `proofs/engine/scope.py`; the teeth pass fails a "
+                "theorem whose run or hypotheses fall short of its declaration)."
             ),
             "local": _local_sentence(),
         },
