@@ -75,7 +75,7 @@ def test_spec_guards_name_their_argument(call: object, names: str) -> None:
 @pytest.mark.parametrize(("call", "names"), [
     (lambda: ref.GraphConfig("FULL_AND_DECODE", (8,)), "cudagraph_mode"),
     (lambda: ref.GraphConfig("FULL", (0,)), "token_sizes"),
-    (lambda: ref.GraphConfig("FULL", [8]), "token_sizes"),
+    (lambda: ref.GraphConfig("FULL", [8]), "token_sizes"),  # type: ignore[arg-type]
     (lambda: ref.GraphConfig("FULL", (8,), (1, True)), "decode_request_sizes"),
     (lambda: ref.GraphConfig("FULL", (8,), (1,), (0,)), "query_lens"),
     (lambda: ref.GraphConfig("FULL", (8,), max_num_seqs=0), "max_num_seqs"),
