@@ -4,7 +4,8 @@ declared in proofs/engine/scope.py (``obligation`` takes it from there); ``over`
 from __future__ import annotations
 
 from cpgraph.proofs.theorems import (
-    arith, batch, capacity, dual_chunk_swap, end_to_end, end_to_end_local, selection, strategies, whole_list, zigzag,
+    arith, batch, capacity, dual_chunk_swap, end_to_end, end_to_end_local, graph_paths, selection, strategies, whole_list,
+    zigzag,
 )
 from cpgraph.proofs.engine.obligation import Obligation, obligation
 
@@ -62,6 +63,12 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     obligation(end_to_end_local.local_admitted_size_is_the_least_that_fits, over="cp_size_sampled"),
     obligation(end_to_end_local.local_batches_that_fit_are_admitted, over="cp_size_sampled"),
     obligation(whole_list.admission_and_replay_read_the_whole_list, over="cp_size_sampled"),
+    obligation(graph_paths.dispatched_graph_holds_every_rank, over="cp_size_small"),
+    obligation(graph_paths.local_dispatch_takes_a_decode_graph_whenever_one_fits, over="cp_size_small"),
+    obligation(graph_paths.release_dispatch_takes_a_decode_graph_whenever_one_fits_if_decodes_are_copied, over="cp_size_small"),
+    obligation(graph_paths.release_dispatch_passes_over_a_fitting_decode_graph_when_decodes_are_dealt, over="cp_size_small"),
+    obligation(graph_paths.local_dispatch_takes_the_least_fitting_decode_graph, over="cp_size_small"),
+    obligation(graph_paths.graph_dispatch_is_the_same_on_every_rank, over="cp_size_small"),
 )
 
 BY_NAME: dict[str, Obligation] = {o.name: o for o in OBLIGATIONS}

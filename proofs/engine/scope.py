@@ -371,6 +371,15 @@ _LOCAL = Scope(
 )
 
 
+_PLACEMENTS = _DCS[:1] + (Strategy("dual_chunk_swap_replicated"),) + _DCS[1:]  # where a uniform decode step's decodes go
+_DECODE_MODES = (Part("FULL_DECODE_ONLY"), Part("FULL_AND_PIECEWISE"))
+_QUERY_LENS = (Part("q=1"), Part("q=2"))
+_DECODE_NOTE = ("a uniform decode step of any R >= 1 decodes of q tokens; any sorted 3 decode graphs (request counts) and 3 "
+                "token-keyed sizes")
+_DECODE_EDGES = (*_past("R", "dec.n0"), Edge("past", "tok.t0"))
+_DECODE = Scope(_SMALL, _PLACEMENTS, requests="any", parts=(*_DECODE_MODES, *_QUERY_LENS), note=_DECODE_NOTE, edges=_DECODE_EDGES)
+
+
 def _e2e(**changes: Any) -> Scope:
     return dataclasses.replace(_E2E, **changes)
 
@@ -484,6 +493,26 @@ SCOPE: dict[str, Scope] = {
                Edge("last_bucket", "cap", key="n", where="F=2"), Edge("last_bucket", "cap", key="batch.l0", where="local"),
                Edge("every_bucket", "cap"))),
 }
+
+
+SCOPE.update({
+    "dispatched_graph_holds_every_rank": dataclasses.replace(_DECODE, parts=(Part("release"), Part("local"), *_DECODE.parts)),
+    "local_dispatch_takes_a_decode_graph_whenever_one_fits": dataclasses.replace(_DECODE, parts=(Part("local"), *_DECODE.parts)),
+    "release_dispatch_takes_a_decode_graph_whenever_one_fits_if_decodes_are_copied": dataclasses.replace(
+        _DECODE, strategies=(Strategy("dual_chunk_swap", 1), *_PLACEMENTS[1:]), parts=(Part("release"), *_DECODE.parts),
+        note=_DECODE_NOTE + "; dual_chunk_swap (dealt) at P = 1 only"),
+    "release_dispatch_passes_over_a_fitting_decode_graph_when_decodes_are_dealt": Scope(
+        _SMALL, _PLACEMENTS[:1], requests="any",
+        parts=(Part("release"), *_DECODE_MODES, *_QUERY_LENS, Part("witness", min_p=2), Part("fewer requests", min_p=2),
+               Part("no witness at P = 1", max_p=1)),
+        note="at P >= 2 a witness: R = 2 decodes and a least decode graph of 1 request (the other 2 graphs and 3 sizes "
+             "any), and no R < 2 is one; at P = 1 no R >= 1 is one",
+        edges=(Edge("past", "dec.n2"), Edge("past", "tok.t0"), Edge("past", "R", max_p=1))),
+    "local_dispatch_takes_the_least_fitting_decode_graph": dataclasses.replace(_DECODE, parts=(Part("local"), *_DECODE.parts)),
+    "graph_dispatch_is_the_same_on_every_rank": dataclasses.replace(
+        _DECODE, parts=(Part("release"), Part("local"), Part("FULL_AND_PIECEWISE"), *_QUERY_LENS),
+        note=_DECODE_NOTE + "; each rank builds the step under its own names", every_rank_max_p=8),
+})
 
 
 def scope_of(theorem: str) -> Scope:

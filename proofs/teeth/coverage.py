@@ -121,10 +121,23 @@ def _bounds(*texts: str) -> Callable[[int], tuple[Boundary, ...]]:
     return at
 
 
-def _strictly_sorted() -> Boundary:
+def _strictly_sorted(prefix: str = "cap.b") -> Boundary:
     """Neighbouring buckets one apart (b1 = b0 + 1) are a list the theorem covers; a repeated bucket is not."""
-    first, second = z3.Int("cap.b0"), z3.Int("cap.b1")
-    return ("cap.b0 < cap.b1", second == first + 1, second == first)
+    first, second = z3.Int(f"{prefix}0"), z3.Int(f"{prefix}1")
+    return (f"{prefix}0 < {prefix}1", second == first + 1, second == first)
+
+
+DECODE_THEOREMS = (
+    "dispatched_graph_holds_every_rank", "local_dispatch_takes_a_decode_graph_whenever_one_fits",
+    "release_dispatch_takes_a_decode_graph_whenever_one_fits_if_decodes_are_copied",
+    "local_dispatch_takes_the_least_fitting_decode_graph", "graph_dispatch_is_the_same_on_every_rank",
+)
+
+
+def _decode_domain(p: int) -> tuple[Boundary, ...]:
+    """The decode-path theorems' step and lists: R >= 1 decodes, decode graphs of >= 1 request and token sizes
+    >= 1, each list strictly ascending."""
+    return (*_bounds("R >= 1", "dec.n0 >= 1", "tok.t0 >= 1")(p), _strictly_sorted("dec.n"), _strictly_sorted("tok.t"))
 
 
 def _scan(p: int) -> tuple[Boundary, ...]:
@@ -176,6 +189,10 @@ BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
         "active_batches_that_fit_are_admitted", "admission_and_replay_read_the_whole_list",
     )},
     **{name: _local_domain for name in LOCAL_THEOREMS},
+    **{name: _decode_domain for name in DECODE_THEOREMS},
+    "release_dispatch_passes_over_a_fitting_decode_graph_when_decodes_are_dealt": lambda p: (
+        *_bounds("dec.n0 >= 1", *(f"R {op} 1 @ fewer requests (dual_chunk_swap, release, FULL_DECODE_ONLY, q=1, R < 2)" for op in (">=", "<=")))(p),
+        _strictly_sorted("dec.n")),
 }
 
 

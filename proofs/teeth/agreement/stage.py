@@ -18,6 +18,9 @@ fixed, deterministic set of edge cases and compared with the reference, one fami
 - ``selection``: the scan on a list of ``LONG_LIST`` buckets (n below, at and past the 1st, 8th, 9th, 21st
   and last bucket, above the last) and the window's edges (a bucket at n, at floor(F*n), one past it, one
   below n; F in ``FACTORS``), missing capacities, room one row short (``selection_cases``).
+- ``graph paths``: spec/graph_paths.py against reference/graph_paths.py (proofs/teeth/agreement/graph_paths.py: the
+  mode and placement tables, a uniform decode step's per-rank rows and requests, ``fits``, the release's dispatch
+  against a restatement of its rule and the local dispatch against the reference's ``expected``).
 - ``whole batches``: spec/admission.py's ``admit`` and spec/replay.py's ``replay`` at every rank against
   ``ReferenceRunner.plan``, under each keying (``batch_cases``): the gate's edges, ranks whose loads differ
   (P = 3, 4, 5), a padded batch on a tight bucket, the window through the runner, ``LONG_LIST``-bucket
@@ -40,6 +43,7 @@ import z3
 from cpgraph.spec.logic import If
 from cpgraph.proofs.teeth.agreement.claims import claim_builders
 from cpgraph.proofs.teeth.agreement.forms import batch_forms
+from cpgraph.proofs.teeth.agreement.graph_paths import graph_paths
 from cpgraph.proofs.teeth.agreement.tally import BIG, Outcome, Tally, spec_values
 from cpgraph.proofs.engine.results import Bite
 from cpgraph.proofs.engine.check import Status, one_context
@@ -471,6 +475,7 @@ FAMILIES: dict[str, Callable[[], Outcome]] = {
     "whole batches, local keying": lambda: whole_batches(batch_cases("local")),
     "batch forms and term helpers": batch_forms,
     "claim builders": claim_builders,
+    "graph paths": graph_paths,
 }
 
 
