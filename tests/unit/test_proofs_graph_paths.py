@@ -50,15 +50,15 @@ def _config(mode: str) -> ref.GraphConfig:
 def test_the_witness_replays_through_the_reference(p: int, mode: str) -> None:
     step = ref.GraphStep((1, 1), (False, False), p)  # R = 2 decodes of q = 1, dealt round-robin
     config = _config(mode)
-    want = ref.expected(step, config)
+    want = ref.expected(step, ref.captured(config))
     assert want == ref.Graph("FULL", 1, 1, 1)  # a decode graph of 1 request fits every rank
     ran = release_restated(step, config)
     assert ran == (ref.Graph("PIECEWISE", 8) if mode == "FULL_AND_PIECEWISE" else None)
     answers = [ref.PathAnswer(r, ran, ran, rows, reqs) for r, (rows, reqs) in enumerate(step.ranks())]
-    assert [f.invariant for f in ref.judge(step, config, answers)] == ["no_needless_fallback"]
+    assert [f.invariant for f in ref.judge(step, ref.captured(config), answers)] == ["no_needless_fallback"]
     # Minimal: one decode is never passed over (the release holds R = 1 = every rank's requests).
     one = ref.GraphStep((1,), (False,), p)
-    assert release_restated(one, config) == ref.expected(one, config)
+    assert release_restated(one, config) == ref.expected(one, ref.captured(config))
 
 
 def test_the_solver_finds_the_witness_as_the_least_counterexample_to_the_fix_under_the_release() -> None:
@@ -74,7 +74,7 @@ def test_the_solver_finds_the_witness_as_the_least_counterexample_to_the_fix_und
     step = ref.GraphStep((q,) * r, (False,) * r, 2)
     config = ref.GraphConfig("FULL_DECODE_ONLY" if "FULL_DECODE_ONLY" in result.failure.label else "FULL_AND_PIECEWISE",
                              tuple(int(str(model.get(f"tok.t{i}", 1 + i))) for i in range(theorems.TOKEN_SIZES)), decode, (q,))
-    want = ref.expected(step, config)
+    want = ref.expected(step, ref.captured(config))
     assert want is not None and want.mode == "FULL"
     ran = release_restated(step, config)
     assert ran is None or ran.mode == "PIECEWISE"

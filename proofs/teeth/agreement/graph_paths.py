@@ -103,7 +103,7 @@ def _dispatch(tally: Tally, mode: str, decode: tuple[int, ...], sizes: tuple[int
     step = _step(r, q, p, placement)
     graphs = spec.decode_graphs(decode, q)
     tokens = tuple(int_term(t) for t in sizes)
-    for design, expected in (("release", release_restated(step, config)), ("local", ref.expected(step, config))):
+    for design, expected in (("release", release_restated(step, config)), ("local", ref.expected(step, ref.captured(config)))):
         s = spec.decode_step(r, q, p, placement, "agree.step")
         d = spec.DISPATCHES[design](s, graphs, tokens, mode, 0, "agree.dispatch")
         got = spec_values([d.mode, d.tokens, d.requests], [d.holds])
