@@ -43,6 +43,11 @@ Validation rejects unknown keys and wrong types with the key, the value and what
 deliberately accepts designs that are unsafe (an unsorted capture list, a table missing a bucket,
 per-rank capacities that differ): finding what goes wrong with them is the review's job.
 
+A design with ``path = "decode"`` is a decode-path design (cpgraph/design/decode.py: its keys, and what it
+rejects); ``parse_any_design`` / ``load_any_design`` read either kind (``cpgraph review``), while
+``parse_design`` / ``load_design`` (plan, simulate) take prefill designs only and name the decode keys
+(``DECODE_ONLY``) as needing ``path = "decode"``. ``path = "prefill"`` may be written; absent means it.
+
 The Design record is in cpgraph/design/record.py, each key's value check (the limits included) in
 cpgraph/design/keys.py; every name is importable from here.
 """
@@ -55,6 +60,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
+from cpgraph.design.decode import DECODE_ONLY, DecodeDesign, parse_decode_design
 from cpgraph.design.keys import (
     MAX_BUCKETS,
     MAX_CP_SIZE,
@@ -73,7 +79,8 @@ from cpgraph.reference import STRATEGIES, default_align_size
 from cpgraph.reference.keying import KEYINGS, keying_row
 
 __all__ = [
-    "ADMISSION_KEYS", "BUNDLED", "CAPACITY_KEYS", "CAPACITY_RULES", "DEFAULT_BYTES_PER_ROW", "LAYOUT_BASES", "LOCAL_REJECTS",
+    "ADMISSION_KEYS", "BUNDLED", "BUNDLED_DECODE", "CAPACITY_KEYS", "DecodeDesign", "load_any_design", "loads_any_design",
+    "parse_any_design", "CAPACITY_RULES", "DEFAULT_BYTES_PER_ROW", "LAYOUT_BASES", "LOCAL_REJECTS",
     "MAX_BUCKETS", "MAX_CP_SIZE", "MAX_FACTOR_TERMS", "MAX_TOKENS", "SELECTORS", "TOP_KEYS", "Design", "DesignError",
     "dumps_design", "factor_toml", "load_design", "loads_design", "parse_design", "parse_factor",
 ]
@@ -81,8 +88,11 @@ __all__ = [
 LAYOUT_BASES: Final = ("live", "padded")
 SELECTORS: Final = ("search", "smallest")
 CAPACITY_RULES: Final = ("captured", "headroom", "table")
-BUNDLED: Final = ("upstream", "prefix", "headroom", "vllm_pcp", "vllm_pcp_0_28")
+BUNDLED: Final = ("upstream", "prefix", "headroom", "vllm_pcp", "vllm_pcp_0_28")  # prefill designs (simulate runs them all)
+BUNDLED_DECODE: Final = ("vllm_decode_copied", "vllm_decode_dealt", "vllm_decode_dealt_local")  # path = "decode"
+PATHS: Final = ("prefill", "decode")
 TOP_KEYS: Final = (
+    "path",
     "name",
     "description",
     "strategy",
@@ -109,7 +119,17 @@ LOCAL_REJECTS: Final = {
 }
 
 def parse_design(data: dict[str, object], *, name: str = "design", source: str = "") -> Design:
-    """Validate a parsed TOML document into a Design; raise DesignError naming the key on any fault."""
+    """Validate a parsed TOML document into a (prefill) Design; raise DesignError naming the key on any fault
+    (a decode design's key, or ``path = "decode"``, included: read those with ``parse_any_design``)."""
+    path = choice(data, "path", PATHS, "prefill")
+    if path != "prefill":
+        raise key_error("path", path, '"prefill" here: a decode-path design is read by cpgraph review only (plan and simulate take prefill designs)')
+    for key in DECODE_ONLY:
+        if key in data:
+            raise DesignError(
+                f"design key {key!r}: got {data[key]!r}; allowed: only in a decode-path design (path = \"decode\"); "
+                "a prefill design has no such knob"
+            )
     reject_unknown(data, TOP_KEYS)
     strategy = choice(data, "strategy", STRATEGIES, "zigzag")
     keying = choice(data, "keying", KEYINGS, "global")
@@ -264,13 +284,42 @@ def _capacity(
     return rule, max_requests, table
 
 
-def loads_design(text: str, *, name: str = "design", source: str = "") -> Design:
-    """Parse TOML text into a Design."""
+def parse_any_design(data: dict[str, object], *, name: str = "design", source: str = "") -> Design | DecodeDesign:
+    """A prefill Design, or a DecodeDesign when ``path = "decode"``."""
+    path = choice(data, "path", PATHS, "prefill")
+    if path == "decode":
+        return parse_decode_design(data, name=name, source=source)
+    return parse_design(data, name=name, source=source)
+
+
+def _toml(text: str, name: str, source: str) -> dict[str, object]:
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise DesignError(f"{source or name}: not valid TOML: {exc}") from None
-    return parse_design(data, name=name, source=source)
+
+
+def loads_any_design(text: str, *, name: str = "design", source: str = "") -> Design | DecodeDesign:
+    """Parse TOML text into a Design or a DecodeDesign."""
+    return parse_any_design(_toml(text, name, source), name=name, source=source)
+
+
+def load_any_design(ref: str) -> Design | DecodeDesign:
+    """A design of either path by file or bundled name (``vllm_decode_dealt``)."""
+    path = Path(ref)
+    if path.is_file():
+        return loads_any_design(path.read_text(encoding="utf-8"), name=path.stem, source=str(path))
+    bundled = resources.files("cpgraph.designs").joinpath(f"{ref}.toml")
+    if bundled.is_file():
+        return loads_any_design(bundled.read_text(encoding="utf-8"), name=ref, source=f"bundled:{ref}")
+    raise DesignError(
+        f"design {ref!r}: no such file and no bundled design; bundled: {', '.join(BUNDLED + BUNDLED_DECODE)}"
+    )
+
+
+def loads_design(text: str, *, name: str = "design", source: str = "") -> Design:
+    """Parse TOML text into a Design."""
+    return parse_design(_toml(text, name, source), name=name, source=source)
 
 
 def load_design(ref: str) -> Design:
