@@ -5,6 +5,11 @@ Exit codes: 0 every invariant of DESIGN proved; 1 some invariant refuted (a coun
 3 some part unknown (an invariant of either design, a diff class or a lemma; each is named on stderr with
 the reason, and an unknown wins over a refutation); 2 usage error (bad design file, unknown name, unwritable
 --plot, a design past the review's encoding limits: dual_chunk_swap above cp_size 16); 130 interrupted.
+
+A decode-path design (``path = "decode"``, e.g. the bundled ``vllm_decode_dealt``) gets every invariant proved
+or refuted for a uniform decode step of any number of decodes, the least witness judged by the reference;
+``--against`` and ``--plot`` are for prefill designs (a usage error with a decode design: the semantic diff
+and the plots are over prefill batches).
 """
 
 from __future__ import annotations
@@ -29,9 +34,9 @@ def add_parser(subparsers: Any) -> None:
 
 def load(ref: str) -> Any:
     """A design by path or bundled name; any unreadable or invalid file is a usage error naming it."""
-    from cpgraph.design.schema import DesignError, load_design
+    from cpgraph.design.schema import DesignError, load_any_design
 
-    return read_or_usage("design", ref, load_design, DesignError, "TOML")
+    return read_or_usage("design", ref, load_any_design, DesignError, "TOML")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
     against = args.against if args.against or args.design else "prefix"
     design = load(name)
     old = load(against) if against else None
+    from cpgraph.design.decode import DecodeDesign
+
+    if isinstance(design, DecodeDesign) or isinstance(old, DecodeDesign):
+        return _run_decode(args, out, design, old)
     out.note(f"{design.name}" + (f" against {old.name}" if old else "") + " ...")
     from cpgraph.design.schema import DesignError
 
@@ -61,4 +70,25 @@ def run(args: argparse.Namespace) -> int:
 
         written = plot_review(result, Path(args.plot))
         out.note("wrote " + ", ".join(str(p) for p in written))
+    return result.exit_code
+
+
+def _run_decode(args: argparse.Namespace, out: Output, design: Any, old: Any) -> int:
+    """A decode-path design's review (no diff, no plots: both are over prefill batches)."""
+    from cpgraph.design.decode import DecodeDesign
+    from cpgraph.design.decode_review import DECODE_RENDERERS, review_decode
+
+    if old is not None:
+        which = design if isinstance(design, DecodeDesign) else old
+        raise UsageError(
+            f"--against: {which.name} is a decode-path design (path = \"decode\"); the semantic diff compares prefill "
+            "designs' batches, so review a decode design on its own"
+        )
+    if args.plot:
+        raise UsageError(f"--plot: {design.name} is a decode-path design; the plots are of prefill batches (padding, eager regions)")
+    out.note(f"{design.name} (decode path) ...")
+    result = review_decode(design, progress=not out.quiet)
+    out.result(DECODE_RENDERERS[out.format](result))
+    for part in result.unknowns:
+        print(f"cpgraph review: unknown: {part}", file=sys.stderr, flush=True)
     return result.exit_code

@@ -257,5 +257,83 @@ def sentence(invariant: str) -> str:
     return PATH_SENTENCES[invariant]
 
 
-__all__ = ["INVARIANTS", "DecodeReview", "DecodeVerdict", "DecodeWitness", "realise", "review_decode",
+__all__ = ["DECODE_RENDERERS", "INVARIANTS", "DecodeReview", "DecodeVerdict", "DecodeWitness", "realise", "review_decode",
            "review_decode_invariant", "sentence"]
+
+
+# Rendering: the same four formats as a prefill review (cpgraph/design/render.py), for a decode review.
+
+_MARK = {"proved": "PROVED", "refuted": "REFUTED", "unknown": "UNKNOWN"}
+_UNDER = " " * 11
+
+
+def render_decode_text(r: DecodeReview) -> str:
+    from cpgraph.formats import wrap
+
+    d = r.design
+    out = wrap(f"Design {d.name} ({d.source or 'inline'}): {d.summary()}") + ["", f"Invariants of {d.name} (decode path):"]
+    for x in r.invariants:
+        out += wrap(f"  {_MARK[x.status]:8} {x.invariant:21} {x.scope}  ({x.seconds:.1f} s)", indent=_UNDER)
+        if x.witness is not None:
+            out += [line for text in x.witness.lines() for line in wrap(_UNDER + text, indent=_UNDER + "  ")]
+        if x.note:
+            out += wrap(f"{_UNDER}note: {x.note}", indent=_UNDER + "  ")
+    verdict = {0: "SAFE: every invariant proved", 1: "REFUTED", 3: "UNKNOWN: " + "; ".join(r.unknowns)}[r.exit_code]
+    refuted = [x.invariant for x in r.invariants if x.status == "refuted"]
+    out += [""] + wrap(f"Verdict for {d.name}: {verdict}" + (f" ({', '.join(refuted)})" if refuted else "") + f"  [{r.seconds:.1f} s]")
+    return "\n".join(out) + "\n"
+
+
+def render_decode_md(r: DecodeReview) -> str:
+    d = r.design
+    refuted = [x.invariant for x in r.invariants if x.status == "refuted"]
+    verdict = "✅ every invariant proved" if r.exit_code == 0 else (
+        f"❌ refuted: {', '.join(refuted)}" if refuted else "⚠️ not proved for every step"
+    )
+    out = [f"### cpgraph review: `{d.name}` — {verdict}", "", f"`{d.summary()}`", "",
+           "| invariant | verdict | scope | counterexample |", "| --- | --- | --- | --- |"]
+    for x in r.invariants:
+        cex = f"R={x.witness.num_reqs} decodes of q={x.witness.query_len}" if x.witness is not None else ""
+        out.append(f"| `{x.invariant}` | **{x.status}** | {x.scope} | {cex} |")
+    for x in r.invariants:
+        if x.witness is not None:
+            out += ["", f"<details><summary><code>{x.invariant}</code> replay</summary>", "", "```"]
+            out += x.witness.lines() + ["```", "</details>"]
+    out += ["", f"<sub>{len(r.invariants)} invariants, {r.seconds:.1f} s, z3 + reference judge</sub>"]
+    return "\n".join(out) + "\n"
+
+
+def _fields(value: object) -> dict[str, object]:
+    """A dataclass's fields as plain JSON values (asdict recurses into the witness's answers and graphs)."""
+    from dataclasses import asdict, is_dataclass
+
+    assert is_dataclass(value) and not isinstance(value, type)
+    return asdict(value)
+
+
+def render_decode_json(r: DecodeReview) -> str:
+    import json
+
+    data = {
+        "design": dict(_fields(r.design), path="decode"),
+        "exit_code": r.exit_code,
+        "seconds": round(r.seconds, 3),
+        "invariants": [dict(_fields(x), description=PATH_SENTENCES[x.invariant]) for x in r.invariants],
+    }
+    return json.dumps(data, indent=2) + "\n"
+
+
+def render_decode_junit(r: DecodeReview) -> str:
+    from cpgraph.formats import JUnitCase, junit
+
+    cases = []
+    for x in r.invariants:
+        outcome = {"proved": "passed", "refuted": "failure"}.get(x.status, "error")
+        detail = "\n".join(x.witness.lines()) if x.witness is not None else x.note
+        message = "" if outcome == "passed" else f"{x.status}: {x.note or PATH_SENTENCES[x.invariant]}"
+        cases.append(JUnitCase(x.invariant, f"cpgraph.review.{r.design.name}", outcome, x.seconds, message, detail))
+    return junit(f"cpgraph review {r.design.name}", cases, seconds=r.seconds, properties={"design": r.design.summary()})
+
+
+DECODE_RENDERERS = {"text": render_decode_text, "md": render_decode_md, "json": render_decode_json,
+                    "junit": render_decode_junit}
