@@ -101,7 +101,9 @@ def _listed(values: tuple[int, ...]) -> str:
 
 def _ascending(data: dict[str, object], key: str, maximum: int, limit_why: str) -> tuple[int, ...]:
     """``data[key]``: 1..MAX_BUCKETS strictly ascending ints in 1..``maximum``."""
-    raw = data.get(key)
+    if key not in data:
+        raise DesignError(f"design key {key!r} is missing; allowed: a non-empty list of positive integers, strictly ascending")
+    raw = data[key]
     if (
         not isinstance(raw, list)
         or not raw
