@@ -326,5 +326,7 @@ def check_paths(
                         if progress is not None:
                             progress(f"graph paths: {final.invariant} violated on {mode}, decodes {placement}, DP {dp}, after {case} cases")
                 paths.append((mode, placement, dp, cases))
+                if progress is not None:
+                    progress(f"graph paths: {mode}, decodes {placement}, DP {dp}: {cases} cases checked")
     release = drivers[0].version
     return PathsReport(release, tuple(paths), tuple(violations))
