@@ -252,7 +252,7 @@ def least_model(
 
 # -- the second solver: cvc5 ----------------------------------------------------------------------------------
 
-DEFAULT_CVC5_RLIMIT = 2_000_000  # cvc5 resource units per check; measured need: see proofs/README.md
+DEFAULT_CVC5_RLIMIT = 2_000_000  # cvc5 resource units per check; a query it cannot decide within them is not cross-checked
 
 
 class TranslationError(ValueError):

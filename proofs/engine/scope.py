@@ -4,9 +4,10 @@ One ``Scope`` per theorem of proofs/registry.py: its cp sizes (every P up to --c
 symbolic P, or none), strategies, keyings, capture-list lengths, request count, token range, padding factors
 and what else its claim states (``note``), plus the ``edges`` its hypotheses must reach (the witnesses the
 teeth pass asks for, proofs/engine/witness.py). The registry's scope strings (``Scope.text``), the scope
-column of proofs/README.md's "Proven properties" table and the scope sentences of README.md are generated
-from this table (``python -m cpgraph.proofs.engine.scope --markdown`` rewrites the marked blocks; ``--check``
-exits 1 on drift, and a unit test does the same).
+column of proofs/README.md's theorem catalogue (proofs/catalogue.py) and the scope sentences of README.md and
+proofs/README.md are generated from this table (``python -m cpgraph.proofs.engine.scope --markdown`` rewrites the
+marked blocks, ``python -m cpgraph.proofs.catalogue --markdown`` those and the catalogue; ``--check`` exits 1 on
+drift, and unit tests do the same).
 
 The cp sizes are written here as literals, independently of proofs/engine/parameters.py's ``SAMPLED_CP_SIZES`` and
 ``SMALL_CP_SIZES`` (which decide what runs): the declaration and the run are two statements, and the teeth
@@ -627,10 +628,10 @@ def blocks() -> dict[str, dict[str, str]]:
     }
 
 
-def render(text: str, block: str, body: str) -> str:
+def render(text: str, block: str, body: str, begin: str = "", end: str = "") -> str:
     """``text`` with the marked ``block`` replaced by ``body`` (on lines of their own when the markers are);
-    ValueError when the markers are missing."""
-    begin, end = BEGIN.format(block), END.format(block)
+    the markers are ``begin`` and ``end`` where given, else the scope block's; ValueError when they are missing."""
+    begin, end = begin or BEGIN.format(block), end or END.format(block)
     if begin not in text or end not in text:
         raise ValueError(f"block {block!r}: markers {begin!r} ... {end!r} not found")
     head, rest = text.split(begin, 1)
@@ -639,28 +640,12 @@ def render(text: str, block: str, body: str) -> str:
     return head + begin + ("\n" + body + "\n" if own_line else body) + end + tail
 
 
-def properties_table(text: str) -> str:
-    """The body of proofs/README.md's marked "Proven properties" table with each row's scope cell (the last) from
-    the table; the other cells as written."""
-    body = text.split(BEGIN.format("properties"), 1)[1].split(END.format("properties"), 1)[0].strip("\n")
-    out = []
-    for line in body.splitlines():
-        match = re.match(r"\| `([a-z0-9_]+)` \|", line)
-        if match and match.group(1) in SCOPE:
-            cells = line.rstrip().rstrip("|").rsplit("|", 1)[0]
-            line = f"{cells}| {SCOPE[match.group(1)].text()} |"
-        out.append(line)
-    return "\n".join(out)
-
-
 def generated() -> dict[Path, str]:
     """Each generated file's text as the table makes it."""
     out = {}
     for name, parts in blocks().items():
         path = ROOT / name
         text = path.read_text()
-        if name == "proofs/README.md":
-            text = render(text, "properties", properties_table(text))
         for block, body in parts.items():
             text = render(text, block, body)
         out[path] = text

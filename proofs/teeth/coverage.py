@@ -254,7 +254,7 @@ SCOPES: dict[str, tuple[str, ...]] = {
 def scope_edges() -> tuple[Bite, ...]:
     """The end-to-end theorems' stated scope at its edges: every class-encodable strategy with F in {2, 3/2} up
     to P = 8, only zigzag with F = 2 above it; the local theorems: the DualChunkSwap instances and any layout up
-    to P = 8, any layout alone above it (proofs/README.md, registry scopes); and every "up to P" threshold is
+    to P = 8, any layout alone above it (proofs/engine/scope.py's declared scopes); and every "up to P" threshold is
     the declared one (``_thresholds``)."""
     from fractions import Fraction
 

@@ -42,7 +42,7 @@ SMALL = dataclasses.replace(BulkPlan().scaled(0.03), runner_configs=40)  # about
 
 def test_ci_reference_and_impl_conform_on_the_bulk_plan() -> None:
     report = check_bulk([reference_path(), impl_path()], plan=BulkPlan().scaled(SCALE))
-    print("\n" + report.summary())  # the throughput stated in proofs/README.md comes from this line (at scale 1)
+    print("\n" + report.summary())  # a full run's throughput (cases/s) comes from this line (at scale 1)
     assert report.cases >= 1_000_000 * SCALE  # 1 058 584 at scale 1
     assert all(f.cases > 0 and f.comparisons >= f.cases for f in report.families)
     assert report.mirror_checks > 0

@@ -9,7 +9,7 @@ from cpgraph.reference.strategies import STRATEGY_TABLE, dual_chunk_swap_request
 from cpgraph.spec import design_dcs
 from cpgraph.spec.design_counts import CLASS_TABLE, Counts, class_row, counts_loads
 
-SCOPE = tuple(range(1, 17)) + (32, 64)  # proofs/README.md states this scope
+SCOPE = tuple(range(1, 17)) + (32, 64)  # the lemmas' tested scope; a review proves its own P when it runs
 DCS = tuple(s for s, row in CLASS_TABLE.items() if row.definition is not None)
 DCS_SCOPE = tuple(range(1, 9)) + (12,)  # every P the review takes is proved when it runs; these here
 

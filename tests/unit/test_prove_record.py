@@ -4,8 +4,9 @@ ed241d6 (before proofs/ was split into engine/, theorems/, teeth/ and conformanc
 (proofs/theorems/graph_paths.py) appended when they were added. A change that adds, drops,
 renames or reorders a theorem, or changes what it asks the solver, fails here and updates the record on purpose.
 
-The names and query counts are read by building every query (no solver call: 10 s on the 2-core dev machine,
-18 s at load 4.6); the verdicts by running `cpgraph prove --json --no-teeth --jobs 1` over the whole scope in a
+The names and query counts are read by building every query (proofs/catalogue.py ``query_counts``, which the
+theorem catalogue of proofs/README.md is generated from; no solver call: 10 s on the 2-core dev machine, 18 s at
+load 4.6); the verdicts by running `cpgraph prove --json --no-teeth --jobs 1` over the whole scope in a
 fresh process (49 s, 80 s at load 4.6; marked slow). The teeth pass is not run here (its own tests plant losses);
 the record's run had 10,513 teeth checks, 8,766 of them scope checks, none lost."""
 
@@ -34,18 +35,10 @@ def _counts(theorems: list[dict[str, Any]]) -> list[tuple[str, int, int]]:
 
 
 def test_every_theorem_builds_the_recorded_number_of_queries() -> None:
+    from cpgraph.proofs.catalogue import query_counts  # as a prove worker builds them: one task per parameter
     from cpgraph.proofs.registry import OBLIGATIONS
-    from cpgraph.proofs.theorems.setting import shared_settings
 
-    by_parameter: dict[int, list[Any]] = {}
-    for o in OBLIGATIONS:
-        for p in o.parameters(CP_MAX):
-            by_parameter.setdefault(p, []).append(o)
-    queries = {o.name: 0 for o in OBLIGATIONS}
-    for p, obligations in by_parameter.items():
-        with shared_settings():  # as a prove worker builds them: one task per parameter
-            for o in obligations:
-                queries[o.name] += len(o.build(p))
+    queries = query_counts(CP_MAX)
     built = [(o.name, queries[o.name], len(o.parameters(CP_MAX))) for o in OBLIGATIONS]
     assert built == _counts(_record())
 
