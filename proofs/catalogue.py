@@ -11,7 +11,6 @@ tests/unit/test_prove_record.py keeps equal to the built ones (``query_counts``)
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -75,23 +74,10 @@ def generated(counts: Mapping[str, int] | None = None) -> dict[Path, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cpgraph.proofs.catalogue", description=__doc__.splitlines()[0])
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--markdown", action="store_true", help="rewrite the catalogue and the scope blocks")
-    mode.add_argument("--check", action="store_true", help="exit 1 when a generated block differs from the registry or scopes")
-    args = parser.parse_args(argv)
-    texts = generated()
-    stale = [path for path, text in texts.items() if path.read_text() != text]
-    if args.check:
-        for path in stale:
-            print(f"{path}: the theorem catalogue or a scope block differs from the registry and proofs/engine/scope.py "
-                  f"(run {COMMAND})")
-        return 1 if stale else 0
-    for path in stale:
-        path.write_text(texts[path])
-        print(f"rewrote {path}")
-    return 0
-
+    return scope.generated_files_main(
+        argv, "python -m cpgraph.proofs.catalogue", (__doc__ or "").splitlines()[0], generated,
+        "the theorem catalogue or a scope block differs from the registry and proofs/engine/scope.py", COMMAND,
+    )
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -119,6 +119,7 @@ from cpgraph.adapters.vllm_release import (
     cuda_graph_mode,
     family_of,
     installed_root,
+    mark_captured,
     read_against,
     read_glue,
     release_version,
@@ -284,11 +285,7 @@ class VllmPolicy:
             # query length 1 mapped to the most requests a batch has (VllmConfig.get_decode_cudagraph_query_lens)
             decode = {1: self.max_num_seqs} if self.capture == SPLIT_SIZES else 1
             manager = self.graphs.CudaGraphManager(config, "cpu", self.mode.PIECEWISE, decode)  # type: ignore[attr-defined]
-            for descs in manager._capture_descs.values():
-                for desc in descs:
-                    manager.graphs[desc] = "captured"
-            manager._graphs_captured = True
-            self._graph_managers[sizes] = manager
+            self._graph_managers[sizes] = mark_captured(manager)
         return self._graph_managers[sizes]
 
     def _dispatch(self, sizes: tuple[int, ...], num_reqs: int, count: int) -> Any:

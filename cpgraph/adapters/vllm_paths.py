@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from cpgraph.adapters.glue import GlueError
-from cpgraph.adapters.vllm_release import SPLIT_SIZES
+from cpgraph.adapters.vllm_release import SPLIT_SIZES, mark_captured
 from cpgraph.adapters.vllm_stand_ins import ScheduledBatch, vllm_config
 from cpgraph.reference.graph_paths import Graph, GraphConfig, GraphStep, PathAnswer
 
@@ -80,11 +80,7 @@ class VllmPaths:
                     built = self.policy.graphs.CudaGraphManager(self._config(config), "cpu", mode, decode)
                 except Exception as exc:
                     raise self.policy._classified(exc) from None
-            for descs in built._capture_descs.values():
-                for desc in descs:
-                    built.graphs[desc] = "captured"
-            built._graphs_captured = True
-            self._managers[key] = built
+            self._managers[key] = mark_captured(built)
         return self._managers[key]
 
     def captured(self, config: GraphConfig) -> tuple[Graph, ...]:

@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from cpgraph.design.keys import MAX_BUCKETS, MAX_CP_SIZE, MAX_TOKENS, choice, int_value, key_error, reject_unknown
+from cpgraph.design.keys import MAX_BUCKETS, MAX_CP_SIZE, MAX_TOKENS, choice, int_value, key_error, labels, reject_unknown
 from cpgraph.design.record import DesignError
 from cpgraph.spec.graph_paths import DECODE_ROUTINE_MODES, PLACEMENTS, REQUEST_KEYS
 
@@ -147,11 +147,6 @@ def parse_decode_design(data: dict[str, object], *, name: str = "design", source
         )
     else:
         tokens = ()
-    label = data.get("name", name)
-    description = data.get("description", "")
-    if not isinstance(label, str) or not label:
-        raise key_error("name", label, "a non-empty string")
-    if not isinstance(description, str):
-        raise key_error("description", description, "a string")
+    label, description = labels(data, name)
     return DecodeDesign(label, mode, placement, request_key, cp_size, query_len, sizes, tokens, max_num_seqs,
                         description, source)

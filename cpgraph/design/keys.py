@@ -21,6 +21,17 @@ def key_error(key: str, value: object, allowed: str) -> DesignError:
     return DesignError(f"design key {key!r}: got {value!r}; allowed: {allowed}")
 
 
+def labels(data: dict[str, object], name: str) -> tuple[str, str]:
+    """A design's ``name`` (default ``name``) and ``description`` (default empty), each checked."""
+    label = data.get("name", name)
+    description = data.get("description", "")
+    if not isinstance(label, str) or not label:
+        raise key_error("name", label, "a non-empty string")
+    if not isinstance(description, str):
+        raise key_error("description", description, "a string")
+    return label, description
+
+
 def int_value(
     data: dict[str, object],
     key: str,

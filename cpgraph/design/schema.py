@@ -62,6 +62,7 @@ from typing import Final
 
 from cpgraph.design.decode import DECODE_ONLY, DecodeDesign, parse_decode_design
 from cpgraph.design.keys import (
+    labels,
     MAX_BUCKETS,
     MAX_CP_SIZE,
     MAX_FACTOR_TERMS,
@@ -154,7 +155,7 @@ def parse_design(data: dict[str, object], *, name: str = "design", source: str =
     selector = choice(data, "selector", SELECTORS, "search")
     bytes_per_row = int_value(data, "bytes_per_row", minimum=1, default=DEFAULT_BYTES_PER_ROW)
     rule, max_requests, table = _capacity(data.get("capacity", {"rule": "captured"}), cp_size, context_len)
-    label, description = _labels(data, name)
+    label, description = labels(data, name)
     return Design(
         name=label,
         strategy=strategy,
@@ -189,7 +190,7 @@ def _local_design(
     buckets = _capture_list(data.get("capture_num_tokens"), cp_size, gated=False)
     selector = choice(data, "selector", SELECTORS, "search")
     bytes_per_row = int_value(data, "bytes_per_row", minimum=1, default=DEFAULT_BYTES_PER_ROW)
-    label, description = _labels(data, name)
+    label, description = labels(data, name)
     return local_design(
         label, strategy, cp_size, buckets, keying=keying, selector=selector, bytes_per_row=bytes_per_row,
         description=description, source=source, admission_key=admission_key,
@@ -221,14 +222,6 @@ def local_design(
     )
 
 
-def _labels(data: dict[str, object], name: str) -> tuple[str, str]:
-    label = data.get("name", name)
-    description = data.get("description", "")
-    if not isinstance(label, str) or not label:
-        raise key_error("name", label, "a non-empty string")
-    if not isinstance(description, str):
-        raise key_error("description", description, "a string")
-    return label, description
 
 
 def _capture_list(raw: object, cp_size: int, *, gated: bool) -> tuple[int, ...]:
@@ -304,17 +297,21 @@ def loads_any_design(text: str, *, name: str = "design", source: str = "") -> De
     return parse_any_design(_toml(text, name, source), name=name, source=source)
 
 
-def load_any_design(ref: str) -> Design | DecodeDesign:
-    """A design of either path by file or bundled name (``vllm_decode_dealt``)."""
+def _design_text(ref: str, bundled_names: tuple[str, ...]) -> tuple[str, str, str]:
+    """(TOML text, name, source) of a design given by path or bundled name; DesignError naming the bundled ones."""
     path = Path(ref)
     if path.is_file():
-        return loads_any_design(path.read_text(encoding="utf-8"), name=path.stem, source=str(path))
+        return path.read_text(encoding="utf-8"), path.stem, str(path)
     bundled = resources.files("cpgraph.designs").joinpath(f"{ref}.toml")
     if bundled.is_file():
-        return loads_any_design(bundled.read_text(encoding="utf-8"), name=ref, source=f"bundled:{ref}")
-    raise DesignError(
-        f"design {ref!r}: no such file and no bundled design; bundled: {', '.join(BUNDLED + BUNDLED_DECODE)}"
-    )
+        return bundled.read_text(encoding="utf-8"), ref, f"bundled:{ref}"
+    raise DesignError(f"design {ref!r}: no such file and no bundled design; bundled: {', '.join(bundled_names)}")
+
+
+def load_any_design(ref: str) -> Design | DecodeDesign:
+    """A design of either path by file or bundled name (``vllm_decode_dealt``)."""
+    text, name, source = _design_text(ref, BUNDLED + BUNDLED_DECODE)
+    return loads_any_design(text, name=name, source=source)
 
 
 def loads_design(text: str, *, name: str = "design", source: str = "") -> Design:
@@ -324,13 +321,8 @@ def loads_design(text: str, *, name: str = "design", source: str = "") -> Design
 
 def load_design(ref: str) -> Design:
     """A design by path (``designs/upstream.toml``) or bundled name (``upstream``)."""
-    path = Path(ref)
-    if path.is_file():
-        return loads_design(path.read_text(encoding="utf-8"), name=path.stem, source=str(path))
-    bundled = resources.files("cpgraph.designs").joinpath(f"{ref}.toml")
-    if bundled.is_file():
-        return loads_design(bundled.read_text(encoding="utf-8"), name=ref, source=f"bundled:{ref}")
-    raise DesignError(f"design {ref!r}: no such file and no bundled design; bundled: {', '.join(BUNDLED)}")
+    text, name, source = _design_text(ref, BUNDLED)
+    return loads_design(text, name=name, source=source)
 
 
 def dumps_design(design: Design) -> str:

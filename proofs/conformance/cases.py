@@ -40,11 +40,7 @@ def exhaustive_layout_cases(max_cp_size: int = 4, *, strategies: Sequence[str] =
             a = reference.default_align_size(cp_size=p, strategy=kind)
             batches: list[tuple[int, ...]] = [(x,) for x in range(1, 4 * p + 2)]
             batches += [tuple(pair) for pair in itertools.product(range(1, 2 * p + 2), repeat=2)]
-            for lengths in batches:
-                n = sum(lengths)
-                buckets = (n, 2 * n)
-                caps = {b: reference.capture_local_tokens(b, cp_size=p, align_size=a, strategy=kind) for b in buckets}
-                yield Case("exhaustive layout", p, a, kind, 2, n, tuple(lengths), buckets, caps)
+            yield from _window_cases("exhaustive layout", p, a, kind, batches)
 
 
 DUAL_CHUNK_SWAP_ROWS = ("dual_chunk_swap", "dual_chunk_swap_replicated", "dual_chunk_swap_dcp")
@@ -61,11 +57,16 @@ def exhaustive_dual_chunk_swap_cases(max_cp_size: int = 8) -> Iterator[Case]:
             batches: list[tuple[int, ...]] = [(x,) for x in range(1, 2 * p * (2 * p + 1) + 2)]
             if p <= 3:
                 batches += [tuple(pair) for pair in itertools.product(range(1, 2 * p + 2), repeat=2)]
-            for lengths in batches:
-                n = sum(lengths)
-                buckets = (n, 2 * n)
-                caps = {b: reference.capture_local_tokens(b, cp_size=p, align_size=a, strategy=kind) for b in buckets}
-                yield Case("exhaustive dual_chunk_swap", p, a, kind, 2, n, tuple(lengths), buckets, caps)
+            yield from _window_cases("exhaustive dual_chunk_swap", p, a, kind, batches)
+
+
+def _window_cases(family: str, p: int, a: int, kind: str, batches: list[tuple[int, ...]]) -> Iterator[Case]:
+    """One case per batch: the capture list [n, 2n] with upstream's captured capacities, F = 2."""
+    for lengths in batches:
+        n = sum(lengths)
+        buckets = (n, 2 * n)
+        caps = {b: reference.capture_local_tokens(b, cp_size=p, align_size=a, strategy=kind) for b in buckets}
+        yield Case(family, p, a, kind, 2, n, tuple(lengths), buckets, caps)
 
 
 def exhaustive_selection_cases(*, max_bucket: int = 5, max_list_length: int = 3) -> Iterator[Case]:

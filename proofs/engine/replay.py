@@ -6,7 +6,8 @@ prints what the reference says, whether the reference satisfies the claim, and a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import cpgraph.reference as reference
 from cpgraph.proofs.engine.check import Value
@@ -70,20 +71,12 @@ def selection_replay(*, theorem: str, length: int) -> Replay:
             return f"window [{n}, {high}] is not [n, F*n] for an integer F; nothing to replay"
         factor = high // n
         try:
-            chosen = reference.select_replay_bucket(
-                num_tokens=n,
-                required_local_tokens=required,
-                capture_num_tokens=buckets,
-                bucket_local_tokens=capacities,
-                max_padding_factor=factor,
-            )
-            fitting = reference.fitting_buckets(
-                num_tokens=n,
-                required_local_tokens=required,
-                capture_num_tokens=buckets,
-                bucket_local_tokens=capacities,
-                max_padding_factor=factor,
-            )
+            def window(select: Callable[..., Any]) -> Any:
+                return select(num_tokens=n, required_local_tokens=required, capture_num_tokens=buckets,
+                              bucket_local_tokens=capacities, max_padding_factor=factor)
+
+            chosen = window(reference.select_replay_bucket)
+            fitting = window(reference.fitting_buckets)
         except (TypeError, ValueError) as exc:
             return f"the reference rejects these inputs: {exc}"
         expected = fitting[0] if fitting else None

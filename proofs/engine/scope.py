@@ -22,6 +22,7 @@ import dataclasses
 import re
 import sys
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -652,23 +653,30 @@ def generated() -> dict[Path, str]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cpgraph.proofs.engine.scope", description=__doc__.splitlines()[0])
+def generated_files_main(argv: list[str] | None, prog: str, description: str, texts: Callable[[], dict[Path, str]],
+                         what: str, command: str) -> int:
+    """``--markdown`` rewrites the generated files whose text differs from ``texts()``; ``--check`` names each
+    stale one (``what`` differs; run ``command``) and exits 1."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--markdown", action="store_true", help="rewrite the marked scope blocks of the READMEs")
-    mode.add_argument("--check", action="store_true", help="exit 1 when a marked block differs from the table")
+    mode.add_argument("--markdown", action="store_true", help="rewrite the generated blocks")
+    mode.add_argument("--check", action="store_true", help="exit 1 when a generated block differs from its source")
     args = parser.parse_args(argv)
-    stale = [path for path, text in generated().items() if path.read_text() != text]
+    wanted = texts()
+    stale = [path for path, text in wanted.items() if path.read_text() != text]
     if args.check:
         for path in stale:
-            print(f"{path}: scope blocks differ from proofs/engine/scope.py (run python -m cpgraph.proofs.engine.scope --markdown)")
+            print(f"{path}: {what} (run {command})")
         return 1 if stale else 0
-    for path, text in generated().items():
-        if path in stale:
-            path.write_text(text)
-            print(f"rewrote {path}")
+    for path in stale:
+        path.write_text(wanted[path])
+        print(f"rewrote {path}")
     return 0
 
+
+def main(argv: list[str] | None = None) -> int:
+    return generated_files_main(argv, "python -m cpgraph.proofs.engine.scope", (__doc__ or "").splitlines()[0], generated,
+                                "scope blocks differ from proofs/engine/scope.py", "python -m cpgraph.proofs.engine.scope --markdown")
 
 if __name__ == "__main__":
     sys.exit(main())

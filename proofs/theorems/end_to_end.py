@@ -18,6 +18,8 @@ calling the spec's builders. A spec change that breaks an invariant therefore br
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Sequence
 
 import z3
@@ -75,17 +77,22 @@ def admitted_batches_replay_the_admitted_bucket(
     for s in _settings(cp_size):
         a, r = _sides(s, admit_fn, replay_fn, layout)
         claim = same_decision(a.selection, Selection(r.succeeded, r.selection.bucket))[1]  # replay runs iff admitted, the same bucket
-        steps = (
-            same_rows(a.required, r.required),
-            same_decision(a.selection, r.selection),
-            (*chosen_bucket_is_one_with_room(s.capture, a.selection, a.required), (a.holds,)),
-            (*chosen_bucket_has_room(s.capture, a.selection, a.required), ()),
-            (*layout_within_rows(r.layout_loads, r.required), (r.holds,)),
-            ("admission_replay", claim, ()),
-        )
+        steps = (*_sides_agree_and_fit(s, a, r), ("admission_replay", claim, ()))
         out += s.chain("admitted_batches_replay_the_admitted_bucket", steps, (a.holds, r.holds),
                        (("admitted", a.selection.bucket), ("replayed", r.selection.bucket)))
     return tuple(out)
+
+
+def _sides_agree_and_fit(s: Any, a: Any, r: Any) -> tuple[tuple[Any, ...], ...]:
+    """The chain steps both replay theorems share: admission and replay compute the same rows and decision, the
+    chosen bucket is listed with room for them, and replay's layout stays within them."""
+    return (
+        same_rows(a.required, r.required),
+        same_decision(a.selection, r.selection),
+        (*chosen_bucket_is_one_with_room(s.capture, a.selection, a.required), (a.holds,)),
+        (*chosen_bucket_has_room(s.capture, a.selection, a.required), ()),
+        (*layout_within_rows(r.layout_loads, r.required), (r.holds,)),
+    )
 
 
 def admitted_batches_fit_every_rank(
@@ -108,14 +115,8 @@ def admitted_batches_fit_every_rank(
                     is_listed_with_room(s.capture, r.selection.bucket, r.layout_loads),
                 ),
             )
-            steps = (
-                same_rows(a.required, r.required),
-                same_decision(a.selection, r.selection),
-                (*chosen_bucket_is_one_with_room(s.capture, a.selection, a.required), (a.holds,)),
-                (*chosen_bucket_has_room(s.capture, a.selection, a.required), ()),
-                (*layout_within_rows(r.layout_loads, r.required), (r.holds,)),
-                ("capacity_fit, captured capacities" if captured else "capacity_fit, any capacities", claim, ()),
-            )
+            steps = (*_sides_agree_and_fit(s, a, r),
+                     ("capacity_fit, captured capacities" if captured else "capacity_fit, any capacities", claim, ()))
             out += s.chain("admitted_batches_fit_every_rank", steps, (a.holds, r.holds),
                            (("admitted", a.selection.bucket), ("rows", a.required)))
     return tuple(out)
