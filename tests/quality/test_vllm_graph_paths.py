@@ -21,7 +21,7 @@ from cpgraph.adapters.vllm import VllmPolicy, policy_from
 from cpgraph.check.paths import check_paths
 from cpgraph.reference.graph_paths import Graph, GraphConfig, GraphStep, expected
 
-RELEASES = ("0.26.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
+RELEASES = ("0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")  # every pinned release
 SHARDED = ("0.32.0", "0.33.0", "0.34.0")  # decodes dealt round-robin at dcp 1
 FULL_MODES = ("FULL_AND_PIECEWISE", "FULL_DECODE_ONLY")
 CP = (1, 2, 4)
