@@ -142,3 +142,17 @@ def test_real_code_that_computes_with_a_stub_is_stopped_as_glue_never_answered(t
         _ = cdiv(1, 2) > 0
     except StubComputed as exc:
         assert isinstance(classify(exc, "adapter.x", "stack 9.9", str(tmp_path), "stack 1-2"), GlueError)
+
+
+@pytest.mark.parametrize("args, said", [
+    (["cpgraph.adapters.vllm:pcp", "--release", "latest"], "--release must be VERSION or LOW..HIGH"),
+    (["cpgraph.adapters.vllm:pcp", "--release", "0.34.0..0.26.0"], "the range runs from its lower release to its higher one"),
+    (["cpgraph.adapters.vllm:pcp", "--release", "0.34.0", "--adapter-root", "."], "--release and --adapter-root both name"),
+    (["proofs/mutants/ignore_capacity.py", "--release", "0.34.0"], "--release needs an adapter policy"),
+])
+def test_bad_release_flags_are_usage_errors_before_any_download(args: list[str], said: str) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "cpgraph", "check", *args, "--max-cases", "10"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
