@@ -19,7 +19,7 @@ def _guard_cases() -> tuple[tuple[str, Callable[[], object], Callable[[], object
     """(builder, a call at the edge of its domain that must succeed, the call one past it that must raise)."""
     from fractions import Fraction
 
-    from cpgraph.spec import admission, arith, batch, capacity, invariants, keying, selection, strategies, terms, zigzag
+    from cpgraph.spec import admission, arith, batch, capacity, graph_paths, invariants, keying, selection, strategies, terms, zigzag
 
     x = z3.Int("guard.x")
     chosen = selection.Selection(z3.Bool("guard.admitted"), x)
@@ -28,6 +28,14 @@ def _guard_cases() -> tuple[tuple[str, Callable[[], object], Callable[[], object
     two = terms.Loads((x, x), z3.BoolVal(True))
     setup = admission.RankSetup("zigzag", 1, 2, Fraction(2), empty)  # P = 1: one load
     return (
+        ("graph_paths.decode_step query_len", lambda: graph_paths.decode_step(x, 1, 1, "dual_chunk_swap", "g"),
+         lambda: graph_paths.decode_step(x, 0, 1, "dual_chunk_swap", "g")),
+        ("graph_paths.decode_step cp_size", lambda: graph_paths.decode_step(x, 1, 1, "dual_chunk_swap", "g"),
+         lambda: graph_paths.decode_step(x, 1, 0, "dual_chunk_swap", "g")),
+        ("graph_paths.symbolic_decode_graphs", lambda: graph_paths.symbolic_decode_graphs(0, 1, "g"),
+         lambda: graph_paths.symbolic_decode_graphs(-1, 1, "g")),
+        ("graph_paths.symbolic_token_sizes", lambda: graph_paths.symbolic_token_sizes(0, "g"),
+         lambda: graph_paths.symbolic_token_sizes(-1, "g")),
         ("batch.class_batch", lambda: batch.class_batch(1, "g"), lambda: batch.class_batch(0, "g")),
         ("capacity.headroom_bound", lambda: capacity.headroom_bound(x, 1, x, "g"), lambda: capacity.headroom_bound(x, 0, x, "g")),
         ("strategies.contiguous_request_loads", lambda: strategies.contiguous_request_loads(x, 1, "g"),

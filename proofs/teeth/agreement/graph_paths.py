@@ -14,6 +14,8 @@ proofs/teeth/agreement/stage.py).
 
 from __future__ import annotations
 
+import z3
+
 from cpgraph.proofs.teeth.agreement.tally import Outcome, Tally, spec_values
 from cpgraph.reference import graph_paths as ref
 from cpgraph.reference.lists import compact
@@ -110,3 +112,8 @@ def _dispatch(tally: Tally, mode: str, decode: tuple[int, ...], sizes: tuple[int
         tally.compare(f"{design}_dispatch", lambda: f"{design}_dispatch(R={r}, q={q}, P={p}, {placement!r}, {mode!r}, "
                       f"decode={compact(decode)}, sizes={compact(sizes)})", p, _as_triple(expected),
                       got if isinstance(got, str) else tuple(int(v) for v in got))
+        # the mode's three readings (what a design review's claims read): exactly the one the expected graph has
+        flags = spec_values([z3.If(d.full, 1, 0), z3.If(d.piecewise, 1, 0), z3.If(d.eager, 1, 0)], [d.holds])
+        want = tuple(int(m == (expected.mode if expected is not None else "EAGER")) for m in ("FULL", "PIECEWISE", "EAGER"))
+        tally.compare("dispatch_mode_readings", lambda: f"{design}_dispatch(R={r}, q={q}, P={p}, {placement!r}, {mode!r}).full/"
+                      f"piecewise/eager", p, want, flags if isinstance(flags, str) else tuple(int(v) for v in flags))
