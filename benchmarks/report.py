@@ -116,15 +116,21 @@ def _prove_time(busy: bool) -> Callable[[Report], Row]:
 
 # --- mutation -----------------------------------------------------------------------------------------------
 
+LABELLED = {"graph-paths": "the decode path's file"}  # --label samples of one file, each its own row
 MUTATION_TARGETS = {"proofs": "theorem statements (`proofs/`)", "spec": "spec (`spec/`)", "impl": "impl (`impl/`)",
                     "reference": "reference (`reference/`)"}
 
 
-def _mutation(target: str, scope_only: bool) -> Callable[[Report], Row]:
+def _mutation(target: str, scope_only: bool, label: str | None = None) -> Callable[[Report], Row]:
+    """A mutation sample of ``target``; with ``label``, only the samples written under it (``--label``: one
+    file's mutants, its own row), and without, only the unlabelled whole-target samples."""
+
     def read(r: Report) -> Row:
         d = r.data
         if "rescored" in r.name or "-at-" in r.name or not isinstance(d, dict) or d.get("target") != target:
             raise Other("not a fresh sample of this target")
+        if next((x for x in LABELLED if r.name.startswith(f"mutation-{x}-")), None) != label:
+            raise Other("another sample's label")
         if bool(d.get("operators_only")) != scope_only:
             raise Other("other operators")
         partial = " (stopped at its deadline)" if d.get("stopped_at_deadline") else ""
@@ -136,6 +142,9 @@ def _mutation(target: str, scope_only: bool) -> Callable[[Report], Row]:
         if scope_only:
             command += " --operators " + " ".join(d["operators_only"])
         name = "mutation score, " + ("scope operators alone" if scope_only else MUTATION_TARGETS[target])
+        if label is not None:
+            name += f", {LABELLED[label]}"
+            command += f" --files {' '.join(f['file'] for f in d.get('per_file', []))} --label {label}"
         return Row(name, r, f"not recorded; {d['jobs']} job(s), {_num(d['wall_seconds'], 0)} s wall", figures, command)
 
     return read
@@ -263,6 +272,8 @@ READERS: tuple[tuple[str, str, Reader], ...] = (
     ("mutation score, scope operators", "mutation", _mutation("proofs", scope_only=True)),
     ("mutation score, reference", "mutation", _mutation("reference", scope_only=False)),
     ("mutation score, impl", "mutation", _mutation("impl", scope_only=False)),
+    ("mutation score, decode-path theorem statements", "mutation", _mutation("proofs", scope_only=False, label="graph-paths")),
+    ("mutation score, decode-path spec", "mutation", _mutation("spec", scope_only=False, label="graph-paths")),
     ("check rate", "check-rate", _check_rate),
     ("check random phase", "random-chunks", _random_catches),
     ("decision latency", "decision-latency", _decision_latency),
