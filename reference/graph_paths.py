@@ -29,7 +29,7 @@ and the one it replayed): the same ids as the prefill bucket's, so a report read
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
@@ -150,29 +150,35 @@ def fits(graph: Graph, rows: int, requests: int, query_len: int | None) -> bool:
     )
 
 
-def fits_every_rank(graph: Graph, step: GraphStep) -> bool:
-    q = step.uniform_query_len
-    return all(fits(graph, rows, requests, q) for rows, requests in step.ranks())
-
-
 def in_order(graphs: Sequence[Graph]) -> tuple[Graph, ...]:
     """``graphs`` in the order a step should try them: the faster mode first, then the fewer tokens, then the
     fewer requests."""
     return tuple(sorted(set(graphs), key=lambda g: (MODE_ORDER.index(g.mode), g.tokens, g.requests or 0, g.query_len or 0)))
 
 
+def fastest(graphs: Sequence[Graph], held: Iterable[tuple[int, int, int | None]]) -> Graph | None:
+    """The fastest of the captured ``graphs`` that holds every rank's (rows, requests, query length of its step)
+    in ``held``; None: eager."""
+    ranks = tuple(held)
+    return next((g for g in in_order(graphs) if all(fits(g, rows, requests, q) for rows, requests, q in ranks)), None)
+
+
+def held_by(groups: Sequence[tuple[GraphStep, Sequence[PathAnswer]]]) -> list[tuple[int, int, int | None]]:
+    """Every rank's (rows, requests, query length) of every DP rank's step, as the answers laid them out."""
+    return [(a.rows, a.requests, step.uniform_query_len) for step, answers in groups for a in answers]
+
+
 def expected(step: GraphStep, graphs: Sequence[Graph], ranks: Sequence[tuple[int, int]] | None = None) -> Graph | None:
     """The fastest of the captured ``graphs`` that fits every rank (module docstring), the ranks' (rows,
     requests) being ``ranks`` when given (what a release laid out), else the step's own; None: eager."""
-    held = step.ranks() if ranks is None else ranks
     q = step.uniform_query_len
-    return next((g for g in in_order(graphs) if all(fits(g, rows, requests, q) for rows, requests in held)), None)
+    return fastest(graphs, ((rows, requests, q) for rows, requests in (step.ranks() if ranks is None else ranks)))
 
 
 def agreed(steps: Sequence[GraphStep], graphs: Sequence[Graph]) -> Graph | None:
     """The one descriptor every DP rank replays: the fastest of ``graphs`` that fits every rank of every DP
     rank's step (a DP rank with no uniform decode keeps every rank off decode graphs); None: eager."""
-    return next((g for g in in_order(graphs) if all(fits_every_rank(g, s) for s in steps)), None)
+    return fastest(graphs, ((rows, requests, s.uniform_query_len) for s in steps for rows, requests in s.ranks()))
 
 
 @dataclass(frozen=True)
@@ -241,8 +247,7 @@ def judge_dp(groups: Sequence[tuple[GraphStep, Sequence[PathAnswer]]], graphs: S
     def who(d: int, a: PathAnswer) -> str:
         return f"DP rank {d} rank {a.rank}" if multi else f"rank {a.rank}"
 
-    best = next((g for g in in_order(graphs) if all(fits(g, a.rows, a.requests, step.uniform_query_len)
-                                                     for step, answers in groups for a in answers)), None)
+    best = fastest(graphs, held_by(groups))
     ranked = [(d, step, a) for d, (step, answers) in enumerate(groups) for a in answers]
     if len({a.dispatched for _, _, a in ranked}) > 1:
         shown = "; ".join(f"{who(d, a)}: {_shown(a.dispatched)}" for d, _, a in ranked)

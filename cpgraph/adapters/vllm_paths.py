@@ -136,24 +136,37 @@ class VllmPaths:
             rows, requests = sum(lengths), len(lengths)
             return PathAnswer(rank, dispatched, dispatched, rows, requests)
         # partition_batch (pcp_manager.py:456-497 in 0.34.0): the layout padded to the descriptor's tokens unless
-        # eager; a FULL descriptor's requests through _resolve_num_reqs_after_padding
-        padded = int(desc.num_tokens) if dispatched is not None else None
-        segments, real = manager._build_batch_layout(*batch.layout_args())
+        # eager (one call: it returns every rank's segments and real rows whether padded or not, and raises
+        # ValueError below a rank's rows, 0.29 on); a FULL descriptor's requests through
+        # _resolve_num_reqs_after_padding. 0.26-0.28 partition with no padded size.
+        padded = int(desc.num_tokens) if dispatched is not None and self.policy.local else None
+        refusal: str | None = None
+        try:
+            segments, real = _layout(manager, batch, padded)
+        except ValueError as exc:
+            segments, real = _layout(manager, batch, None)
+            refusal = f"{type(exc).__name__}: {exc}"
         rows, requests = int(real[rank]), max(1, len(segments[rank]))  # an empty rank runs one dummy segment
         if dispatched is None:
             return PathAnswer(rank, None, None, rows, requests)
         if not self.policy.local:
-            # 0.26-0.28: the partition takes no padded size and the replay key is the largest per-rank rows
-            # (pcp_manager.py:387 in 0.26.0), whatever was dispatched
+            # 0.26-0.28: the replay key is the largest per-rank rows (pcp_manager.py:387 in 0.26.0), whatever was
+            # dispatched
             return PathAnswer(rank, dispatched, Graph(dispatched.mode, max(int(r) for r in real), dispatched.requests, dispatched.query_len), rows, requests)
-        try:
-            manager._build_batch_layout(*batch.layout_args(), padded_num_tokens=padded)
-            if self.pads_requests:
+        if refusal is None and self.pads_requests:
+            try:
                 padded_reqs = desc.num_reqs if dispatched.mode == "FULL" else None
                 manager._resolve_num_reqs_after_padding(SimpleNamespace(has_prefill=any(prefilling)), padded_reqs, requests)
-        except (ValueError, RuntimeError, AssertionError) as exc:
-            return PathAnswer(rank, dispatched, None, rows, requests, f"{type(exc).__name__}: {exc}")
-        return PathAnswer(rank, dispatched, dispatched, rows, requests)
+            except (RuntimeError, AssertionError) as exc:
+                refusal = f"{type(exc).__name__}: {exc}"
+        return PathAnswer(rank, dispatched, None if refusal is not None else dispatched, rows, requests, refusal)
+
+
+def _layout(manager: Any, batch: ScheduledBatch, padded: int | None) -> Any:
+    """The release's ``_build_batch_layout`` of ``batch``, padded to ``padded`` tokens when given."""
+    if padded is None:
+        return manager._build_batch_layout(*batch.layout_args())
+    return manager._build_batch_layout(*batch.layout_args(), padded_num_tokens=padded)
 
 
 class _Collected(Exception):

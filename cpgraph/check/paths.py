@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from cpgraph.reference.graph_paths import PATH_SENTENCES, Graph, GraphConfig, GraphStep, PathAnswer, PathFinding, fits, in_order, judge_dp
+from cpgraph.reference.graph_paths import PATH_SENTENCES, Graph, GraphConfig, GraphStep, PathAnswer, PathFinding, fastest, held_by, judge_dp
 from cpgraph.reference.lists import compact
 
 DEFAULT_TOKEN_SIZES = (1, 2, 4, *range(8, 256, 8), *range(256, 513, 16))
@@ -317,8 +317,7 @@ def check_paths(
                         found, answers, graphs = _judged(driver, small_steps, small_config)
                         final = next(f for f in found if f.invariant == finding.invariant)
                         where = decided_at(finding.invariant) if decided_at is not None else ()
-                        should = next((g for g in in_order(graphs) if all(fits(g, a.rows, a.requests, s.uniform_query_len)
-                                                                           for s, group in zip(small_steps, answers) for a in group)), None)
+                        should = fastest(graphs, held_by(list(zip(small_steps, answers))))
                         violations.append(PathViolation(
                             final.invariant, final.cost, final.why, mode, small_steps[0].placement, small_steps, small_config, answers,
                             should, where, case, driver.dcp_size,

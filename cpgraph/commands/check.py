@@ -136,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         writable_file("--emit-test", args.emit_test)
     if plot:
         writable_file("--plot", plot)
+    _path_flags(args)
     if args.release is not None:
         if args.adapter_root is not None:
             raise UsageError("--release and --adapter-root both name the release to check: give one")
@@ -149,19 +150,22 @@ def run(args: argparse.Namespace) -> int:
             args, options, out, lambda a, root: _loaded(a, root), _search, lambda a, obj: _graph_paths(a, obj, out),
             lambda a, report, paths, opts, release, path: _write_artifacts(a, report, opts, plot, out, release=release, path=path, paths=paths),
         )
-    _path_flags(args)
     policy, obj = _load(args)
     report = _search(args, policy, options, out)
     paths = _graph_paths(args, obj, out) if report.stop is None else None
     out.result(_rendered(report, paths, out.format))
     if report.stop is not None:
         return FOUND
+    # the release an emitted test runs against: the one under --adapter-root; for a graph-path test (which needs
+    # a release), the installed one the adapter drove otherwise
+    root = args.adapter_root or (getattr(obj, "root", None) if paths is not None and paths.violations else None)
     release = None
-    if args.adapter_root is not None:
+    if isinstance(root, str):
         from cpgraph.check.release import release_at
 
-        release = release_at(args.target, args.adapter_root)
-    _write_artifacts(args, report, options, plot, out, release=release, paths=paths)
+        release = release_at(args.target, root)
+    _write_artifacts(args, report, options, plot, out, release=release if args.adapter_root else None, paths=paths,
+                     paths_release=release)
     return OK if report.ok and (paths is None or paths.ok) else FOUND
 
 
@@ -193,8 +197,6 @@ def _graph_paths(args: argparse.Namespace, obj: object, out: Output) -> PathsRep
     drivers_of = getattr(obj, "graph_path_drivers", None)
     if args.no_graph_paths or not callable(drivers_of):
         return None
-    if not hasattr(args, "mode_list"):
-        _path_flags(args)
     drivers = drivers_of(args.dcp_size_list)
     runs = {m for d in drivers for m in d.modes}
     if args.mode_list is not None and not set(args.mode_list) <= runs:
@@ -342,6 +344,7 @@ def _search(args: argparse.Namespace, policy: Policy, options: CheckOptions, out
 def _write_artifacts(
     args: argparse.Namespace, report: CheckReport, options: CheckOptions, plot: str | None, out: Output,
     release: Release | None = None, path: str | None = None, paths: PathsReport | None = None,
+    paths_release: Release | None = None,
 ) -> None:
     """The --emit-test regression test (to ``path``, default the flag's; carrying ``release`` when an
     adapter drove one) and the --plot layout of the violations found, or a note that every invariant held."""
@@ -353,15 +356,16 @@ def _write_artifacts(
         written = write_regression_test(path or args.emit_test, args.target, report.violations, strategy=strategy,
                                         keying=keying, release=release)
         out.note(f"wrote regression test {written}" + (f" (against {release.label})" if release is not None else ""))
-    if args.emit_test and paths is not None and paths.violations and release is not None:
+    paths_release = paths_release or release
+    if args.emit_test and paths is not None and paths.violations and paths_release is not None:
         from cpgraph.check.emit_paths import write_paths_test
 
         target = path or args.emit_test
         if report.violations:
             stem, suffix = os.path.splitext(target)
             target = f"{stem}_paths{suffix or '.py'}"
-        write_paths_test(target, args.target, paths.violations, release)
-        out.note(f"wrote graph-path regression test {target} (against {release.label})")
+        write_paths_test(target, args.target, paths.violations, paths_release)
+        out.note(f"wrote graph-path regression test {target} (against {paths_release.label})")
     if plot and report.violations:
         from cpgraph.check.plot import plot_violation
 
