@@ -1,5 +1,10 @@
 """Adapters that present other projects' bucket-selection code as ``cpgraph check`` policies.
 
+One folder per stack (``cpgraph/adapters/<stack>/``), each implementing the contract declared in
+``cpgraph/adapters/contract.py``; ``stacks()`` lists the folders that exist. Shared by every stack:
+``shim.py`` (the import sandbox), ``glue.py`` (what an adapter assumes of a release, checked before the
+first batch), ``releases.py`` (listing and fetching releases).
+
 ``cpgraph.adapters.sglang``: sglang's own prefill-CP CUDA-graph selector (``:zigzag``, ``:interleave``),
 run from its files in an import sandbox (``cpgraph.adapters.shim``).
 ``cpgraph.adapters.vllm``: vLLM's Model Runner V2 prefill context parallel (``:pcp``): its PCPManager,
@@ -32,8 +37,26 @@ def policy_at(target: str, root: str) -> object:
     make = getattr(module, "policy_from", None)
     if not callable(make):
         raise ValueError(
-            f"--adapter-root works with an adapter module (one with policy_from(root, name): cpgraph.adapters.sglang, "
-            f"cpgraph.adapters.vllm); {module_name!r} has none"
+            f"--adapter-root works with an adapter module (one with policy_from(root, name): "
+            f"{', '.join(sorted({t.partition(':')[0] for t in stack_targets()}))}); {module_name!r} has none"
         )
     policy: object = make(root, attr)
     return policy
+
+
+def stacks() -> dict[str, object]:
+    """Every stack adapter that exists: the packages under cpgraph/adapters/ (one folder per stack), by
+    folder name, each imported (importing one loads no release). The list comes from the folders, so a new
+    stack is found by adding its folder; ``contract.conformance`` says what one lacks."""
+    import pkgutil
+
+    found: dict[str, object] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if info.ispkg:
+            found[info.name] = importlib.import_module(f"{__name__}.{info.name}")
+    return found
+
+
+def stack_targets() -> list[str]:
+    """``cpgraph.adapters.<stack>:<policy>`` for every policy of every stack, for messages."""
+    return [f"{__name__}.{name}:{policy}" for name, module in stacks().items() for policy in getattr(module, "POLICIES", ())]

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cpgraph.adapters import policy_at
+from cpgraph.adapters import policy_at, stack_targets
 from cpgraph.adapters.releases import fetch, release_version
 from cpgraph.check.protocol import Policy, as_policy, load_policy
 from cpgraph.reference.graph_paths import GraphConfig, GraphStep, judge_dp
@@ -39,11 +39,11 @@ def adapter_package(target: str) -> str:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ValueError(f"--release needs an adapter policy (cpgraph.adapters.vllm:pcp, cpgraph.adapters.sglang:zigzag); "
+        raise ValueError(f"--release needs an adapter policy ({', '.join(stack_targets())}); "
                          f"cannot import {module_name!r}: {exc}") from None
     package = getattr(module, "PACKAGE", None)
     if not isinstance(package, str) or not callable(getattr(module, "policy_from", None)):
-        raise ValueError(f"--release needs an adapter policy (cpgraph.adapters.vllm:pcp, cpgraph.adapters.sglang:zigzag); "
+        raise ValueError(f"--release needs an adapter policy ({', '.join(stack_targets())}); "
                          f"{module_name!r} drives no released stack")
     return package
 

@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _path_flags(args: argparse.Namespace) -> None:
     """The graph-path flags read (a bad value is a usage error naming it): cudagraph modes, dcp sizes, DP sizes."""
-    from cpgraph.adapters.vllm_paths import MODES
+    from cpgraph.adapters.vllm.paths import MODES
 
     try:
         args.dcp_size_list = _cp_sizes(args.dcp_sizes)

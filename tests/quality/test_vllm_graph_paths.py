@@ -1,5 +1,5 @@
 """vLLM's graph paths under prefill context parallel, driven through each release's own code
-(cpgraph/adapters/vllm_paths.py): the modes each release runs, read from its code; the decode placements;
+(cpgraph/adapters/vllm/paths.py): the modes each release runs, read from its code; the decode placements;
 and the finding on 0.32.0-0.34.0, which stays red: with decodes dealt round-robin (dcp 1) a uniform decode step
 never reaches a FULL decode graph that holds every rank's share, because dispatch checks a graph against the
 GLOBAL request count (it runs PIECEWISE under FULL_AND_PIECEWISE, eagerly under FULL_DECODE_ONLY: a speed cost).

@@ -15,7 +15,7 @@ import cpgraph.adapters.vllm as adapter
 from cpgraph.adapters import AdapterError, policy_at
 from cpgraph.adapters.sglang import SglangAdapterError
 from cpgraph.adapters.vllm import NEWEST, VllmAdapterError, policy_from
-from cpgraph.adapters.vllm_release import read_glue
+from cpgraph.adapters.vllm.release import read_glue
 
 HINT = f"pip download --no-deps vllm=={NEWEST}"  # the newest release the families were read against
 INSTALLED = importlib.util.find_spec("vllm") is not None

@@ -14,18 +14,18 @@ been captured; ``dispatch``) and ``dispatch_cg_and_sync_dp`` (dp_utils.py, one D
 
 What is stubbed. torch, triton, the rest of vLLM (the sandbox hands out falsy stubs: the tensors the
 layout copies to the GPU, the logger, the distributed groups) and the configuration (stand-ins in
-cpgraph/adapters/vllm_stand_ins.py: the capture sizes, max_num_seqs 256, one DP and TP rank, no LoRA, no
+cpgraph/adapters/vllm/stand_ins.py: the capture sizes, max_num_seqs 256, one DP and TP rank, no LoRA, no
 speculative decoding, cudagraph_mode PIECEWISE, the one mode PCP supports for prefills).
 
 Every graph path. Beside the prefill bucket (the protocol below), ``graph_path_drivers`` drives the
 release's decode paths: each CUDA-graph mode it runs under PCP, each decode placement (dcp), DP ranks agreed
-by its own sync over a simulated all-reduce (cpgraph/adapters/vllm_paths.py). Not modelled: LoRA,
+by its own sync over a simulated all-reduce (cpgraph/adapters/vllm/paths.py). Not modelled: LoRA,
 microbatching (DBO), adaptive (varlen) verification, the order the model runner sorts requests into (the
 batch's order is taken as given), real collectives (the DP all-reduce is simulated).
 
 What is restated. The model runner (model_runner.py) needs the whole server, so its glue is restated in
 ``VllmPolicy.step`` in a few lines, each citing the release's file and line; ``read_glue``
-(cpgraph/adapters/vllm_release.py) locates every restated step in the release's own syntax tree and
+(cpgraph/adapters/vllm/release.py) locates every restated step in the release's own syntax tree and
 refuses a release whose glue differs (``policy.citations()`` lists where each step is). The family is read
 from the code (does the model runner dispatch ``get_num_tokens_for_dispatch``, how does it hand the
 dispatched size to the partition, does PCPManager take ``shard_decode_requests``), not from the version
@@ -43,7 +43,7 @@ string, which is only reported.
 ``decode_cudagraph_capture_request_sizes`` for uniform decode graphs indexed by request count, which
 ``dispatch`` tries first) and CudaGraphManager takes ``decode_query_lens`` (query length -> most requests);
 the adapter fills the prefill sizes from the capture list and captures no decode graphs (PIECEWISE has none).
-The families and the releases each was read against are ``FAMILY_TABLE`` (cpgraph/adapters/vllm_release.py):
+The families and the releases each was read against are ``FAMILY_TABLE`` (cpgraph/adapters/vllm/release.py):
 the support range comes from it. Before the first batch the adapter checks what its glue assumes of the
 release (``assumptions``: signatures, the attributes it sets on the CudaGraphManager, the configuration
 fields it fills) against the release's files (cpgraph/adapters/glue.py); a mismatch, or an exception the
@@ -91,7 +91,7 @@ from typing import Any
 
 from cpgraph.adapters.glue import check_release, classify
 from cpgraph.adapters.shim import Sandbox, StubModule
-from cpgraph.adapters.vllm_release import (
+from cpgraph.adapters.vllm.release import (
     ADAPTER,
     CUDAGRAPH_UTILS,
     DP_UTILS,
@@ -125,7 +125,7 @@ from cpgraph.adapters.vllm_release import (
     release_version,
     shard_decode_rule,
 )
-from cpgraph.adapters.vllm_stand_ins import MAX_NUM_SEQS, ScheduledBatch, parallel_config, vllm_config
+from cpgraph.adapters.vllm.stand_ins import MAX_NUM_SEQS, ScheduledBatch, parallel_config, vllm_config
 
 __all__ = [
     "FAMILIES", "FAMILY_TABLE", "GLOBAL_DISPATCH", "LOCAL_DISPATCH", "NEWEST", "PACKAGE", "PLANTS", "POLICIES", "READ_AGAINST",
@@ -443,10 +443,10 @@ class VllmPolicy:
 
     # -- every graph path (decode graphs, modes, placements) -----------------------------------------
     def graph_paths(self) -> Any:
-        """The release's graph paths beside the prefill bucket (cpgraph/adapters/vllm_paths.py), built on
+        """The release's graph paths beside the prefill bucket (cpgraph/adapters/vllm/paths.py), built on
         first use."""
         if self._paths is None:
-            from cpgraph.adapters.vllm_paths import VllmPaths
+            from cpgraph.adapters.vllm.paths import VllmPaths
 
             self._paths = VllmPaths(self)
         return self._paths
@@ -464,7 +464,7 @@ class VllmPolicy:
 
     def decided_at(self, invariant: str) -> tuple[str, ...]:
         """Where this release decides a step's graph (file:line citations, for a path violation's report)."""
-        from cpgraph.adapters.vllm_paths import decision_lines
+        from cpgraph.adapters.vllm.paths import decision_lines
 
         del invariant  # one dispatch decides every path invariant
         return decision_lines(self.root)
@@ -498,16 +498,3 @@ def policy_from(root: str, policy: str = "pcp", *, planted: bool | str = False, 
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {policy!r}")
     return VllmPolicy(root, planted=planted, dcp_size=dcp_size)
-
-
-_BUILT: dict[str, VllmPolicy] = {}
-
-
-def __getattr__(name: str) -> VllmPolicy:
-    """``pcp``: the installed vLLM's PCP policy, built on first use."""
-    if name not in POLICIES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r} (policies: {', '.join(POLICIES)})")
-    if name not in _BUILT:
-        _BUILT[name] = VllmPolicy(installed_root())
-    return _BUILT[name]
-

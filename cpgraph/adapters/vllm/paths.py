@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from cpgraph.adapters.glue import GlueError
-from cpgraph.adapters.vllm_release import SPLIT_SIZES, mark_captured
-from cpgraph.adapters.vllm_stand_ins import ScheduledBatch, vllm_config
+from cpgraph.adapters.vllm.release import SPLIT_SIZES, mark_captured
+from cpgraph.adapters.vllm.stand_ins import ScheduledBatch, vllm_config
 from cpgraph.reference.graph_paths import Graph, GraphConfig, GraphStep, PathAnswer
 
 MODES = ("PIECEWISE", "FULL_AND_PIECEWISE", "FULL_DECODE_ONLY")  # the modes PCP runs (FULL alone: no mixed prefill graphs)
@@ -272,7 +272,7 @@ def decision_lines(root: str) -> tuple[str, ...]:
     import ast
 
     from cpgraph.adapters.glue import find, tree_of
-    from cpgraph.adapters.vllm_release import CUDAGRAPH_FILE, MODEL_RUNNER, PCP_FILE
+    from cpgraph.adapters.vllm.release import CUDAGRAPH_FILE, MODEL_RUNNER, PCP_FILE
 
     out: list[str] = []
 

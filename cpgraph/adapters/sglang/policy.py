@@ -13,8 +13,8 @@ for ``local_rows``. Capacities are handed to the release's own CP-BCG input reco
 in a sandbox (cpgraph/adapters/shim.py): the selector's modules for real, everything else it imports
 (torch, triton, the rest of sglang) as stubs; ``runtime_context`` and ``environ`` are replaced by the
 configuration of the batch (cp_size, rank, strategy, CP-v2 on). What is read from the release is in
-cpgraph/adapters/sglang_release.py; the runtime objects the selector is handed are in
-cpgraph/adapters/sglang_stand_ins.py.
+cpgraph/adapters/sglang/release.py; the runtime objects the selector is handed are in
+cpgraph/adapters/sglang/stand_ins.py.
 
 Knobs the release fixes are declared on the policy, so the check honours them: ``max_padding_factor``
 is the release's ``_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR`` and ``align_size`` its CP alignment (2P
@@ -35,7 +35,7 @@ from typing import Any
 from cpgraph.adapters.glue import check_release, classify
 from cpgraph.adapters.releases import release_version
 from cpgraph.adapters.shim import Sandbox, Stub
-from cpgraph.adapters.sglang_release import (
+from cpgraph.adapters.sglang.release import (
     ADAPTER,
     ASSUMPTIONS,
     MODEL_RUNNER_FILE,
@@ -52,7 +52,7 @@ from cpgraph.adapters.sglang_release import (
     plant_prefix,
     read_against,
 )
-from cpgraph.adapters.sglang_stand_ins import BufferRegistry, ForwardBatch, Parallel, Recorded
+from cpgraph.adapters.sglang.stand_ins import BufferRegistry, ForwardBatch, Parallel, Recorded
 
 __all__ = [
     "MODEL_RUNNER_FILE", "NEWEST", "PACKAGE", "READ_AGAINST", "REAL_MODULES", "RUNNER", "STRATEGIES", "SglangAdapterError",
@@ -247,15 +247,3 @@ class SglangPolicy:
 def policy_from(root: str, strategy: str = "zigzag", *, planted_prefix: bool = False) -> SglangPolicy:
     """The ``strategy`` selector of the sglang package found under ``root`` (an unpacked wheel)."""
     return SglangPolicy(root, strategy, planted_prefix=planted_prefix)
-
-
-_BUILT: dict[str, SglangPolicy] = {}
-
-
-def __getattr__(name: str) -> SglangPolicy:
-    """``zigzag`` and ``interleave``: the installed sglang's selectors, built on first use."""
-    if name not in STRATEGIES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r} (policies: {', '.join(STRATEGIES)})")
-    if name not in _BUILT:
-        _BUILT[name] = SglangPolicy(installed_root(), name)
-    return _BUILT[name]
