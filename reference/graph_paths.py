@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
+from cpgraph.reference.invariants import EFFICIENCY as EFFICIENCY, INVARIANT_TABLE, SAFETY as SAFETY
 from cpgraph.reference.strategies import strategy_row
 
 MODE_ORDER: Final = ("FULL", "PIECEWISE")  # the release's order: the fastest first; eager after both
@@ -207,21 +208,10 @@ class PathFinding:
 
     invariant: str
     why: str
-    cost: str  # 'correctness' (a safety invariant) or 'speed' (an efficiency one)
+    cost: str  # 'correctness' (a safety invariant) or 'speed' (an efficiency one): the table's ``costs``
 
 
-# The seven invariants, stated over a step's graph (the ids of reference/invariants.py)
-PATH_SENTENCES: Final = MappingProxyType({
-    "rank_consensus": "every rank (and every DP rank) dispatches the same descriptor, its mode included",
-    "admission_replay": "each rank replays the descriptor it dispatched, and its layout takes it",
-    "captured_bucket": "the descriptor was captured",
-    "padding_limit": "the descriptor's tokens are at least the key (the largest rank-local rows)",
-    "capacity_fit": "the descriptor holds every rank's rows and, a FULL one, its requests and query length",
-    "minimal_bucket": "no smaller captured graph of the chosen mode fits every rank",
-    "no_needless_fallback": "the fastest captured graph that fits every rank is run: FULL before PIECEWISE before eager",
-})
-SAFETY: Final = ("rank_consensus", "admission_replay", "captured_bucket", "padding_limit", "capacity_fit")
-EFFICIENCY: Final = ("minimal_bucket", "no_needless_fallback")
+# the seven invariants are reference/invariants.py's rows; their graph_path column states them over a step's graph
 
 
 def judge(step: GraphStep, graphs: Sequence[Graph], answers: Sequence[PathAnswer]) -> list[PathFinding]:
@@ -242,7 +232,7 @@ def judge_dp(groups: Sequence[tuple[GraphStep, Sequence[PathAnswer]]], graphs: S
 
     def add(invariant: str, why: str) -> None:
         if all(f.invariant != invariant for f in found):
-            found.append(PathFinding(invariant, why, "correctness" if invariant in SAFETY else "speed"))
+            found.append(PathFinding(invariant, why, INVARIANT_TABLE[invariant].costs))
 
     def who(d: int, a: PathAnswer) -> str:
         return f"DP rank {d} rank {a.rank}" if multi else f"rank {a.rank}"

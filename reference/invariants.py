@@ -1,11 +1,17 @@
-"""The invariants as one table: id, kind and sentence, stated once for check, review, reports and spec.
+"""The invariants as one table: id, kind, cost and one sentence per subject, stated once for check, review,
+the decode review, the reports, the emitted tests and the spec's docstrings.
 
-Each id is stated for both graph keyings of reference/keying.py: ``sentence`` over the global key n (a
-bucket of n tokens, sglang) and ``local_sentence`` over the local key m (a size of rank-local rows,
-vLLM 0.29 on). The ids, kinds and judges are the same under both.
+A row's columns:
 
-Every checker, report, review and spec docstring takes an invariant's id and sentence from here; the
-concrete judge of each id over a batch's per-rank answers is registered against the same ids.
+- ``id``: the stable id every judge, report and proof uses.
+- ``kind``: ``safety`` (breaking it is a correctness failure) or ``efficiency`` (it wastes time).
+- ``cost``: what breaking it costs: ``speed``, or the correctness failure it causes.
+- one sentence per subject the checker judges (``SUBJECTS``): a prefill batch keyed by the global count n
+  (``batch_global``: a bucket of n tokens, sglang), a prefill batch keyed by the rank-local rows m
+  (``batch_local``: a size of rank-local rows, vLLM 0.29 on), and a step on a graph path with its DP ranks
+  (``graph_path``: a descriptor of mode, tokens, requests and query length, vLLM's decode and mixed graphs).
+  A new subject (an expert-parallel step, one batch per EP rank) is a new column here and a name in
+  ``SUBJECTS``; the ids, kinds and costs stay.
 """
 
 from __future__ import annotations
@@ -15,57 +21,97 @@ from types import MappingProxyType
 from typing import Final, Literal, Mapping
 
 Kind = Literal["safety", "efficiency"]
+SUBJECTS: Final = ("batch_global", "batch_local", "graph_path")  # the sentence columns, in table order
+KEYINGS: Final = MappingProxyType({"global": "batch_global", "local": "batch_local"})  # a batch's keying -> its column
 
 
 @dataclass(frozen=True)
 class Invariant:
-    """One invariant: its stable id, whether breaking it crashes (safety) or wastes (efficiency), and
-    the one sentence that states it."""
+    """One row: the stable id, whether breaking it crashes (safety) or wastes (efficiency), what it costs, and
+    the one sentence that states it on each subject."""
 
     id: str
     kind: Kind
-    sentence: str
-    local_sentence: str
+    cost: str
+    batch_global: str
+    batch_local: str
+    graph_path: str
 
-    def stated(self, keying: str = "global") -> str:
-        """The sentence under ``keying`` ('global' or 'local')."""
-        return self.local_sentence if keying == "local" else self.sentence
+    @property
+    def sentence(self) -> str:
+        """The batch sentence under global keying (the table's first column)."""
+        return self.batch_global
+
+    @property
+    def local_sentence(self) -> str:
+        """The batch sentence under local keying."""
+        return self.batch_local
+
+    @property
+    def costs(self) -> str:
+        """``correctness`` (a safety invariant) or ``speed`` (an efficiency one), as a report's cost field."""
+        return "correctness" if self.kind == "safety" else "speed"
+
+    def stated(self, subject: str = "global") -> str:
+        """The sentence on ``subject``: a column of ``SUBJECTS``, or a batch's keying ('global', 'local')."""
+        column = KEYINGS.get(subject, subject)
+        if column not in SUBJECTS:
+            raise ValueError(f"subject must be one of {', '.join((*KEYINGS, *SUBJECTS))}; got {subject!r}")
+        text: str = getattr(self, column)
+        return text
 
 
+SPEED: Final = "speed"
 INVARIANT_TABLE: Final[Mapping[str, Invariant]] = MappingProxyType(
     {
         row.id: row
         for row in (
             Invariant(
-                "rank_consensus", "safety", "every rank decides the same admit and bucket",
+                "rank_consensus", "safety",
+                "a hang or a mis-sized collective: ranks replay graphs of different shapes",
+                "every rank decides the same admit and bucket",
                 "every rank decides the same admit and size",
+                "every rank (and every DP rank) dispatches the same descriptor, its mode included",
             ),
             Invariant(
-                "admission_replay",
-                "safety",
+                "admission_replay", "safety",
+                "a crash at replay: a batch admission let through has no graph, or another one, to replay",
                 "admitted on a rank => replay on that rank succeeds, returns the admitted bucket and its rows fit",
                 "admitted on a rank => replay on that rank succeeds under the size admission chose, and its rows fit",
+                "each rank replays the descriptor it dispatched, and its layout takes it",
             ),
             Invariant(
-                "captured_bucket", "safety", "the bucket is in the capture list and has a recorded capacity",
+                "captured_bucket", "safety",
+                "a crash at replay: the graph was never captured",
+                "the bucket is in the capture list and has a recorded capacity",
                 "the size is in the capture list (a size s holds s rows on every rank)",
+                "the descriptor was captured",
             ),
             Invariant(
-                "padding_limit", "safety", "the bucket B is within the padding limit: n <= B <= F*n",
+                "padding_limit", "safety",
+                "rows dropped (a graph smaller than the batch) or padding past the limit the stack promises",
+                "the bucket B is within the padding limit: n <= B <= F*n",
                 "the size holds the key: m <= s, m the largest rank-local rows (no padding window)",
+                "the descriptor's tokens are at least the key (the largest rank-local rows)",
             ),
             Invariant(
-                "capacity_fit",
-                "safety",
+                "capacity_fit", "safety",
+                "a static-buffer overflow: the live rows do not fit the graph's buffers",
                 "the live layout's rows on every rank fit the chosen bucket's recorded capacity",
                 "the live layout's rows on every rank fit the chosen size s",
+                "the descriptor holds every rank's rows and, a FULL one, its requests and query length",
             ),
             Invariant(
-                "minimal_bucket", "efficiency", "no smaller captured bucket would fit", "no smaller captured size would fit"
+                "minimal_bucket", "efficiency", SPEED,
+                "no smaller captured bucket would fit",
+                "no smaller captured size would fit",
+                "no smaller captured graph of the chosen mode fits every rank",
             ),
             Invariant(
-                "no_needless_fallback", "efficiency", "if some captured bucket fits, the batch is admitted",
+                "no_needless_fallback", "efficiency", SPEED,
+                "if some captured bucket fits, the batch is admitted",
                 "if some captured size holds the key, the batch is admitted",
+                "the fastest captured graph that fits every rank is run: FULL before PIECEWISE before eager",
             ),
         )
     }
@@ -76,8 +122,9 @@ EFFICIENCY: Final = tuple(i for i, row in INVARIANT_TABLE.items() if row.kind ==
 INVARIANTS: Final = SAFETY + EFFICIENCY
 
 
-def sentence(invariant: str, keying: str = "global") -> str:
-    """The sentence for ``invariant`` under ``keying``; ValueError names the known ids."""
+def sentence(invariant: str, subject: str = "global") -> str:
+    """The sentence for ``invariant`` on ``subject`` (a column of ``SUBJECTS`` or a batch keying); ValueError
+    names the known ids."""
     if invariant not in INVARIANT_TABLE:
         raise ValueError(f"invariant must be one of {', '.join(INVARIANT_TABLE)}; got {invariant!r}")
-    return INVARIANT_TABLE[invariant].stated(keying)
+    return INVARIANT_TABLE[invariant].stated(subject)

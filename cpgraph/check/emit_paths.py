@@ -8,7 +8,7 @@ import re
 
 from cpgraph.check.paths import PathViolation
 from cpgraph.check.release import ENV, INSTALLED, Release
-from cpgraph.reference.graph_paths import PATH_SENTENCES
+from cpgraph.reference.invariants import INVARIANT_TABLE
 
 def paths_regression_test(target: str, violations: tuple[PathViolation, ...], release: Release, *, test_path: str) -> str:
     """Source of a pytest module with one test per graph-path violation, run against ``release`` (as the
@@ -43,7 +43,7 @@ def paths_regression_test(target: str, violations: tuple[PathViolation, ...], re
             "",
             "",
             f"def test_{name}() -> None:",
-            f'    """{v.invariant}: {PATH_SENTENCES[v.invariant]} (costs {v.cost})."""',
+            f'    """{v.invariant}: {INVARIANT_TABLE[v.invariant].graph_path} (costs {v.cost})."""',
             "    steps = (  # one per DP rank",
             *[f"        {step}," for step in steps],
             "    )",

@@ -24,7 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from cpgraph.reference.graph_paths import PATH_SENTENCES, Graph, GraphConfig, GraphStep, PathAnswer, PathFinding, fastest, held_by, judge_dp
+from cpgraph.reference.graph_paths import Graph, GraphConfig, GraphStep, PathAnswer, PathFinding, fastest, held_by, judge_dp
+from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.reference.lists import compact
 
 DEFAULT_TOKEN_SIZES = (1, 2, 4, *range(8, 256, 8), *range(256, 513, 16))
@@ -80,7 +81,7 @@ class PathViolation:
         c = self.config
         lines = [
             f"{self.invariant} violated on the {self.mode} path, decodes {self.placement} (dcp {self.dcp_size}) "
-            f"({'safety' if self.cost == 'correctness' else 'efficiency'}: {PATH_SENTENCES[self.invariant]}; costs {self.cost})",
+            f"({'safety' if self.cost == 'correctness' else 'efficiency'}: {INVARIANT_TABLE[self.invariant].graph_path}; costs {self.cost})",
             *[f"  {'DP rank ' + str(d) + ' ' if len(self.steps) > 1 else ''}step: cp_size={s.cp_size} "
               f"lengths={compact(list(s.lengths))} is_prefilling={_flags(s.prefilling)}" for d, s in enumerate(self.steps)],
             f"  captured: cudagraph_mode={c.cudagraph_mode} token sizes={compact(list(c.token_sizes))} decode request "

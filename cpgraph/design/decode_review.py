@@ -12,7 +12,7 @@ solver helper (proofs/engine/search.py over proofs/engine/check.py):
   tokens), and reference.graph_paths.judge must find the invariant broken before the witness is shown.
 - unknown: the solver gave up, or the reference's judge does not confirm the witness.
 
-The seven invariants read on the decode path as reference/graph_paths.py's PATH_SENTENCES state them:
+The seven invariants read on the decode path as the graph_path column of reference/invariants.py states them:
 admission_replay is "the layout takes the descriptor it dispatched" (the replay is the dispatched descriptor
 in this model), padding_limit is "its tokens are at least the key (the largest rank-local rows)".
 """
@@ -31,9 +31,10 @@ from cpgraph.proofs.engine.check import Value
 from cpgraph.proofs.engine.search import least, satisfy, value
 from cpgraph.proofs.theorems.graph_paths import ranks_at
 from cpgraph.reference.graph_paths import (
-    EFFICIENCY, PATH_SENTENCES, SAFETY, Graph, GraphConfig, GraphStep, PathAnswer, PathFinding, captured, expected,
+    EFFICIENCY, SAFETY, Graph, GraphConfig, GraphStep, PathAnswer, PathFinding, captured, expected,
     judge,
 )
+from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.spec.graph_paths import DecodeGraphs, DecodeStep, Dispatch, decode_graphs, decode_step, dispatch
 from cpgraph.spec.logic import And, Implies, Not
 from cpgraph.spec.terms import BoolTerm, IntTerm, all_of, any_of
@@ -254,7 +255,7 @@ def review_decode(design: DecodeDesign, *, progress: bool = False) -> DecodeRevi
 
 
 def sentence(invariant: str) -> str:
-    return PATH_SENTENCES[invariant]
+    return INVARIANT_TABLE[invariant].graph_path
 
 
 __all__ = ["DECODE_RENDERERS", "INVARIANTS", "DecodeReview", "DecodeVerdict", "DecodeWitness", "realise", "review_decode",
@@ -318,7 +319,7 @@ def render_decode_json(r: DecodeReview) -> str:
         "design": dict(_fields(r.design), path="decode"),
         "exit_code": r.exit_code,
         "seconds": round(r.seconds, 3),
-        "invariants": [dict(_fields(x), description=PATH_SENTENCES[x.invariant]) for x in r.invariants],
+        "invariants": [dict(_fields(x), description=sentence(x.invariant)) for x in r.invariants],
     }
     return json.dumps(data, indent=2) + "\n"
 
@@ -330,7 +331,7 @@ def render_decode_junit(r: DecodeReview) -> str:
     for x in r.invariants:
         outcome = {"proved": "passed", "refuted": "failure"}.get(x.status, "error")
         detail = "\n".join(x.witness.lines()) if x.witness is not None else x.note
-        message = "" if outcome == "passed" else f"{x.status}: {x.note or PATH_SENTENCES[x.invariant]}"
+        message = "" if outcome == "passed" else f"{x.status}: {x.note or sentence(x.invariant)}"
         cases.append(JUnitCase(x.invariant, f"cpgraph.review.{r.design.name}", outcome, x.seconds, message, detail))
     return junit(f"cpgraph review {r.design.name}", cases, seconds=r.seconds, properties={"design": r.design.summary()})
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cpgraph.reference.graph_paths import (
-    CUDAGRAPH_MODES, PATH_SENTENCES, Graph, GraphConfig, GraphStep, PathAnswer, agreed, captured, expected, fits, judge,
+    CUDAGRAPH_MODES, Graph, GraphConfig, GraphStep, PathAnswer, agreed, captured, expected, fits, judge,
 )
 from cpgraph.reference.invariants import INVARIANT_TABLE
 
@@ -109,4 +109,4 @@ def test_bad_inputs_name_the_argument_and_what_is_allowed(build: object, named: 
 
 
 def test_every_invariant_has_a_path_sentence() -> None:
-    assert set(PATH_SENTENCES) == set(INVARIANT_TABLE)
+    assert all(row.graph_path for row in INVARIANT_TABLE.values())
