@@ -45,6 +45,10 @@ def add_parser(subparsers: Any) -> None:
                              "each wheel is downloaded without dependencies into $CPGRAPH_CACHE (default ~/.cache/cpgraph; "
                              "only its .py files kept) and checked; one row per release. Exit 2 when a release cannot be "
                              "fetched or driven, else 1 when one violates an invariant")
+    parser.add_argument("--baseline", metavar="BASE", default=None,
+                        help="verify a fix: check BASE (a release version, fetched like --release, or a folder holding an "
+                             "unpacked tree) and the candidate (--adapter-root TREE, else the installed stack) alike and print "
+                             "the verdict diff path by path: fixed, still failing, newly failing. Exit 1 when anything newly fails")
     parser.add_argument("--cp-sizes", default="1,2,4,8", help=f"comma-separated cp_size values in 1..{MAX_CP_SIZE} (default 1,2,4,8)")
     parser.add_argument("--strategy", default=None,
                         help="layout strategy: zigzag, interleave, contiguous, dual_chunk_swap, dual_chunk_swap_replicated or "
@@ -137,6 +141,15 @@ def run(args: argparse.Namespace) -> int:
     if plot:
         writable_file("--plot", plot)
     _path_flags(args)
+    if getattr(args, "baseline", None) is not None:
+        from cpgraph.commands.check_baseline import run_baseline
+
+        if PROCESS.standalone:
+            from cpgraph.check.calls import supervise
+
+            supervise(args.target, args.call_timeout_s)
+        return run_baseline(args, options, out, lambda a, root: _loaded(a, root) if root else _load(a, supervised=True), _search,
+                            lambda a, obj: _graph_paths(a, obj, out))
     if args.release is not None:
         if args.adapter_root is not None:
             raise UsageError("--release and --adapter-root both name the release to check: give one")
@@ -265,7 +278,7 @@ def _check_headroom_tables(capacities: str) -> None:
             raise UsageError(f"--capacities {table!r}: headroom:R needs R in 1..{MAX_REQUESTS} (requests a table is sized for)")
 
 
-def _load(args: argparse.Namespace) -> tuple[Policy, object]:
+def _load(args: argparse.Namespace, supervised: bool = False) -> tuple[Policy, object]:
     """The policy, imported under the call timeout (behind a supervisor process on the command line); a
     policy that cannot be loaded, or an adapter's stack that is missing, is a usage error. With
     --adapter-root the adapter module builds the policy from that folder (``policy_from(root, ATTR)``)."""
@@ -273,7 +286,7 @@ def _load(args: argparse.Namespace) -> tuple[Policy, object]:
     from cpgraph.check import load_policy
     from cpgraph.check.calls import load_bounded, session, supervise
 
-    if PROCESS.standalone:  # the command line: a supervisor process ends a call nothing in-process can stop
+    if PROCESS.standalone and not supervised:  # the command line: a supervisor process ends a call nothing in-process can stop
         supervise(args.target, args.call_timeout_s)  # (forked before the policy is imported: its threads stay)
     if args.adapter_root is None:
         try:  # importing runs the policy's module: bounded like a call

@@ -1,0 +1,148 @@
+"""``cpgraph check ADAPTER --baseline BASE [--adapter-root TREE]``: verify a fix. The candidate (the tree under
+--adapter-root, else the installed stack) and the baseline (BASE: a release version, fetched like --release,
+or a folder holding an unpacked tree) are checked with the same options and seed on the same paths: the
+prefill bucket and every graph path (each CUDA-graph mode, each dcp size, each DP size). The findings are
+paired by (path, invariant) into a verdict diff (cpgraph/commands/verdict_diff.py): fixed, still failing,
+newly failing, ok, each with its minimal witness.
+
+Exit 1 when anything newly fails, else 0 (a finding the baseline has too is shown as still failing and does
+not fail the run); 2 on a usage error, checked before any work (a BASE that is neither a version nor a folder
+holding the stack, --baseline with --release, --emit-test or --plot, a target that is no adapter policy), or
+when either tree cannot be fetched or driven (the side is named).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from cpgraph.commands.verdict_diff import Finding, Side, diff, exit_code, render
+from cpgraph.output import Output, UsageError
+from cpgraph.reference.graph_paths import EFFICIENCY, SAFETY
+from cpgraph.reference.lists import compact
+
+if TYPE_CHECKING:
+    from cpgraph.check import CheckOptions, CheckReport, Policy
+    from cpgraph.check.paths import PathsReport, PathViolation
+    from cpgraph.check.report import Violation
+
+PREFILL = "prefill"
+VERSION = re.compile(r"\d+(\.\d+)*(\.post\d+)?")
+DECODES = {"dual_chunk_swap": "decodes dealt", "dual_chunk_swap_replicated": "decodes copied",
+           "dual_chunk_swap_dcp": "decodes copied"}
+Load = Callable[[argparse.Namespace, "str | None"], "tuple[Policy, object]"]
+
+
+def baseline_root(args: argparse.Namespace) -> tuple[str, str]:
+    """BASE resolved to a folder holding the stack, and how it was named ('release' or 'tree'); a usage error
+    naming --baseline, the value and what is allowed otherwise. Fetches a release version."""
+    from cpgraph.adapters import AdapterError
+    from cpgraph.adapters.releases import ReleaseUnavailable, fetch
+    from cpgraph.check.release import adapter_package
+
+    base = args.baseline
+    for flag, given in (("--release", args.release), ("--emit-test", args.emit_test), ("--plot", args.plot)):
+        if given is not None:
+            raise UsageError(f"--baseline {base} and {flag} {given}: a verdict diff writes no {flag.lstrip('-')}; "
+                             f"check one tree at a time for {flag}" if flag != "--release" else
+                             f"--baseline {base} and --release {given}: --baseline compares one candidate (--adapter-root "
+                             "TREE, or the installed stack) with BASE; --release checks releases on their own: give one")
+    try:
+        package = adapter_package(args.target)
+    except (ValueError, ImportError, AdapterError):
+        raise UsageError(f"--baseline {base} needs an adapter policy (MODULE:ATTR of a cpgraph.adapters stack, e.g. "
+                         f"cpgraph.adapters.vllm:pcp); {args.target!r} drives no released stack") from None
+    if os.path.isdir(base):
+        if not os.path.isdir(os.path.join(base, package)):
+            raise UsageError(f"--baseline {base!r}: the folder holds no {package}/ package; BASE is a {package} release "
+                             f"version (e.g. 0.34.0) or a folder holding an unpacked {package} tree")
+        return os.path.abspath(base), "tree"
+    if not VERSION.fullmatch(base):
+        raise UsageError(f"--baseline {base!r}: neither a folder nor a release version; BASE is a {package} release "
+                         f"version (e.g. 0.34.0) or a folder holding an unpacked {package} tree")
+    try:
+        return str(fetch(package, base)), "release"
+    except ReleaseUnavailable as exc:
+        raise UsageError(f"--baseline {base}: {exc}") from None
+
+
+def run_baseline(
+    args: argparse.Namespace, options: CheckOptions, out: Output, load: Load,
+    search: Callable[[argparse.Namespace, Policy, CheckOptions, Output], CheckReport],
+    graph_paths: Callable[[argparse.Namespace, object], PathsReport | None],
+) -> int:
+    """Check the baseline and the candidate; print the verdict diff; the exit code (module docstring)."""
+    root, kind = baseline_root(args)
+    sides = []
+    for name, where in (("baseline", root), ("candidate", args.adapter_root)):
+        out.note(f"{name}: checking {'the installed stack' if where is None else where} ...")
+        try:
+            sides.append(_side(args, options, out, load, search, graph_paths, where,
+                               kind if name == "baseline" else "tree" if where else "installed"))
+        except UsageError as exc:
+            raise UsageError(f"--baseline: the {name} ({where or 'installed'}) cannot be checked: {exc}") from None
+    rows = diff(sides[0], sides[1])
+    out.result(render(f"cpgraph check {args.target}: candidate against baseline", sides[0], sides[1], rows, out.format))
+    return exit_code(rows)
+
+
+def _side(
+    args: argparse.Namespace, options: CheckOptions, out: Output, load: Load,
+    search: Callable[[argparse.Namespace, Policy, CheckOptions, Output], CheckReport],
+    graph_paths: Callable[[argparse.Namespace, object], PathsReport | None], root: str | None, kind: str,
+) -> Side:
+    """One tree checked: the prefill bucket, then the graph paths one dcp size at a time (so each path's dcp size
+    is known; the draws do not depend on the other sizes)."""
+    policy, obj = load(args, root)
+    report = search(args, policy, options, out)
+    checked = [(PREFILL, i) for i in report.checked]
+    findings = [_prefill_finding(v) for v in report.violations]
+    if report.stop is not None:
+        checked.append((PREFILL, "policy call"))
+        findings.append(Finding(PREFILL, "policy call", report.stop.line(), report.stop.line()))
+    else:
+        for dcp in args.dcp_size_list:
+            one = copy.copy(args)
+            one.dcp_size_list = (dcp,)
+            paths = graph_paths(one, obj)
+            if paths is None:
+                break
+            names = {(mode, dp): path_name(mode, placement, dcp, dp) for mode, placement, dp, _ in paths.paths}
+            checked += [(name, i) for name in names.values() for i in (*SAFETY, *EFFICIENCY)]
+            findings += [_path_finding(v, names[(v.mode, len(v.steps))]) for v in paths.violations]
+    return Side(_label(obj, root, kind), tuple(dict.fromkeys(checked)), tuple(findings))
+
+
+def _label(obj: object, root: str | None, kind: str) -> str:
+    version = getattr(obj, "version", None) or "installed"
+    where = {"release": "the release, fetched", "tree": "a tree", "installed": "installed"}[kind]
+    return f"{version} ({where}{'' if root is None else ' at ' + root})"
+
+
+def path_name(mode: str, placement: str, dcp: int, dp: int) -> str:
+    """A graph path's name: its mode, dcp size and how decodes are placed, DP size."""
+    return f"{mode}, dcp {dcp} ({DECODES.get(placement, placement)}), DP {dp}"
+
+
+def _prefill_finding(v: Violation) -> Finding:
+    b = v.batch
+    decodes = "" if b.is_prefilling is None else f" is_prefilling={list(b.is_prefilling)}"
+    witness = (f"cp_size={b.cp_size} extend_seq_lens={compact(list(b.extend_seq_lens))}{decodes} "
+               f"capture_num_tokens={compact(list(b.capture_num_tokens))}")
+    return Finding(PREFILL, v.invariant, witness, v.text(), v.to_json())
+
+
+def _path_finding(v: PathViolation, path: str) -> Finding:
+    dp = len(v.steps)
+    steps = "; ".join(f"{'DP rank ' + str(d) + ': ' if dp > 1 else ''}cp_size={s.cp_size} lengths={compact(list(s.lengths))}"
+                      + ("" if not any(s.prefilling) else f" is_prefilling={list(s.prefilling)}") for d, s in enumerate(v.steps))
+    c = v.config
+    used = v.used()
+    witness = (f"{steps}; captured token sizes={compact(list(c.token_sizes))} decode request sizes="
+               f"{compact(list(c.decode_request_sizes))}; should run {v.should.describe() if v.should else 'eager'}, "
+               f"ran {used.describe() if used else 'eager'}")
+    return Finding(path, v.invariant, witness, v.text(), v.to_json())
