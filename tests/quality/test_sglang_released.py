@@ -40,6 +40,13 @@ NEEDED = (  # the files the selector executes (and the package marker); nothing 
     "sglang/srt/model_executor/runner/prefill_cuda_graph_runner.py",
     "sglang/srt/model_executor/runner/base_cuda_graph_runner.py",
     "sglang/srt/model_executor/model_runner.py",
+    "sglang/srt/model_executor/forward_batch_info.py",
+    "sglang/srt/model_executor/cuda_graph_config.py",
+    "sglang/srt/model_executor/runner/base_runner.py",
+    "sglang/srt/model_executor/runner/shape_key.py",
+    "sglang/srt/server_args.py",
+    "sglang/srt/runtime_context.py",
+    "sglang/srt/arg_groups/",
 )
 # A count of batches, not seconds: a verdict, and what a test says about the work behind it, must not
 # depend on how busy the machine is (a 2.5 s budget once checked 138 batches where 200 were asserted).

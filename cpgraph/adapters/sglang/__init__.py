@@ -1,7 +1,8 @@
 """sglang's prefill-CP CUDA-graph selector, as ``cpgraph check`` policies (``:zigzag``, ``:interleave``).
 
-The stack adapter for sglang (the contract: cpgraph/adapters/contract.py). The policy is ``policy.py``; what
-it reads of a release is ``release.py``; the objects a server would hand the release are ``stand_ins.py``.
+The stack adapter for sglang (the contract: cpgraph/adapters/contract.py). The policy is ``policy.py``; the
+driven forward path ``path.py``; what it reads of a release ``release.py``; what it gives the release's objects
+``state.py`` (only what the release itself sets) and ``strict.py``; what a server would hand it ``stand_ins.py``.
 """
 
 from __future__ import annotations
@@ -30,16 +31,37 @@ __all__ = [
 STACK = "sglang"
 POLICIES = tuple(STRATEGIES)
 EXECUTED = (
-    Driven("the CP graph runner's can_run_graph and load_batch (up to filling its static buffers)",
+    Driven("ModelRunner._forward_raw: the model runner's decision to take the prefill CUDA-graph path (its whole "
+           "condition, with _prefill_cuda_graph_allows_context_parallel where the release has it) and the call into "
+           "the graph runner or the eager runner", "sglang/srt/model_executor/model_runner.py"),
+    Driven("PrefillCudaGraphRunner.can_run_graph, execute and load_batch (the bucket chosen, the static batch "
+           "built, the replay metadata refreshed) up to the backend's replay, whose shape key is the bucket replayed",
            "sglang/srt/model_executor/runner/prefill_cuda_graph_runner.py"),
-    Driven("the model runner's _prefill_cuda_graph_allows_context_parallel, where the release has it",
-           "sglang/srt/model_executor/model_runner.py"),
-    Driven("prepare_cp_forward (the CP layout's per_rank_actual_token)", "sglang/srt (the release's CP layout module)"),
+    Driven("the CP-BCG input's select_replay_bucket_for_batch and prepare (its row guards), and execute_prefill_cp_bcg "
+           "where the release has it", "sglang/srt/layers/cp/bcg.py or sglang/srt/layers/cp/bcg/"),
+    Driven("prepare_cp_forward (the CP layout's per_rank_actual_token) and the layout strategies",
+           "sglang/srt/layers/cp/utils.py, zigzag.py, interleave.py"),
+    Driven("ForwardBatch and ForwardMode (the batch is the release's own dataclass, its defaults the release's)",
+           "sglang/srt/model_executor/forward_batch_info.py"),
 )
 STOOD_IN = (
-    StandIn("runtime_context and environ (cp_size, rank, strategy, CP-v2 on)", "the batch's configuration, set by hand"),
-    StandIn("torch, triton and the rest of sglang", "stubs; a stub the release computes with raises (shim.py)"),
-    StandIn("the forward batch and the buffer registry", "stand_ins.py builds them from the checked batch"),
+    StandIn("the server arguments and parallel state: attn_cp_size, attn_cp_rank, tp_size, cp_strategy, "
+            "enable_prefill_cp and the other SERVER_ARGS of state.py, each given only where the release's "
+            "configuration declares it; every other field read raises (exit 2 at the reading line)",
+            "a CPU process has no server; the check's batch names the CP size, rank and strategy"),
+    StandIn("the model runner's and the CP graph runner's state as their constructors leave it (state.py's "
+            "MODEL_RUNNER_STATE and RUNNER_STATE: a breakable backend with CP BCG capture on, no LoRA, draft, PP, "
+            "DP attention, mamba or max context size), each given only where the release assigns it",
+            "the constructors load a model and capture graphs on a GPU"),
+    StandIn("the capture: the capture list and each bucket's recorded CP-local rows (bucket_local_tokens)",
+            "the checker records them; capture runs the model on a GPU"),
+    StandIn("the captured backend's replay (ends the path, naming the bucket) and the eager runner's execute",
+            "a replay launches a CUDA graph"),
+    StandIn("tensors: token ids, positions and static buffers as row counts; the CP split's tensor work "
+            "(cp_split_before_forward, cp_interleave_input_ids) as the rank's rows of the release's own CP metadata",
+            "torch is stubbed; a stub the release computes with raises (shim.py)"),
+    StandIn("the rest of sglang, torch and triton, the model, the attention backend, the KV location plan",
+            "stubs, falsy (a feature off); a stub the release computes with raises (shim.py)"),
 )
 
 _BUILT: dict[str, SglangPolicy] = {}

@@ -29,6 +29,7 @@ the release's own bucket scan, for tests.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -48,11 +49,12 @@ from cpgraph.adapters.sglang.release import (
     SglangAdapterError,
     SglangGlueError,
     installed_root,
-    model_runner_admission,
     plant_prefix,
     read_against,
 )
-from cpgraph.adapters.sglang.stand_ins import BufferRegistry, ForwardBatch, Parallel, Recorded
+from cpgraph.adapters.sglang.path import ACCESSORS, FORWARD_BATCH_INFO, MODEL_RUNNER, PATH_MODULES, ForwardPath, Outcome
+from cpgraph.adapters.sglang.stand_ins import TENSOR_WORK, cp_split, no_override
+from cpgraph.adapters.sglang.strict import strict
 
 __all__ = [
     "MODEL_RUNNER_FILE", "NEWEST", "PACKAGE", "READ_AGAINST", "REAL_MODULES", "RUNNER", "STRATEGIES", "SglangAdapterError",
@@ -61,7 +63,7 @@ __all__ = [
 
 
 class SglangPolicy:
-    """One strategy of one sglang release, driven through its own selector (see the module docstring)."""
+    """One strategy of one sglang release, driven through its own forward path (see the module docstring)."""
 
     def __init__(self, root: str, strategy: str = "zigzag", *, planted_prefix: bool = False) -> None:
         if strategy not in STRATEGIES:
@@ -69,46 +71,50 @@ class SglangPolicy:
         self.root = os.path.abspath(root)
         self.strategy = strategy
         self.align_size = STRATEGIES[strategy][1]
-        self.config = Parallel()
-        self._set_config(2, 0)
-        overrides: dict[str, dict[str, object]] = {
-            "sglang.srt.runtime_context": {
-                "get_parallel": lambda: self.config,
-                "get_server_args": lambda: self.config,
-                "get_device": lambda: SimpleNamespace(device="cpu"),
-                "uses_mla_backend": lambda: False,
-                "get_flags": lambda: Stub("flags"),
-            },
-            "sglang.srt.environ": {"envs": SimpleNamespace(SGLANG_ENABLE_CP_V2=SimpleNamespace(get=lambda: True))},
-        }
         if not os.path.isdir(os.path.join(self.root, PACKAGE)):
             raise SglangAdapterError(f"no sglang package under {self.root}")
-        self.sandbox = Sandbox(self.root, PACKAGE, REAL_MODULES, overrides)
-        missing = [m for m in (RUNNER, "sglang.srt.layers.cp.utils") if m not in self.sandbox.real]
+        self.config: Any = strict(object, "server_args", {})
+        model = strict(object, "get_model()", {"override": no_override})
+        runtime: dict[str, object] = {name: _returning(strict(object, f"{name}()", {})) for name in ACCESSORS}
+        runtime.update({
+            "get_parallel": lambda: self.config,
+            "get_server_args": lambda: self.config,
+            "get_device": lambda: SimpleNamespace(device="cpu"),
+            "uses_mla_backend": lambda: False,
+            "get_model": lambda: model,
+            "get_global_dwdp_manager": lambda: None,
+        })
+        overrides: dict[str, dict[str, object]] = {
+            "sglang.srt.runtime_context": runtime,
+            "sglang.srt.environ": {"envs": SimpleNamespace(SGLANG_ENABLE_CP_V2=SimpleNamespace(get=lambda: True))},
+        }
+        self.sandbox = Sandbox(self.root, PACKAGE, REAL_MODULES + PATH_MODULES, overrides)
+        missing = [m for m in (RUNNER, "sglang.srt.layers.cp.utils", MODEL_RUNNER, FORWARD_BATCH_INFO) if m not in self.sandbox.real]
         if missing:
             raise SglangAdapterError(f"this sglang has no prefill-CP CUDA-graph runner: missing {', '.join(missing)} under {self.root}")
         self.version = release_version(self.root, PACKAGE)
         check_release(ADAPTER, f"sglang {self.version}", self.root, ASSUMPTIONS, read_against())
-        self.runner_module = self.sandbox.load(RUNNER)
-        self.utils = self.sandbox.load("sglang.srt.layers.cp.utils")
-        self.base = self.sandbox.load("sglang.srt.layers.cp.base")
-        self.input_type = self.released_input_type = self._input_type()
+        try:
+            self.runner_module = self.sandbox.load(RUNNER)
+            self.utils = self.sandbox.load("sglang.srt.layers.cp.utils")
+            self.base = self.sandbox.load("sglang.srt.layers.cp.base")
+            self.input_type = self.released_input_type = self._input_type()
+            self.path = ForwardPath(self.root, self.sandbox, self.config, lambda: self.input_type)
+        except Exception as exc:
+            raise self._classified(exc) from None
         self.planted_prefix = planted_prefix
         if planted_prefix:
             self.input_type = plant_prefix(self.input_type)
+        work = dict(TENSOR_WORK, cp_split_before_forward=cp_split(lambda: int(self.config.attn_cp_rank)))
+        for cls in self.released_input_type.__mro__:
+            if "prepare" in vars(cls):  # the tensor work of each prepare on the way, where its module calls it
+                scope = vars(cls)["prepare"].__globals__
+                scope.update({name: fn for name, fn in work.items() if name in scope})
         factor = getattr(self.runner_module, "_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR", None)
         if not isinstance(factor, int):
             raise SglangAdapterError(f"{RUNNER} has no int _MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR (got {factor!r})")
         self.max_padding_factor = factor
-        runner_cls = self.runner_module.PrefillCudaGraphRunner
-        self._runner_cls = type("DrivenPrefillCudaGraphRunner", (runner_cls,), {"__getattr__": lambda self, name: None})
-        self._runner_cls.__abstractmethods__ = frozenset()  # type: ignore[attr-defined]
-        active = getattr(self.utils, "is_cp_active", None) or getattr(self.utils, "is_cp_v2_active")
         self.prepare_cp_forward = self.utils.prepare_cp_forward
-        self.is_cp_active = active
-        self.model_admission = model_runner_admission(
-            self.root, {"get_cp_strategy": self.base.get_cp_strategy, "is_cp_active": active, "is_cp_v2_active": active, "bool": bool, "getattr": getattr}
-        )
         self.__name__ = f"sglang:{strategy}@{self.root}"
 
     # -- the release's classes and functions -------------------------------------------------------
@@ -128,95 +134,89 @@ class SglangPolicy:
         return found
 
     def code_files(self) -> dict[str, str]:
-        """The file each judged function's code object comes from (for provenance checks). With the
+        """The file each driven function's code object comes from (for provenance checks). With the
         planted pre-fix bug, the scan listed is the release's own, which the plant calls."""
         runner = self.runner_module.PrefillCudaGraphRunner
+        model_runner = self.path.model_runner_module.ModelRunner
         out = {
+            "_forward_raw": model_runner._forward_raw.__code__.co_filename,
             "can_run_graph": runner.can_run_graph.__code__.co_filename,
+            "execute": runner.execute.__code__.co_filename,
             "load_batch": runner.load_batch.__code__.co_filename,
+            "prepare": getattr(self.released_input_type, "prepare").__code__.co_filename,
             "prepare_cp_forward": self.prepare_cp_forward.__code__.co_filename,
         }
         scan = getattr(self.released_input_type, "select_replay_bucket", None)
         if scan is not None:
             out["select_replay_bucket"] = scan.__code__.co_filename
-        if self.model_admission is not None:
-            out["_prefill_cuda_graph_allows_context_parallel"] = self.model_admission.__code__.co_filename
+        admission = getattr(self.path.model_runner_module, "_prefill_cuda_graph_allows_context_parallel", None)
+        if admission is not None:
+            out["_prefill_cuda_graph_allows_context_parallel"] = admission.__code__.co_filename
+        return out
+
+    def citations(self) -> dict[str, str]:
+        """Where each driven step is in the release (file:line of its definition)."""
+        out: dict[str, str] = {}
+        for name, fn in (("_forward_raw", self.path.model_runner_module.ModelRunner._forward_raw),
+                         ("can_run_graph", self.runner_module.PrefillCudaGraphRunner.can_run_graph),
+                         ("execute", self.runner_module.PrefillCudaGraphRunner.execute),
+                         ("load_batch", self.runner_module.PrefillCudaGraphRunner.load_batch)):
+            code = fn.__code__
+            out[name] = f"{os.path.relpath(code.co_filename, self.root)}:{code.co_firstlineno}"
         return out
 
     def _set_config(self, cp_size: int, cp_rank: int) -> None:
         seq_split = self.strategy == "zigzag"
-        self.config.__dict__.update(
-            attn_cp_size=cp_size,
-            attn_cp_rank=cp_rank,
-            tp_size=cp_size,
-            enable_prefill_cp=True,
-            enable_prefill_context_parallel=True,
-            enable_dsa_prefill_context_parallel=False,
-            cp_strategy=self.strategy,
-            prefill_cp_mode="in-seq-split" if seq_split else "round-robin-split",
-            dsa_prefill_cp_mode=None,
-            enable_cp_tp_group_sharing=False,
+        values = dict(
+            attn_cp_size=cp_size, attn_cp_rank=cp_rank, tp_size=cp_size, enable_prefill_cp=True,
+            enable_prefill_context_parallel=True, enable_dsa_prefill_context_parallel=False, cp_strategy=self.strategy,
+            prefill_cp_mode="in-seq-split" if seq_split else "round-robin-split", dsa_prefill_cp_mode=None,
+            enable_cp_tp_group_sharing=False, enable_dsa_cache_layer_split=False, enable_cp_decode_attn_tp=False,
         )
+        self.config.__dict__.clear()
+        self.config.__dict__.update(self.path.server_args(values))
 
-    def _runner(self, batch: dict[str, Any]) -> Any:
-        """A runner of this release holding the batch's capture state (no GPU, no __init__)."""
-        buckets = [int(b) for b in batch["capture_num_tokens"]]
+    def _objects(self, batch: dict[str, Any]) -> tuple[Any, Any, Any]:
+        """The model runner, CP graph runner and forward batch of this release for ``batch`` (in the sandbox)."""
         self._set_config(batch["cp_size"], batch["cp_rank"])
         if hasattr(self.base, "_STRATEGY"):
             setattr(self.base, "_STRATEGY", None)  # the strategy singleton is rebuilt for this batch's cp_size
-        runner: Any = object.__new__(self._runner_cls)
-        runner.__dict__.update(
-            capture_num_tokens=buckets,
-            max_num_tokens=max(buckets),
-            enable_cp_v2_bcg_capture=True,
-            enable_cp_bcg_capture=True,
-            buffer_registry=BufferRegistry(),
-            device="cpu",
-        )
-        cp_input: Any = object.__new__(self.input_type)
-        cp_input.__dict__.update(
-            input_embeds=None, positions=None, live_local_tokens=0,
-            bucket_local_tokens={int(b): int(r) for b, r in batch["bucket_local_tokens"].items() if r is not None},
-        )
-        runner.__dict__["prefill_cp_bcg_input"] = cp_input
-        return runner
+        capacities = {int(b): int(r) for b, r in batch["bucket_local_tokens"].items() if r is not None}
+        return self.path.objects(batch, capacities)
+
+    def _outcome(self, batch: dict[str, Any], *, replay: bool) -> Outcome:
+        try:
+            with self.sandbox:
+                model_runner, runner, fb = self._objects(batch)
+                outcome = self.path.forward(model_runner, fb)
+                if replay and not outcome.graph:
+                    outcome = self.path.replay(runner, self.path.forward_batch(batch))
+        except Exception as exc:
+            raise self._classified(exc) from None
+        return outcome
 
     # -- the protocol ----------------------------------------------------------------------------
     def admit(self, **batch: Any) -> bool:
+        """The release's own decision: did ``ModelRunner._forward_raw`` take the prefill graph path?"""
         if batch["cp_size"] < 2:
             return False  # cp_size 1: no CP graph is captured
-        try:
-            with self.sandbox:
-                runner = self._runner(batch)
-                fb = ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
-                if not runner.can_run_graph(fb):
-                    return False
-                return self.model_admission is None or bool(self.model_admission(runner, fb))
-        except Exception as exc:
-            raise self._classified(exc) from None
+        return self._outcome(batch, replay=False).graph
 
     def replay_bucket(self, **batch: Any) -> object:
-        try:
-            with self.sandbox:
-                runner = self._runner(batch)
-                fb = ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
-                try:
-                    runner.load_batch(fb)
-                except Recorded as done:
-                    return done.bucket
-        except Exception as exc:
-            raise self._classified(exc) from None
-        raise SglangGlueError(
-            f"{ADAPTER} cannot drive sglang {self.version} under {self.root}: load_batch returned without filling its "
-            f"static buffers through buffer_registry.fill_from, where the adapter reads the padded bucket (read against "
-            f"{read_against()})"
-        )
+        """The bucket the runner's ``execute`` replays (through the forward path; asked directly when the
+        model runner would not take the graph path), or the release's own exception on the way."""
+        outcome = self._outcome(batch, replay=True)
+        if outcome.raised is None:
+            return outcome.bucket
+        error = self._classified(outcome.raised)
+        if error is outcome.raised and outcome.preparing is not None:
+            return outcome.preparing  # the release's own guard stopped the replay of this bucket (see replay_guard)
+        raise error
 
     def local_rows(self, *, bucket: int, **batch: Any) -> list[int]:
         try:
             with self.sandbox:
-                self._runner(batch)
-                fb = ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
+                _, _, fb = self._objects(batch)
                 self.prepare_cp_forward(fb)
                 metadata: Any = fb.attn_cp_metadata
                 rows = metadata.per_rank_actual_token
@@ -224,24 +224,27 @@ class SglangPolicy:
         except Exception as exc:
             raise self._classified(exc) from None
 
-    def _classified(self, exc: Exception) -> Exception:
+    def _classified(self, exc: BaseException) -> Exception:
         """``exc`` when the release raised it by design (its own guard); else the GlueError it stands for."""
+        if not isinstance(exc, Exception):
+            raise exc
         return classify(exc, ADAPTER, f"sglang {self.version}", self.root, read_against())
 
     def replay_guard(self, **batch: Any) -> None:
-        """Run the release's CP-local replay preparation (``PrefillCPBCGInput.prepare``) up to its own
-        capacity guard for ``batch['bucket']``: raises its RuntimeError ('Live batch needs N local CP
-        rows ...') when the live layout overflows the bucket's capture."""
+        """Run the release's CP-local replay preparation (``PrefillCPBCGInput.prepare``) for
+        ``batch['bucket']``: raises its RuntimeError ('Live batch needs N local CP rows ...') when the live
+        layout overflows the bucket's capture."""
         bucket = batch.pop("bucket")
-        with self.sandbox:
-            runner = self._runner(batch)
-            fb = ForwardBatch(batch["extend_seq_lens"], batch["num_tokens"])
-            try:
+        try:
+            with self.sandbox:
+                _, runner, fb = self._objects(batch)
                 runner.prefill_cp_bcg_input.prepare(runner, fb, static_num_tokens=bucket, capture=False)
-            except RuntimeError:
-                raise
-            except Exception:
-                pass  # past the guard: the stubbed tensor work that follows is not the selector's
+        except Exception as exc:
+            raise self._classified(exc) from None
+
+
+def _returning(value: object) -> Callable[[], object]:
+    return lambda: value
 
 
 def policy_from(root: str, strategy: str = "zigzag", *, planted_prefix: bool = False) -> SglangPolicy:

@@ -1,66 +1,136 @@
-"""Stand-ins for the sglang runtime objects the selector reads, made from the protocol's keywords: the CP
-configuration, the buffer registry where ``load_batch`` stops, an extend forward mode and the ForwardBatch."""
+"""Stand-ins for what a server hands sglang's forward path and a CPU process cannot have: the captured graph
+backend (its ``replay`` is where the driven path ends, naming the bucket), the eager runner (where the path
+ends when the graph is refused), the static token buffers and their registry, the KV location plan, and the
+tensor work of the CP split. Each is listed in ``STOOD_IN`` (cpgraph/adapters/sglang/__init__.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 
-class Parallel(SimpleNamespace):
-    """``get_parallel()`` / ``get_server_args()``: the batch's CP configuration."""
-
-
 @dataclass
-class Recorded(Exception):
-    """Raised by the stand-in buffer registry: ``load_batch`` reached its static buffers with this bucket."""
+class Replayed(Exception):
+    """The captured backend's ``replay`` was called: the driven path replays the graph of ``bucket``."""
 
     bucket: object
 
 
+class TookEager(Exception):
+    """The model runner handed the batch to its eager runner: no graph is replayed."""
+
+
+class Rows:
+    """A tensor that is only its row count: token ids, positions, a static buffer. Slicing keeps the count
+    honest; in-place writes do nothing; anything else is not provided (an AttributeError the check cites)."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = int(rows)
+
+    def __repr__(self) -> str:
+        return f"Rows({self.rows})"
+
+    def __len__(self) -> int:
+        return self.rows
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.rows,)
+
+    def __getitem__(self, key: object) -> Rows:
+        if isinstance(key, slice):
+            return Rows(len(range(self.rows)[key]))
+        raise TypeError(f"a stand-in tensor of {self.rows} rows is indexed with {key!r}; only slices are provided")
+
+    def zero_(self) -> Rows:
+        return self
+
+    def copy_(self, other: object) -> Rows:
+        return self
+
+    def fill_(self, value: object) -> Rows:
+        return self
+
+
+class EagerRunner:
+    """The model runner's eager runner (and the class its ``isinstance`` check names): ``execute`` ends the
+    driven path with TookEager."""
+
+    def execute(self, *args: object, **kwargs: object) -> None:
+        raise TookEager()
+
+
+def backend_class(base: type) -> type:
+    """The captured CUDA-graph backend, a subclass of the release's backend class ``base`` (so the release's
+    ``isinstance`` checks on its backend hold): ``replay(shape_key, ...)`` ends the path with Replayed."""
+
+    def replay(self: object, shape_key: Any, *args: object, **kwargs: object) -> None:
+        raise Replayed(shape_key.size)
+
+    def replay_session(self: object) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    return type("CapturedBackend", (base,), {"replay": replay, "replay_session": replay_session, "__init__": object.__init__})
+
+
+class Slot:
+    """One static buffer of the registry: a slice for a batch is a stand-in tensor of the bucket's rows."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def slice_for(self, batch_size: int, num_tokens: int) -> Rows:
+        return Rows(num_tokens)
+
+
 class BufferRegistry:
-    """load_batch's buffer registry: the first write names the padded bucket, and the replay stops there."""
+    """The static buffers the runner captured with: a text model's ``input_ids``, ``positions`` and
+    ``out_cache_loc`` (no mamba, mrope or input-embedding slots); filling them copies nothing."""
 
-    def fill_from(self, *args: object, padded_num_tokens: object = None, **kwargs: object) -> None:
-        raise Recorded(padded_num_tokens)
+    SLOTS = ("input_ids", "positions", "out_cache_loc")
 
-
-class ExtendMode:
-    """An EXTEND forward mode (the prefill CP graphs serve extend batches)."""
-
-    def is_context_parallel_extend(self, *args: object, **kwargs: object) -> bool:
-        return True
-
-    def is_extend(self, *args: object, **kwargs: object) -> bool:
-        return True
-
-    def is_target_verify(self) -> bool:
-        return False
-
-    def is_split_prefill(self) -> bool:
-        return False
-
-
-class ForwardBatch:
-    """The ForwardBatch fields the selector reads, made from the protocol's keywords: ``input_ids`` of
-    length num_tokens (possibly padded), ``extend_seq_lens_cpu`` the live lengths, no prefix, no
-    multimodal input, no DP; any other field is None."""
-
-    def __init__(self, lengths: Sequence[int], num_tokens: int) -> None:
-        self.input_ids = range(num_tokens)
-        self.extend_seq_lens_cpu = list(lengths)
-        self.seq_lens_cpu = list(lengths)
-        self.extend_prefix_lens_cpu = [0] * len(lengths)
-        self.extend_num_tokens = sum(lengths)
-        self.batch_size = len(lengths)
-        self.forward_mode = ExtendMode()
-        self.return_logprob = False
-        self.attn_cp_metadata = None
-
-    def contains_mm_inputs(self) -> bool:
-        return False
-
-    def __getattr__(self, name: str) -> Any:
+    def fill_from(self, *args: object, **kwargs: object) -> None:
         return None
+
+    def has_slot(self, name: str) -> bool:
+        return name in self.SLOTS
+
+    def get_slot(self, name: str) -> Slot:
+        if name not in self.SLOTS:
+            raise KeyError(f"the stand-in buffer registry has no slot {name!r} (it holds {', '.join(self.SLOTS)})")
+        return Slot(name)
+
+
+class KvLocPlan:
+    """The forward batch's KV-cache location plan: binding the replay's slots moves no token count."""
+
+    def bind_replay(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def cp_split(rank: Callable[[], int]) -> Callable[..., tuple[Rows, Rows]]:
+    """``cp_split_before_forward``'s tensor work (torch is stubbed): this rank's rows of the release's own CP
+    metadata (``per_rank_logical_token``, else ``per_rank_actual_token``), as embeddings and positions."""
+
+    def cp_split_before_forward(embeddings: object, positions: object, forward_batch: Any) -> tuple[Rows, Rows]:
+        metadata = forward_batch.attn_cp_metadata
+        rows = metadata.per_rank_logical_token or metadata.per_rank_actual_token
+        return Rows(rows[rank()]), Rows(rows[rank()])
+
+    return cp_split_before_forward
+
+
+def cp_interleave_input_ids(input_ids: Rows, forward_batch: object) -> Rows:
+    """``cp_interleave_input_ids``'s tensor work (the interleave order of the batch's ids): as many rows."""
+    return Rows(len(input_ids))
+
+
+TENSOR_WORK: dict[str, Callable[..., object]] = {"cp_interleave_input_ids": cp_interleave_input_ids}
+
+
+@contextlib.contextmanager
+def no_override(**kwargs: object) -> Iterator[None]:
+    """``get_model().override(...)``: the model's layout for this runner (nothing to switch on a CPU)."""
+    yield

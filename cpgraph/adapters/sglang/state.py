@@ -1,0 +1,126 @@
+"""What the adapter gives the release's objects, and the rule that it gives only what the release itself sets.
+
+The model runner and the CP graph runner are built without their constructors (those load a model and
+capture graphs on a GPU), so the adapter gives them the state their constructors leave under one declared
+configuration: a breakable CUDA-graph backend with CP BCG capture on, a generation model on CUDA with no
+LoRA, draft model, pipeline parallelism, DP attention, mamba state or hidden-state capture. A name is given
+only where the release's own code assigns it (``self.NAME = ...`` in the class's files, see ``assigned``):
+a release that renamed where it sets a flag but not where it reads it gets no value for the old name, so
+its read fails (cited at its line, exit 2) or takes its own default, never the adapter's. The same holds
+for the server arguments (``SERVER_ARGS``), given only where the release's configuration declares them.
+Every other read of these objects is refused (cpgraph/adapters/sglang/strict.py).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+
+MODEL_RUNNER_FILES = ("sglang/srt/model_executor/model_runner.py",)
+RUNNER_FILES = (
+    "sglang/srt/model_executor/runner/prefill_cuda_graph_runner.py",
+    "sglang/srt/model_executor/runner/base_cuda_graph_runner.py",
+    "sglang/srt/model_executor/runner/base_runner.py",
+)
+CONFIG_FILES = ("sglang/srt/server_args.py", "sglang/srt/runtime_context.py", "sglang/srt/arg_groups/")
+
+# The model runner as ModelRunner.__init__ leaves it (the runners are filled in by the policy).
+MODEL_RUNNER_STATE: Mapping[str, str] = {
+    "device": "cuda", "is_generation": "a generation model", "is_draft_worker": "the target worker",
+    "support_pp": "no pipeline-parallel proxy tensors", "decode_cuda_graph_runner": "not asked for an extend batch",
+    "hisparse_coordinator": "none", "lora_manager": "none", "device_timer": "none", "kv_index_translator": "none",
+    "model": "the model (a stub)", "req_to_token_pool": "a plain request pool (a stub)", "pp_group": "a stub",
+    "attn_backend": "the attention backend (a stub)",
+}
+# The CP graph runner as PrefillCudaGraphRunner.__init__ leaves it under the configuration above.
+RUNNER_STATE: Mapping[str, str] = {
+    "enable_cp_bcg_capture": "True", "enable_cp_v2_bcg_capture": "True", "prefill_backend_name": "breakable",
+    "max_context_size": "None (CP BCG ignores it)", "max_seq_len": "None", "enable_lora": "False",
+    "_capture_lora": "False", "_qwen_bcg_hc_sidechannel": "False", "_qwen_bcg_mtp_draft": "False",
+    "_is_full_backend": "False", "_fa4_prefill": "False", "_capture_req_slots": "1",
+    "has_mha_companion_layers": "False", "_capture_chunked_prefix": "False", "capture_hidden_mode": "NULL",
+    "_use_draft_input_embeds": "False", "static_draft_hidden_states": "None",
+    "capture_return_pooled_hidden_states": "False", "_prefill_static_buffers": "None",
+    "use_captured_attn_metadata": "False", "device": "cuda", "device_module": "a stub",
+    "attention_layers": "a stub", "quant_config": "a stub", "moe_layers": "a stub", "moe_fusions": "a stub",
+    "dsa_indexers": "a stub", "mha_companion_layers": "a stub",
+    "capture_num_tokens": "the checked capture list", "max_num_tokens": "its largest bucket",
+    "buffer_registry": "stand_ins.BufferRegistry", "backend": "stand_ins.backend_class",
+    "prefill_cp_bcg_input": "the CP-BCG input with the checked capacities", "model_runner": "the model runner",
+}
+# The server arguments and parallel state of the checked batch (get_parallel(), get_server_args()).
+SERVER_ARGS: tuple[str, ...] = (
+    "attn_cp_size", "attn_cp_rank", "tp_size", "enable_prefill_cp", "enable_prefill_context_parallel", "cp_strategy",
+    "prefill_cp_mode", "enable_dsa_prefill_context_parallel", "dsa_prefill_cp_mode", "enable_cp_tp_group_sharing",
+    "enable_dsa_cache_layer_split", "enable_cp_decode_attn_tp",
+)
+
+
+def _python_files(root: str, entries: Iterable[str]) -> list[str]:
+    found: list[str] = []
+    for entry in entries:
+        path = os.path.join(root, entry)
+        if entry.endswith("/") and os.path.isdir(path):
+            found += sorted(os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs if f.endswith(".py"))
+        elif os.path.isfile(path):
+            found.append(path)
+    return found
+
+
+@lru_cache(maxsize=64)
+def _tree(path: str, mtime: float) -> ast.Module:
+    with open(path, encoding="utf-8") as handle:
+        return ast.parse(handle.read(), filename=path)
+
+
+def _trees(root: str, entries: Iterable[str]) -> list[ast.Module]:
+    return [_tree(p, os.path.getmtime(p)) for p in _python_files(root, entries)]
+
+
+def assigned(root: str, files: Iterable[str], on: str = "self") -> frozenset[str]:
+    """The attribute names the release's ``files`` assign on ``on`` (plainly, augmented, annotated, or
+    through ``setattr(self, 'NAME', ...)``), or declare at class level; ``on=""``: on any object."""
+    names: set[str] = set()
+    for tree in _trees(root, files):
+        for node in ast.walk(tree):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = list(node.targets)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                        names.add(item.target.id)
+                    elif isinstance(item, ast.Assign):
+                        names.update(t.id for t in item.targets if isinstance(t, ast.Name))
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+                  and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+                names.add(node.args[1].value)
+            for target in targets:
+                for t in ast.walk(target):
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and (not on or t.value.id == on):
+                        names.add(t.attr)
+    return frozenset(names)
+
+
+def declared(root: str, files: Iterable[str] = CONFIG_FILES) -> frozenset[str]:
+    """The configuration names the release declares: annotated fields and properties of its server-argument
+    and runtime-context classes, and the names its parallel state is keyed by (string constants)."""
+    names: set[str] = set()
+    for tree in _trees(root, files):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                names.add(node.value)
+    return frozenset(names)
+
+
+def given(values: Mapping[str, object], allowed: frozenset[str]) -> dict[str, object]:
+    """``values`` restricted to the names the release sets or declares (``allowed``)."""
+    return {name: value for name, value in values.items() if name in allowed}
