@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Final, Literal, Mapping
 
 Kind = Literal["safety", "efficiency"]
-SUBJECTS: Final = ("batch_global", "batch_local", "graph_path")  # the sentence columns, in table order
+SUBJECTS: Final = ("batch_global", "batch_local", "graph_path", "ep_step")  # the sentence columns, in table order
 KEYINGS: Final = MappingProxyType({"global": "batch_global", "local": "batch_local"})  # a batch's keying -> its column
 
 
@@ -36,6 +36,7 @@ class Invariant:
     batch_global: str
     batch_local: str
     graph_path: str
+    ep_step: str = ""  # an expert-parallel step, one batch per EP rank (Megatron-Core; reference/ep_graphs.py)
 
     @property
     def sentence(self) -> str:
@@ -72,6 +73,8 @@ INVARIANT_TABLE: Final[Mapping[str, Invariant]] = MappingProxyType(
                 "every rank decides the same admit and bucket",
                 "every rank decides the same admit and size",
                 "every rank (and every DP rank) dispatches the same descriptor, its mode included",
+                ep_step="every EP rank replays a graph of the same token count, or every EP rank runs eager, where the "
+                        "dispatcher needs equal shapes; no rank skips a collective the others enter",
             ),
             Invariant(
                 "admission_replay", "safety",
@@ -79,6 +82,7 @@ INVARIANT_TABLE: Final[Mapping[str, Invariant]] = MappingProxyType(
                 "admitted on a rank => replay on that rank succeeds, returns the admitted bucket and its rows fit",
                 "admitted on a rank => replay on that rank succeeds under the size admission chose, and its rows fit",
                 "each rank replays the descriptor it dispatched, and its layout takes it",
+                ep_step="the graph the CUDA-graph-aware admission planned for a step is the graph the step replays",
             ),
             Invariant(
                 "captured_bucket", "safety",
@@ -86,6 +90,7 @@ INVARIANT_TABLE: Final[Mapping[str, Invariant]] = MappingProxyType(
                 "the bucket is in the capture list and has a recorded capacity",
                 "the size is in the capture list (a size s holds s rows on every rank)",
                 "the descriptor was captured",
+                ep_step="each EP rank's graph is in the captured list",
             ),
             Invariant(
                 "padding_limit", "safety",
@@ -93,6 +98,7 @@ INVARIANT_TABLE: Final[Mapping[str, Invariant]] = MappingProxyType(
                 "the bucket B is within the padding limit: n <= B <= F*n",
                 "the size holds the key: m <= s, m the largest rank-local rows (no padding window)",
                 "the descriptor's tokens are at least the key (the largest rank-local rows)",
+                ep_step="each EP rank's graph has at least the rank's tokens",
             ),
             Invariant(
                 "capacity_fit", "safety",
@@ -100,18 +106,22 @@ INVARIANT_TABLE: Final[Mapping[str, Invariant]] = MappingProxyType(
                 "the live layout's rows on every rank fit the chosen bucket's recorded capacity",
                 "the live layout's rows on every rank fit the chosen size s",
                 "the descriptor holds every rank's rows and, a FULL one, its requests and query length",
+                ep_step="each EP rank's graph holds its prefill and decode requests (a decode may take a prefill slot)",
             ),
             Invariant(
                 "minimal_bucket", "efficiency", SPEED,
                 "no smaller captured bucket would fit",
                 "no smaller captured size would fit",
                 "no smaller captured graph of the chosen mode fits every rank",
+                ep_step="no graph of fewer tokens matches every EP rank (each rank under its own matching)",
             ),
             Invariant(
                 "no_needless_fallback", "efficiency", SPEED,
                 "if some captured bucket fits, the batch is admitted",
                 "if some captured size holds the key, the batch is admitted",
                 "the fastest captured graph that fits every rank is run: FULL before PIECEWISE before eager",
+                ep_step="if some token count has a graph every EP rank matches, the step runs graphs; a chunked "
+                        "prefill is admitted at the largest chunk a graph boundary allows within the budget",
             ),
         )
     }

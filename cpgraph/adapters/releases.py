@@ -27,7 +27,11 @@ from pathlib import Path
 
 from cpgraph.adapters import AdapterError
 
-PACKAGES = ("vllm", "sglang")
+PACKAGES = ("vllm", "sglang", "megatron-core")
+# a distribution whose import package has another name; and the pip arguments its wheels need (megatron-core's
+# wheels from 0.17 on are built for Python 3.12 only: only their .py files are kept, so any Python reads them)
+IMPORT_PACKAGES = {"megatron-core": "megatron"}
+PIP_TARGET = {"megatron-core": ("--python-version", "3.12")}
 MARKER = "WHEEL-FILE"  # written last into an unpacked release: the wheel's name
 PIP_TIMEOUT_S = 900
 
@@ -118,7 +122,7 @@ def index_versions(package: str) -> list[str]:
     """The final releases of ``package`` on the package index, oldest first."""
     if package not in PACKAGES:
         raise ValueError(f"package must be one of {', '.join(PACKAGES)}; got {package!r}")
-    done = _pip(["index", "versions", package], f"cannot list {package} releases")
+    done = _pip(["index", "versions", *PIP_TARGET.get(package, ()), package], f"cannot list {package} releases")
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("Available versions:")), None)
     if done.returncode != 0 or line is None:
         raise ReleaseUnavailable(f"cannot list {package} releases from the package index: {pip_reason(done.stderr)}")
@@ -188,9 +192,9 @@ def fetch(package: str, version: str, cache: Path | None = None) -> Path:
 def download(package: str, version: str, into: str) -> Path:
     """``package``==``version``'s wheel, downloaded without dependencies into ``into``."""
     spec = f"{package}=={version}"
-    done = _pip(["download", "--no-deps", "--only-binary", ":all:", "-q", "--timeout", "30", "--retries", "2", spec, "-d", into],
-                f"cannot download {spec}")
-    wheels = sorted(Path(into).glob(f"{package}-{version}-*.whl"))
+    done = _pip(["download", "--no-deps", "--only-binary", ":all:", *PIP_TARGET.get(package, ()), "-q", "--timeout", "30",
+                 "--retries", "2", spec, "-d", into], f"cannot download {spec}")
+    wheels = sorted(Path(into).glob(f"{package.replace('-', '_')}-{version}-*.whl"))
     if done.returncode != 0 or not wheels:
         raise ReleaseUnavailable(f"cannot download {spec} from the package index: {pip_reason(done.stderr)}")
     return wheels[0]
@@ -204,7 +208,7 @@ def unpack(package: str, version: str, folder: Path, root: Path, keep: Callable[
         found = wheel if wheel is not None else download(package, version, scratch)
         unpacked = Path(scratch) / "unpacked"
         with zipfile.ZipFile(found) as archive:
-            archive.extractall(unpacked, [m for m in archive.namelist() if (keep or _python_files(package))(m)])
+            archive.extractall(unpacked, [m for m in archive.namelist() if (keep or _python_files(IMPORT_PACKAGES.get(package, package)))(m)])
         (unpacked / MARKER).write_text(found.name + "\n")
         if root.exists():  # a half-written folder from an interrupted run (no marker)
             shutil.rmtree(root)

@@ -108,6 +108,9 @@ def add_parser(subparsers: Any) -> None:
     paths.add_argument("--path-cases", type=bounded_int("--path-cases", 1, 10**6), default=200,
                        help="cases per mode, placement and DP size (default 200)")
     paths.add_argument("--no-graph-paths", action="store_true", help="check the prefill bucket only")
+    from cpgraph.commands.check_ep import add_ep_flags
+
+    add_ep_flags(parser)  # an EP-step adapter (cpgraph.adapters.megatron:ep): cpgraph/commands/check_ep.py
     add_output_flags(parser)
     parser.add_argument("--emit-test", metavar="PATH", help="write a pytest regression test of the counterexamples")
     parser.add_argument("--plot", metavar="FILE.png", help="write a PNG of a counterexample's layout")
@@ -133,6 +136,10 @@ def _plot_path(path: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     out = Output.of(args, "check")
+    from cpgraph.commands.check_ep import is_ep_target, run_ep
+
+    if is_ep_target(args.target):  # checked on EP steps, its own subject (cpgraph/check/ep_steps.py)
+        return run_ep(args, out)
     options = _options(args)
     _check_headroom_tables(args.capacities)
     plot = _plot_path(args.plot) if args.plot else None
