@@ -52,6 +52,7 @@ from cpgraph.adapters.sglang.release import (
     plant_prefix,
     read_against,
 )
+from cpgraph.adapters.sglang.helpers import driving, strict_helpers
 from cpgraph.adapters.sglang.path import ACCESSORS, FORWARD_BATCH_INFO, MODEL_RUNNER, PATH_MODULES, ForwardPath, Outcome
 from cpgraph.adapters.sglang.stand_ins import TENSOR_WORK, cp_split, no_override
 from cpgraph.adapters.sglang.strict import strict
@@ -88,7 +89,7 @@ class SglangPolicy:
             "sglang.srt.runtime_context": runtime,
             "sglang.srt.environ": {"envs": SimpleNamespace(SGLANG_ENABLE_CP_V2=SimpleNamespace(get=lambda: True))},
         }
-        self.sandbox = Sandbox(self.root, PACKAGE, REAL_MODULES + PATH_MODULES, overrides)
+        self.sandbox = strict_helpers(Sandbox(self.root, PACKAGE, REAL_MODULES + PATH_MODULES, overrides))
         missing = [m for m in (RUNNER, "sglang.srt.layers.cp.utils", MODEL_RUNNER, FORWARD_BATCH_INFO) if m not in self.sandbox.real]
         if missing:
             raise SglangAdapterError(f"this sglang has no prefill-CP CUDA-graph runner: missing {', '.join(missing)} under {self.root}")
@@ -186,7 +187,7 @@ class SglangPolicy:
 
     def _outcome(self, batch: dict[str, Any], *, replay: bool) -> Outcome:
         try:
-            with self.sandbox:
+            with self.sandbox, driving():
                 model_runner, runner, fb = self._objects(batch)
                 outcome = self.path.forward(model_runner, fb)
                 if replay and not outcome.graph:
@@ -215,7 +216,7 @@ class SglangPolicy:
 
     def local_rows(self, *, bucket: int, **batch: Any) -> list[int]:
         try:
-            with self.sandbox:
+            with self.sandbox, driving():
                 _, _, fb = self._objects(batch)
                 self.prepare_cp_forward(fb)
                 metadata: Any = fb.attn_cp_metadata
@@ -236,7 +237,7 @@ class SglangPolicy:
         layout overflows the bucket's capture."""
         bucket = batch.pop("bucket")
         try:
-            with self.sandbox:
+            with self.sandbox, driving():
                 _, runner, fb = self._objects(batch)
                 runner.prefill_cp_bcg_input.prepare(runner, fb, static_num_tokens=bucket, capture=False)
         except Exception as exc:
