@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from cpgraph.proofs.engine import cache
 from cpgraph.proofs.engine.check import Status, Verdict, check, cross_check, one_context
 from cpgraph.proofs.engine.counterexample import failure_of, minimise
 from cpgraph.proofs.engine.obligation import Obligation, Query
@@ -153,6 +154,13 @@ def _job(job: Job) -> tuple[str, Any]:
     return kind, (index, function(argument))
 
 
+def _counted(job: Job) -> tuple[str, Any, cache.Tally]:
+    """``_job`` in a pool worker, with the solver calls it solved and reused (the parent adds them to its tally)."""
+    before = cache.tally()
+    kind, payload = _job(job)
+    return kind, payload, cache.tally() - before
+
+
 def default_jobs() -> int:
     """Worker processes: the CPUs this process may use (at least 1)."""
     try:
@@ -231,10 +239,13 @@ def run_with(
                 break
             record(*_job(job))
     else:
-        # spawn, not fork: z3 contexts are not fork-safe. Each worker imports z3 once.
-        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        # spawn, not fork: z3 contexts are not fork-safe. Each worker imports z3 once, and uses this process's
+        # proof cache setting (proofs/engine/cache.py).
+        spawn = multiprocessing.get_context("spawn")
+        with spawn.Pool(workers, initializer=cache.configure, initargs=(cache.current(),)) as pool:
             proofs_left = len(tasks)
-            for kind, payload in pool.imap_unordered(_job, jobs_list):
+            for kind, payload, counts in pool.imap_unordered(_counted, jobs_list):
+                cache.add(counts)
                 record(kind, payload)
                 proofs_left -= kind == "prove"
                 if failed and not proofs_left:

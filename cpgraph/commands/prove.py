@@ -8,6 +8,12 @@ printed); 2 on bad usage (an unknown --only name lists the valid names); 130 int
 z3 seeds 1..N: a disagreement or an unstable query also exits 1; a query cvc5 cannot decide is listed as
 "not cross-checked" with its reason and does not fail the run.
 
+Each solver call is first looked up in the proof cache (proofs/engine/cache.py; ``$CPGRAPH_PROOF_CACHE``, else
+``$CPGRAPH_CACHE/proofs``, default ``~/.cache/cpgraph/proofs``), keyed by the query's SMT-LIB text, the solver, its
+version and options: a stored proof is reused, a stored model only once it replays on the query. ``--no-cache``
+neither reads nor writes it, ``--rebuild-cache`` solves every query and overwrites its entry. The report says how
+many solver calls were solved and how many reused (``proof_cache`` in ``--json``).
+
 ``--json`` leads with the run's verdict: ``ok`` (true exactly when the exit code is 0) and ``verdict`` (one of
 ``VERDICTS``, each with its exit code); ``proved`` is the obligations' alone, and ``teeth`` the teeth pass's
 part (its ``ok``: no bite lost, and the lost ones).
@@ -49,6 +55,7 @@ class _Run(NamedTuple):
     wall: float
     proved: bool
     overall: str  # the run's verdict (see ``verdict``), what the exit code says
+    cache: Any = None  # (the proof cache's Setting, the run's Tally of solver calls solved and reused)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -78,6 +85,15 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--jobs", type=bounded_int("--jobs", 1, MAX_JOBS), default=None, metavar="N",
                         help="worker processes (default: CPUs)")
     add_output_flags(parser)
+    parser.add_argument(
+        "--no-cache", action="store_true",
+        help="neither read nor write the proof cache: solve every query (the cache: $CPGRAPH_PROOF_CACHE, else "
+        "$CPGRAPH_CACHE/proofs, default ~/.cache/cpgraph/proofs)",
+    )
+    parser.add_argument(
+        "--rebuild-cache", action="store_true",
+        help="solve every query and overwrite its proof-cache entry (reuse none)",
+    )
     parser.add_argument(
         "--cross-check", choices=("cvc5",), default=None, metavar="SOLVER",
         help="re-check every proved query with a second solver (cvc5); a disagreement exits 1, a query it cannot "
@@ -165,6 +181,7 @@ def _table(rows: list[list[str]]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from cpgraph.proofs.engine import cache
     from cpgraph.proofs.engine.check import Status, cvc5_available
     from cpgraph.proofs.run import Opinions
     from cpgraph.output import solver_leaves_ctrl_c_to_python
@@ -177,15 +194,74 @@ def run(args: argparse.Namespace) -> int:
         print("cpgraph prove: error: --cross-check cvc5 needs the cvc5 package (pip install cvc5)", file=sys.stderr)
         return USAGE_ERROR
     opinions = Opinions(cross_check=args.cross_check, seeds=args.seeds)
+    setting = cache_setting(args)
     start = time.perf_counter()
-    results, bites = _prove(args, chosen, opinions)
+    key, recorded = _recorded(args, setting)
+    saved = cache.current()
+    cache.configure(setting)  # this process and, through the pool's initializer, every worker
+    before = cache.tally()
+    try:
+        if recorded is not None:
+            results, bites = recorded.results, recorded.bites
+            counts = cache.Tally(0, recorded.solver_calls)
+        else:
+            results, bites = _prove(args, chosen, opinions)
+            counts = cache.tally() - before
+        wall = time.perf_counter() - start
+    finally:
+        cache.configure(saved)  # a caller in the same process (a test) keeps its own setting
     lost = [b for b in bites if not b.ok]
-    wall = time.perf_counter() - start
     proved = all(r.status is Status.PROVED for r in results)
     refuted = any(r.status is Status.REFUTED for r in results)
     code = 0 if proved and trusted_all(results) and not lost else 1 if refuted or proved else 3
-    _report(args, _Run(results, opinions, bites, lost, wall, proved, verdict(proved, refuted, trusted_all(results), lost)))
+    overall = verdict(proved, refuted, trusted_all(results), lost)
+    if key and recorded is None and code == 0:
+        from cpgraph.commands import prove_runs
+
+        prove_runs.store(setting, key, results, bites, counts.solved + counts.reused, _now())
+    _report(args, _Run(results, opinions, bites, lost, wall, proved, overall, (setting, counts, recorded)))
     return code
+
+
+def _now() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _recorded(args: argparse.Namespace, setting: Any) -> tuple[str, Any]:
+    """The run record's key ("" when none applies) and the proved run recorded under it, if any
+    (cpgraph/commands/prove_runs.py). Only for the ``cpgraph`` command itself (a fresh process: nothing in it can
+    differ from the files the key reads), never for a caller in the same process (a test that patches a theorem)."""
+    from cpgraph.exits import PROCESS
+
+    if not PROCESS.standalone or not setting.writes:
+        return "", None
+    from cpgraph.commands import prove_runs
+    from cpgraph.proofs.engine.check import solver_versions
+
+    key = prove_runs.run_key(args, solver_versions(cvc5=args.cross_check == "cvc5"))
+    return key, prove_runs.load(setting, key)
+
+
+def cache_setting(args: argparse.Namespace) -> Any:
+    """The proof cache's setting for this run (proofs/engine/cache.py): off with --no-cache, rebuild with
+    --rebuild-cache (both: a usage error), else on; off, with a line on stderr, when its folder cannot be written."""
+    from cpgraph.proofs.engine import cache
+
+    if args.no_cache and args.rebuild_cache:
+        raise UsageError("--no-cache and --rebuild-cache exclude each other: --no-cache neither reads nor writes the "
+                         "proof cache, --rebuild-cache writes every entry anew; give one")
+    if args.no_cache:
+        return cache.Setting("off")
+    root = cache.default_root()
+    why = cache.usable(root)
+    if why:
+        if not args.quiet:
+            print(f"cpgraph prove: proof cache off: {why} (set CPGRAPH_PROOF_CACHE or CPGRAPH_CACHE, or pass --no-cache)",
+                  file=sys.stderr)
+        return cache.Setting("off")
+    return cache.Setting("rebuild" if args.rebuild_cache else "on", root)
 
 
 VERDICTS = {"proved": 0, "refuted": 1, "second opinions disagree": 1, "teeth lost": 1, "unknown": 3}  # -> exit code
@@ -240,7 +316,7 @@ def _report(args: argparse.Namespace, run: _Run) -> None:
     """The report on stdout in the --format asked for; ``run.overall``: the run's ``verdict``."""
     from cpgraph.commands.prove_report import _json, _junit, _markdown
 
-    results, opinions, bites, lost, wall, proved, overall = run
+    results, opinions, bites, lost, wall, proved, overall, _ = run
     if args.format == "junit":
         sys.stdout.write(_junit(results, args.cp_max, wall))
         return
@@ -250,7 +326,8 @@ def _report(args: argparse.Namespace, run: _Run) -> None:
     trusted = all(r.trusted for r in results)  # proved, and no disagreement or unstable query
     slowest = max(results, key=lambda r: r.slowest[1])
     if args.format == "json":
-        print(json.dumps(_json(args, results, opinions, bites, lost, wall, proved, trusted, slowest, overall), indent=2))
+        document = _json(args, results, opinions, bites, lost, wall, proved, trusted, slowest, overall)
+        print(json.dumps({**document, "proof_cache": _cache_json(run.cache)}, indent=2))
         return
     _print_text(args, run, slowest)
 
@@ -260,7 +337,7 @@ def _print_text(args: argparse.Namespace, run: _Run, slowest: ObligationResult) 
     from cpgraph.commands.prove_report import _opinions_text
     from cpgraph.output import highlight
 
-    results, opinions, bites, lost, wall, proved, _ = run
+    results, opinions, bites, lost, wall, proved, _, used = run
     print(highlight(_table(_rows(results, opinions, args.cp_max)), sys.stdout))
     print(_scope_text(results, args.cp_max))
     for r in results:
@@ -293,12 +370,41 @@ def _print_text(args: argparse.Namespace, run: _Run, slowest: ObligationResult) 
                 continue
             print(f"  LOST {b.theorem}: variant {b.variant} ({b.description}) at {b.parameter}: "
                   f"expected {b.expected.value}, got {b.got.value}: the theorem no longer tells this wrong spec apart")
+    if used is not None:
+        print("\n" + _cache_text(used))
     verdict = "all proved" if proved and not lost else "NOT all proved" if not proved else "proved, but some theorems lost their teeth"
     print(highlight(
         f"\n{len(results)} theorems, {sum(r.queries for r in results)} queries, cp_size 1..{args.cp_max}: {verdict} "
         f"in {wall:.1f} s (slowest query: {slowest.name} {slowest.slowest[0]}, {slowest.slowest[1]:.3f} s)",
         sys.stdout,
     ))
+
+
+def _cache_json(used: Any) -> dict[str, Any] | None:
+    """``proof_cache`` in --json: the mode, the folder, the solver calls solved and reused, and ``run``: the
+    recorded run reused whole (its key and when it was recorded), or null."""
+    if used is None:
+        return None
+    setting, counts, recorded = used
+    return {"mode": setting.mode, "path": str(setting.root) if setting.root is not None else None,
+            "solver_calls": counts.solved + counts.reused, "solved": counts.solved, "reused": counts.reused,
+            "run": {"key": recorded.key, "recorded": recorded.when} if recorded is not None else None}
+
+
+def _cache_text(used: Any) -> str:
+    """One line: how many solver calls (the theorems' queries and the teeth pass's) were solved, how many reused."""
+    setting, counts, recorded = used
+    total = counts.solved + counts.reused
+    head = f"{total:,} solver calls (the theorems' queries, their scope witnesses and the teeth pass)"
+    if setting.mode == "off" or setting.root is None:
+        return f"{head}: {counts.solved:,} solved (the proof cache is off)"
+    if setting.mode == "rebuild":
+        return f"{head}: {counts.solved:,} solved, their entries rewritten in the proof cache at {setting.root}"
+    if recorded is not None:
+        return (f"{head}: all reused with the whole run recorded {recorded.when} in the proof cache at {setting.root} "
+                f"(no file of the package, solver or Python version or flag changed since; the table's seconds are "
+                f"that run's)")
+    return f"{head}: {counts.reused:,} reused from the proof cache at {setting.root}, {counts.solved:,} solved"
 
 
 def _scope_text(results: list[ObligationResult], cp_max: int, width: int = 110) -> str:

@@ -28,7 +28,10 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
+import hashlib
 import importlib.util
+import inspect
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +39,7 @@ from typing import Any
 
 import z3
 
+from cpgraph.proofs.engine import cache
 from cpgraph.spec.logic import Not, Or
 from cpgraph.spec.terms import BoolTerm
 
@@ -50,7 +54,7 @@ class Status(str, enum.Enum):
     UNKNOWN = "unknown"
 
 
-_BLOCK: list[z3.Context] = []  # the context of the innermost ``one_context`` block, if any
+_BLOCK: list[list[z3.Context]] = []  # the innermost ``one_context`` block's context, once a query there is solved
 
 
 @contextlib.contextmanager
@@ -58,8 +62,11 @@ def one_context() -> Iterator[None]:
     """Inside the block, every query translates into one context made for the block instead of one of its
     own. For a run of queries that always runs in the same order (one theorem at one parameter, one family
     of checks): each query's ids then depend only on the queries before it in the block, never on what the
-    process ran before, and the block pays for one context (a few ms each) instead of one per query."""
-    _BLOCK.append(z3.Context())
+    process ran before, and the block pays for one context (a few ms each) instead of one per query. The
+    context is made when the block's first query is solved: a block answered from the proof cache makes none
+    (a query solved after others were reused then starts from a context they never touched: its rlimit, with
+    its 5x headroom, is the same)."""
+    _BLOCK.append([])
     try:
         yield
     finally:
@@ -70,8 +77,98 @@ def _isolated(terms: Sequence[z3.ExprRef]) -> tuple[z3.Context, list[z3.ExprRef]
     """A context of the query's own (or the enclosing ``one_context`` block's) and ``terms`` translated into it
     (node ids assigned in translation order): the solver's work on them no longer depends on what else this
     process built."""
-    ctx = _BLOCK[-1] if _BLOCK else z3.Context()
+    if not _BLOCK:
+        ctx = z3.Context()
+    else:
+        if not _BLOCK[-1]:
+            _BLOCK[-1].append(z3.Context())
+        ctx = _BLOCK[-1][0]
     return ctx, [t.translate(ctx) for t in terms]
+
+
+# -- the proof cache (proofs/engine/cache.py): every solver call below asks it first ----------------------------
+
+
+def _smt2(terms: Sequence[z3.ExprRef]) -> str:
+    """The SMT-LIB text of the conjunction of ``terms`` (declarations, then assertions), as z3 prints it."""
+    if not terms:
+        return "(assert true)"
+    ctx = terms[-1].ctx
+    head = (z3.Ast * max(1, len(terms) - 1))()
+    for i, term in enumerate(terms[:-1]):
+        head[i] = term.as_ast()
+    return str(z3.Z3_benchmark_to_smtlib_string(ctx.ref(), "", "", "unknown", "", len(terms) - 1, head, terms[-1].as_ast()))
+
+
+@dataclass(frozen=True)
+class _Probe:
+    """A query's cache key, its renaming to canonical names (``cache.canonical``) and the stored entry, if any."""
+
+    key: str
+    names: Mapping[str, str]
+    entry: cache.Entry | None
+
+    def model(self, values: Mapping[str, Value]) -> dict[str, Value]:
+        """Stored (canonical) names back to this query's names."""
+        back = {new: old for old, new in self.names.items()}
+        return {back.get(name, name): value for name, value in values.items()}
+
+    def keep(self, status: str, terms: Sequence[z3.ExprRef] = (), model: Mapping[str, Value] | None = None,
+             shown: Mapping[str, Value] | None = None) -> None:
+        """Store ``status`` under the key: unsat as it is; sat (and determined) only with a ``model`` that replays
+        on ``terms``, stored with the caller's ``shown`` part of it."""
+        if not cache.current().writes:
+            return
+        assignment = {}
+        if status != "unsat":
+            if model is None or not _replays(terms, model):
+                return
+            assignment = {self.names.get(k, k): v for k, v in model.items()}
+        kept = {self.names.get(k, k): v for k, v in (shown or {}).items()}
+        cache.store(cache.Entry(self.key, status, kept, assignment))
+
+
+def _probe(terms: Sequence[z3.ExprRef], solver: str, version: str, options: str) -> _Probe:
+    """Look ``terms`` up (the text alone when the cache is written but not read: ``--rebuild-cache``)."""
+    setting = cache.current()
+    if not setting.writes:
+        return _Probe("", {}, None)
+    text, names = cache.canonical(_smt2(terms))
+    name = cache.key(text, solver, version, options)
+    return _Probe(name, names, cache.load(name, setting))
+
+
+def _replays(terms: Sequence[z3.ExprRef], model: Mapping[str, Value]) -> bool:
+    """Whether ``model`` (constant names to values) makes every one of ``terms`` true: each, with the values
+    put in, simplifies to ``true`` (a term it leaves open, a quantifier or a function, is not replayed)."""
+    return all(z3.is_true(value) for value in _put(terms, model))
+
+
+def _put(terms: Sequence[z3.ExprRef], model: Mapping[str, Value]) -> list[z3.ExprRef]:
+    """Each of ``terms`` with ``model``'s values put in for its constants, simplified."""
+    if not terms:
+        return []
+    ctx = terms[0].ctx
+    pairs = [
+        (z3.Bool(n, ctx), z3.BoolVal(v, ctx)) if isinstance(v, bool) else (z3.Int(n, ctx), z3.IntVal(v, ctx))
+        for n, v in model.items()
+    ]
+    return [z3.simplify(z3.substitute(t, *pairs) if pairs else t) for t in terms]
+
+
+def _reused(probe: _Probe, terms: Sequence[z3.ExprRef]) -> str:
+    """The stored status when it may stand for this query ("unsat"; "sat" or "determined" once their model
+    replays on ``terms``), else "" (solve it); a reuse is counted."""
+    entry = probe.entry
+    if entry is None:
+        return ""
+    if entry.status == "unsat" or _replays(terms, probe.model(entry.assignment)):
+        cache.count(reused=True)
+        return entry.status
+    return ""
+
+
+_Z3 = "z3 " + str(z3.get_full_version())
 
 
 def _bool(claim: BoolTerm | bool) -> BoolTerm:
@@ -142,15 +239,28 @@ def check(
         raise ValueError(f"rlimit must be an int >= 1 (z3 resource units), got {rlimit}")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
         raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
-    ctx, terms = _isolated([*hypotheses, Not(_bool(claim))])
     start = time.perf_counter()
-    if pipeline_first and seed is None:
+    query = [*hypotheses, Not(_bool(claim))]
+    quick_first = pipeline_first and seed is None
+    options = (f"check rlimit={rlimit} seed={seed} model={model} "
+               f"pipeline={'+'.join(PIPELINE) + f' rlimit<={PIPELINE_RLIMIT}' if quick_first else 'none'}")
+    probe = _probe(query, "z3", _Z3, options)
+    stored = _reused(probe, query)
+    if stored == "unsat":
+        return Verdict(Status.PROVED, time.perf_counter() - start)
+    if stored == "sat":
+        return Verdict(Status.REFUTED, time.perf_counter() - start, model=probe.model(probe.entry.model if probe.entry else {}))
+    cache.count(reused=False)
+    ctx, terms = _isolated(query)
+    if quick_first:
         quick = _pipeline(ctx, rlimit)
         quick.add(*terms)
         first = quick.check()
         if first == z3.unsat:
+            probe.keep("unsat")
             return Verdict(Status.PROVED, time.perf_counter() - start)
         if first == z3.sat and not model:
+            probe.keep("sat", query, model_values(quick.model()))
             return Verdict(Status.REFUTED, time.perf_counter() - start)
     if seed is not None:
         z3.set_param("sat.random_seed", seed)  # the SAT core's seed is global: set before the solver, restored below
@@ -166,9 +276,12 @@ def check(
             z3.set_param("sat.random_seed", 0)
     seconds = time.perf_counter() - start
     if result == z3.unsat:
+        probe.keep("unsat")
         return Verdict(Status.PROVED, seconds)
     if result == z3.sat:
-        return Verdict(Status.REFUTED, seconds, model=model_values(solver.model()))
+        values = model_values(solver.model())
+        probe.keep("sat", query, values, values)
+        return Verdict(Status.REFUTED, seconds, model=values)
     return Verdict(Status.UNKNOWN, seconds, reason=f"{solver.reason_unknown()} (rlimit={rlimit})")
 
 
@@ -179,20 +292,37 @@ def determined_values(
     them, in two solver calls: (values, "") or (None, why: "unsatisfiable", "undecided" or "not determined")."""
     if rlimit < 1:
         raise ValueError(f"rlimit must be an int >= 1 (z3 resource units), got {rlimit}")
+    probe = _probe([facts, *(t == t for t in terms)], "z3", _Z3, f"determined_values rlimit={rlimit}")
+    entry = probe.entry
+    if entry is not None and entry.status == "unsat":
+        cache.count(reused=True)
+        return None, "unsatisfiable"
+    if entry is not None and entry.status == "determined" and _replays([facts], probe.model(entry.assignment)):
+        put = _put(terms, probe.model(entry.assignment))
+        if all(z3.is_int_value(v) or z3.is_true(v) or z3.is_false(v) for v in put):
+            cache.count(reused=True)  # the facts' model replayed; that no other model moves the values: the proof stored
+            return tuple(put), ""
+    cache.count(reused=False)
     ctx, (local_facts, *local) = _isolated([facts, *terms])
     solver = z3.Solver(ctx=ctx)
     solver.set("rlimit", rlimit)
     solver.add(local_facts)
     first = solver.check()
     if first != z3.sat:
+        if first == z3.unsat:
+            probe.keep("unsat")
         return None, "unsatisfiable" if first == z3.unsat else "undecided"
     model = solver.model()
     values = tuple(model.eval(t, model_completion=True) for t in local)
+    assignment = model_values(model)
     solver.add(Or([t != v for t, v in zip(local, values)], ctx))
     if solver.check() != z3.unsat:
         return None, "not determined"
     home = terms[0].ctx if terms else z3.main_ctx()
-    return tuple(v.translate(home) for v in values), ""
+    found = tuple(v.translate(home) for v in values)
+    if [str(v) for v in _put(terms, assignment)] == [str(v) for v in found]:
+        probe.keep("determined", [facts], assignment)  # stored only when its model gives these very values
+    return found, ""
 
 
 def satisfiable(hypotheses: Sequence[BoolTerm], *, rlimit: int = DEFAULT_RLIMIT) -> str:
@@ -201,14 +331,21 @@ def satisfiable(hypotheses: Sequence[BoolTerm], *, rlimit: int = DEFAULT_RLIMIT)
     cost (its preprocessing), and never the incremental core's blow-ups."""
     if rlimit < 1:
         raise ValueError(f"rlimit must be an int >= 1 (z3 resource units), got {rlimit}")
+    probe = _probe(hypotheses, "z3", _Z3, f"satisfiable rlimit={rlimit} tactic=simplify+smt")
+    stored = _reused(probe, hypotheses)
+    if stored:
+        return stored
+    cache.count(reused=False)
     ctx, terms = _isolated(hypotheses)
     solver = z3.Then("simplify", "smt", ctx=ctx).solver()  # measured: cheaper here than ``PIPELINE``
     solver.set("rlimit", rlimit)
     solver.add(*terms)
     result = solver.check()
     if result == z3.sat:
+        probe.keep("sat", hypotheses, model_values(solver.model()))
         return "sat"
     if result == z3.unsat:
+        probe.keep("unsat")
         return "unsat"
     return f"unknown ({solver.reason_unknown()})"
 
@@ -232,6 +369,7 @@ def least_model(
     ``rlimit``), read back as the values of ``read``."""
     if rlimit < 1:
         raise ValueError(f"rlimit must be an int >= 1 (z3 resource units), got {rlimit}")
+    cache.count(reused=False)  # never cached: no stored model could show it is the least
     ctx, local = _isolated([*facts, *objectives, *read])
     local_facts = local[: len(facts)]
     local_objectives = local[len(facts) : len(facts) + len(objectives)]
@@ -253,6 +391,22 @@ def least_model(
 # -- the second solver: cvc5 ----------------------------------------------------------------------------------
 
 DEFAULT_CVC5_RLIMIT = 2_000_000  # cvc5 resource units per check; a query it cannot decide within them is not cross-checked
+
+
+@functools.cache
+def _cvc5_version() -> str:
+    """cvc5's version and a fingerprint of the translation into it (``_ToCvc5``'s source): the cross-check's
+    cache key changes with either."""
+    made = _cvc5().Solver(_cvc5().TermManager())
+    version = made.getVersion()
+    text = version.decode() if isinstance(version, bytes) else str(version)
+    return f"cvc5 {text} translation {hashlib.sha256(inspect.getsource(_ToCvc5).encode()).hexdigest()[:16]}"
+
+
+def solver_versions(cvc5: bool = False) -> str:
+    """z3's version, and with ``cvc5`` cvc5's and its translation's fingerprint: what a run's answers depend on
+    besides the queries (cpgraph prove's run record keys on it)."""
+    return _Z3 + (f"; {_cvc5_version()}" if cvc5 else "")
 
 
 class TranslationError(ValueError):
@@ -375,24 +529,30 @@ def cross_check(
     unknown with cvc5's reason. Deterministic: cvc5's default seed and its ``rlimit-per`` resource limit."""
     if rlimit < 1:
         raise ValueError(f"rlimit must be an int >= 1 (cvc5 resource units), got {rlimit}")
+    start = time.perf_counter()
+    negated = Not(_bool(claim))
+    probe = _probe([*hypotheses, negated], "cvc5", _cvc5_version(), f"cross_check rlimit-per={rlimit} logic=ALL")
+    if probe.entry is not None and probe.entry.status == "unsat":  # only proofs are stored for cvc5
+        cache.count(reused=True)
+        return Verdict(Status.PROVED, time.perf_counter() - start)
+    cache.count(reused=False)
     cvc5 = _cvc5()
     tm = cvc5.TermManager()
     solver = cvc5.Solver(tm)
     solver.setOption("rlimit-per", str(rlimit))
     solver.setLogic("ALL")
     translate = _ToCvc5(tm)
-    start = time.perf_counter()
     try:
         memo: dict[int, Any] = {}
         for hypothesis in hypotheses:
             solver.assertFormula(translate.term(hypothesis, (), memo))
-        negated = Not(_bool(claim))
         solver.assertFormula(translate.term(negated, (), memo))
     except TranslationError as exc:
         return Verdict(Status.UNKNOWN, time.perf_counter() - start, reason=str(exc))
     result = solver.checkSat()
     seconds = time.perf_counter() - start
     if result.isUnsat():
+        probe.keep("unsat")
         return Verdict(Status.PROVED, seconds)
     if result.isSat():
         return Verdict(Status.REFUTED, seconds, reason="cvc5: sat (a counterexample exists)")

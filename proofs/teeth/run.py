@@ -23,6 +23,7 @@ from cpgraph.proofs.teeth.bite import bite as bite
 from cpgraph.proofs.teeth.coverage import BOUNDARIES as BOUNDARIES, SCOPES as SCOPES, coverage as coverage, scope_edges as scope_edges
 from cpgraph.proofs.teeth.guards import guards as guards, induction_base as induction_base
 from cpgraph.proofs.teeth.minimal import PINNED, minimal_bite
+from cpgraph.proofs.engine import cache
 from cpgraph.proofs.engine.obligation import Obligation
 from cpgraph.proofs.registry import BY_NAME
 from cpgraph.proofs.engine.results import ObligationResult, TaskResult
@@ -85,7 +86,8 @@ def teeth(
     tasks = teeth_tasks(wanted)
     if jobs > 1 and len(tasks) > 1:
         order = _long_first(tasks)
-        with multiprocessing.get_context("spawn").Pool(min(jobs, len(tasks))) as pool:
+        spawn = multiprocessing.get_context("spawn")
+        with spawn.Pool(min(jobs, len(tasks)), initializer=cache.configure, initargs=(cache.current(),)) as pool:
             results = _in_task_order(order, pool.map(teeth_task, [tasks[i] for i in order], chunksize=1))
     else:
         results = [teeth_task(t) for t in tasks]
