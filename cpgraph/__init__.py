@@ -1,7 +1,10 @@
 """cpgraph: invariants, proofs and checkers for context-parallel prefill under CUDA graphs.
 
-Importing the package is cheap: ``check_policy`` (and its report type) load on first use, and
-nothing here imports torch, z3 or matplotlib.
+The API: ``check_all(policy, **options)`` checks a policy on every subject it offers (prefill batches through the
+prefill protocol, graph-path steps through ``PathDriver``s) and returns one ``CheckReport``; ``check_policy``
+checks the prefill batches alone. A graph-path driver answers with ``PathAnswer``s about ``GraphStep``s under a
+``GraphConfig``'s ``Graph``s. Importing the package is cheap: the names load on first use, and nothing here
+imports torch, z3 or matplotlib.
 """
 
 from __future__ import annotations
@@ -9,14 +12,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cpgraph.check import CheckReport, check_policy
+    from cpgraph.check import CheckReport, PathDriver, check_all, check_policy
+    from cpgraph.reference.graph_paths import Graph, GraphConfig, GraphStep, PathAnswer
 
-__all__ = ["CheckReport", "check_policy"]
+__all__ = ["CheckReport", "Graph", "GraphConfig", "GraphStep", "PathAnswer", "PathDriver", "check_all", "check_policy"]
+_FROM_CHECK = ("CheckReport", "PathDriver", "check_all", "check_policy")
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from cpgraph import check
+    if name in _FROM_CHECK:
+        import cpgraph.check
 
-        return getattr(check, name)
+        return getattr(cpgraph.check, name)
+    if name in __all__:
+        from cpgraph.reference import graph_paths
+
+        return getattr(graph_paths, name)
     raise AttributeError(f"module 'cpgraph' has no attribute {name!r}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpgraph.check import CheckReport, check_policy
+from cpgraph.check import CheckReport, check_all
 from cpgraph.check.batch import Batch
 from cpgraph.check.calls import PolicyStop
 from cpgraph.check.judging import judge
@@ -16,9 +16,10 @@ __all__ = ["assert_batch_sound", "assert_policy_sound"]
 def assert_policy_sound(
     policy: object, *, budget_s: float | None = None, call_timeout_s: float = 10.0, **options: Any
 ) -> CheckReport:
-    """Run ``cpgraph check`` on ``policy`` (an object or 'MODULE:ATTR') and fail with the minimised
-    counterexamples as the failure message when an invariant breaks, or when a policy call hangs
-    (``call_timeout_s``), exits or breaks the protocol. Options as ``check_policy``: default budget 2 s,
+    """Run ``cpgraph check`` on ``policy`` (an object or 'MODULE:ATTR') on every subject it offers (the prefill
+    batches, its graph paths) and fail with the minimised counterexamples as the failure message when an
+    invariant breaks, or when a policy call hangs (``call_timeout_s``), exits or breaks the protocol. Options as
+    ``cpgraph.check_all`` (``check_policy``'s, and ``path_cases``, ``dp_sizes``, ... for graph paths): default budget 2 s,
     so a test suite stays fast (raise it in a nightly job), or ``max_cases=N`` to check N batches with
     no clock, the same batches on any machine. Returns the report when sound. pytest hides this
     helper's frames (``__tracebackhide__``): the failure points at the test that called it."""
@@ -26,7 +27,7 @@ def assert_policy_sound(
     if budget_s is None and options.get("max_cases") is None:
         budget_s = 2.0
     try:
-        report = check_policy(policy, budget_s=budget_s, call_timeout_s=call_timeout_s, **options)
+        report = check_all(policy, budget_s=budget_s, call_timeout_s=call_timeout_s, **options)
     except PolicyStop as stopped:
         kind = ("breaks the protocol" if stopped.stop.protocol_error else
                 "cannot be driven by its adapter" if stopped.stop.kind == "glue" else "stopped the check")

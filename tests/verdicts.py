@@ -38,14 +38,14 @@ def _batch(violation: dict[str, Any]) -> dict[str, Any]:
 
 def prefill(target: str, max_cases: int, release: tuple[str, str] | None) -> dict[str, Any]:
     """The prefill check's verdict and minimised witnesses (one search process, no boundary models)."""
-    from cpgraph.check import check_policy
+    from cpgraph.check import check_all
 
     policy: object = target
     if release is not None:
         from cpgraph.adapters import policy_at
 
         policy = policy_at(target, str(CACHE / release[0] / release[1]))
-    report = check_policy(policy, max_cases=max_cases, boundary=False, workers=1)
+    report = check_all(policy, max_cases=max_cases, boundary=False, workers=1, graph_paths=False)
     data = report.to_json()
     return {"ok": data["ok"], "violations": [_batch(v) for v in data["violations"]]}
 
@@ -53,11 +53,12 @@ def prefill(target: str, max_cases: int, release: tuple[str, str] | None) -> dic
 def paths(version: str) -> dict[str, Any]:
     """The graph-path check of vLLM ``version`` (dcp 1 and 2, cp 1, 2, 4, DP 1 and 2, 30 cases, seed 7)."""
     from cpgraph.adapters.vllm import policy_from
-    from cpgraph.check.paths import check_paths
+    from cpgraph.check import check_all
 
     policy = policy_from(str(CACHE / "vllm" / version))
-    report = check_paths(policy.graph_path_drivers((1, 2)), cp_sizes=(1, 2, 4), cases=30, seed=7, dp_sizes=(1, 2))
-    data = report.to_json()
+    report = check_all(policy, cp_sizes=(1, 2, 4), path_cases=30, seed=7, dp_sizes=(1, 2), dcp_sizes=(1, 2), max_cases=20,
+                       boundary=False, workers=1)
+    data = report.to_json()["graph_paths"]
     keep = ("invariant", "mode", "placement", "dcp_size", "dp_size", "steps", "config", "should", "used")
     return {"ok": data["ok"], "violations": [{k: v[k] for k in keep} for v in data["violations"]]}
 

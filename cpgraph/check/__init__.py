@@ -1,11 +1,15 @@
-"""``cpgraph check``: invariant checking of any bucket-selection policy, with minimal counterexamples."""
+"""``cpgraph check``: one checker of any policy's CUDA-graph selection on every subject it offers (prefill
+batches, graph-path steps with DP ranks), with minimal counterexamples; ``check_all`` (the API) and ``check_one`` (the command line) are its entry points."""
 
 from cpgraph.check.batch import Batch, make_batch
 from cpgraph.check.judging import EFFICIENCY, INVARIANTS, SAFETY, Finding, Spec, judge, spec_for
 from cpgraph.check.options import CheckOptions, make_options
+from cpgraph.check.pipeline import check_all, check_one
 from cpgraph.check.protocol import Policy, RankAnswer, as_policy, ask, load_policy
 from cpgraph.check.report import CheckReport, Violation
 from cpgraph.check.run import breaks, check_policy
+from cpgraph.check.subjects.path_violation import PathRun, PathsRun, PathViolation
+from cpgraph.check.subjects.paths import PathDriver, check_paths
 
 __all__ = [
     "EFFICIENCY",
@@ -15,6 +19,10 @@ __all__ = [
     "CheckOptions",
     "CheckReport",
     "Finding",
+    "PathDriver",
+    "PathRun",
+    "PathViolation",
+    "PathsRun",
     "Policy",
     "RankAnswer",
     "Spec",
@@ -22,6 +30,9 @@ __all__ = [
     "as_policy",
     "ask",
     "breaks",
+    "check_all",
+    "check_one",
+    "check_paths",
     "check_policy",
     "judge",
     "load_policy",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 
-from cpgraph.check.paths import PathViolation
+from cpgraph.check.subjects.path_violation import PathViolation
 from cpgraph.check.release import ENV, INSTALLED, Release
 from cpgraph.reference.invariants import INVARIANT_TABLE
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from cpgraph.check.batch import Factor, parse_factor, parse_table
 from cpgraph.check.judging import EFFICIENCY, INVARIANTS, SAFETY
 from cpgraph.check.protocol import ASK_REPLAY, align_text
 from cpgraph.reference import STRATEGIES, default_align_size
+from cpgraph.reference.graph_paths import CUDAGRAPH_MODES
 from cpgraph.reference.keying import keying_row
 
 T = TypeVar("T")
@@ -54,6 +55,14 @@ class CheckOptions:
     keying_fixed: bool = True  # False: the keying was not given, so a policy's declared one wins
     decodes: bool = True  # batches with decodes (is_prefilling) where the strategy places them and the policy takes them
     max_cases: int | None = None  # None: bounded by budget_s; else at most this many batches (see above)
+    # the graph-path subject (subjects/paths.py): checked when the policy offers path drivers, unless False
+    graph_paths: bool | None = None
+    cudagraph_modes: tuple[str, ...] | None = None  # None: every mode a driver runs
+    dcp_sizes: tuple[int, ...] = (1, 2)
+    dp_sizes: tuple[int, ...] = (1, 2)
+    spec_tokens: int = 0
+    path_cases: int = 200  # cases per path (mode, placement, dcp and DP size)
+    call_timeout_s: float = 10.0  # the longest one policy call may take, on every subject
 
     def share(self, shard: int, shards: int) -> int | None:
         """The batches search process ``shard`` of ``shards`` checks under ``max_cases`` (None: no count)."""
@@ -147,6 +156,13 @@ def make_options(
     keying: str | None = None,
     decodes: bool = True,
     max_cases: int | None = None,
+    graph_paths: bool | None = None,
+    cudagraph_modes: Iterable[str] | str | None = None,
+    dcp_sizes: Iterable[int] = (1, 2),
+    dp_sizes: Iterable[int] = (1, 2),
+    spec_tokens: int = 0,
+    path_cases: int = 200,
+    call_timeout_s: float = 10.0,
 ) -> CheckOptions:
     """Validate and freeze the options of ``check_policy`` (TypeError/ValueError on bad input). A time left
     as None is its default (budget_s 30, grace_s 1, minimize_s 1), or unbounded when ``max_cases`` is given."""
@@ -214,8 +230,38 @@ def make_options(
         keying_fixed=keying_fixed,
         decodes=decodes,
         max_cases=cases,
+        call_timeout_s=_seconds("call_timeout_s", call_timeout_s, positive=True, default=10.0, counted=False),
+        **path_options(graph_paths, cudagraph_modes, dcp_sizes, dp_sizes, spec_tokens, path_cases),
     )
     return keyed_options(made) if keyed == "local" else made
+
+
+def path_options(graph_paths: object, modes: object, dcp_sizes: object, dp_sizes: object, spec_tokens: object,
+                 path_cases: object) -> dict[str, Any]:
+    """The graph-path subject's options, validated (bad input names the argument, the value and what is allowed)."""
+    if graph_paths is not None and not isinstance(graph_paths, bool):
+        raise TypeError(f"graph_paths must be a bool or None (when the policy offers path drivers), got {graph_paths!r}")
+    chosen = None if modes is None else _list("cudagraph_modes", modes, _mode)
+
+    def sizes(name: str, value: object, high: int) -> tuple[int, ...]:
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            raise TypeError(f"{name} must be a sequence of ints in 1..{high}, got {value!r}")
+        out = tuple(dict.fromkeys(_int(f"{name}[]", v, 1) for v in value))
+        if not out or max(out) > high:
+            raise ValueError(f"{name} must be ints in 1..{high}, got {value!r}")
+        return out
+
+    spec = _int("spec_tokens", spec_tokens, 0)
+    if spec > 16:
+        raise ValueError(f"spec_tokens must be an int in 0..16, got {spec_tokens!r}")
+    return {"graph_paths": graph_paths, "cudagraph_modes": chosen, "dcp_sizes": sizes("dcp_sizes", dcp_sizes, 64),
+            "dp_sizes": sizes("dp_sizes", dp_sizes, 8), "spec_tokens": spec, "path_cases": _int("path_cases", path_cases, 1)}
+
+
+def _mode(name: str, value: object) -> str:
+    if value not in CUDAGRAPH_MODES:
+        raise ValueError(f"{name} must be one of {', '.join(CUDAGRAPH_MODES)}; got {value!r}")
+    return str(value)
 
 
 def keyed_options(opts: CheckOptions) -> CheckOptions:

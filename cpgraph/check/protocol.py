@@ -137,6 +137,11 @@ def load_policy(target: str) -> Policy:
     """Import ``MODULE[:ATTR]`` (MODULE a dotted name or a .py path; ATTR may be dotted). The working
     directory is put on sys.path first, as pytest does. Raises ValueError, ImportError or TypeError
     with the reason."""
+    return as_policy(load_object(target), target)
+
+
+def load_object(target: str) -> object:
+    """The object ``MODULE[:ATTR]`` names (see load_policy), imported; not yet read as a policy."""
     if not isinstance(target, str) or not target or target.startswith(":"):
         raise ValueError(f"policy must be MODULE:ATTR (e.g. reference.policy or mypkg.sel:policy), got {target!r}")
     module_name, _, attr = target.partition(":") if ":" in target else (target, "", "")
@@ -180,7 +185,7 @@ def load_policy(target: str) -> Policy:
         if not hasattr(obj, part):
             raise ImportError(f"policy module {module_name!r} has no attribute {attr!r} (missing {part!r})")
         obj = getattr(obj, part)
-    return as_policy(obj, target)
+    return obj
 
 
 def _as_int(value: object) -> object:

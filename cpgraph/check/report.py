@@ -1,4 +1,6 @@
-"""The result of a check: one Violation per broken invariant, rendered as <= 15 lines of text or JSON."""
+"""The one report of a check, on every subject: the prefill batches' violations (one ``Violation`` per broken
+invariant, <= 15 lines of text each) and each other subject's part (the graph paths': subjects/path_violation.py),
+their findings headed alike (verdict.py), rendered as text, JSON, Markdown or JUnit."""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ from typing import Any
 
 from cpgraph.check.batch import Batch
 from cpgraph.check.calls import CallStop, last_traceback
-from cpgraph.check.judging import CLAIMS, SAFETY, Spec
+from cpgraph.check.judging import CLAIMS, Spec
 from cpgraph.check.protocol import RankAnswer
+from cpgraph.check.verdict import headline, prefill_where
 from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.reference.lists import compact
 
@@ -38,12 +41,20 @@ class Violation:
     def detail(self) -> str:
         return self.why
 
+    @property
+    def subject(self) -> str:
+        """The invariant table's column this finding is stated in: the batch under its keying."""
+        return "batch_local" if self.spec.keying == "local" else "batch_global"
+
+    @property
+    def where(self) -> str:
+        return prefill_where(self.spec.keying)
+
     def text(self) -> str:
         """At most 15 lines: the invariant, the batch, what each rank answered, what the spec requires."""
-        kind = "safety" if self.invariant in SAFETY else "efficiency"
         b = self.batch
         lines = [
-            f"{self.invariant} violated ({kind}: {INVARIANT_TABLE[self.invariant].stated(self.spec.keying)})",
+            headline(self.invariant, self.where, self.subject),
             f"  batch: cp_size={b.cp_size} align_size={b.align_size} num_tokens={b.num_tokens} "
             f"extend_seq_lens={compact(list(b.extend_seq_lens))} max_padding_factor={b.max_padding_factor}"
             + ("" if b.is_prefilling is None else f" is_prefilling={list(b.is_prefilling)}"),
@@ -80,6 +91,9 @@ class Violation:
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "invariant": self.invariant,
+            "subject": self.subject,
+            "path": self.where,
+            "cost": INVARIANT_TABLE[self.invariant].costs,
             "counterexample": self.batch.to_json(),
             "detail": self.why,
             "answers": [a.to_json() for a in self.answers],
@@ -126,10 +140,24 @@ class CheckReport:
     stop: CallStop | None = None  # a policy call that ended the check (hung, exited, interrupted)
     seed: int = 0  # the random phase's seed (rerun with it to see the same batches)
     knobs: tuple[tuple[str, object], ...] = ()  # the run's knobs (factors, alignments, n, replay asking)
+    parts: tuple[tuple[str, Any], ...] = ()  # (key, part) of every other subject checked (subjects/: ``Part``)
+    batches: bool = True  # False: the policy offers no prefill protocol, only other subjects
+    root: str | None = None  # the release folder an adapter drove (for an emitted test), when it says
+    family: str | None = None  # the adapter's name for the release's family of code, when it says
+    version: str | None = None  # the version of the stack the policy drove, when it says
 
     @property
     def ok(self) -> bool:
-        return not self.violations and self.stop is None
+        return not self.violations and self.stop is None and all(part.ok for _, part in self.parts)
+
+    def part(self, key: str) -> Any:
+        """The part of subject ``key`` ('graph_paths'), or None when it was not checked."""
+        return dict(self.parts).get(key)
+
+    @property
+    def findings(self) -> tuple[Any, ...]:
+        """Every violation of every subject, the batches' first."""
+        return (*self.violations, *(v for _, part in self.parts for v in part.violations))
 
     @property
     def invariants(self) -> tuple[str, ...]:
@@ -156,6 +184,10 @@ class CheckReport:
         }
         if self.stop is not None:
             data["policy_call"] = self.stop.to_json()
+        if not self.batches:
+            data["batches"] = False
+        for key, part in self.parts:
+            data[key] = part.to_json()
         return data
 
     def json(self) -> str:
@@ -164,14 +196,14 @@ class CheckReport:
     def text(self) -> str:
         if self.stop is not None:
             return f"cpgraph check {self.policy}: FAILED - {self.stop.text()}"
-        head = (
-            f"cpgraph check {self.policy}: {'OK' if self.ok else 'FAILED'} - {self.cases} batches in "
+        verdict = "OK" if self.ok else "FAILED"
+        head = [
+            f"cpgraph check {self.policy}: {verdict} - {self.cases} batches in "
             f"{self.seconds:.1f} s ({self.rate_per_minute:,.0f}/min; stopped: {self.stopped}); "
             f"checked {', '.join(self.checked)}"
-        )
-        if self.ok:
-            return head
-        return "\n\n".join([head] + [v.text() for v in self.violations])
+        ] if self.batches else [f"cpgraph check {self.policy}: {verdict}"]
+        head += [part.summary() for _, part in self.parts]
+        return "\n\n".join(["\n".join(head)] + [v.text() for v in self.findings])
 
 
     def markdown(self) -> str:
@@ -183,13 +215,16 @@ class CheckReport:
         if self.stop is not None:
             out += ["```", self.stop.text(), "```"]
             return "\n".join(out) + "\n"
-        rows = [["invariant", "verdict", "claim"]]
-        broken = {v.invariant for v in self.violations}
-        rows += [[f"`{inv}`", "**violated**" if inv in broken else "held", CLAIMS[inv]] for inv in self.checked]
-        out += [md_table(rows), ""]
-        for v in self.violations:
-            out += [f"<details><summary><code>{v.invariant}</code> counterexample</summary>", "", "```", v.text(), "```", "</details>"]
-        out += ["", f"<sub>{self.cases} batches in {self.seconds:.1f} s; stopped: {self.stopped}</sub>"]
+        if self.batches:
+            rows = [["invariant", "verdict", "claim"]]
+            broken = {v.invariant for v in self.violations}
+            rows += [[f"`{inv}`", "**violated**" if inv in broken else "held", CLAIMS[inv]] for inv in self.checked]
+            out += [md_table(rows), ""]
+        out += [f"- {part.summary()}" for _, part in self.parts]
+        for v in self.findings:
+            out += ["", f"<details><summary><code>{v.invariant}</code> on {v.where}</summary>", "", "```", v.text(), "```", "</details>"]
+        if self.batches:
+            out += ["", f"<sub>{self.cases} batches in {self.seconds:.1f} s; stopped: {self.stopped}</sub>"]
         return "\n".join(out) + "\n"
 
     def junit(self) -> str:
@@ -204,12 +239,14 @@ class CheckReport:
 
         broken = {v.invariant: v for v in self.violations}
         cases = []
-        for inv in self.checked:
+        for inv in self.checked if self.batches else ():
             v = broken.get(inv)
             if v is None:
                 cases.append(JUnitCase(inv, f"cpgraph.check.{self.policy}"))
             else:
                 cases.append(JUnitCase(inv, f"cpgraph.check.{self.policy}", "failure", 0.0, v.why, v.text()))
+        for key, part in self.parts:
+            cases += part.junit_cases(f"cpgraph.check.{key}.{self.policy}")
         if self.stop is not None:
             cases.append(JUnitCase("policy_calls", f"cpgraph.check.{self.policy}", "failure", 0.0, self.stop.line(), self.stop.text()))
         return cases

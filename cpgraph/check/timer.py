@@ -21,7 +21,7 @@ from cpgraph.output import INTERRUPT
 
 _HEART = struct.Struct("<qdiiiq")  # seq, started (monotonic; 0.0: no call), method, rank, cp_size, num_tokens
 _STARTED = struct.Struct("<d")
-_METHODS = ("admit", "replay_bucket", "local_rows", "import", "admitted_bucket")
+_METHODS = ("admit", "replay_bucket", "local_rows", "import", "admitted_bucket", "captured", "answers_dp")  # the last two: a graph-path driver's
 
 
 @dataclass

@@ -8,7 +8,6 @@ or import error, or a policy that breaks the protocol (signature, answer types);
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -19,8 +18,7 @@ from cpgraph.output import (
 )
 
 if TYPE_CHECKING:
-    from cpgraph.check import CheckOptions, CheckReport, Policy
-    from cpgraph.check.paths import PathsReport
+    from cpgraph.check import CheckOptions, CheckReport
     from cpgraph.check.release import Release
 
 MAX_CP_SIZE = 64  # one batch asks every rank
@@ -135,6 +133,8 @@ def _plot_path(path: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Parse the flags into one options record and hand it to the one entry point, ``check_one`` (pipeline.py),
+    once, once per release (``--release``), or once per tree (``--baseline``); render the one report."""
     out = Output.of(args, "check")
     from cpgraph.commands.check_ep import is_ep_target, run_ep
 
@@ -147,114 +147,83 @@ def run(args: argparse.Namespace) -> int:
         writable_file("--emit-test", args.emit_test)
     if plot:
         writable_file("--plot", plot)
-    _path_flags(args)
+    if args.release is not None and args.adapter_root is not None:
+        raise UsageError("--release and --adapter-root both name the release to check: give one")
+    if PROCESS.standalone:  # the command line: a supervisor process ends a call nothing in-process can stop
+        from cpgraph.check.calls import supervise
+
+        supervise(args.target, args.call_timeout_s)  # (forked before the policy is imported: its threads stay)
     if getattr(args, "baseline", None) is not None:
         from cpgraph.commands.check_baseline import run_baseline
 
-        if PROCESS.standalone:
-            from cpgraph.check.calls import supervise
-
-            supervise(args.target, args.call_timeout_s)
-        return run_baseline(args, options, out, lambda a, root: _loaded(a, root) if root else _load(a, supervised=True), _search,
-                            lambda a, obj: _graph_paths(a, obj, out))
+        return run_baseline(args, options, out, lambda root, opts: check_target(args.target, opts, out, root))
     if args.release is not None:
-        if args.adapter_root is not None:
-            raise UsageError("--release and --adapter-root both name the release to check: give one")
         from cpgraph.commands.check_releases import run_releases
 
-        if PROCESS.standalone:
-            from cpgraph.check.calls import supervise
-
-            supervise(args.target, args.call_timeout_s)
         return run_releases(
-            args, options, out, lambda a, root: _loaded(a, root), _search, lambda a, obj: _graph_paths(a, obj, out),
-            lambda a, report, paths, opts, release, path: _write_artifacts(a, report, opts, plot, out, release=release, path=path, paths=paths),
+            args, options, out, lambda root: check_target(args.target, options, out, root),
+            lambda report, release, path: _write_artifacts(args, report, options, plot, out, release, path),
         )
-    policy, obj = _load(args)
-    report = _search(args, policy, options, out)
-    paths = _graph_paths(args, obj, out) if report.stop is None else None
-    out.result(_rendered(report, paths, out.format))
+    report = check_target(args.target, options, out, args.adapter_root)
+    out.result(report.render(out.format))
     if report.stop is not None:
         return FOUND
     # the release an emitted test runs against: the one under --adapter-root; for a graph-path test (which needs
     # a release), the installed one the adapter drove otherwise
-    root = args.adapter_root or (getattr(obj, "root", None) if paths is not None and paths.violations else None)
+    paths = report.part("graph_paths")
+    root = args.adapter_root or (report.root if paths is not None and paths.violations else None)
     release = None
-    if isinstance(root, str):
+    if root is not None:
         from cpgraph.check.release import release_at
 
         release = release_at(args.target, root)
-    _write_artifacts(args, report, options, plot, out, release=release if args.adapter_root else None, paths=paths,
-                     paths_release=release)
-    return OK if report.ok and (paths is None or paths.ok) else FOUND
+    _write_artifacts(args, report, options, plot, out, release if args.adapter_root else None, paths_release=release)
+    return OK if report.ok else FOUND
 
 
-def _path_flags(args: argparse.Namespace) -> None:
-    """The graph-path flags read (a bad value is a usage error naming it): cudagraph modes, dcp sizes, DP sizes."""
-    from cpgraph.adapters.vllm.paths import MODES
-
-    try:
-        args.dcp_size_list = _cp_sizes(args.dcp_sizes)
-    except ValueError:
-        raise UsageError(f"--dcp-sizes must be comma-separated ints >= 1 (e.g. 1,2), got {args.dcp_sizes!r}") from None
-    modes = None if args.cudagraph_modes is None else tuple(m.strip() for m in args.cudagraph_modes.split(",") if m.strip())
-    if modes is not None and (not modes or any(m not in MODES for m in modes)):
-        raise UsageError(f"--cudagraph-modes must be comma-separated modes from {', '.join(MODES)}, got {args.cudagraph_modes!r}")
-    args.mode_list = modes
-    try:
-        args.dp_size_list = tuple(int(part) for part in args.dp_sizes.split(",") if part.strip())
-    except ValueError:
-        args.dp_size_list = ()
-    if not args.dp_size_list or not all(1 <= d <= 8 for d in args.dp_size_list):
-        raise UsageError(f"--dp-sizes must be comma-separated ints in 1..8 (e.g. 1,2), got {args.dp_sizes!r}")
-
-
-def _graph_paths(args: argparse.Namespace, obj: object, out: Output) -> PathsReport | None:
-    """Every graph path the adapter's object drives, checked (None: the target drives none, or
-    --no-graph-paths). A mode the release does not run is a usage error."""
-    from cpgraph.check.paths import check_paths
-
-    drivers_of = getattr(obj, "graph_path_drivers", None)
-    if args.no_graph_paths or not callable(drivers_of):
-        return None
-    drivers = drivers_of(args.dcp_size_list)
-    runs = {m for d in drivers for m in d.modes}
-    if args.mode_list is not None and not set(args.mode_list) <= runs:
-        raise UsageError(f"--cudagraph-modes {','.join(args.mode_list)}: this release runs {', '.join(sorted(runs))} under PCP")
+def check_target(target: str, options: CheckOptions, out: Output, root: str | None = None) -> CheckReport:
+    """The one check of ``target`` (with ``root``: the adapter's policy over the release unpacked there): every
+    subject it offers, progress on stderr unless quiet; a usage error when it cannot be loaded or driven."""
+    from cpgraph.check.pipeline import check_one
 
     def progress(line: str) -> None:
         if not out.quiet:
-            print(f"cpgraph check {args.target}: {line}", file=sys.stderr, flush=True)
+            print(line, file=sys.stderr, flush=True)
 
-    decided = getattr(obj, "decided_at", None)
-    return check_paths(
-        drivers, cp_sizes=_cp_sizes(args.cp_sizes), modes=args.mode_list, spec_tokens=args.spec_tokens,
-        cases=args.path_cases, seed=args.seed, progress=progress, decided_at=decided if callable(decided) else None,
-        dp_sizes=args.dp_size_list,
-    )
+    return check_one(target, options, root=root, progress=progress, hard_exit=True)
 
 
-def _rendered(report: CheckReport, paths: PathsReport | None, fmt: str) -> str:
-    """The prefill report, and the graph paths' after it, in one document of ``fmt``."""
-    if paths is None:
-        return report.render(fmt)
-    if fmt == "json":
-        import json
+def _sizes(flag: str, text: str, high: int, example: str, allowed: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        sizes = ()
+    if not sizes or not all(1 <= s <= high for s in sizes):
+        raise UsageError(f"{flag} must be comma-separated ints {allowed} (e.g. {example}), got {text!r}")
+    return sizes
 
-        return json.dumps({**report.to_json(), "ok": report.ok and paths.ok, "graph_paths": paths.to_json()})
-    if fmt == "junit":
-        from cpgraph.formats import junit
 
-        return junit(f"cpgraph check {report.policy}", [*report.junit_cases(), *paths.junit_cases()], seconds=report.seconds)
-    if fmt == "md":
-        return report.markdown() + "\n" + paths.markdown()
-    return report.text() + "\n\n" + paths.text()
+def _path_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The graph-path flags read (a bad value is a usage error naming it): cudagraph modes, dcp sizes, DP sizes."""
+    from cpgraph.reference.graph_paths import CUDAGRAPH_MODES
+
+    known = [m for m in CUDAGRAPH_MODES if m != "NONE"]
+    modes = None if args.cudagraph_modes is None else tuple(m.strip() for m in args.cudagraph_modes.split(",") if m.strip())
+    if modes is not None and (not modes or any(m not in known for m in modes)):
+        raise UsageError(f"--cudagraph-modes must be comma-separated modes from {', '.join(known)}, got {args.cudagraph_modes!r}")
+    return {
+        "graph_paths": False if args.no_graph_paths else None, "cudagraph_modes": modes,
+        "dcp_sizes": _sizes("--dcp-sizes", args.dcp_sizes, MAX_CP_SIZE, "1,2", ">= 1"),
+        "dp_sizes": _sizes("--dp-sizes", args.dp_sizes, 8, "1,2", "in 1..8"),
+        "spec_tokens": args.spec_tokens, "path_cases": args.path_cases,
+    }
 
 
 def _options(args: argparse.Namespace) -> CheckOptions:
-    """The check's options from the flags; a bad value is a usage error."""
+    """The check's one options record from the flags; a bad value is a usage error."""
     from cpgraph.check import make_options
 
+    paths = _path_flags(args)
     try:
         return make_options(
             cp_sizes=_cp_sizes(args.cp_sizes),
@@ -273,6 +242,8 @@ def _options(args: argparse.Namespace) -> CheckOptions:
             keying=args.keying,
             decodes=not args.no_decodes,
             max_cases=args.max_cases,
+            call_timeout_s=args.call_timeout_s,
+            **paths,
         )
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
@@ -285,86 +256,9 @@ def _check_headroom_tables(capacities: str) -> None:
             raise UsageError(f"--capacities {table!r}: headroom:R needs R in 1..{MAX_REQUESTS} (requests a table is sized for)")
 
 
-def _load(args: argparse.Namespace, supervised: bool = False) -> tuple[Policy, object]:
-    """The policy, imported under the call timeout (behind a supervisor process on the command line); a
-    policy that cannot be loaded, or an adapter's stack that is missing, is a usage error. With
-    --adapter-root the adapter module builds the policy from that folder (``policy_from(root, ATTR)``)."""
-    from cpgraph.adapters import AdapterError
-    from cpgraph.check import load_policy
-    from cpgraph.check.calls import load_bounded, session, supervise
-
-    if PROCESS.standalone and not supervised:  # the command line: a supervisor process ends a call nothing in-process can stop
-        supervise(args.target, args.call_timeout_s)  # (forked before the policy is imported: its threads stay)
-    if args.adapter_root is None:
-        try:  # importing runs the policy's module: bounded like a call
-            with session(args.call_timeout_s, hard_exit=True), contextlib.redirect_stdout(sys.stderr):
-                return load_bounded(lambda: load_policy(args.target), args.target), _target_object(args.target)
-        except (ImportError, TypeError, ValueError, AdapterError) as exc:
-            raise UsageError(f"cannot load policy {args.target!r}: {exc}") from None
-    return _loaded(args, args.adapter_root)
-
-
-def _target_object(target: str) -> object:
-    """The object ``MODULE:ATTR`` names when MODULE is an importable module (already imported by the load),
-    else None (a .py path: no graph paths to drive)."""
-    import importlib
-
-    module_name, _, attr = target.partition(":")
-    if not attr or module_name.endswith(".py") or os.sep in module_name:
-        return None
-    try:
-        return getattr(importlib.import_module(module_name), attr, None)
-    except ImportError:
-        return None
-
-
-def _loaded(args: argparse.Namespace, root: str) -> tuple[Policy, object]:
-    """The adapter policy ``args.target`` over the release under ``root``, and the adapter's own object."""
-    from cpgraph.adapters import AdapterError, policy_at
-    from cpgraph.check.calls import load_bounded, session
-    from cpgraph.check.protocol import as_policy
-
-    built: list[object] = []
-
-    def build() -> Policy:
-        built.append(policy_at(args.target, root))
-        return as_policy(built[0], args.target)
-
-    try:
-        with session(args.call_timeout_s, hard_exit=True), contextlib.redirect_stdout(sys.stderr):
-            return load_bounded(build, args.target), built[0]
-    except (ImportError, TypeError, ValueError, AdapterError) as exc:
-        raise UsageError(f"cannot load policy {args.target!r}: {exc}") from None
-
-
-def _search(args: argparse.Namespace, policy: Policy, options: CheckOptions, out: Output) -> CheckReport:
-    """The check's report; a policy call that stopped the check (hung, exited, interrupted) is its finding,
-    a protocol error a usage error."""
-    from cpgraph.check import CheckReport
-    from cpgraph.check.calls import PolicyStop, session
-    from cpgraph.check.run import run_check
-
-    def progress(line: str) -> None:
-        if not out.quiet:
-            print(line, file=sys.stderr, flush=True)
-
-    try:
-        with session(args.call_timeout_s, hard_exit=True), contextlib.redirect_stdout(sys.stderr):
-            report: CheckReport = run_check(policy, options, progress)
-    except PolicyStop as stopped:
-        if stopped.stop.kind == "glue":
-            raise UsageError(f"adapter glue: {stopped.stop.detail}; batch: {stopped.stop.batch}") from None
-        if stopped.stop.protocol_error:
-            raise UsageError(f"protocol error: {stopped.stop.line()}") from None
-        report = CheckReport(policy.name, (), 0, 0.0, tuple(i for i in options.invariants if i in options.checked),
-                             (), "policy call", stopped.stop)
-    return report
-
-
 def _write_artifacts(
     args: argparse.Namespace, report: CheckReport, options: CheckOptions, plot: str | None, out: Output,
-    release: Release | None = None, path: str | None = None, paths: PathsReport | None = None,
-    paths_release: Release | None = None,
+    release: Release | None = None, path: str | None = None, paths_release: Release | None = None,
 ) -> None:
     """The --emit-test regression test (to ``path``, default the flag's; carrying ``release`` when an
     adapter drove one) and the --plot layout of the violations found, or a note that every invariant held."""
@@ -376,6 +270,7 @@ def _write_artifacts(
         written = write_regression_test(path or args.emit_test, args.target, report.violations, strategy=strategy,
                                         keying=keying, release=release)
         out.note(f"wrote regression test {written}" + (f" (against {release.label})" if release is not None else ""))
+    paths = report.part("graph_paths")
     paths_release = paths_release or release
     if args.emit_test and paths is not None and paths.violations and paths_release is not None:
         from cpgraph.check.emit_paths import write_paths_test
@@ -392,8 +287,8 @@ def _write_artifacts(
         chosen = report.violation("capacity_fit") or report.violations[0]
         plot_violation(chosen, plot, strategy=strategy)
         out.note(f"wrote {chosen.invariant} layout plot {plot}")
-    if report.ok and (paths is None or paths.ok) and (args.emit_test or plot):
+    if report.ok and (args.emit_test or plot):
         out.note("every invariant held; no regression test or plot written")
 
 
-__all__ = ["USAGE", "add_parser", "run"]
+__all__ = ["USAGE", "add_parser", "check_target", "run"]

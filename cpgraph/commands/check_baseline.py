@@ -14,7 +14,6 @@ when either tree cannot be fetched or driven (the side is named).
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import re
 from collections.abc import Callable
@@ -26,15 +25,15 @@ from cpgraph.reference.graph_paths import EFFICIENCY, SAFETY
 from cpgraph.reference.lists import compact
 
 if TYPE_CHECKING:
-    from cpgraph.check import CheckOptions, CheckReport, Policy
-    from cpgraph.check.paths import PathsReport, PathViolation
+    from cpgraph.check import CheckOptions, CheckReport
+    from cpgraph.check.paths import PathViolation
     from cpgraph.check.report import Violation
 
 PREFILL = "prefill"
 VERSION = re.compile(r"\d+(\.\d+)*(\.post\d+)?")
 DECODES = {"dual_chunk_swap": "decodes dealt", "dual_chunk_swap_replicated": "decodes copied",
            "dual_chunk_swap_dcp": "decodes copied"}
-Load = Callable[[argparse.Namespace, "str | None"], "tuple[Policy, object]"]
+Check = Callable[["str | None", "CheckOptions"], "CheckReport"]  # the one check of the target over a tree (None: installed)
 
 
 def baseline_root(args: argparse.Namespace) -> tuple[str, str]:
@@ -70,19 +69,14 @@ def baseline_root(args: argparse.Namespace) -> tuple[str, str]:
         raise UsageError(f"--baseline {base}: {exc}") from None
 
 
-def run_baseline(
-    args: argparse.Namespace, options: CheckOptions, out: Output, load: Load,
-    search: Callable[[argparse.Namespace, Policy, CheckOptions, Output], CheckReport],
-    graph_paths: Callable[[argparse.Namespace, object], PathsReport | None],
-) -> int:
+def run_baseline(args: argparse.Namespace, options: CheckOptions, out: Output, check: Check) -> int:
     """Check the baseline and the candidate; print the verdict diff; the exit code (module docstring)."""
     root, kind = baseline_root(args)
     sides = []
     for name, where in (("baseline", root), ("candidate", args.adapter_root)):
         out.note(f"{name}: checking {'the installed stack' if where is None else where} ...")
         try:
-            sides.append(_side(args, options, out, load, search, graph_paths, where,
-                               kind if name == "baseline" else "tree" if where else "installed"))
+            sides.append(_side(options, check, where, kind if name == "baseline" else "tree" if where else "installed"))
         except UsageError as exc:
             raise UsageError(f"--baseline: the {name} ({where or 'installed'}) cannot be checked: {exc}") from None
     rows = diff(sides[0], sides[1])
@@ -90,35 +84,25 @@ def run_baseline(
     return exit_code(rows)
 
 
-def _side(
-    args: argparse.Namespace, options: CheckOptions, out: Output, load: Load,
-    search: Callable[[argparse.Namespace, Policy, CheckOptions, Output], CheckReport],
-    graph_paths: Callable[[argparse.Namespace, object], PathsReport | None], root: str | None, kind: str,
-) -> Side:
-    """One tree checked: the prefill bucket, then the graph paths one dcp size at a time (so each path's dcp size
-    is known; the draws do not depend on the other sizes)."""
-    policy, obj = load(args, root)
-    report = search(args, policy, options, out)
+def _side(options: CheckOptions, check: Check, root: str | None, kind: str) -> Side:
+    """One tree checked (the one check: the prefill bucket, then every graph path, each named by its mode, dcp
+    size, decode placement and DP size; a path's draws do not depend on the other paths)."""
+    report = check(root, options)
     checked = [(PREFILL, i) for i in report.checked]
     findings = [_prefill_finding(v) for v in report.violations]
+    paths = report.part("graph_paths")
     if report.stop is not None:
         checked.append((PREFILL, "policy call"))
         findings.append(Finding(PREFILL, "policy call", report.stop.line(), report.stop.line()))
-    else:
-        for dcp in args.dcp_size_list:
-            one = copy.copy(args)
-            one.dcp_size_list = (dcp,)
-            paths = graph_paths(one, obj)
-            if paths is None:
-                break
-            names = {(mode, dp): path_name(mode, placement, dcp, dp) for mode, placement, dp, _ in paths.paths}
-            checked += [(name, i) for name in names.values() for i in (*SAFETY, *EFFICIENCY)]
-            findings += [_path_finding(v, names[(v.mode, len(v.steps))]) for v in paths.violations]
-    return Side(_label(obj, root, kind), tuple(dict.fromkeys(checked)), tuple(findings))
+    elif paths is not None:
+        names = {p.key(): path_name(p.mode, p.placement, p.dcp_size, p.dp_size) for p in paths.paths}
+        checked += [(name, i) for name in names.values() for i in (*SAFETY, *EFFICIENCY)]
+        findings += [_path_finding(v, names[v.path.key()]) for v in paths.violations]
+    return Side(_label(report.version, root, kind), tuple(dict.fromkeys(checked)), tuple(findings))
 
 
-def _label(obj: object, root: str | None, kind: str) -> str:
-    version = getattr(obj, "version", None) or "installed"
+def _label(version: str | None, root: str | None, kind: str) -> str:
+    version = version or "installed"
     where = {"release": "the release, fetched", "tree": "a tree", "installed": "installed"}[kind]
     return f"{version} ({where}{'' if root is None else ' at ' + root})"
 

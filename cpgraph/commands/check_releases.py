@@ -22,8 +22,8 @@ from cpgraph.output import FOUND, OK, USAGE, Output, UsageError
 from cpgraph.reference.lists import compact
 
 if TYPE_CHECKING:
-    from cpgraph.check import CheckOptions, CheckReport, Policy
-    from cpgraph.check.paths import PathsReport
+    from cpgraph.check import CheckOptions, CheckReport
+    from cpgraph.check.paths import PathsRun
     from cpgraph.check.release import Release
 
 
@@ -37,11 +37,15 @@ class Row:
     report: CheckReport | None
     reason: str = ""
     unchecked: str = "not driven"  # the verdict of a row with no report
-    paths: PathsReport | None = None  # the graph paths beside the prefill bucket, when the adapter drives them
+
+    @property
+    def paths(self) -> PathsRun | None:
+        """The graph paths' part of the report, when the adapter drives them."""
+        return None if self.report is None else self.report.part("graph_paths")
 
     @property
     def ok(self) -> bool:
-        return self.report is not None and self.report.ok and (self.paths is None or self.paths.ok)
+        return self.report is not None and self.report.ok
 
     @property
     def code(self) -> int:
@@ -53,7 +57,8 @@ class Row:
             return self.unchecked
         if self.ok:
             return "OK"
-        broken = [f"prefill: {', '.join(dict.fromkeys(v.invariant for v in self.report.violations)) or 'policy call'}"] if not self.report.ok else []
+        prefill_ok = not self.report.violations and self.report.stop is None
+        broken = [] if prefill_ok else [f"prefill: {', '.join(dict.fromkeys(v.invariant for v in self.report.violations)) or 'policy call'}"]
         if self.paths is not None and not self.paths.ok:
             broken.append("paths: " + ", ".join(dict.fromkeys(f"{v.invariant} ({v.mode})" for v in self.paths.violations)))
         return "FAILED " + "; ".join(broken)
@@ -76,13 +81,11 @@ class Row:
 
 
 def run_releases(
-    args: argparse.Namespace, options: CheckOptions, out: Output,
-    load: Callable[[argparse.Namespace, str], tuple[Policy, object]],
-    search: Callable[[argparse.Namespace, Policy, CheckOptions, Output], CheckReport],
-    graph_paths: Callable[[argparse.Namespace, object], PathsReport | None],
-    write: Callable[[argparse.Namespace, CheckReport, PathsReport | None, CheckOptions, Release | None, str | None], None],
+    args: argparse.Namespace, options: CheckOptions, out: Output, check: Callable[[str], CheckReport],
+    write: Callable[[CheckReport, Release, str], None],
 ) -> int:
-    """Check every release ``args.release`` names; print the table; the exit code (module docstring)."""
+    """Check every release ``args.release`` names with ``check`` (the one check of the target over a release
+    folder: commands/check.py's ``check_target``); print the table; the exit code (module docstring)."""
     from cpgraph.adapters import AdapterError
     from cpgraph.adapters.releases import ReleaseUnavailable, fetch, in_range
     from cpgraph.check.release import Release, adapter_package
@@ -102,25 +105,14 @@ def run_releases(
             rows.append(Row(version, "-", None, str(exc), "unavailable"))
             continue
         try:
-            policy, obj = load(args, root)
+            report = check(root)
         except UsageError as exc:
             rows.append(Row(version, "-", None, str(exc)))
             continue
-        family = str(getattr(obj, "family", "-") or "-")
-        try:
-            report = search(args, policy, options, out)
-        except UsageError as exc:
-            rows.append(Row(version, family, None, str(exc)))
-            continue
-        try:
-            paths = graph_paths(args, obj) if report.stop is None else None
-        except UsageError as exc:
-            rows.append(Row(version, family, None, str(exc)))
-            continue
-        rows.append(Row(version, family, report, paths=paths))
-        if args.emit_test and (report.violations or (paths is not None and paths.violations)):
+        rows.append(Row(version, report.family or "-", report))
+        if args.emit_test and report.findings:
             path = args.emit_test if len(versions) == 1 else _versioned(args.emit_test, version)
-            write(args, report, paths, options, Release(package, version, root), path)
+            write(report, Release(package, version, root), path)
     out.result(_render(args, package, rows, out.format))
     codes = {row.code for row in rows}
     return USAGE if USAGE in codes else FOUND if FOUND in codes else OK
@@ -158,6 +150,5 @@ def _render(args: argparse.Namespace, package: str, rows: list[Row], fmt: str) -
         ]
         return junit(title, cases)
     details = [f"\n== {package} {r.version}\n{r.report.text()}" for r in rows if r.report is not None and not r.report.ok]
-    details += [f"\n== {package} {r.version}\n{r.paths.text()}" for r in rows if r.paths is not None and not r.paths.ok]
     details += [f"\n== {package} {r.version}: {r.verdict}\n{r.reason}" for r in rows if r.report is None]
     return "\n".join([title, "", text_table(table), *details])

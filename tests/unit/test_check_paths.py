@@ -81,7 +81,7 @@ CP = (1, 2, 4)
 
 def test_the_fastest_fitting_graph_keeps_every_path() -> None:
     report = check_paths([ModelDriver(fastest), ModelDriver(fastest, "dual_chunk_swap_replicated", dcp_size=2)], cp_sizes=CP, cases=300)
-    assert report.ok and len(report.paths) == 6 and all(cases == 300 for _, _, _, cases in report.paths)
+    assert report.ok and len(report.paths) == 6 and all(p.cases == 300 for p in report.paths)
 
 
 def test_vllms_global_request_count_is_caught_with_the_minimal_step() -> None:
