@@ -116,9 +116,9 @@ CITED = {
 
 @pytest.mark.parametrize("version", sorted(CITED))
 def test_the_glue_is_where_the_adapter_cites_it(policy: Callable[..., VllmPolicy], version: str) -> None:
-    found = policy(version).glue
+    found = policy(version).citations()  # the dispatch steps from the statements run, the rest as located
     for step, line in CITED[version].items():
-        assert found.cite(step).line == line, (version, step, found.cite(step))
+        assert found[step].endswith(f":{line}"), (version, step, found[step])
 
 
 # -- (a) the layout ----------------------------------------------------------------------------------
@@ -128,7 +128,9 @@ def test_dual_chunk_swap_loads_equal_the_releases_own_rows(policy: Callable[...,
     mismatches = []
     for i, (p, lengths, prefilling) in enumerate(_random_batches(20_000 + CONFORMANCE.index(version), 10_000)):
         step = _step(pcp, p, lengths, prefilling, rank=i % p)
-        expected = rank_loads(lengths, cp_size=p, strategy=pcp.strategy, is_prefilling=prefilling)
+        order = step.order or tuple(range(len(lengths)))  # the release sorts the batch (gather_batch_req_state) first
+        laid = tuple(lengths[j] for j in order), tuple(prefilling[j] for j in order)
+        expected = rank_loads(laid[0], cp_size=p, strategy=pcp.strategy, is_prefilling=laid[1])
         if step.rows != tuple(expected):
             mismatches.append((p, lengths, prefilling, step.rows, expected))
         if pcp.family == LOCAL_DISPATCH and p > 1:
@@ -211,7 +213,8 @@ def test_a_size_below_a_ranks_rows_is_refused_by_the_releases_layout(policy: Cal
 # -- (c) the planted regression ---------------------------------------------------------------------
 def test_the_planted_pre_fix_glue_behaves_as_0_28(policy: Callable[..., VllmPolicy]) -> None:
     planted, shipped = policy("0.33.0", planted=True), policy("0.28.0")
-    assert planted.planted == "pre_fix" and planted.family == LOCAL_DISPATCH
+    # planted in a copy of the source, whose partition the adapter then reads as 0.28's
+    assert planted.planted == "pre_fix" and planted.family == GLOBAL_DISPATCH and planted.root != planted.origin
     for lengths, (admitted, replayed, rows) in EXAMPLES.items():
         batch = _batch(lengths, 4)
         assert (planted.admitted_bucket(**batch), planted.replay_bucket(**batch), planted.local_rows(bucket=replayed, **batch)) == (admitted, replayed, rows)

@@ -99,38 +99,30 @@ class VllmPaths:
         proposals (cpgraph's stand-in for the collective: every DP rank's column, summed), and each replays
         what was agreed. One step: no collective (dp_size 1)."""
         built = self.manager(config)
+        q = max(config.query_lens)  # the uniform decode query length, 1 + speculative tokens
         if not steps:
             raise ValueError("answers_dp needs one step per DP rank, got none")
         try:
             with self.policy.sandbox, _Collective(self.policy.dp, len(steps)) as collective:
                 if len(steps) > 1:  # first each DP rank's proposal, as the release writes it into its column
                     for d, step in enumerate(steps):
-                        collective.collect(d, lambda: self._rank(built, step, 0, len(steps), d))
-                return tuple(tuple(self._rank(built, step, rank, len(steps), d) for rank in range(step.cp_size))
+                        collective.collect(d, lambda: self._rank(built, step, 0, len(steps), d, q))
+                return tuple(tuple(self._rank(built, step, rank, len(steps), d, q) for rank in range(step.cp_size))
                              for d, step in enumerate(steps))
         except GlueError:
             raise
         except Exception as exc:
             raise self.policy._classified(exc) from None
 
-    def _rank(self, built: Any, step: GraphStep, rank: int, dp_size: int = 1, dp_rank: int = 0) -> PathAnswer:
+    def _rank(self, built: Any, step: GraphStep, rank: int, dp_size: int = 1, dp_rank: int = 0, query_len: int = 1) -> PathAnswer:
         lengths, prefilling = step.lengths, step.prefilling
-        batch = ScheduledBatch.of(lengths, prefilling)
-        # execute_model (model_runner.py:1800-1813 in 0.33.0, :1859-1877 in 0.34.0): num_reqs is the global
-        # request count, num_toks the total, then the largest rank-local rows under PCP; the uniform decode query
-        # length when every request is a decode of it; max_query_len None when the batch is not decode-graph
-        # eligible (it has a prefill)
-        num_reqs = len(lengths)
-        q = step.uniform_query_len
-        max_query_len: int | None = max(lengths) if not any(prefilling) else None
+        # execute_model's own statements up to dispatch_cg_and_sync_dp (execute.py): the request and token counts,
+        # the uniform decode count and the query-length bound it hands dispatch, the DP sync inside it
         manager = self.policy._manager(step.cp_size, rank) if step.cp_size > 1 else None
-        count = sum(lengths)  # 0.26-0.28 dispatch the global count (the shipped bug), and so does one rank
-        if manager is not None and self.policy.local:
-            count = int(manager.get_num_tokens_for_dispatch(batch.num_scheduled_tokens, batch.is_prefilling))
-        kw: dict[str, object] = {"need_eager": False, "num_active_loras": 0}
-        if "max_query_len" in self._dispatch_params:
-            kw["max_query_len"] = max_query_len
-        desc, _ = self.policy.dp.dispatch_cg_and_sync_dp(built, num_reqs, count, q, dp_size, dp_rank, **kw)
+        found = self.policy.execute.run(graphs=built, pcp_manager=manager, lengths=lengths, prefilling=prefilling,
+                                        total=sum(lengths), dp_size=dp_size, dp_rank=dp_rank, query_len=query_len)
+        desc = found.desc
+        batch = ScheduledBatch.of([lengths[i] for i in found.order], [prefilling[i] for i in found.order])
         dispatched = _graph(desc)
         if manager is None:  # one rank: no PCPManager; the batch is padded to the descriptor (prepare_inputs)
             rows, requests = sum(lengths), len(lengths)
@@ -265,15 +257,17 @@ def default_config(mode: str, *, spec_tokens: int = 0, max_num_seqs: int = 256,
     return GraphConfig(mode, tokens, decodes, (1 + spec_tokens,), max_num_seqs)
 
 
-def decision_lines(root: str) -> tuple[str, ...]:
-    """Where a release decides a step's graph, as ``file:line `source` (role)``: the request count the model
-    runner hands dispatch, the decode table's index (0.34 on), the request check of ``_is_compatible``, and
-    the partition's own request contract. A line the release does not have is left out."""
+def decision_lines(policy: Any) -> tuple[str, ...]:
+    """Where a release decides a step's graph, as ``file:line `source` (role)``: the statements of the tree
+    checked that define the request and token counts execute_model hands dispatch (those it runs, where they
+    reach the call), the decode table's index (0.34 on), the request check of ``_is_compatible``, the DP
+    re-dispatch and the partition's own request contract. A line the release does not have is left out."""
     import ast
 
     from cpgraph.adapters.glue import find, tree_of
-    from cpgraph.adapters.vllm.release import CUDAGRAPH_FILE, MODEL_RUNNER, PCP_FILE
+    from cpgraph.adapters.vllm.release import CUDAGRAPH_FILE, PCP_FILE
 
+    root: str = policy.root
     out: list[str] = []
 
     def cite(rel: str, node: ast.AST, role: str) -> None:
@@ -281,13 +275,16 @@ def decision_lines(root: str) -> tuple[str, ...]:
             text = handle.read().splitlines()[getattr(node, "lineno") - 1].strip()
         out.append(f"{rel}:{getattr(node, 'lineno')} `{text}` ({role})")
 
-    runner = tree_of(root, MODEL_RUNNER)
-    execute = find(runner, "GPUModelRunner.execute_model") if runner is not None else None
-    if execute is not None:
-        counted = [n for n in ast.walk(execute) if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "num_reqs"
-                   and "len(scheduler_output.num_scheduled_tokens)" in ast.unparse(n.value)]
-        if counted:
-            cite(MODEL_RUNNER, counted[0], "the GLOBAL request count, handed to dispatch_cg_and_sync_dp as num_reqs")
+    execute = policy.execute
+    for site in execute.deciding("num_reqs"):
+        out.append(f"{site} `{site.text}` (the request count execute_model hands dispatch_cg_and_sync_dp as num_reqs)")
+    for site in execute.deciding("num_tokens"):
+        out.append(f"{site} `{site.text}` (the token count execute_model hands dispatch_cg_and_sync_dp)")
+    call = execute.program.sink_call
+    for keyword in call.keywords:
+        if keyword.arg is not None and "num_reqs" in keyword.arg:
+            for site in execute.program.deciding(keyword.value):
+                out.append(f"{site} `{site.text}` (handed to dispatch_cg_and_sync_dp as {keyword.arg})")
     graphs = tree_of(root, CUDAGRAPH_FILE)
     dispatch = find(graphs, "CudaGraphManager.dispatch") if graphs is not None else None
     if dispatch is not None:

@@ -89,8 +89,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cpgraph.adapters.follow import FollowError
 from cpgraph.adapters.glue import check_release, classify
 from cpgraph.adapters.shim import Sandbox, StubModule
+from cpgraph.adapters.vllm.execute import Dispatched, Execute
+from cpgraph.adapters.vllm.plants import PLANTS, planted_copy
 from cpgraph.adapters.vllm.release import (
     ADAPTER,
     CUDAGRAPH_UTILS,
@@ -99,6 +102,7 @@ from cpgraph.adapters.vllm.release import (
     FAMILY_TABLE,
     GLOBAL_DISPATCH,
     LOCAL_DISPATCH,
+    MODEL_RUNNER,
     NEWEST,
     OUTSIDE,
     PACKAGE,
@@ -134,7 +138,6 @@ __all__ = [
 ]
 
 POLICIES = ("pcp",)  # the module's policies (built from the installed vLLM on first use)
-PLANTS = ("pre_fix", "global_dispatch")
 STRATEGY_OF_DECODES = {"replicated": "dual_chunk_swap_replicated", "round_robin": "dual_chunk_swap", "dcp": "dual_chunk_swap_dcp"}
 _CACHE = 4096  # decided batches kept per policy (a rank asks admit, replay_bucket and local_rows of one batch)
 _MANAGERS = 64  # CudaGraphManagers kept per policy, one per capture list
@@ -155,6 +158,7 @@ class Step:
     replay: int | None
     refusal: str | None
     rows: tuple[int, ...]
+    order: tuple[int, ...] = ()  # the batch's requests in the order the release lays them out (empty: as given)
 
 
 def _ints(name: str, values: object, low: int) -> tuple[int, ...]:
@@ -202,19 +206,20 @@ class VllmPolicy:
             raise ValueError(f"planted must be False, True (= 'pre_fix') or one of {', '.join(PLANTS)}; got {planted!r}")
         self.dcp_size = _int("dcp_size", dcp_size, 1)
         self.max_num_seqs = _int("max_num_seqs", max_num_seqs, 1)
-        self.root = check_root(root)
-        self.version = release_version(self.root)
+        self.origin = check_root(root)  # the release as given (a plant is made in a copy of it)
+        self.version = release_version(self.origin)
+        if plant is not None and read_glue(self.origin).family != LOCAL_DISPATCH:
+            raise ValueError(
+                f"planted={planted!r} plants the pre-fix glue into a release that dispatches by rank-local rows "
+                f"(0.29.0 on); vLLM {self.version} ships the global dispatch already"
+            )
+        self.root = self.origin if plant is None else planted_copy(self.origin, plant)
         self.glue: Glue = read_glue(self.root)
         self.capture = capture_api(self.root)
         family: Family = family_of(self.glue, self.capture, self.root)
         check_release(ADAPTER, f"vLLM {self.version}", self.root, assumptions(family, self.root), read_against())
         self.family = family.name
-        self.local = family.dispatch == "local"  # dispatched by the largest rank-local rows (0.29 on)
-        if plant is not None and not self.local:
-            raise ValueError(
-                f"planted={planted!r} plants the pre-fix glue into a release that dispatches by rank-local rows "
-                f"(0.29.0 on); vLLM {self.version} ships the global dispatch already"
-            )
+        self.local = family.dispatch == "local"  # the partition padded to the dispatched size (0.29 on)
         self.planted = plant
         self.mode = cuda_graph_mode(self.root)
         self.sandbox = Sandbox(self.root, PACKAGE, REAL_MODULES, outside=OUTSIDE)
@@ -230,15 +235,21 @@ class VllmPolicy:
             self.dp = self.sandbox.load(DP_UTILS)
         except ImportError as exc:
             raise VllmAdapterError(f"numpy is needed to run vLLM's PCP code (pip install numpy): {exc}") from exc
+        try:  # execute_model, sliced back from dispatch_cg_and_sync_dp and compiled from the release's file
+            self.execute = Execute(self.root, MODEL_RUNNER, self.sandbox, self.max_num_seqs)
+        except FollowError as exc:
+            raise VllmGlueError(
+                f"{ADAPTER} cannot drive vLLM {self.version} under {self.root}: {exc}. The adapter runs the model runner's "
+                f"statements that reach dispatch and refuses what it cannot run (read against {read_against()}); this is a "
+                f"limit of cpgraph's adapter, not a finding about the release"
+            ) from None
         manager = self.pcp.PCPManager
         self._manager_params = frozenset(inspect.signature(manager.__init__).parameters)
-        self._dispatch_params = frozenset(inspect.signature(self.dp.dispatch_cg_and_sync_dp).parameters)
-        has_count = callable(getattr(manager, "get_num_tokens_for_dispatch", None))
         pads = "padded_num_tokens" in inspect.signature(manager._build_batch_layout).parameters
-        if has_count != self.local or pads != self.local:
+        if self.local and not pads:
             raise VllmGlueError(
-                f"vLLM {self.version} under {self.root}: the model runner's glue ({self.family}) does not match its "
-                f"PCPManager (get_num_tokens_for_dispatch: {has_count}, _build_batch_layout(padded_num_tokens=...): {pads})"
+                f"vLLM {self.version} under {self.root}: the model runner's partition ({self.family}) does not match its "
+                f"PCPManager (_build_batch_layout(padded_num_tokens=...): {pads})"
             )
         self.shard_rule = shard_decode_rule(self.root) if "shard_decode_requests" in self._manager_params else None
         if "shard_decode_requests" in self._manager_params and self.shard_rule is None:
@@ -288,18 +299,14 @@ class VllmPolicy:
             self._graph_managers[sizes] = mark_captured(manager)
         return self._graph_managers[sizes]
 
-    def _dispatch(self, sizes: tuple[int, ...], num_reqs: int, count: int) -> Any:
-        """dispatch_cg_and_sync_dp at one DP rank, as execute_model calls it (model_runner.py:1832 in 0.33.0):
-        not eager (no profile run, no encoder inputs), no LoRA. The uniform decode count and the query-length
-        bound only select decode-routine graphs, which PIECEWISE has none of (cudagraph_utils.py _is_compatible),
-        so they are left unset."""
-        kw: dict[str, object] = {"need_eager": False, "num_active_loras": 0}
-        if "max_query_len" in self._dispatch_params:
-            kw["max_query_len"] = None
-        desc, _ = self.dp.dispatch_cg_and_sync_dp(self._graph_manager(sizes), num_reqs, count, None, 1, 0, **kw)
-        return desc
+    def _follow(self, sizes: tuple[int, ...], lengths: tuple[int, ...], prefilling: tuple[bool, ...], n: int,
+                manager: Any) -> Dispatched:
+        """execute_model's own statements up to dispatch_cg_and_sync_dp at one DP rank (execute.py): the counts
+        handed to dispatch and the descriptor it returns, with ``n`` as the scheduler's total."""
+        return self.execute.run(graphs=self._graph_manager(sizes), pcp_manager=manager, lengths=lengths,
+                                prefilling=prefilling, total=n)
 
-    # -- the model runner's glue, restated ---------------------------------------------------------
+    # -- one step: the dispatch run from the release, the partition and replay key restated ------------
     def step(
         self, *, cp_rank: int, cp_size: int, num_tokens: int, extend_seq_lens: Sequence[int],
         capture_num_tokens: Sequence[int], is_prefilling: Sequence[bool] | None = None,
@@ -318,7 +325,7 @@ class VllmPolicy:
             return found
         try:
             with self.sandbox:
-                step = self._single(sizes, lengths, count_n) if size == 1 else self._ranks(size, rank, sizes, lengths, prefilling, count_n)
+                step = self._single(sizes, lengths, prefilling, count_n) if size == 1 else self._ranks(size, rank, sizes, lengths, prefilling, count_n)
         except Exception as exc:
             raise self._classified(exc) from None
         if len(self._steps) >= _CACHE:
@@ -326,32 +333,27 @@ class VllmPolicy:
         self._steps[key] = step
         return step
 
-    def _single(self, sizes: tuple[int, ...], lengths: tuple[int, ...], n: int) -> Step:
-        # One rank: maybe_build_pcp_manager returns None (pcp_manager.py:660 in 0.26.0, :903 in 0.33.0), so
-        # execute_model dispatches the global count (model_runner.py:1174 in 0.26.0, :1807 in 0.33.0) and the
-        # batch is padded to the descriptor's size (prepare_inputs, model_runner.py:878 in 0.26.0; from
-        # 0.29 max(num_tokens, batch_desc.num_tokens), :1396 in 0.33.0), the replay key.
-        desc = self._dispatch(sizes, len(lengths), n)
+    def _single(self, sizes: tuple[int, ...], lengths: tuple[int, ...], prefilling: tuple[bool, ...], n: int) -> Step:
+        # One rank: maybe_build_pcp_manager returns None (pcp_manager.py:660 in 0.26.0, :903 in 0.33.0), execute_model
+        # dispatches what its own statements count, and the batch is padded to the descriptor's size (prepare_inputs,
+        # model_runner.py:878 in 0.26.0; from 0.29 max(num_tokens, batch_desc.num_tokens), :1396 in 0.33.0), the replay key.
+        found = self._follow(sizes, lengths, prefilling, n, None)
+        desc = found.desc
         admitted = desc.cg_mode != self.mode.NONE  # type: ignore[attr-defined]
         replay = (max(n, desc.num_tokens) if self.local else desc.num_tokens) if admitted else None
-        return Step(n, desc.cg_mode.name, admitted, desc.num_tokens, None, replay, None, (sum(lengths),))
+        return Step(found.num_tokens, desc.cg_mode.name, admitted, desc.num_tokens, None, replay, None, (sum(lengths),))
 
     def _ranks(
         self, size: int, rank: int, sizes: tuple[int, ...], lengths: tuple[int, ...], prefilling: tuple[bool, ...], n: int
     ) -> Step:
         manager = self._manager(size, rank)
-        batch = ScheduledBatch.of(lengths, prefilling)
-        if not self.local or self.planted is not None:
-            # 0.26-0.28: num_toks = the global count (model_runner.py:1174 in 0.26.0, :1440 in 0.28.0)
-            count = n
-        else:
-            # 0.29 on: num_toks = pcp_manager.get_num_tokens_for_dispatch(...) (model_runner.py:1551 in 0.29.0,
-            # :1813 in 0.33.0), the largest real rank-local rows
-            count = int(manager.get_num_tokens_for_dispatch(batch.num_scheduled_tokens, batch.is_prefilling))
-        desc = self._dispatch(sizes, len(lengths), count)
+        found = self._follow(sizes, lengths, prefilling, n, manager)
+        order = found.order
+        batch = ScheduledBatch.of([lengths[i] for i in order], [prefilling[i] for i in order])
+        count, desc = found.num_tokens, found.desc
         admitted = desc.cg_mode != self.mode.NONE  # type: ignore[attr-defined]
         padded: int | None
-        if not self.local or self.planted == "pre_fix":
+        if not self.local:
             # 0.26-0.28: pcp.maybe_partition_pcp_batch(self.pcp_manager, input_batch) with no size
             # (model_runner.py:1053 in 0.26.0, :1301 in 0.28.0); the partition pads to max(per_rank_num_tokens)
             # (pcp_manager.py:387 in 0.26.0)
@@ -370,15 +372,15 @@ class VllmPolicy:
                 _, rows = manager._build_batch_layout(*batch.layout_args(), padded_num_tokens=padded)
         except ValueError as exc:  # 0.29 on: the padded size is below a rank's rows
             _, rows = manager._build_batch_layout(*batch.layout_args())
-            return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, None, str(exc), tuple(int(r) for r in rows))
+            return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, None, str(exc), tuple(int(r) for r in rows), order)
         real = tuple(int(r) for r in rows)
         if not admitted:  # eager: the layout is run, no graph is replayed
-            return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, None, None, real)
+            return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, None, None, real, order)
         # The replay key: BatchDescriptor(num_tokens=input_batch.num_tokens_after_padding) of the partitioned
         # batch (model_runner.py:1334 in 0.26.0, :1747 in 0.29.0, :2063 in 0.33.0), which the partition sets to
         # the padded size, or to max(per_rank_num_tokens) without one (pcp_manager.py:387 in 0.26.0, :545 in 0.33.0)
         replay = max(real) if padded is None else padded
-        return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, replay, None, real)
+        return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, replay, None, real, order)
 
     # -- the protocol ----------------------------------------------------------------------------
     def admit(
@@ -431,7 +433,9 @@ class VllmPolicy:
         lengths = _ints("extend_seq_lens", extend_seq_lens, 0)
         try:
             with self.sandbox:
-                scheduled = ScheduledBatch.of(lengths, _prefilling(is_prefilling, len(lengths)))
+                flags = _prefilling(is_prefilling, len(lengths))
+                order = step.order or tuple(range(len(lengths)))
+                scheduled = ScheduledBatch.of([lengths[i] for i in order], [flags[i] for i in order])
                 _, rows = self._manager(cp_size, cp_rank)._build_batch_layout(*scheduled.layout_args(), padded_num_tokens=size)
         except Exception as exc:
             raise self._classified(exc) from None
@@ -457,7 +461,7 @@ class VllmPolicy:
         out = []
         for dcp in dcp_sizes:
             size = _int("dcp_size", dcp, 1)
-            sibling = self if size == self.dcp_size else VllmPolicy(self.root, planted=self.planted or False, dcp_size=size,
+            sibling = self if size == self.dcp_size else VllmPolicy(self.origin, planted=self.planted or False, dcp_size=size,
                                                                    max_num_seqs=self.max_num_seqs)
             out.append(sibling.graph_paths())
         return tuple(out)
@@ -467,17 +471,23 @@ class VllmPolicy:
         from cpgraph.adapters.vllm.paths import decision_lines
 
         del invariant  # one dispatch decides every path invariant
-        return decision_lines(self.root)
+        return decision_lines(self)
 
     # -- provenance --------------------------------------------------------------------------------
     def citations(self) -> dict[str, str]:
-        """Where each restated step of the model runner's glue is in this release (file:line)."""
-        return {name: str(cite) for name, cite in self.glue.steps}
+        """Where each step of the model runner's glue is in the tree checked (file:line): the statements run
+        that define the counts handed to dispatch (where they reach the call) and the call, then the partition
+        and replay steps the adapter restates."""
+        out = {"dispatch_count": str(self.execute.deciding("num_tokens")[-1]),
+               "dispatch_requests": str(self.execute.deciding("num_reqs")[-1]), "dispatch": str(self.execute.sink())}
+        out.update({name: str(cite) for name, cite in self.glue.steps})
+        return out
 
     def code_files(self) -> dict[str, str]:
         """The file each function the policy runs comes from (for provenance checks)."""
         manager, graphs = self.pcp.PCPManager, self.graphs.CudaGraphManager
         out = {
+            **{f"{name} (sliced)": self.execute.program.path for name in self.execute.program.slices},
             "_build_batch_layout": manager._build_batch_layout.__code__.co_filename,
             "CudaGraphManager.__init__": graphs.__init__.__code__.co_filename,
             "_init_candidates": graphs._init_candidates.__code__.co_filename,

@@ -1,7 +1,8 @@
 """A vLLM release as the vLLM adapter finds and reads it: where the installed package lives, its version,
 the modules run for real, the two definitions compiled from their own source (``CUDAGraphMode`` and
-``ParallelConfig.pcp_shard_decode_requests``), and the model runner's PCP glue located in its
-``model_runner.py`` (what the adapter restates, cited by file and line, and checked to be there).
+``ParallelConfig.pcp_shard_decode_requests``), and the model runner's partition and replay glue located in
+its ``model_runner.py`` (what the adapter still restates, cited by file and line, and checked to be there;
+the dispatch before it is run from the release's own statements, execute.py).
 
 Nothing of vLLM is copied here: the real modules are loaded from the release's files, and the glue is
 found by reading the release's syntax tree, so a release whose glue differs from what the adapter restates
@@ -188,11 +189,12 @@ class Citation:
 
 @dataclass(frozen=True)
 class Glue:
-    """The release's PCP glue, as the adapter restates it, with where each step is.
+    """The release's partition and replay glue, as the adapter restates it, with where each step is (the
+    dispatch before it is run from the release's source: execute.py).
 
-    ``family``: ``global_dispatch`` (the model runner dispatches by the global token count and partitions
-    with no padded size, so the replay key is the largest per-rank row count) or ``local_dispatch`` (it
-    dispatches by ``get_num_tokens_for_dispatch`` and partitions padded to the dispatched size).
+    ``family``: ``global_dispatch`` (the model runner partitions with no padded size, so the replay key is
+    the largest per-rank row count; 0.26-0.28 also dispatch by the global count) or ``local_dispatch`` (it
+    partitions padded to the dispatched size).
     ``partition``: how the model runner hands the dispatched size to the partition: ``unpadded`` (not at
     all), ``padded_num_tokens`` (always, as a keyword: 0.29) or ``descriptor`` (the descriptor; the
     partition pads to its size unless it runs eagerly: 0.30 on). ``steps``: step name -> Citation."""
@@ -231,8 +233,8 @@ def _assigns(tree: ast.AST, target: str) -> list[ast.Assign | ast.AnnAssign]:
 
 
 def read_glue(root: str) -> Glue:
-    """Locate, in the release's model_runner.py and pcp_manager.py, each step of the glue the adapter
-    restates; VllmAdapterError names a step that is not there as restated."""
+    """Locate, in the release's model_runner.py and pcp_manager.py, each step of the partition and replay
+    glue the adapter restates; VllmAdapterError names a step that is not there as restated."""
     runner, manager = _tree(root, MODEL_RUNNER), _tree(root, PCP_FILE)
     lines = {MODEL_RUNNER: _source_lines(root, MODEL_RUNNER), PCP_FILE: _source_lines(root, PCP_FILE)}
 
@@ -247,18 +249,13 @@ def read_glue(root: str) -> Glue:
             f"{read_against()}; this is a limit of cpgraph's adapter, not a finding about the release"
         )
 
-    execute = next((f for f in _functions(runner, "execute_model") if any(True for _ in _calls(f, "dispatch_cg_and_sync_dp"))), None)
+    # The dispatch itself (the counts execute_model hands dispatch_cg_and_sync_dp) is not read here: it is run
+    # from the release's own statements (cpgraph/adapters/vllm/execute.py). What is read is how the model runner
+    # hands the dispatched size to the partition, which sets the family.
+    steps: list[tuple[str, Citation]] = []
+    execute = next(_functions(runner, "execute_model"), None)
     if execute is None:
-        raise missing("execute_model calls dispatch_cg_and_sync_dp")
-    dispatch = next(_calls(execute, "dispatch_cg_and_sync_dp"))
-    counted = [a for a in _assigns(execute, "num_toks") if a.lineno < dispatch.lineno]
-    if not counted or len(dispatch.args) < 3 or not (isinstance(dispatch.args[2], ast.Name) and dispatch.args[2].id == "num_toks"):
-        raise missing("dispatch_cg_and_sync_dp(manager, num_reqs, num_toks, ...) after num_toks = ...")
-    local = [a for a in counted if any(True for _ in _calls(a, "get_num_tokens_for_dispatch"))]
-    family = LOCAL_DISPATCH if local else GLOBAL_DISPATCH
-    steps: list[tuple[str, Citation]] = [("dispatch_count", cite(MODEL_RUNNER, local[-1] if local else counted[-1])),
-                                         ("dispatch", cite(MODEL_RUNNER, dispatch))]
-
+        raise missing("the model runner has execute_model")
     partitions = [c for name in ("maybe_partition_pcp_batch", "partition_batch") for c in _calls(runner, name)]
     if not partitions:
         raise missing("the model runner partitions the batch (maybe_partition_pcp_batch or pcp_manager.partition_batch)")
@@ -273,13 +270,13 @@ def read_glue(root: str) -> Glue:
         raise missing(f"one way of partitioning (found {sorted(forms)})")
     partition = forms.pop()
     steps.append(("partition", cite(MODEL_RUNNER, min(partitions, key=lambda c: c.lineno))))
-    if (family == LOCAL_DISPATCH) != (partition != "unpadded"):
-        raise missing(f"dispatch by {family} with a partition {partition}")
     if partition == "descriptor":
         padded = [a for a in _assigns(manager, "padded_num_tokens") if a.value is not None and "batch_desc.num_tokens" in ast.unparse(a.value)]
-        if not padded:
-            raise missing("the partition pads to batch_desc.num_tokens when the descriptor is a graph")
-        steps.append(("descriptor_padding", cite(PCP_FILE, padded[0])))
+        if padded:
+            steps.append(("descriptor_padding", cite(PCP_FILE, padded[0])))
+        else:  # the partition takes the descriptor but never pads to it: laid out unpadded (the pre-fix partition)
+            partition = "unpadded"
+    family = GLOBAL_DISPATCH if partition == "unpadded" else LOCAL_DISPATCH
     local_padded = _assigns(manager, "num_local_tokens_padded")
     if not local_padded:
         raise missing("partition_batch sets num_local_tokens_padded")
@@ -330,7 +327,7 @@ def family_of(glue: Glue, capture: str, root: str) -> Family:
     if found is None:
         raise VllmGlueError(
             f"{ADAPTER} cannot drive vLLM {release_version(root)} under {root}: its model runner dispatches by the "
-            f"{dispatch} count ({glue.cite('dispatch_count')}) but CudaGraphManager takes {capture}, a pairing no "
+            f"{dispatch} count (its partition at {glue.cite('partition')}) but CudaGraphManager takes {capture}, a pairing no "
             f"release the adapter was read against has ({read_against()})"
         )
     return found

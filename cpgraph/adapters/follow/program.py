@@ -1,0 +1,374 @@
+"""A release's function, sliced back from a sink call and compiled from the release's own source: what an
+adapter runs instead of restating the release's glue.
+
+``follow(...)`` parses the release's file, slices the entry method back from the statement that calls the
+sink (slicing.py), follows every ``self.<method>(...)`` call the slice makes into that method (sliced back
+from its returns), and compiles the kept statements with the release's file name and line numbers, so a
+traceback, a refusal and a citation point at the release's file:line. The compiled methods form a class
+whose instances carry only the attributes the adapter stands in for; the functions run in a namespace built
+by executing the file's own imports (inside the adapter's sandbox: real modules are real, the rest stubs)
+and the module-level functions the slice calls, compiled from their source.
+
+Refused before the first batch (``FollowError``, a GlueError: exit 2), each with the release's file:line:
+a kept statement that reads ``self.<name>`` the adapter does not stand in for, a name the file does not
+define, a name that is a stub (a value computed by code the adapter does not run), a ``self.<method>`` the
+class does not define. Statements outside the slice are not run; ``tally()`` counts them.
+
+What this deliberately does not do: slice inside code it runs whole (the real modules' functions), or
+trace state the release keeps on ``self`` (the stand-ins are that state, declared by the adapter).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import os
+from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cpgraph.adapters.follow.slicing import COMPOUND, Chains, Slice, backward_slice, parse, statements, value_parts
+from cpgraph.adapters.glue import GlueError
+from cpgraph.adapters.shim import Stub, StubModule
+
+EARLY = "__cpgraph_returned_before_the_sink__"
+
+
+class FollowError(GlueError):
+    """The release's code that reaches a sink cannot be driven (what, at the release's file:line)."""
+
+
+class Returned(Exception):
+    """The followed entry returned before calling its sink (``line``: the release's return statement)."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Site:
+    """A statement of the release: ``file`` (relative to the root), ``line`` and its first source line."""
+
+    file: str
+    line: int
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Tally:
+    """How much of a followed function runs: ``kept`` of its ``total`` statements (the rest sliced out)."""
+
+    function: str
+    kept: int
+    total: int
+
+
+class Recorder:
+    """Stands in the namespace for the sink function: calls the real one and keeps its last call."""
+
+    def __init__(self, real: Callable[..., Any]) -> None:
+        self.real = real
+        self.args: tuple[Any, ...] = ()
+        self.kwargs: dict[str, Any] = {}
+        self.result: Any = None
+        self.called = False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.args, self.kwargs, self.called = args, kwargs, True
+        self.result = self.real(*args, **kwargs)
+        return self.result
+
+
+def _functions(tree: ast.AST) -> dict[str, ast.FunctionDef]:
+    return {n.name: n for n in getattr(tree, "body", []) if isinstance(n, ast.FunctionDef)}
+
+
+def _class(module: ast.Module, name: str) -> ast.ClassDef | None:
+    return next((n for n in module.body if isinstance(n, ast.ClassDef) and n.name == name), None)
+
+
+def _self_calls(stmt: ast.stmt) -> Iterator[tuple[str, ast.Call]]:
+    """The ``self.<method>(...)`` calls a statement itself makes (not those of the statements nested in it)."""
+    for call in _reads(stmt):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
+                and call.func.value.id == "self":
+            yield call.func.attr, call
+
+
+def _reads(stmt: ast.stmt) -> Iterator[ast.AST]:
+    for part in value_parts(stmt):
+        yield from ast.walk(part)
+
+
+class Program:
+    """The release's ``cls.entry`` sliced back from its call of ``sink`` (see the module docstring)."""
+
+    def __init__(
+        self, root: str, rel: str, cls: str, entry: str, sink: str, *, provided: Collection[str],
+        load_imports: Callable[[ast.Module, str], dict[str, Any]], allowed_stubs: Collection[str] = (),
+        constants: Mapping[str, object] | None = None,
+    ) -> None:
+        self.root, self.rel, self.cls_name, self.entry, self.sink = root, rel, cls, entry, sink
+        self.path = os.path.join(root, rel)
+        module, chains = parse(self.path)
+        with open(self.path, encoding="utf-8") as handle:
+            self.lines = handle.read().splitlines()
+        self.module, self.chains = module, chains
+        cls_node = _class(module, cls)
+        if cls_node is None:
+            raise FollowError(f"{rel}: no class {cls}")
+        self.methods = _functions(cls_node)
+        if entry not in self.methods:
+            raise FollowError(f"{rel}:{cls_node.lineno}: {cls} has no method {entry}")
+        function = self.methods[entry]
+        sinks = [s for s in statements(function) if not isinstance(s, COMPOUND) and any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == sink for c in _reads(s))]
+        if not sinks:
+            raise FollowError(f"{rel}:{function.lineno}: {cls}.{entry} does not call {sink}")
+        self.sink_stmt = sinks[0]
+        self.sink_call = next(c for c in _reads(self.sink_stmt) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == sink)
+        before = [s for s in statements(function) if isinstance(s, ast.Return) and s.lineno < self.sink_stmt.lineno]
+        self.slices: dict[str, Slice] = {entry: backward_slice(chains, function, [self.sink_stmt], before)}
+        self.constants = dict(constants or {})
+        self.dead: set[int] = set()
+        self._mark_dead(self.slices[entry])
+        pending = [entry]
+        while pending:  # follow self.<method>() calls the slice makes
+            name = pending.pop()
+            for stmt in self.slices[name].statements:
+                if id(stmt) in self.dead:
+                    continue
+                for called, call in _self_calls(stmt) if stmt not in self.slices[name].early else ():
+                    if called in self.slices or called in provided:
+                        continue
+                    if called not in self.methods:
+                        raise self.refusal(call, f"calls self.{called}(), which {cls} does not define here and the adapter does not stand in for")
+                    callee = self.methods[called]
+                    returns = [s for s in statements(callee) if isinstance(s, ast.Return)]
+                    self.slices[called] = backward_slice(chains, callee, returns)
+                    self._mark_dead(self.slices[called])
+                    pending.append(called)
+        self.load_imports = load_imports
+        self.from_source: list[str] = []  # functions of stubbed modules compiled from their source
+        self.namespace = load_imports(module, self.path)
+        self._module_functions(allowed_stubs)
+        self.provided = frozenset(provided)
+        self._check(allowed_stubs)
+        self.recorder = Recorder(self.namespace[sink])
+        self.namespace[sink] = self.recorder
+        self.namespace[EARLY] = Returned
+        self.runner_class = self._compile()
+
+    # -- branches the stand-ins switch off -------------------------------------------------------------------
+    def _decide(self, test: ast.expr) -> bool | None:
+        """The value of an ``if`` test that reads only constant stand-ins (``self.lora_config``, ``self.X is
+        None``, ``not``, ``and`` / ``or``), or None when it reads anything else."""
+        if isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self" and test.attr in self.constants:
+            return bool(self.constants[test.attr])
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self._decide(test.operand)
+            return None if inner is None else not inner
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot)) \
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+            left = test.left
+            if isinstance(left, ast.Attribute) and isinstance(left.value, ast.Name) and left.value.id == "self" and left.attr in self.constants:
+                return (self.constants[left.attr] is None) == isinstance(test.ops[0], ast.Is)
+            return None
+        if isinstance(test, ast.BoolOp):
+            values = [self._decide(v) for v in test.values]
+            if isinstance(test.op, ast.And):
+                return False if False in values else (True if all(v is True for v in values) else None)
+            return True if True in values else (False if all(v is False for v in values) else None)
+        return None
+
+    def _mark_dead(self, sliced: Slice) -> None:
+        """Statements in a branch the constant stand-ins never take: neither checked nor run."""
+        for stmt in sliced.statements:
+            if isinstance(stmt, ast.If) and id(stmt) not in self.dead:
+                value = self._decide(stmt.test)
+                branch = stmt.body if value is False else stmt.orelse if value is True else []
+                for inner in branch:
+                    self.dead.update(id(n) for n in ast.walk(inner) if isinstance(n, ast.stmt))
+
+    # -- refusals ------------------------------------------------------------------------------------------
+    def site(self, node: ast.AST) -> Site:
+        line = getattr(node, "lineno", 1)
+        return Site(self.rel, line, self.lines[line - 1].strip() if 0 < line <= len(self.lines) else "")
+
+    def refusal(self, node: ast.AST, why: str) -> FollowError:
+        at = self.site(node)
+        return FollowError(f"{at} `{at.text}` {why}; the value reaches {self.sink}() in {self.cls_name}.{self.entry}")
+
+    def _is_local(self, function: ast.FunctionDef, name: ast.Name) -> bool:
+        inside = {id(n) for n in ast.walk(function)}
+        return any(id(d) in inside for d in self.chains.of(name))
+
+    def _check(self, allowed_stubs: Collection[str]) -> None:
+        """Refuse what the slice reads that nothing drives: self attributes not stood in for, names the file
+        does not define, stubs."""
+        for name, sliced in self.slices.items():
+            early = {id(r) for r in sliced.early}
+            for stmt in sliced.statements:
+                if id(stmt) in early or id(stmt) in self.dead:
+                    continue
+                for node in _reads(stmt):
+                    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
+                            and isinstance(node.ctx, ast.Load):
+                        if node.attr not in self.provided and node.attr not in self.slices:
+                            raise self.refusal(node, f"reads self.{node.attr}, which the adapter does not stand in for")
+                    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and not self._is_local(sliced.function, node):
+                        self._check_global(node, allowed_stubs)
+
+    def _check_global(self, node: ast.Name, allowed_stubs: Collection[str]) -> None:
+        if node.id in self.namespace:
+            value = self.namespace[node.id]
+            if node.id not in allowed_stubs and isinstance(value, (Stub, StubModule)):
+                raise self.refusal(node, f"uses {node.id} ({value!r}), code the adapter does not run (a stub)")
+        elif not hasattr(builtins, node.id):
+            raise self.refusal(node, f"reads {node.id}, which {self.rel} does not define where the adapter runs it")
+
+    def _module_functions(self, allowed_stubs: Collection[str]) -> None:
+        """The file's module-level functions and classes the slice reads, compiled whole from their source,
+        and the ones they read; a function the file imports from a module the sandbox stubs, compiled whole
+        from that module's source the same way (its own imports loaded in the sandbox)."""
+        reads = [n.id for s in self.slices.values() for st in s.statements if id(st) not in self.dead for n in _reads(st)
+                 if isinstance(n, ast.Name)]
+        _compile_defs(self.module, self.path, [n for n in reads if n not in self.namespace], self.namespace)
+        origins = {alias.asname or alias.name: (node.module, alias.name) for node in self.module.body
+                   if isinstance(node, ast.ImportFrom) and node.module and not node.level for alias in node.names}
+        for name in dict.fromkeys(reads):
+            if isinstance(self.namespace.get(name), Stub) and name in origins and name not in allowed_stubs:
+                module_name, real_name = origins[name]
+                path = os.path.join(self.root, *module_name.split(".")) + ".py"
+                if not os.path.isfile(path):
+                    continue
+                other, _ = parse(path)
+                if not any(isinstance(n, ast.FunctionDef) and n.name == real_name for n in other.body):
+                    continue
+                namespace = self.load_imports(other, path)
+                _compile_defs(other, path, [real_name], namespace)
+                self.namespace[name] = namespace[real_name]
+                self.from_source.append(f"{module_name}.{real_name}")
+
+    # -- compiling ----------------------------------------------------------------------------------------
+    def _prune(self, body: list[ast.stmt], sliced: Slice, keep: frozenset[int], early: frozenset[int]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in body:
+            if id(stmt) not in keep or id(stmt) in self.dead:
+                continue
+            if id(stmt) in early:
+                raised = ast.Raise(exc=ast.Call(func=ast.Name(EARLY, ast.Load()), args=[ast.Constant(stmt.lineno)], keywords=[]), cause=None)
+                out.append(ast.copy_location(raised, stmt))
+                continue
+            if isinstance(stmt, COMPOUND):
+                shallow = copy.copy(stmt)
+                shallow.body = self._prune(stmt.body, sliced, keep, early) or [ast.copy_location(ast.Pass(), stmt)]
+                if hasattr(stmt, "orelse"):
+                    shallow.orelse = self._prune(stmt.orelse, sliced, keep, early)  # type: ignore[union-attr]
+                if isinstance(stmt, ast.Try):
+                    handlers = []
+                    for handler in stmt.handlers:
+                        h = copy.copy(handler)
+                        h.body = self._prune(handler.body, sliced, keep, early) or [ast.copy_location(ast.Pass(), handler)]
+                        handlers.append(h)
+                    shallow.handlers = handlers  # type: ignore[union-attr]
+                    shallow.finalbody = self._prune(stmt.finalbody, sliced, keep, early)  # type: ignore[union-attr]
+                out.append(shallow)
+            else:
+                out.append(stmt)
+        return out
+
+    def _compile(self) -> type:
+        functions: list[ast.stmt] = []
+        for name, sliced in self.slices.items():
+            node = copy.copy(sliced.function)
+            keep, early = sliced.ids(), frozenset(id(r) for r in sliced.early)
+            body = self._prune(sliced.function.body, sliced, keep, early)
+            if name == self.entry:  # stop after the sink: hand back the entry's locals
+                cut = self.sink_stmt.end_lineno or self.sink_stmt.lineno
+                body = [s for s in body if s.lineno <= cut]
+                body.append(ast.copy_location(ast.Return(value=ast.Call(func=ast.Name("locals", ast.Load()), args=[], keywords=[])), self.sink_stmt))
+            node.body = body or [ast.copy_location(ast.Pass(), sliced.function)]
+            node.decorator_list = []
+            node.returns = None
+            args = copy.copy(node.args)
+            args.args = [ast.arg(a.arg, None) for a in node.args.args]
+            args.kwonlyargs = [ast.arg(a.arg, None) for a in node.args.kwonlyargs]
+            args.posonlyargs = [ast.arg(a.arg, None) for a in node.args.posonlyargs]
+            node.args = ast.fix_missing_locations(args)
+            functions.append(node)
+        tree = ast.fix_missing_locations(ast.Module(body=functions, type_ignores=[]))
+        code = compile(tree, self.path, "exec")
+        scope = self.namespace
+        exec(code, scope)
+        methods = {name: scope.pop(name) for name in self.slices}
+        return type(f"Sliced{self.cls_name}", (_Runner,), methods)
+
+    # -- running and reading --------------------------------------------------------------------------------
+    def runner(self, attributes: Mapping[str, Any]) -> Any:
+        """An instance of the compiled class carrying ``attributes`` (the stand-ins), and nothing else."""
+        unknown = set(attributes) - self.provided
+        if unknown:
+            raise ValueError(f"attributes {sorted(unknown)} are not among those declared provided ({sorted(self.provided)})")
+        instance = self.runner_class()
+        instance.__dict__.update(attributes)
+        return instance
+
+    def run(self, runner: Any, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], Recorder]:
+        """Run the sliced entry on ``runner``; its locals at the sink and the sink's recorded call. Returned
+        when the release returns before its sink."""
+        self.recorder.called = False
+        found = getattr(runner, self.entry)(*args, **kwargs)
+        if not self.recorder.called:
+            raise FollowError(f"{self.rel}: {self.cls_name}.{self.entry} did not call {self.sink}() on this batch")
+        return found, self.recorder
+
+    def argument(self, parameter: str, position: int) -> ast.expr | None:
+        """The sink call's argument for ``parameter`` (positional ``position`` or by keyword)."""
+        for keyword in self.sink_call.keywords:
+            if keyword.arg == parameter:
+                return keyword.value
+        return self.sink_call.args[position] if position < len(self.sink_call.args) else None
+
+    def deciding(self, expr: ast.AST) -> tuple[Site, ...]:
+        """The kept statements defining the names ``expr`` reads, where they reach it (its reaching definitions)."""
+        entry = self.slices[self.entry]
+        out: list[Site] = []
+        for name in ast.walk(expr):
+            if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Load):
+                for definition in self.chains.of(name):
+                    line = getattr(definition, "lineno", None)
+                    if line is not None and any(s.lineno <= line <= (s.end_lineno or s.lineno) for s in entry.statements):
+                        out.append(self.site(definition))
+        return tuple(sorted(set(out), key=lambda s: s.line))
+
+    def tally(self) -> tuple[Tally, ...]:
+        return tuple(Tally(f"{self.cls_name}.{name}", len(s.statements), s.total) for name, s in self.slices.items())
+
+
+def _compile_defs(module: ast.Module, path: str, names: list[str], namespace: dict[str, Any]) -> None:
+    """Compile ``module``'s top-level functions and classes named in ``names`` into ``namespace`` from their
+    source (a function's decorators dropped, a class keeps its own), and the top-level ones they read."""
+    defined: dict[str, ast.FunctionDef | ast.ClassDef] = {
+        n.name: n for n in module.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    wanted = [n for n in names if n in defined]
+    done: set[str] = set()
+    while wanted:
+        name = wanted.pop()
+        if name in done:
+            continue
+        done.add(name)
+        node = copy.copy(defined[name])
+        if isinstance(node, ast.FunctionDef):
+            node.decorator_list = []
+        exec(compile(ast.Module(body=[node], type_ignores=[]), path, "exec"), namespace)
+        wanted += [n.id for n in ast.walk(defined[name]) if isinstance(n, ast.Name) and n.id in defined and n.id not in done]
+
+
+class _Runner:
+    """The base of a compiled slice's class: instances carry the stand-ins as plain attributes."""
