@@ -35,7 +35,18 @@ def planted_copy(root: str, plant: str) -> str:
         return found
     dest = tempfile.mkdtemp(prefix=f"cpgraph-vllm-{plant}-")
     atexit.register(shutil.rmtree, dest, True)
-    os.makedirs(os.path.join(dest, "vllm"))
+    copy_release(root, dest)
+    _global_dispatch(dest)
+    if plant == "pre_fix":
+        _unpadded_partition(dest)
+    _COPIES[key] = dest
+    return dest
+
+
+def copy_release(root: str, dest: str) -> str:
+    """Copy the files of the release under ``root`` that the adapter reads (vllm/*.py, vllm/config, vllm/utils,
+    vllm/v1/worker) into ``dest`` (made if missing); returns ``dest``."""
+    os.makedirs(os.path.join(dest, "vllm"), exist_ok=True)
     for name in os.listdir(os.path.join(root, "vllm")):
         if name.endswith(".py"):
             shutil.copy2(os.path.join(root, "vllm", name), os.path.join(dest, "vllm", name))
@@ -43,10 +54,6 @@ def planted_copy(root: str, plant: str) -> str:
         if os.path.isdir(os.path.join(root, folder)):
             shutil.copytree(os.path.join(root, folder), os.path.join(dest, folder),
                             ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyc"))
-    _global_dispatch(dest)
-    if plant == "pre_fix":
-        _unpadded_partition(dest)
-    _COPIES[key] = dest
     return dest
 
 

@@ -1,0 +1,180 @@
+"""The vLLM adapter judges the code that is there, not the code it recognises: copies of fetched releases with
+edits planted in execute_model (issue #44, items 1, 2 and 5).
+
+- A regression in the glue (0.29.0, the whole batch's count handed to dispatch again): exit 1, the added
+  line cited where the report says what decided.
+- A behaviour-preserving refactor (the count renamed and computed in two statements; a comment and two
+  independent lines swapped): the same answers as the release, batch for batch, and the same exit code.
+- A fix (0.34.0 with examples/vllm_dealt_decode_fix applied: dispatch holds the rank-local request count):
+  followed, so the FULL decode graph that holds each rank's one decode is run, and the fixed lines are cited.
+- A change the adapter cannot drive (the count through a stubbed call, or through ``self`` state it does not
+  stand in for): exit 2 before the first batch, naming the added line.
+
+Releases come from the ``vllm_release`` fixture (tests/conftest.py); each test edits its own copy of the files
+the adapter reads (cpgraph.adapters.vllm.plants.copy_release)."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cpgraph.adapters.glue import GlueError
+from cpgraph.adapters.vllm import VllmPolicy, policy_from
+from cpgraph.adapters.vllm.plants import copy_release
+from cpgraph.reference.graph_paths import Graph, GraphConfig, GraphStep, expected
+
+RUNNER = "vllm/v1/worker/gpu/model_runner.py"
+FIX = Path(__file__).resolve().parents[2] / "examples" / "vllm_dealt_decode_fix" / "fix.patch"
+SIZES = (1, 2, 4, *range(8, 256, 8), *range(256, 513, 16))
+CLI = [sys.executable, "-m", "cpgraph", "check", "cpgraph.adapters.vllm:pcp", "--max-cases", "300", "--path-cases", "20",
+       "--cp-sizes", "1,2,4", "--dp-sizes", "1"]
+
+
+def _copy(vllm_release: Callable[[str], Path], version: str, into: Path) -> Path:
+    return Path(copy_release(str(vllm_release(version)), str(into)))
+
+
+def _edit(root: Path, edit: Callable[[list[str]], list[str]]) -> list[str]:
+    path = root / RUNNER
+    lines = edit(path.read_text().splitlines(keepends=True))
+    path.write_text("".join(lines))
+    return lines
+
+
+def _at(lines: list[str], stripped: str, after: int = 0) -> int:
+    """The 0-based index of the first line at or after ``after`` whose text, stripped, is ``stripped``."""
+    return next(i for i, line in enumerate(lines) if i >= after and line.strip() == stripped)
+
+
+def _execute(lines: list[str]) -> int:
+    return _at(lines, "def execute_model(")
+
+
+def _cli(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, "--adapter-root", str(root)], capture_output=True, text=True, timeout=600)
+
+
+def _batches(seed: int, count: int) -> list[tuple[int, tuple[int, ...], tuple[bool, ...]]]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        p = rng.choice((1, 2, 4, 8))
+        flags = tuple(rng.random() < 0.7 for _ in range(rng.randint(1, 6)))
+        out.append((p, tuple(rng.randint(1, 700) if f else 1 for f in flags), flags))
+    return out
+
+
+def _answers(policy: VllmPolicy, batches: list[tuple[int, tuple[int, ...], tuple[bool, ...]]]) -> list[object]:
+    out: list[object] = []
+    for p, lengths, flags in batches:
+        for rank in range(p):
+            step = policy.step(cp_rank=rank, cp_size=p, num_tokens=sum(lengths), extend_seq_lens=lengths,
+                               capture_num_tokens=SIZES, is_prefilling=flags)
+            out.append((step.count, step.mode, step.dispatched, step.replay, step.rows))
+    return out
+
+
+# -- a regression in the glue -----------------------------------------------------------------------------
+def test_the_whole_batch_count_handed_to_dispatch_again_fails_citing_the_added_line(
+    vllm_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    root = _copy(vllm_release, "0.29.0", tmp_path / "regressed")
+
+    def regress(lines: list[str]) -> list[str]:
+        at = _at(lines, "num_active_loras = 0", _execute(lines))  # after the PCP dispatch count's if-block
+        return lines[:at] + ["        num_toks = max(num_toks, scheduler_output.total_num_scheduled_tokens)\n"] + lines[at:]
+
+    added = _at(_edit(root, regress), "num_toks = max(num_toks, scheduler_output.total_num_scheduled_tokens)") + 1
+    cited = f"{RUNNER}:{added}"
+    policy = policy_from(str(root))
+    assert policy.citations()["dispatch_count"] == cited
+    batch = dict(cp_rank=0, cp_size=4, num_tokens=484, extend_seq_lens=(170, 161, 153), capture_num_tokens=SIZES)
+    assert policy.step(**batch).count == 484  # the whole batch, where the release hands dispatch 126
+    done = _cli(root)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "minimal_bucket violated" in done.stdout
+    assert f"decided at: {cited} `num_toks = max(num_toks, scheduler_output.total_num_scheduled_tokens)`" in done.stdout
+
+
+# -- behaviour-preserving refactors -----------------------------------------------------------------------
+def _renamed_and_split(lines: list[str]) -> list[str]:
+    start = _execute(lines)
+    end = _at(lines, "if batch_desc.num_tokens == 0:", start)
+    body = [line.replace("num_toks", "tokens_to_dispatch") for line in lines[start:end]]
+    text = "".join(body)
+    old = "                tokens_to_dispatch = self.pcp_manager.get_num_tokens_for_dispatch("
+    assert old in text
+    text = text.replace(old, "                rank_local_rows = self.pcp_manager.get_num_tokens_for_dispatch(")
+    call_end = text.index(")\n", text.index("rank_local_rows = ")) + 2
+    text = text[:call_end] + "                tokens_to_dispatch = rank_local_rows\n" + text[call_end:]
+    return lines[:start] + text.splitlines(keepends=True) + lines[end:]
+
+
+def _commented_and_reordered(lines: list[str]) -> list[str]:
+    start = _execute(lines)
+    first = _at(lines, "num_reqs = len(scheduler_output.num_scheduled_tokens)", start)
+    second = _at(lines, "num_toks = scheduler_output.total_num_scheduled_tokens", start)
+    assert second == first + 1
+    out = list(lines)
+    out[first], out[second] = lines[second], lines[first]
+    return out[:first] + ["        # the counts dispatch is handed (a comment a refactor adds)\n"] + out[first:]
+
+
+@pytest.mark.parametrize("refactor", [_renamed_and_split, _commented_and_reordered])
+def test_a_refactor_keeps_every_answer_and_the_verdict(
+    vllm_release: Callable[[str], Path], tmp_path: Path, refactor: Callable[[list[str]], list[str]]
+) -> None:
+    release = vllm_release("0.29.0")
+    root = _copy(vllm_release, "0.29.0", tmp_path / "refactored")
+    _edit(root, refactor)
+    batches = _batches(44, 150)
+    assert _answers(policy_from(str(root)), batches) == _answers(policy_from(str(release)), batches)
+    done = _cli(root)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# -- a fix ------------------------------------------------------------------------------------------------
+def test_the_dealt_decode_fix_is_followed(vllm_release: Callable[[str], Path], tmp_path: Path) -> None:
+    root = _copy(vllm_release, "0.34.0", tmp_path / "fixed")
+    subprocess.run(["patch", "-p1", "-s", "-i", str(FIX)], cwd=root, check=True)
+    config = GraphConfig("FULL_DECODE_ONLY", (1,), (1,), (1,), 256)
+    for path, ran in ((vllm_release("0.34.0"), None), (root, Graph("FULL", 1, 1, 1))):
+        paths = policy_from(str(path)).graph_paths()
+        step = GraphStep((1, 1), (False, False), 2, paths.placement(2))
+        answers = paths.answers(step, config)
+        held = [(a.rows, a.requests) for a in answers]
+        assert held == [(1, 1), (1, 1)] and expected(step, paths.captured(config), held) == Graph("FULL", 1, 1, 1)
+        assert all(a.dispatched == ran and a.replayed == ran for a in answers), (path, answers)
+    lines = policy_from(str(root)).decided_at("no_needless_fallback")
+    assert any("dispatch_num_reqs = self.pcp_manager.get_num_reqs_for_dispatch(" in w for w in lines), lines
+
+
+# -- what the adapter cannot drive ------------------------------------------------------------------------
+UNDRIVEN = {
+    "a stubbed call": ("        num_toks = current_platform.round_up_tokens(num_toks)\n", "current_platform"),
+    "self state": ("        num_toks = max(num_toks, self.min_dispatch_tokens)\n", "self.min_dispatch_tokens"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNDRIVEN))
+def test_a_count_the_adapter_cannot_drive_is_refused_naming_the_line(
+    vllm_release: Callable[[str], Path], tmp_path: Path, name: str
+) -> None:
+    added, named = UNDRIVEN[name]
+    root = _copy(vllm_release, "0.29.0", tmp_path / "undriven")
+
+    def plant(lines: list[str]) -> list[str]:
+        at = _at(lines, "num_active_loras = 0", _execute(lines))
+        return lines[:at] + [added] + lines[at:]
+
+    line = _at(_edit(root, plant), added.strip()) + 1
+    with pytest.raises(GlueError, match=f"{RUNNER}:{line} .*{named.replace('.', '[.]')}"):
+        policy_from(str(root))
+    done = _cli(root)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{RUNNER}:{line}" in done.stderr and "violated" not in done.stdout
