@@ -4,8 +4,8 @@ declared in proofs/engine/scope.py (``obligation`` takes it from there); ``over`
 from __future__ import annotations
 
 from cpgraph.proofs.theorems import (
-    arith, batch, capacity, dual_chunk_swap, end_to_end, end_to_end_local, graph_paths, selection, strategies, whole_list,
-    zigzag,
+    arith, batch, capacity, dual_chunk_swap, end_to_end, end_to_end_local, ep_graphs, graph_paths, selection, strategies,
+    whole_list, zigzag,
 )
 from cpgraph.proofs.engine.obligation import Obligation, obligation
 
@@ -69,6 +69,9 @@ OBLIGATIONS: tuple[Obligation, ...] = (
     obligation(graph_paths.release_dispatch_passes_over_a_fitting_decode_graph_when_decodes_are_dealt, over="cp_size_small"),
     obligation(graph_paths.local_dispatch_takes_the_least_fitting_decode_graph, over="cp_size_small"),
     obligation(graph_paths.graph_dispatch_is_the_same_on_every_rank, over="cp_size_small"),
+    obligation(ep_graphs.synced_dimensions_give_consensus, over="once"),
+    obligation(ep_graphs.decode_steps_synced_by_tokens_agree, over="once"),
+    obligation(ep_graphs.syncing_tokens_alone_breaks_consensus_under_strict_matching, over="once"),
 )
 
 BY_NAME: dict[str, Obligation] = {o.name: o for o in OBLIGATIONS}

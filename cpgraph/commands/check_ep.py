@@ -122,8 +122,8 @@ def _run_releases(args: argparse.Namespace, out: Output) -> int:
             rows.append({"release": version, "verdict": "not driven", "exit": USAGE, "steps": None, "first": str(exc), "report": None})
             continue
         first = report.violations[0] if report.violations else None
-        verdict = "OK" if report.ok else "FAILED " + ", ".join(dict.fromkeys(f"{v.invariant} ({v.kind})" for v in report.violations))
-        shown = "" if first is None else (f"{first.invariant} ({first.kind}): ep_size={first.config.ep_size} model={first.config.model} "
+        verdict = "OK" if report.ok else "FAILED " + ", ".join(dict.fromkeys(v.invariant + (f" ({v.kind})" if v.kind else "") for v in report.violations))
+        shown = "" if first is None else (f"{first.invariant}{f' ({first.kind})' if first.kind else ''}: ep_size={first.config.ep_size} model={first.config.model} "
                                           f"steps=[{', '.join('idle' if s is None else str(s) for s in first.steps)}]")
         rows.append({"release": version, "verdict": verdict, "exit": OK if report.ok else FOUND, "steps": report.steps,
                      "first": shown, "report": report})

@@ -514,6 +514,16 @@ SCOPE.update({
     "graph_dispatch_is_the_same_on_every_rank": dataclasses.replace(
         _DECODE, parts=(Part("release"), Part("local"), Part("FULL_AND_PIECEWISE"), *_QUERY_LENS),
         note=_DECODE_NOTE + "; each rank builds the step under its own names", every_rank_max_p=8),
+    # Megatron-Core's EP ranks (proofs/theorems/ep_graphs.py): no P; EP sizes, graph lists and MTP tokens per query
+    "synced_dimensions_give_consensus": Scope(
+        _NONE, parts=(Part("strict"), Part("loose"), Part("EP 2"), Part("EP 3"), Part("EP 8")),
+        note="any steps, any list of 3 captured graphs (free dimensions); directly at EP 2 and 3, through the synced "
+             "dimensions' agreement at EP 2..8"),
+    "decode_steps_synced_by_tokens_agree": Scope(
+        _NONE, parts=(Part("strict"), Part("loose"), Part("k=1"), Part("k=4"), Part("EP 4")),
+        note="decode-only steps of k = 1..4 tokens per decode, decode-only lists of 3 graphs with T <= D * k, EP 2..4"),
+    "syncing_tokens_alone_breaks_consensus_under_strict_matching": Scope(
+        _NONE, parts=(Part("witness"),), note="a witness at EP 2 (the 0.16.0 minimal counterexample)"),
 })
 
 

@@ -193,6 +193,12 @@ BOUNDARIES: dict[str, Callable[[int], tuple[Boundary, ...]]] = {
     "release_dispatch_passes_over_a_fitting_decode_graph_when_decodes_are_dealt": lambda p: (
         *_bounds("dec.n0 >= 1", *(f"R {op} 1 @ fewer requests (dual_chunk_swap, release, FULL_DECODE_ONLY, q=1, R < 2)" for op in (">=", "<=")))(p),
         _strictly_sorted("dec.n")),
+    # Megatron-Core's EP theorems: graphs of >= 1 token and no negative request count; steps of no negative
+    # dimension (a decode-only step: >= 1 decode); the PR #3033 witness is pinned
+    "synced_dimensions_give_consensus": _bounds("graph0.T >= 1", "graph0.P >= 0", "graph0.D >= 0", "rank0.T >= 1",
+                                                "rank0.P >= 0", "rank0.D >= 0"),
+    "decode_steps_synced_by_tokens_agree": _bounds("graph0.T >= 1", "graph0.D >= 1", "rank0.D >= 1"),
+    "syncing_tokens_alone_breaks_consensus_under_strict_matching": _bounds(),
 }
 
 

@@ -1,7 +1,7 @@
 """`cpgraph prove`'s theorems, pinned: every theorem's name (in the registry's order), verdict, query count and
 number of parameters at cp_size 1..64 equal tests/data/prove_record.json, recorded from `cpgraph prove --json` at
 ed241d6 (before proofs/ was split into engine/, theorems/, teeth/ and conformance/); the six decode-path theorems
-(proofs/theorems/graph_paths.py) appended when they were added. A change that adds, drops,
+(proofs/theorems/graph_paths.py) appended when they were added, and the three EP theorems (proofs/theorems/ep_graphs.py) after them. A change that adds, drops,
 renames or reorders a theorem, or changes what it asks the solver, fails here and updates the record on purpose.
 
 The names and query counts are read by building every query (proofs/catalogue.py ``query_counts``, which the

@@ -175,11 +175,16 @@ class MegatronPolicy:
         """The graphs the release captures under ``config`` (ConfigRefused when the release refuses it)."""
         return self._setup(config)[0]
 
-    def answers(self, config: EpConfig, steps: Sequence[RankStep]) -> tuple[EpAnswer, ...]:
-        """What each EP rank replays for its step (None: idle), over the simulated all-reduce."""
+    def answers(self, config: EpConfig, steps: Sequence[RankStep], graphs: Sequence[GraphDims] | None = None) -> tuple[EpAnswer, ...]:
+        """What each EP rank replays for its step (None: idle), over the simulated all-reduce; with ``graphs``, the
+        context's captured list is those graphs (as the release's own InferenceBatchDimensions) instead of the
+        list the release builds for ``config`` (a proof's counterexample replayed through the release)."""
         if len(steps) != config.ep_size:
             raise ValueError(f"steps must have one per EP rank ({config.ep_size}), got {len(steps)}")
-        graphs, attrs = self._setup(config)
+        _, attrs = self._setup(config)
+        if graphs is not None:
+            make = self._globals["InferenceBatchDimensions"]
+            attrs = {**attrs, "cuda_graph_batch_dimensions_list": [make(g.tokens, g.prefill, g.decode) for g in graphs]}
 
         def run(rank: int, collective: Collective) -> GraphDims | None:
             self._current = collective

@@ -17,7 +17,7 @@ import z3
 
 from cpgraph.spec.logic import And, Implies, Not
 from cpgraph.proofs.theorems import arith, batch, capacity, dual_chunk_swap, selection, strategies, zigzag
-from cpgraph.proofs.teeth.variants import end_to_end as variants_end_to_end, graph_paths as variants_graph_paths, local as variants_local
+from cpgraph.proofs.teeth.variants import end_to_end as variants_end_to_end, ep_graphs as variants_ep_graphs, graph_paths as variants_graph_paths, local as variants_local
 from cpgraph.proofs.engine.check import Status
 from cpgraph.proofs.engine.obligation import Query
 from cpgraph.proofs.teeth.variants.end_to_end import first_8_buckets
@@ -363,6 +363,10 @@ VARIANTS: tuple[Variant, ...] = (
     *(
         Variant(name, theorem, description, parameter, expected, build)
         for name, theorem, description, parameter, expected, build in variants_graph_paths.variants()
+    ),
+    *(
+        Variant(name, theorem, description, parameter, expected, build)
+        for name, theorem, description, parameter, expected, build in variants_ep_graphs.variants()
     ),
     # The last bucket of the list, where a scan or a claim that stops one short differs (issue 21).
     Variant("last_bucket_read_one_larger", "scan_selects_minimal_bucket", "the largest bucket taken as B + 1", K,
