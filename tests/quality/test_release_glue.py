@@ -95,12 +95,20 @@ def test_a_glue_failure_during_the_run_is_a_usage_error_naming_the_releases_fram
 
 SGLANG_RUNNER = "sglang/srt/model_executor/runner/prefill_cuda_graph_runner.py"
 SGLANG_PLANTS = {
-    # a changed signature: can_run_graph takes a new required parameter
-    "capture_mode": _replace_in(SGLANG_RUNNER, "def can_run_graph(self, forward_batch", "def can_run_graph(self, capture_mode, forward_batch"),
-    # a renamed method, throughout the release
+    # a changed signature: can_run_graph takes a new required parameter its caller does not pass (refused where
+    # the release's model runner calls it: the adapter drives that call, it does not call can_run_graph itself)
+    "capture_mode": (_replace_in(SGLANG_RUNNER, "def can_run_graph(self, forward_batch", "def can_run_graph(self, capture_mode, forward_batch"),
+                     ("can_run_graph() missing 1 required positional argument", "sglang/srt/model_executor/model_runner.py:")),
+    # a signature the adapter calls: the CP layout's prepare_cp_forward takes a new required parameter
+    "prepare_cp_forward": (_replace_in("sglang/srt/layers/cp/utils.py", "def prepare_cp_forward(forward_batch", "def prepare_cp_forward(layout, forward_batch"),
+                           ("prepare_cp_forward", "sglang/srt/layers/cp/utils.py:")),
+    # an attribute the adapter sets on the CP-BCG input (its capture state), renamed throughout the release
+    "bucket_local_tokens": (_replace_everywhere("bucket_local_tokens", "local_tokens_by_bucket"), ("local_tokens_by_bucket",)),
+}
+# Renamed throughout the release: the adapter runs the code rather than matching its shape, so the verdict stays.
+SGLANG_REFACTORS = {
     "load_batch": _replace_everywhere("load_batch", "load_cp_batch"),
-    # an attribute the adapter sets on the CP-BCG input, renamed throughout the release
-    "bucket_local_tokens": _replace_everywhere("bucket_local_tokens", "local_tokens_by_bucket"),
+    "select_replay_bucket": _replace_everywhere("select_replay_bucket", "pick_replay_bucket"),
 }
 
 
@@ -108,11 +116,21 @@ SGLANG_PLANTS = {
 def test_an_sglang_release_whose_glue_changed_is_a_usage_error_naming_it(
     sglang_release: Callable[[str, tuple[str, ...]], Path], tmp_path: Path, name: str
 ) -> None:
-    root = _planted(sglang_release("0.5.23", NEEDED), tmp_path / "planted", SGLANG_PLANTS[name])
+    edit, named = SGLANG_PLANTS[name]
+    root = _planted(sglang_release("0.5.23", NEEDED), tmp_path / "planted", edit)
     done = _cli(SGLANG, "--adapter-root", str(root), "--max-cases", "200", "--padding-factors", "2", "--cp-sizes", "2,4")
     assert done.returncode == 2, done.stdout + done.stderr
-    for said in ("cpgraph.adapters.sglang cannot drive sglang 0.5.23", name, "read against sglang 0.5.17-"):
+    for said in ("cpgraph.adapters.sglang cannot drive sglang 0.5.23", *named, "read against sglang 0.5.17-"):
         assert said in done.stderr, (said, done.stderr)
+
+
+@pytest.mark.parametrize("name", sorted(SGLANG_REFACTORS))
+def test_an_sglang_release_renamed_throughout_keeps_its_verdict(
+    sglang_release: Callable[[str, tuple[str, ...]], Path], tmp_path: Path, name: str
+) -> None:
+    root = _planted(sglang_release("0.5.23", NEEDED), tmp_path / "renamed", SGLANG_REFACTORS[name])
+    done = _cli(SGLANG, "--adapter-root", str(root), "--max-cases", "200", "--padding-factors", "2", "--cp-sizes", "2,4")
+    assert done.returncode == 0 and "OK - 200 batches" in done.stdout, done.stdout + done.stderr
 
 
 def test_vllm_0_34_gives_a_real_verdict_with_the_releases_own_code(vllm_release: Callable[[str], Path]) -> None:

@@ -53,6 +53,7 @@ from cpgraph.adapters.sglang.release import (
     read_against,
 )
 from cpgraph.adapters.sglang.helpers import driving, strict_helpers
+from cpgraph.adapters.sglang.trace import DECIDING, traced
 from cpgraph.adapters.sglang.path import ACCESSORS, FORWARD_BATCH_INFO, MODEL_RUNNER, PATH_MODULES, ForwardPath, Outcome
 from cpgraph.adapters.sglang.stand_ins import TENSOR_WORK, cp_split, no_override
 from cpgraph.adapters.sglang.strict import strict
@@ -135,36 +136,46 @@ class SglangPolicy:
         return found
 
     def code_files(self) -> dict[str, str]:
-        """The file each driven function's code object comes from (for provenance checks). With the
-        planted pre-fix bug, the scan listed is the release's own, which the plant calls."""
+        """The file each driven function's code object comes from (for provenance checks), for the functions
+        the release has under their 0.5.17-0.5.23 names. With the planted pre-fix bug, the scan listed is the
+        release's own, which the plant calls."""
         runner = self.runner_module.PrefillCudaGraphRunner
-        model_runner = self.path.model_runner_module.ModelRunner
-        out = {
-            "_forward_raw": model_runner._forward_raw.__code__.co_filename,
-            "can_run_graph": runner.can_run_graph.__code__.co_filename,
-            "execute": runner.execute.__code__.co_filename,
-            "load_batch": runner.load_batch.__code__.co_filename,
-            "prepare": getattr(self.released_input_type, "prepare").__code__.co_filename,
-            "prepare_cp_forward": self.prepare_cp_forward.__code__.co_filename,
+        found = {
+            "_forward_raw": getattr(self.path.model_runner_module.ModelRunner, "_forward_raw", None),
+            "_prefill_cuda_graph_allows_context_parallel":
+                getattr(self.path.model_runner_module, "_prefill_cuda_graph_allows_context_parallel", None),
+            "can_run_graph": getattr(runner, "can_run_graph", None),
+            "execute": getattr(runner, "execute", None),
+            "load_batch": getattr(runner, "load_batch", None),
+            "prepare": getattr(self.released_input_type, "prepare", None),
+            "select_replay_bucket": getattr(self.released_input_type, "select_replay_bucket", None),
+            "prepare_cp_forward": self.prepare_cp_forward,
         }
-        scan = getattr(self.released_input_type, "select_replay_bucket", None)
-        if scan is not None:
-            out["select_replay_bucket"] = scan.__code__.co_filename
-        admission = getattr(self.path.model_runner_module, "_prefill_cuda_graph_allows_context_parallel", None)
-        if admission is not None:
-            out["_prefill_cuda_graph_allows_context_parallel"] = admission.__code__.co_filename
-        return out
+        return {name: fn.__code__.co_filename for name, fn in found.items() if hasattr(fn, "__code__")}
 
     def citations(self) -> dict[str, str]:
-        """Where each driven step is in the release (file:line of its definition)."""
+        """Where each driven step is defined in the release (file:line)."""
         out: dict[str, str] = {}
-        for name, fn in (("_forward_raw", self.path.model_runner_module.ModelRunner._forward_raw),
-                         ("can_run_graph", self.runner_module.PrefillCudaGraphRunner.can_run_graph),
-                         ("execute", self.runner_module.PrefillCudaGraphRunner.execute),
-                         ("load_batch", self.runner_module.PrefillCudaGraphRunner.load_batch)):
-            code = fn.__code__
-            out[name] = f"{os.path.relpath(code.co_filename, self.root)}:{code.co_firstlineno}"
+        runner = self.runner_module.PrefillCudaGraphRunner
+        for name, fn in (("_forward_raw", getattr(self.path.model_runner_module.ModelRunner, "_forward_raw", None)),
+                         ("can_run_graph", getattr(runner, "can_run_graph", None)),
+                         ("execute", getattr(runner, "execute", None)), ("load_batch", getattr(runner, "load_batch", None))):
+            code = getattr(fn, "__code__", None)
+            if code is not None:
+                out[name] = f"{os.path.relpath(code.co_filename, self.root)}:{code.co_firstlineno}"
         return out
+
+    def decided_at(self, **batch: Any) -> tuple[str, ...]:
+        """The release's lines (file:line, in the order first run) that ran on ``batch`` in the functions that
+        decide it (``DECIDING``: the model runner's graph condition, can_run_graph, the CP bucket scan,
+        load_batch and the CP input's prepare): every line a change could change the decision through."""
+        lines: dict[str, None] = {}
+        with traced(self.root, DECIDING, lines):
+            try:
+                self._outcome(dict(batch), replay=True)
+            except Exception:
+                pass  # a refusal or the release's own exception: the lines that ran up to it are the answer
+        return tuple(lines)
 
     def _set_config(self, cp_size: int, cp_rank: int) -> None:
         seq_split = self.strategy == "zigzag"

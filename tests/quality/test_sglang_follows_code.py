@@ -1,0 +1,237 @@
+"""The sglang adapter follows the release's code: planted edits in copies of released wheels change the verdict
+exactly when they change behaviour.
+
+Each test copies the unpacked wheel (the ``sglang_release`` fixture) into tmp_path, edits text in one file and
+checks the copy:
+
+- a regression on the driven path (the model runner's graph decision, load_batch's bucket, the CP bucket scan)
+  is found: check_policy reports a violation, and ``decided_at`` cites the planted line;
+- a fix (0.5.17's capacity_fit bug patched in its own runner) passes;
+- behaviour-preserving refactors (keywords through a dict, a renamed local, a split statement) keep the
+  release's verdict and answers;
+- a change the adapter does not drive (a server argument it does not give, an sglang helper it does not
+  declare, a flag set under a new name but read under the old) is refused with exit 2 naming the release's
+  file:line, never judged as if the flag were on.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cpgraph import check_policy
+from cpgraph.adapters.glue import GlueError
+from cpgraph.adapters.sglang import SglangPolicy, policy_from
+from test_sglang_released import NEEDED  # the files the driven path runs (this folder is on sys.path)
+
+RUNNER = "sglang/srt/model_executor/runner/prefill_cuda_graph_runner.py"
+MODEL_RUNNER = "sglang/srt/model_executor/model_runner.py"
+BCG = "sglang/srt/layers/cp/bcg/bcg.py"
+CHECK = dict(cp_sizes=(2, 4), boundary=False, workers=1, padding_factors="2")
+CASES = 80  # each plant below is met within the first 50 batches; every batch runs the whole path on each rank
+EXAMPLE = dict(
+    cp_rank=0, cp_size=4, align_size=8, num_tokens=2048, extend_seq_lens=(1534, 161, 353),
+    capture_num_tokens=(2048, 2304, 2560), bucket_local_tokens={2048: 512, 2304: 576, 2560: 640}, max_padding_factor=2,
+)
+SMALL = dict(EXAMPLE, extend_seq_lens=(512, 512), num_tokens=1024, capture_num_tokens=(1024, 2048),
+             bucket_local_tokens={1024: 256, 2048: 512})
+Edit = tuple[str, str, str]  # (file, text, replacement): the text must occur exactly once
+
+
+@pytest.fixture(scope="module")
+def wheels(sglang_release: Callable[[str, tuple[str, ...]], Path]) -> dict[str, Path]:
+    return {v: sglang_release(v, NEEDED) for v in ("0.5.23", "0.5.17")}
+
+
+def planted(source: Path, into: Path, *edits: Edit) -> Path:
+    shutil.copytree(source, into)
+    for file, text, replacement in edits:
+        path = into / file
+        content = path.read_text()
+        assert content.count(text) == 1, f"{text!r} occurs {content.count(text)} times in {file}"
+        path.write_text(content.replace(text, replacement))
+    return into
+
+
+def line_of(root: Path, file: str, text: str) -> str:
+    """``file:line`` of the line of ``file`` under ``root`` holding ``text``."""
+    lines = (root / file).read_text().splitlines()
+    found = [i for i, line in enumerate(lines, 1) if text in line]
+    assert len(found) == 1, (text, found)
+    return f"{file}:{found[0]}"
+
+
+def answers(policy: SglangPolicy, batch: dict[str, Any]) -> tuple[object, ...]:
+    admitted = policy.admit(**batch)
+    return admitted, policy.replay_bucket(**batch) if admitted else None
+
+
+# -- regressions on the driven path: found, the planted line cited ------------------------------------------
+REGRESSIONS: dict[str, tuple[Edit, str]] = {
+    # the model runner takes the graph path even where can_run_graph refuses
+    "model runner decision": ((MODEL_RUNNER, "and self.prefill_cuda_graph_runner.can_run_graph(forward_batch)\n",
+                               "and (self.prefill_cuda_graph_runner.can_run_graph(forward_batch) or True)\n"),
+                              "(self.prefill_cuda_graph_runner.can_run_graph(forward_batch) or True)"),
+    # load_batch scans for the bucket of one token more than the batch has
+    "load_batch off by one": ((RUNNER, "                    num_tokens=num_tokens,\n                    extend_seq_lens",
+                               "                    num_tokens=num_tokens + 1,\n                    extend_seq_lens"),
+                              "num_tokens=num_tokens + 1,"),
+    # the CP bucket scan takes a bucket 8 rows short
+    "bucket scan capacity": ((BCG, "and required_local_tokens <= captured_local_tokens",
+                              "and required_local_tokens <= captured_local_tokens + 8"),
+                             "captured_local_tokens + 8"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REGRESSIONS))
+def test_a_regression_on_the_driven_path_is_found_and_its_line_cited(wheels: dict[str, Path], tmp_path: Path, name: str) -> None:
+    edit, marker = REGRESSIONS[name]
+    root = planted(wheels["0.5.23"], tmp_path / "planted", edit)
+    policy = policy_from(str(root))
+    report = check_policy(policy, max_cases=CASES, minimize_s=1.0, **CHECK)
+    assert not report.ok, report.text()
+    assert set(report.invariants) & {"capacity_fit", "admission_replay", "minimal_bucket", "captured_bucket"}, report.text()
+    batch = dict(report.violations[0].batch.kwargs(), cp_rank=0)  # the minimised counterexample
+    cited = policy.decided_at(**batch)
+    assert line_of(root, edit[0], marker) in cited, cited
+    assert not any(line.startswith(MODEL_RUNNER) and "decode" in line for line in cited)
+
+
+# -- a fix: followed ----------------------------------------------------------------------------------------
+FIT = '''
+    def _cp_fitting_bucket(self, forward_batch, num_tokens):
+        from sglang.srt.layers.cp.utils import is_cp_v2_active, prepare_cp_forward
+
+        if not is_cp_v2_active(forward_batch):
+            return self._pad_to_bucket(num_tokens, self.capture_num_tokens)
+        forward_batch.attn_cp_metadata = None
+        prepare_cp_forward(forward_batch)
+        need = max(forward_batch.attn_cp_metadata.per_rank_actual_token)
+        for bucket in self.capture_num_tokens:
+            room = self.prefill_cp_bcg_input.bucket_local_tokens.get(bucket)
+            if num_tokens <= bucket <= num_tokens * 2 and room is not None and need <= room:
+                return bucket
+        return None
+
+    def load_batch(self, forward_batch: ForwardBatch, **kwargs) -> ForwardBatch:'''
+FIX: tuple[Edit, ...] = (
+    (RUNNER, "\n    def load_batch(self, forward_batch: ForwardBatch, **kwargs) -> ForwardBatch:", FIT),
+    (RUNNER, "        static_num_tokens = self._pad_to_bucket(num_tokens, self.capture_num_tokens)\n        self.raw_num_tokens",
+     "        static_num_tokens = self._cp_fitting_bucket(forward_batch, num_tokens)\n        self.raw_num_tokens"),
+    (RUNNER, "        ):\n            return False\n        # Multi-req replay is supported",
+     "        ):\n            return False\n        if self._cp_fitting_bucket(forward_batch, len(forward_batch.input_ids)) is None:\n"
+     "            return False\n        # Multi-req replay is supported"),
+)
+
+
+def test_the_first_releases_bug_fixed_in_its_own_runner_passes(wheels: dict[str, Path], tmp_path: Path) -> None:
+    shipped = policy_from(str(wheels["0.5.17"]))
+    assert answers(shipped, EXAMPLE) == (True, 2048)  # the bug: bucket 2048 holds 512 rows, the batch needs 520
+    fixed = policy_from(str(planted(wheels["0.5.17"], tmp_path / "fixed", *FIX)))
+    assert answers(fixed, EXAMPLE) == (True, 2304)
+    report = check_policy(fixed, max_cases=CASES, capacities="captured", **CHECK)
+    assert report.ok, report.text()
+
+
+# -- refactors: the same verdict and answers ------------------------------------------------------------------
+REFACTORS: dict[str, tuple[Edit, ...]] = {
+    # load_batch's CP scan called with its keywords passed through a dict
+    "keywords through a dict": ((RUNNER, """            static_num_tokens = (
+                self.prefill_cp_bcg_input.select_replay_bucket_for_batch(
+                    num_tokens=num_tokens,
+                    extend_seq_lens=forward_batch.extend_seq_lens_cpu,
+                    capture_num_tokens=self.capture_num_tokens,
+                    max_padding_factor=_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR,
+                )
+            )""", """            scan = dict(
+                num_tokens=num_tokens,
+                extend_seq_lens=forward_batch.extend_seq_lens_cpu,
+                capture_num_tokens=self.capture_num_tokens,
+                max_padding_factor=_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR,
+            )
+            static_num_tokens = self.prefill_cp_bcg_input.select_replay_bucket_for_batch(**scan)"""),),
+    # the scan's local renamed
+    "a renamed local": ((BCG, """        max_num_tokens = num_tokens * max_padding_factor
+        for bucket in capture_num_tokens:
+            if bucket < num_tokens:
+                continue
+            if bucket > max_num_tokens:
+                break""", """        ceiling = num_tokens * max_padding_factor
+        for bucket in capture_num_tokens:
+            if bucket < num_tokens:
+                continue
+            if bucket > ceiling:
+                break"""),),
+    # the model runner's CP check split into statements
+    "a split statement": ((MODEL_RUNNER, """    return get_cp_strategy() is None or (
+        bool(getattr(prefill_runner, "enable_cp_bcg_capture", False))
+        and is_cp_active(forward_batch)
+    )""", """    strategy = get_cp_strategy()
+    if strategy is None:
+        return True
+    captured = bool(getattr(prefill_runner, "enable_cp_bcg_capture", False))
+    return captured and is_cp_active(forward_batch)"""),),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFACTORS))
+def test_a_refactor_keeps_the_verdict_and_the_answers(wheels: dict[str, Path], tmp_path: Path, name: str) -> None:
+    release = policy_from(str(wheels["0.5.23"]))
+    refactored = policy_from(str(planted(wheels["0.5.23"], tmp_path / "refactored", *REFACTORS[name])))
+    for batch in (EXAMPLE, SMALL, dict(EXAMPLE, bucket_local_tokens={2048: 512, 2304: 560, 2560: 640})):
+        assert answers(refactored, batch) == answers(release, batch), batch
+    report = check_policy(refactored, max_cases=CASES, **CHECK)
+    assert report.ok, report.text()
+
+
+# -- what the adapter does not drive: refused at the release's line -------------------------------------------
+NOT_DRIVEN: dict[str, tuple[Edit, str, str]] = {
+    # the decision reads a server argument the adapter does not give
+    "an unknown server argument": ((MODEL_RUNNER, "        and is_cp_active(forward_batch)\n    )",
+                                    "        and is_cp_active(forward_batch)\n        and get_parallel().enable_prefill_cp_graph\n    )"),
+                                   "get_parallel().enable_prefill_cp_graph", "enable_prefill_cp_graph"),
+    # can_run_graph branches on an sglang helper the adapter does not declare
+    "an undeclared helper": ((RUNNER, "        # Non-DP local check (sole decision for tp-only).\n",
+                              "        if is_npu_graph_blocked(forward_batch):\n            return False\n"
+                              "        # Non-DP local check (sole decision for tp-only).\n"),
+                             "if is_npu_graph_blocked(forward_batch):", "is_npu_graph_blocked"),
+}
+
+
+def _planted_helper(root: Path) -> None:
+    path = root / RUNNER
+    path.write_text(path.read_text().replace("from sglang.srt.utils import (\n", "from sglang.srt.utils import (\n    is_npu_graph_blocked,\n", 1))
+
+
+@pytest.mark.parametrize("name", sorted(NOT_DRIVEN))
+def test_a_change_the_adapter_does_not_drive_is_refused_at_its_line(wheels: dict[str, Path], tmp_path: Path, name: str) -> None:
+    edit, marker, said = NOT_DRIVEN[name]
+    root = planted(wheels["0.5.23"], tmp_path / "planted", edit)
+    if name == "an undeclared helper":
+        _planted_helper(root)
+    policy = policy_from(str(root))
+    with pytest.raises(GlueError) as refused:
+        policy.admit(**EXAMPLE)
+    assert line_of(root, edit[0], marker) in str(refused.value) and said in str(refused.value), str(refused.value)
+
+
+def test_a_flag_set_under_a_new_name_but_read_under_the_old_is_not_judged_on(wheels: dict[str, Path], tmp_path: Path) -> None:
+    """The release sets ``enable_cp_bcg_capture`` nowhere (renamed where it is assigned, not where it is read):
+    the adapter gives no value for it, so the release's own defaults decide (its getattr(..., False) reads)."""
+    source = (wheels["0.5.23"] / RUNNER).read_text()
+    root = planted(wheels["0.5.23"], tmp_path / "renamed")
+    renamed = source.replace("self.enable_cp_bcg_capture = ", "self.enable_cp_graph_capture = ")
+    renamed = renamed.replace("if self.enable_cp_bcg_capture:", "if self.enable_cp_graph_capture:")
+    assert renamed != source
+    (root / RUNNER).write_text(renamed)
+    policy = policy_from(str(root))
+    try:
+        admitted = policy.admit(**EXAMPLE)
+    except GlueError as refused:  # a plain read of the unset name: refused at its line
+        assert f"{RUNNER}:" in str(refused) and "enable_cp_bcg_capture" in str(refused), str(refused)
+    else:
+        assert admitted is False  # the release's real behaviour: CP graphs off, the model runner goes eager
