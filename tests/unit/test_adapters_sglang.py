@@ -53,3 +53,68 @@ def test_the_sandbox_runs_real_modules_over_stubs_and_keeps_them_to_itself(tmp_p
     assert "fakepkg.inner.late" not in sys.modules
     assert isinstance(real.gone, Stub) and not Stub() and real.Thing.__mro__[1] is object
     assert real.answer.__code__.co_filename == str(pkg / "inner" / "real.py")
+
+
+def test_a_strict_stand_in_answers_only_what_it_was_given() -> None:
+    from cpgraph.adapters.sglang.strict import NotProvided, strict
+
+    class Runner:
+        def can_run(self) -> bool:
+            return bool(getattr(self, "enable_cp_bcg_capture", False)) and self.max_num_tokens > 0
+
+    given = strict(Runner, "PrefillCudaGraphRunner", {"max_num_tokens": 8})
+    assert given.max_num_tokens == 8 and given.can_run() is False  # the release's own default for an unset flag
+    with pytest.raises(NotProvided, match="PrefillCudaGraphRunner.capture_num_tokens is read"):
+        given.capture_num_tokens  # noqa: B018
+    assert strict(Runner, "PrefillCudaGraphRunner", {"max_num_tokens": 8, "enable_cp_bcg_capture": True}).can_run()
+
+
+def test_the_adapter_gives_only_names_the_release_assigns_or_declares(tmp_path: Path) -> None:
+    from cpgraph.adapters.sglang.state import assigned, declared, given
+
+    (tmp_path / "runner.py").write_text(
+        "class R:\n    backend = None\n    def __init__(self):\n        self.enable_cp_v3_capture = True\n"
+        "        setattr(self, 'max_num_tokens', 4)\n    def read(self):\n        return self.enable_cp_bcg_capture\n"
+    )
+    (tmp_path / "args.py").write_text("class ServerArgs:\n    enable_prefill_cp: bool = False\n")
+    sets = assigned(str(tmp_path), ["runner.py"])
+    assert {"enable_cp_v3_capture", "max_num_tokens", "backend"} <= sets and "enable_cp_bcg_capture" not in sets
+    assert given({"enable_cp_bcg_capture": True, "enable_cp_v3_capture": True}, sets) == {"enable_cp_v3_capture": True}
+    names = declared(str(tmp_path), ["args.py"])
+    assert "enable_prefill_cp" in names and "enable_prefill_context_parallel" not in names
+
+
+def test_an_undeclared_sglang_helper_refuses_a_truth_test_on_the_driven_path(tmp_path: Path) -> None:
+    from cpgraph.adapters.sglang.helpers import HELPERS, NotDriven, driving, strict_helpers
+
+    pkg = tmp_path / "sglang"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "gate.py").write_text(
+        "import torch\nfrom sglang.srt.utils import graph_blocked, is_cuda\n"
+        "SET_UP = bool(graph_blocked())\n"  # module set-up: the shim's falsy stub
+        "def admit(n):\n    if not is_cuda() or torch.cuda.is_available():\n        return False\n"
+        "    if graph_blocked(n):\n        return False\n    return True\n"
+    )
+    box = strict_helpers(Sandbox(str(tmp_path), "sglang", ["sglang.gate"]))
+    gate = box.load("sglang.gate")
+    assert HELPERS["is_cuda"][0] is True and gate.SET_UP is False
+    with box:
+        assert gate.admit(1) is True  # outside the driven path a stub stays falsy
+        with driving(), pytest.raises(NotDriven, match="graph_blocked"):
+            gate.admit(1)  # torch stays a plain stub; the sglang helper's answer is not made up
+    with pytest.raises(ValueError, match="has loaded nothing"):
+        strict_helpers(box)
+
+
+def test_a_stand_in_tensor_is_only_its_rows() -> None:
+    from cpgraph.adapters.sglang.stand_ins import BufferRegistry, Rows
+
+    rows = Rows(10)
+    assert len(rows[:4]) == 4 and rows[2:].shape == (8,) and rows.zero_() is rows
+    with pytest.raises(TypeError, match="only slices"):
+        rows[3]
+    registry = BufferRegistry()
+    assert len(registry.get_slot("input_ids").slice_for(2, 16)) == 16 and not registry.has_slot("mamba_track_mask")
+    with pytest.raises(KeyError, match="no slot 'input_embeds'"):
+        registry.get_slot("input_embeds")
