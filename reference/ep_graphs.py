@@ -290,3 +290,39 @@ def rank_step(prefill_tokens: Sequence[int], decodes: int, config: EpConfig) -> 
     if any(t < 1 for t in prefill_tokens) or decodes < 0:
         raise ValueError(f"prefill_tokens must be >= 1 each and decodes >= 0, got {list(prefill_tokens)!r}, {decodes!r}")
     return GraphDims(sum(prefill_tokens) + decodes * config.tokens_per_decode, len(prefill_tokens), decodes)
+
+
+# --- the CUDA-graph-aware admission (Megatron-Core 0.19 on): a chunked prefill snapped to a graph boundary ----
+
+def largest_chunk(active: GraphDims, graphs: Sequence[GraphDims], budget: int, matching: str) -> int | None:
+    """The largest chunk of a new prefill a graph boundary allows within ``budget``: the most c in 1..budget such
+    that the step with the chunk added, (active tokens + c, active prefills + 1, active decodes), matches a
+    captured graph of exactly active tokens + c tokens (None: no boundary within the budget)."""
+    best: int | None = None
+    for g in graphs:
+        chunk = g.tokens - active.tokens
+        if 1 <= chunk <= budget and applicable(g, GraphDims(g.tokens, active.prefill + 1, active.decode), matching):
+            best = chunk if best is None else max(best, chunk)
+    return best
+
+
+def judge_chunk(active: GraphDims, graphs: Sequence[GraphDims], budget: int, chunk: int | None, matching: str) -> list[EpFinding]:
+    """The admission's invariants for one chunked prefill planned by the engine (``chunk``; None: no graph
+    boundary found, the engine admits the whole budget eagerly): the chunk is within the budget, the step it
+    makes replays a graph of the planned token count (admission_replay), and it is the largest a boundary
+    allows (no_needless_fallback)."""
+    found: list[EpFinding] = []
+    if chunk is not None and not 1 <= chunk <= budget:
+        found.append(EpFinding("padding_limit", f"the admitted chunk {chunk} is outside the budget 1..{budget}", kind="chunk"))
+        return found
+    if chunk is not None:
+        step = GraphDims(active.tokens + chunk, active.prefill + 1, active.decode)
+        ran = match(step, graphs, matching)
+        if ran is None or ran.tokens != step.tokens:
+            found.append(EpFinding("admission_replay", f"admitted a chunk of {chunk} for a graph of {step.tokens} tokens; "
+                                   f"the step {step} replays {ran if ran is not None else 'eager'}", kind="chunk"))
+    best = largest_chunk(active, graphs, budget, matching)
+    if best is not None and (chunk is None or chunk < best):
+        found.append(EpFinding("no_needless_fallback", f"admitted a chunk of {chunk if chunk is not None else 'none (eager)'}; "
+                               f"a graph boundary allows {best} within the budget {budget}", kind="chunk"))
+    return found

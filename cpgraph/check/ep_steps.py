@@ -48,7 +48,9 @@ class EpSpace:
             raise ValueError(f"spec_tokens must be in 0..16, got {self.spec_tokens!r}")
 
 
-class EpDriver(Protocol):
+class Offers(Protocol):
+    """What a release offers of the configuration space (the knobs its code reads)."""
+
     version: str
     dispatchers: tuple[str, ...]
     sizings: tuple[str, ...]
@@ -56,11 +58,13 @@ class EpDriver(Protocol):
     auto_graphs: bool
     max_spec_tokens: int
 
+
+class EpDriver(Offers, Protocol):
     def graphs(self, config: EpConfig) -> tuple[GraphDims, ...]: ...
 
     def answers(self, config: EpConfig, steps: Sequence[RankStep]) -> tuple[EpAnswer, ...]: ...
 
-    def decided_at(self, invariant: str) -> tuple[str, ...]: ...
+    def decided_at(self, invariant: str, kind: str = "") -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,8 @@ class EpViolation:
     found_after: int
     info: bool = False
     kind: str = ""
+    budget: int | None = None  # a chunked prefill's admission (kind 'chunk'): the token budget and the chunk admitted
+    chunk: int | None = None
 
     @property
     def cost(self) -> str:
@@ -87,11 +93,15 @@ class EpViolation:
         row = INVARIANT_TABLE[self.invariant]
         head = "information" if self.info else f"{row.kind}: {row.stated('ep_step')}; costs {row.cost}"
         kind = f" [{self.kind}]" if self.kind and self.kind != self.invariant else ""
-        lines = [f"{self.invariant}{kind} {'noted' if self.info else 'violated'} on an EP step ({head})",
+        subject = "a chunked-prefill admission" if self.kind == "chunk" else "an EP step"
+        lines = [f"{self.invariant}{kind} {'noted' if self.info else 'violated'} on {subject} ({head})",
                  f"  configuration: {self.config.describe()}",
                  f"  captured ({len(self.graphs)}): {', '.join(str(g) for g in sorted(self.graphs))}"]
         for a, step in zip(self.answers, self.steps):
             lines.append(f"  EP rank {a.rank}: step {step if step is not None else 'idle (dummy step)'} -> {a.describe()}")
+        if self.kind == "chunk":
+            lines.append(f"  a new prefill beside the active batch {self.steps[0]}, token budget {self.budget}: the engine "
+                         f"admits a chunk of {self.chunk if self.chunk is not None else 'none (eager)'}")
         lines.append(f"  why: {self.why}")
         lines += [f"  decided at: {where}" for where in self.decided_at]
         lines.append(f"  (found after {self.found_after} steps)")
@@ -105,7 +115,7 @@ class EpViolation:
                 "config": vars(self.config) | {"matching": self.config.matching},
                 "steps": [dims(s) for s in self.steps], "graphs": [dims(g) for g in self.graphs],
                 "ranks": [{"rank": a.rank, "graph": dims(a.graph), "hung": a.hung} for a in self.answers],
-                "decided_at": list(self.decided_at), "found_after": self.found_after}
+                "decided_at": list(self.decided_at), "found_after": self.found_after, "budget": self.budget, "chunk": self.chunk}
 
 
 @dataclass(frozen=True)
@@ -121,6 +131,7 @@ class EpReport:
     seconds: float
     violations: tuple[EpViolation, ...]
     notes: tuple[EpViolation, ...] = ()
+    chunks: int = 0  # chunked prefills admitted by the CUDA-graph-aware admission (0.19 on), checked
 
     @property
     def ok(self) -> bool:
@@ -128,7 +139,8 @@ class EpReport:
 
     def text(self) -> str:
         head = (f"cpgraph check {self.target} (megatron-core {self.version}): {self.steps} EP steps over {self.configs} "
-                f"configurations ({self.refused} refused by the release) in {self.seconds:.1f}s: "
+                f"configurations ({self.refused} refused by the release)"
+                + (f" and {self.chunks} chunked-prefill admissions" if self.chunks else "") + f" in {self.seconds:.1f}s: "
                 + ("every invariant held" if self.ok else f"{len(self.violations)} invariant(s) violated"))
         return "\n\n".join([head, *[v.text() for v in self.violations], *[n.text() for n in self.notes]])
 
@@ -136,14 +148,14 @@ class EpReport:
         return "```\n" + self.text() + "\n```\n"
 
     def to_json(self) -> dict[str, Any]:
-        return {"target": self.target, "release": self.version, "ok": self.ok, "steps": self.steps, "configs": self.configs,
+        return {"target": self.target, "release": self.version, "ok": self.ok, "steps": self.steps, "chunks": self.chunks, "configs": self.configs,
                 "refused": self.refused, "seconds": round(self.seconds, 3),
                 "violations": [v.to_json() for v in self.violations], "notes": [n.to_json() for n in self.notes]}
 
 
 # --- drawing cases ---------------------------------------------------------------------------------------------
 
-def draw_config(rng: random.Random, driver: EpDriver, ep_size: int, space: EpSpace = EpSpace()) -> EpConfig:
+def draw_config(rng: random.Random, driver: Offers, ep_size: int, space: EpSpace = EpSpace()) -> EpConfig:
     """A configuration the release offers, at ``ep_size``, within ``space``."""
     spec = rng.choice((0, 0, 0, 1, 2, 3))
     spec = min(spec, driver.max_spec_tokens, space.spec_tokens)
@@ -320,7 +332,14 @@ def check_ep(driver: EpDriver, *, target: str, cases: int, seed: int, space: EpS
         found, answers, graphs = findings(driver, config, steps)
         again = next((g for g in found if g.invariant == f.invariant and g.kind == f.kind), f)
         (notes if f.info else violations).append(EpViolation(f.invariant, again.why, config, steps, answers, graphs,
-                                                             driver.decided_at(f.invariant), after, info=f.info, kind=f.kind))
+                                                             driver.decided_at(f.invariant, f.kind), after, info=f.info, kind=f.kind))
+    chunks = 0
+    if getattr(driver, "admission", False):
+        from cpgraph.check.ep_admission import check_admission
+
+        chunks, found_chunks = check_admission(driver, cases=max(1, cases // 4), seed=seed, space=space)  # type: ignore[arg-type]  # a driver with admission has chunk()
+        violations += found_chunks
     order = list(INVARIANT_TABLE)
     violations.sort(key=lambda v: (order.index(v.invariant), v.kind))
-    return EpReport(target, driver.version, done, configs, refused, time.perf_counter() - start, tuple(violations), tuple(notes))
+    return EpReport(target, driver.version, done, configs, refused, time.perf_counter() - start, tuple(violations), tuple(notes),
+                    chunks=chunks)

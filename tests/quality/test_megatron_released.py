@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 import subprocess
 import sys
 from pathlib import Path
@@ -129,3 +130,20 @@ def test_the_emitted_test_fails_alone(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert done.returncode == 1, done.stdout[-2000:]
     assert "rank_consensus broken" in done.stdout
+
+
+def test_the_0_19_admission_snaps_a_chunk_short_of_the_largest_graph_boundary() -> None:
+    """0.19's _find_cg_chunk_size returns the first boundary in the list's order, which is by prefill tokens
+    (T - D * k), not by T: with MTP (k = 3) a graph of 32 tokens comes before one of 64."""
+    p = policy("0.19.2")
+    config = EpConfig(ep_size=2, model="hybrid", dispatcher="nvls", spec_tokens=2, num_cuda_graphs=-1, max_requests=32,
+                      max_tokens=128, mixed_prefill_count=2, all_prefills=True)
+    assert p.chunk(config, G(15, 0, 5), 66) == (True, 17)
+    from cpgraph.reference.ep_graphs import largest_chunk
+
+    assert largest_chunk(G(15, 0, 5), p.graphs(config), 66, "strict") == 49
+    assert p.chunk(replace(config, spec_tokens=0), G(5, 0, 5), 66)[1] == largest_chunk(G(5, 0, 5), p.graphs(replace(config, spec_tokens=0)), 66, "strict")
+    report = check_ep(p, target=TARGET, cases=800, seed=0)
+    chunked = [v for v in report.violations if v.kind == "chunk"]
+    assert [v.invariant for v in chunked] == ["no_needless_fallback"] and chunked[0].config.spec_tokens >= 1
+    assert chunked[0].decided_at[0].startswith("megatron/core/inference/engines/dynamic_engine.py:")

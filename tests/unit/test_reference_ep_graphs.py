@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from cpgraph.reference.ep_graphs import (
-    EpAnswer, EpConfig, GraphDims, applicable, common_tokens, holds, judge, match, rank_step, sync_all, sync_tokens,
-    synced_match,
+    EpAnswer, EpConfig, GraphDims, applicable, common_tokens, holds, judge, judge_chunk, largest_chunk, match, rank_step,
+    sync_all, sync_tokens, synced_match,
 )
 
 G = GraphDims
@@ -92,3 +92,15 @@ def test_bad_input_names_the_argument_and_what_is_allowed() -> None:
     with pytest.raises(ValueError, match="sync must be one of tokens, all"):
         synced_match([G(1, 0, 1)], (), "strict", "half")
     assert rank_step([3, 4], 2, EpConfig(ep_size=2, spec_tokens=1)) == G(11, 2, 2)
+
+
+def test_the_largest_chunk_is_the_largest_graph_boundary_within_the_budget() -> None:
+    graphs = (G(32, 16, 5), G(64, 16, 16), G(16, 1, 5), G(128, 1, 30))
+    active = G(15, 0, 5)
+    assert largest_chunk(active, graphs, 66, "strict") == 49
+    assert largest_chunk(active, graphs, 48, "strict") == 17
+    assert largest_chunk(G(15, 0, 17), graphs, 66, "strict") is None  # no graph holds 17 decodes and a prefill below 128
+    assert [f.invariant for f in judge_chunk(active, graphs, 66, 17, "strict")] == ["no_needless_fallback"]
+    assert judge_chunk(active, graphs, 66, 49, "strict") == []
+    assert [f.invariant for f in judge_chunk(active, graphs, 66, 20, "strict")] == ["admission_replay", "no_needless_fallback"]
+    assert [f.invariant for f in judge_chunk(active, graphs, 10, 17, "strict")] == ["padding_limit"]

@@ -102,6 +102,11 @@ class MegatronPolicy:
         self.auto_graphs = "num_cuda_graphs == -1" in _read(root, rel.BATCH_DIMS)
         self.max_spec_tokens = 0 if "num_speculative_tokens" not in init_text else 3
         self._graphs: dict[EpConfig, tuple[tuple[GraphDims, ...], dict[str, Any]]] = {}
+        engine = rel.tree(root, rel.ENGINE) if os.path.isfile(os.path.join(root, rel.ENGINE)) else None
+        chunking = engine is not None and find(engine, f"{rel.ENGINE_CLASS}._find_cg_chunk_size") is not None
+        self.admission = chunking  # the CUDA-graph-aware admission (0.19 on)
+        self._chunk = self._function(rel.body_slice(root, rel.ENGINE, f"{rel.ENGINE_CLASS}._find_cg_chunk_size")) if chunking else None
+        self._gating = self._function(rel.body_slice(root, rel.ENGINE, f"{rel.ENGINE_CLASS}._cg_admission_gating_active")) if chunking else None
 
     def _has_round_up(self) -> bool:
         return "round_up_to_nearest_multiple" in _read(self.root, rel.BATCH_DIMS)
@@ -214,6 +219,24 @@ class MegatronPolicy:
             raise classify(exc, "cpgraph.adapters.megatron", self.version, self.root, NEWEST) from None
         return tuple(EpAnswer(r, g) for r, g in enumerate(ran))
 
+    def chunk(self, config: EpConfig, active: GraphDims, budget: int) -> tuple[bool, int | None]:
+        """The engine's CUDA-graph-aware admission of a new prefill beside ``active`` (0.19 on): whether the
+        gating is on for ``config`` (the release's _cg_admission_gating_active) and the chunk its
+        _find_cg_chunk_size snaps the ``budget`` to (None: no boundary, eager)."""
+        if self._chunk is None or self._gating is None:
+            raise ValueError(f"megatron-core {self.version} has no CUDA-graph-aware admission (0.19 on)")
+        _, attrs = self._setup(config)
+        context = SimpleNamespace(**attrs, active_token_count=active.tokens, num_prefill_requests=active.prefill,
+                                  num_decode_requests=active.decode)
+        engine = SimpleNamespace(context=context, cuda_graph_all_prefills=config.all_prefills)
+        try:
+            with self._box:
+                gating = bool(self._gating(engine))
+                chunk = self._chunk(engine, budget)
+        except Exception as exc:
+            raise classify(exc, "cpgraph.adapters.megatron", self.version, self.root, NEWEST) from None
+        return gating, None if chunk is None else int(chunk)
+
     # --- where the release decides ------------------------------------------------------------------------
 
     def citations(self) -> dict[str, str]:
@@ -229,15 +252,19 @@ class MegatronPolicy:
             "idle rank": rel.line_of(root, rel.CONTROLLER, "TextGenerationController.dummy_forward", rel.calls("_dynamic_step_context_init")),
         }
 
-    def decided_at(self, invariant: str) -> tuple[str, ...]:
+    def decided_at(self, invariant: str, kind: str = "") -> tuple[str, ...]:
         c = self.citations()
+        if kind == "chunk" and self._chunk is not None:
+            return (rel.line_of(self.root, rel.ENGINE, f"{rel.ENGINE_CLASS}._find_cg_chunk_size", rel.calls("is_applicable_for_batch_dim")),
+                    rel.line_of(self.root, rel.ENGINE, f"{rel.ENGINE_CLASS}.schedule_chunked_prefill", rel.calls("_find_cg_chunk_size")))
         if invariant in ("rank_consensus", "minimal_bucket", "no_needless_fallback"):
             return (c["EP sync"], c["synced dims"], c["graph or eager"])
         return (c["match"], c["graph or eager"])
 
     def code_files(self) -> dict[str, str]:
         return {"batch_dimensions_utils": rel.BATCH_DIMS, "DynamicInferenceContext": rel.CONTEXT,
-                "TextGenerationController.dummy_forward": rel.CONTROLLER, "get_pg_size": rel.UTILS}
+                "TextGenerationController.dummy_forward": rel.CONTROLLER, "get_pg_size": rel.UTILS,
+                **({"DynamicInferenceEngine._find_cg_chunk_size": rel.ENGINE} if self.admission else {})}
 
     def ep_step_driver(self) -> MegatronPolicy:
         return self

@@ -24,7 +24,9 @@ CONTEXT = "megatron/core/inference/contexts/dynamic_context.py"
 CONTROLLER = "megatron/core/inference/text_generation_controllers/text_generation_controller.py"
 UTILS = "megatron/core/utils.py"
 CONFIG = "megatron/core/inference/config.py"
+ENGINE = "megatron/core/inference/engines/dynamic_engine.py"
 CONTEXT_CLASS = "DynamicInferenceContext"
+ENGINE_CLASS = "DynamicInferenceEngine"
 # what the decision reads of the context, set in its __init__ (the slice's roots)
 INIT_TARGETS = ("_nccl_ep_dispatcher", "_nvls_dispatcher", "_training_ep_dispatcher", "use_cuda_graphs_for_non_decode_steps",
                 "cuda_graph_batch_dimensions_list", "smallest_non_decode_cuda_graph_size")
