@@ -269,8 +269,8 @@ class GraphPaths:
             return None
         runs = {m for d in drivers for m in d.modes}
         if options.cudagraph_modes is not None and not set(options.cudagraph_modes) <= runs:
-            raise ValueError(f"--cudagraph-modes {','.join(options.cudagraph_modes)}: the policy's graph paths run "
-                             f"{', '.join(sorted(runs))}")
+            raise ValueError(f"--cudagraph-modes {','.join(options.cudagraph_modes)}: this release runs "
+                             f"{', '.join(sorted(runs))} under PCP (the modes its graph-path drivers run)")
         return drivers
 
     def check(self, obj: object, offered: Sequence[Any], options: CheckOptions, name: str,
