@@ -19,7 +19,7 @@ from cpgraph.commands.verdict_diff import Finding, Side, diff, exit_code, render
 
 FIX = Path(__file__).resolve().parents[2] / "examples" / "vllm_dealt_decode_fix"
 PATCHED = ("dp_utils.py", "model_runner.py", "pcp_manager.py")  # the files fix.patch edits
-SMALL = ["--max-cases", "40", "--path-cases", "30", "--cp-sizes", "2", "--dp-sizes", "1", "--dcp-sizes", "1", "-q"]
+SMALL = ["--max-cases", "40", "--path-cases", "30", "--cp-sizes", "2", "--dcp-sizes", "1", "-q"]  # with --dp-sizes
 
 
 def _side(label: str, broken: dict[tuple[str, str], str], paths: tuple[str, ...] = ("prefill", "P, DP 1")) -> Side:
@@ -106,24 +106,24 @@ def test_a_baseline_folder_without_the_stack_and_a_non_adapter_are_usage_errors(
     assert "--baseline" in capsys.readouterr().err
 
 
-def _patched(release: Path, tmp_path: Path, version: str) -> Path:
-    """A copy of ``release`` (links to its files) with the fix applied to the files it edits."""
+def _patched(release: Path, tmp_path: Path, version: str, patch: str = "") -> Path:
+    """A copy of ``release`` (links to its files) with the fix (or ``patch``) applied to the files it edits."""
     if shutil.which("patch") is None:
         pytest.skip("needs the patch command (GNU patch) to apply examples/vllm_dealt_decode_fix")
-    tree = tmp_path / f"vllm-{version}-fixed"
+    tree = tmp_path / f"vllm-{version}-{patch or 'fixed'}"
     shutil.copytree(release, tree, copy_function=os.symlink)
     for name in PATCHED:
         target = tree / "vllm" / "v1" / "worker" / "gpu" / name
         target.unlink()
         shutil.copyfile(release / "vllm" / "v1" / "worker" / "gpu" / name, target)
-    fix = FIX / ("fix.patch" if version == "0.34.0" else f"fix-{version}.patch")
+    fix = FIX / (patch or ("fix.patch" if version == "0.34.0" else f"fix-{version}.patch"))
     subprocess.run(["patch", "-p1", "-s", "-i", str(fix)], cwd=tree, check=True)
     return tree
 
 
 def test_the_dealt_decode_miss_newly_fails_from_0_31_to_0_34(vllm_release: Callable[[str], Path], capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["check", "cpgraph.adapters.vllm:pcp", "--baseline", str(vllm_release("0.31.0")),
-                 "--adapter-root", str(vllm_release("0.34.0")), "--cudagraph-modes", "FULL_DECODE_ONLY", *SMALL, "--json"])
+                 "--adapter-root", str(vllm_release("0.34.0")), "--cudagraph-modes", "FULL_DECODE_ONLY", *SMALL, "--dp-sizes", "1", "--json"])
     data = json.loads(capsys.readouterr().out)
     rows = {(r["path"], r["invariant"]): r for r in data["rows"]}
     row = rows[("FULL_DECODE_ONLY, dcp 1 (decodes dealt), DP 1", "no_needless_fallback")]
@@ -140,14 +140,25 @@ def test_the_fix_applies_to_every_affected_release(version: str, vllm_release: C
     assert "def get_num_reqs_for_dispatch(" in (tree / "vllm" / "v1" / "worker" / "gpu" / "pcp_manager.py").read_text(encoding="utf-8")
 
 
-@pytest.mark.xfail(strict=True, reason="the vLLM adapter restates the model runner's glue (num_reqs = the global request count), "
-                   "so a patched model_runner.py is judged as shipped; passes once the adapter executes the release's glue")
 def test_the_fix_mends_the_dealt_decode_full_graph_miss(vllm_release: Callable[[str], Path], tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     tree = _patched(vllm_release("0.34.0"), tmp_path, "0.34.0")
     code = main(["check", "cpgraph.adapters.vllm:pcp", "--baseline", str(vllm_release("0.34.0")), "--adapter-root", str(tree),
-                 "--cudagraph-modes", "FULL_DECODE_ONLY", *SMALL, "--json"])
+                 "--cudagraph-modes", "FULL_DECODE_ONLY", *SMALL, "--dp-sizes", "1", "--json"])
     data = json.loads(capsys.readouterr().out)
     rows = {(r["path"], r["invariant"]): r["status"] for r in data["rows"]}
     assert rows[("FULL_DECODE_ONLY, dcp 1 (decodes dealt), DP 1", "no_needless_fallback")] == "fixed"
     assert "newly failing" not in rows.values() and code == 0
+
+
+def test_a_fix_that_mends_dp_1_and_breaks_dp_2_shows_it(vllm_release: Callable[[str], Path], tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """half-fix.patch dispatches with the rank-local count but leaves the DP sync's re-dispatch on the global one."""
+    tree = _patched(vllm_release("0.34.0"), tmp_path, "0.34.0", "half-fix.patch")
+    code = main(["check", "cpgraph.adapters.vllm:pcp", "--baseline", str(vllm_release("0.34.0")), "--adapter-root", str(tree),
+                 "--cudagraph-modes", "FULL_DECODE_ONLY", *SMALL, "--dp-sizes", "1,2", "--json"])
+    rows = {(r["path"], r["invariant"]): r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert rows[("FULL_DECODE_ONLY, dcp 1 (decodes dealt), DP 1", "no_needless_fallback")]["status"] == "fixed"
+    newly = rows[("FULL_DECODE_ONLY, dcp 1 (decodes dealt), DP 2", "rank_consensus")]
+    assert newly["status"] == "newly failing" and len(newly["witness"]["steps"]) == 2
+    assert code == 1
