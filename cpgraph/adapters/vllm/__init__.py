@@ -39,21 +39,34 @@ __all__ = [
 
 STACK = "vLLM"
 EXECUTED = (
-    Driven("PCPManager: get_num_tokens_for_dispatch, _build_batch_layout", "vllm/v1/worker/gpu/pcp_manager.py"),
-    Driven("CudaGraphManager: __init__, _init_candidates, dispatch", "vllm/v1/worker/gpu/cudagraph_utils.py"),
+    Driven("GPUModelRunner.execute_model up to dispatch_cg_and_sync_dp, and gather_batch_req_state: the statements "
+           "that reach the dispatch (its backward slice), compiled from the file with its line numbers (execute.py)",
+           "vllm/v1/worker/gpu/model_runner.py"),
+    Driven("sort_batch_req_ids and BatchReqState (module level, compiled whole)", "vllm/v1/worker/gpu/model_runner.py"),
+    Driven("get_uniform_decode_token_count and the helpers it calls (0.28 on, compiled whole)", "vllm/v1/worker/utils.py"),
+    Driven("PCPManager: get_num_tokens_for_dispatch, _build_batch_layout, _resolve_num_reqs_after_padding",
+           "vllm/v1/worker/gpu/pcp_manager.py"),
+    Driven("CudaGraphManager: __init__, _init_candidates, dispatch; get_uniform_token_count (0.26-0.27)",
+           "vllm/v1/worker/gpu/cudagraph_utils.py"),
     Driven("dispatch_cg_and_sync_dp (the DP sync and re-dispatch)", "vllm/v1/worker/gpu/dp_utils.py"),
     Driven("CUDAGraphMode and the capture-size helpers", "vllm/config/compilation.py"),
     Driven("ParallelConfig.pcp_shard_decode_requests", "vllm/config/parallel.py"),
     Driven("cdiv, round_up", "vllm/utils/math_utils.py"),
 )
 STOOD_IN = (
-    StandIn("the model runner's glue in execute_model (the count handed to dispatch, the partition's padded size, "
-            "the replay key)", "restated per family in policy.py and located in the release's syntax tree by "
-            "release.read_glue, which refuses a release whose glue it does not recognise"),
-    StandIn("torch, triton and the rest of vLLM", "falsy stubs; a stub the release computes with raises (shim.py)"),
+    StandIn("the model runner's glue after the dispatch (the padded size handed to the partition, the replay key "
+            "BatchDescriptor(num_tokens=input_batch.num_tokens_after_padding), a FULL graph's request padding)",
+            "restated per family in policy.py and paths.py, located in the release's syntax tree by release.read_glue, "
+            "which refuses a release whose partition it does not recognise"),
+    StandIn("the scheduler's output and the request states (SchedulerOutput, RequestState)",
+            "built from the checked batch (execute.py): request ids in batch order, a prefill fresh, a decode past its prompt"),
+    StandIn("the model runner's self (GPUModelRunner)", "execute.PROVIDED: the rank's real PCPManager and CudaGraphManager, "
+            "DP size and rank, the features off (no LoRA, encoder-decoder, pipeline parallel, adaptive verification, "
+            "microbatching); a sliced statement reading anything else of self is refused at its file:line"),
+    StandIn("torch, triton and the rest of vLLM", "falsy stubs; a stub the release computes with raises (shim.py), and a "
+            "sliced statement whose value comes from a stub is refused at its file:line"),
     StandIn("the configuration (VllmConfig, ParallelConfig)", "stand_ins.py fills the fields the driven code reads"),
     StandIn("the DP all-reduce", "simulated in one process over every DP rank's proposal (paths.py)"),
-    StandIn("the scheduler's output and the input batch", "built from the checked batch (stand_ins.ScheduledBatch)"),
 )
 
 _BUILT: dict[str, VllmPolicy] = {}

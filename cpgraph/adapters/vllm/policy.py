@@ -23,13 +23,15 @@ by its own sync over a simulated all-reduce (cpgraph/adapters/vllm/paths.py). No
 microbatching (DBO), adaptive (varlen) verification, the order the model runner sorts requests into (the
 batch's order is taken as given), real collectives (the DP all-reduce is simulated).
 
-What is restated. The model runner (model_runner.py) needs the whole server, so its glue is restated in
-``VllmPolicy.step`` in a few lines, each citing the release's file and line; ``read_glue``
-(cpgraph/adapters/vllm/release.py) locates every restated step in the release's own syntax tree and
-refuses a release whose glue differs (``policy.citations()`` lists where each step is). The family is read
-from the code (does the model runner dispatch ``get_num_tokens_for_dispatch``, how does it hand the
+What is run of the model runner. execute_model's statements that reach ``dispatch_cg_and_sync_dp`` (its
+backward slice, with ``gather_batch_req_state`` and the rest it calls) are compiled from the tree's
+model_runner.py and run (cpgraph/adapters/vllm/execute.py, over cpgraph/adapters/follow/): the counts handed
+to dispatch and the descriptor are the tree's own, and ``policy.citations()`` cites the statements run. What
+is still restated is the glue after the dispatch: the padded size handed to the partition and the replay key,
+per family, located in the tree by ``read_glue`` (cpgraph/adapters/vllm/release.py), which refuses a
+partition it does not recognise. The family is read from the code (how the model runner hands the
 dispatched size to the partition, does PCPManager take ``shard_decode_requests``), not from the version
-string, which is only reported.
+string, which is only reported. docs/adapters/vllm.md lists what runs, what is stood in for, what is refused.
 
 | release | family | dispatched (admission) | replayed under | decodes | strategy |
 | --- | --- | --- | --- | --- | --- |
@@ -75,11 +77,11 @@ Declared knobs: ``keying = 'local'``, ``strategy`` (above), ``align_size = 1``, 
 None``.
 
 ``dcp_size`` (default 1) sets decode context parallel: the strategy follows (table above).
-``planted=True`` (or ``'pre_fix'``) plants the 0.28 glue into a 0.29+ release (dispatch by the global
-count, partition with no padded size), for tests: it fails as 0.28 does. ``planted='global_dispatch'``
-plants only the global dispatch count: the layout is still padded to the dispatched size, so admission
-and replay agree, and the regression shows as wasted sizes (minimal_bucket) and needless eager batches
-(no_needless_fallback) instead.
+``planted=True`` (or ``'pre_fix'``) plants the 0.28 glue into a copy of a 0.29+ release's source
+(cpgraph/adapters/vllm/plants.py: the global count handed to dispatch, the partition unpadded), for tests: it
+fails as 0.28 does. ``planted='global_dispatch'`` plants only the global dispatch count: the layout is still
+padded to the dispatched size, so admission and replay agree, and the regression shows as wasted sizes
+(minimal_bucket) and needless eager batches (no_needless_fallback) instead.
 """
 
 from __future__ import annotations
