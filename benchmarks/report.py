@@ -263,6 +263,21 @@ def _graph_latency(r: Report) -> Row:
 
 # --- the page -----------------------------------------------------------------------------------------------
 
+# --- EP check rate (Megatron-Core) ----------------------------------------------------------------------------
+
+
+def _ep_check_rate(r: Report) -> Row:
+    d = r.data
+    if "releases" not in d:
+        raise Unreadable("unknown ep-steps-rate shape")
+    cells = [f"{x['release']} {x['steps_per_minute']:,} EP steps per minute on {x['workers']} workers "
+             f"({x['per_cpu_minute']:,} per CPU-minute of one)" for x in d["releases"]]
+    best = min(x["steps_per_minute"] for x in d["releases"])
+    figures = "; ".join(cells) + f". Target >= {d['target_per_minute']:,} per minute on 2 cores: {'met' if best >= d['target_per_minute'] else 'not met'}"
+    return Row("`cpgraph check cpgraph.adapters.megatron:ep` rate", r, f"{d['machine']}, load {_num(d['load'], 1)}", figures,
+               str(d["command"]))
+
+
 Reader = Callable[[Report], Row]
 READERS: tuple[tuple[str, str, Reader], ...] = (
     ("prove time, idle", "prove-time", _prove_time(busy=False)),
@@ -275,6 +290,7 @@ READERS: tuple[tuple[str, str, Reader], ...] = (
     ("mutation score, decode-path theorem statements", "mutation", _mutation("proofs", scope_only=False, label="graph-paths")),
     ("mutation score, decode-path spec", "mutation", _mutation("spec", scope_only=False, label="graph-paths")),
     ("check rate", "check-rate", _check_rate),
+    ("EP check rate", "ep-steps-rate", _ep_check_rate),
     ("check random phase", "random-chunks", _random_catches),
     ("decision latency", "decision-latency", _decision_latency),
     ("review scale", "review-scale", _review_scale),

@@ -12,10 +12,12 @@ smallest budget, then the smallest configuration) and replayed.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
-from cpgraph.check.ep_steps import EpSpace, EpViolation, Offers, _config_moves, draw_config
+from cpgraph.check.ep_steps import EpReport, EpSpace, EpViolation, Offers, _config_moves, check_ep, draw_config
+from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.reference.ep_graphs import EpConfig, EpFinding, GraphDims, judge_chunk
 
 
@@ -119,3 +121,17 @@ def check_admission(driver: ChunkDriver, *, cases: int, seed: int, space: EpSpac
         out.append(EpViolation(invariant, why, config, (active,), (), driver.graphs(config), driver.decided_at(invariant, "chunk"),
                                after, kind="chunk", budget=budget, chunk=chunk))
     return done, out
+
+
+def check_release(driver: Any, *, target: str, cases: int, seed: int, space: EpSpace = EpSpace(),
+                  progress: Any = None) -> EpReport:
+    """Everything the release offers checked: ``cases`` EP steps (cpgraph/check/ep_steps.py), then, where the release
+    has the CUDA-graph-aware admission (``driver.admission``), a quarter as many chunked-prefill admissions."""
+    start = time.perf_counter()
+    report = check_ep(driver, target=target, cases=cases, seed=seed, space=space, progress=progress)
+    if not getattr(driver, "admission", False):
+        return report
+    chunks, found = check_admission(driver, cases=max(1, cases // 4), seed=seed, space=space)
+    order = list(INVARIANT_TABLE)
+    violations = sorted((*report.violations, *found), key=lambda v: (order.index(v.invariant), v.kind))
+    return replace(report, violations=tuple(violations), chunks=chunks, seconds=time.perf_counter() - start)

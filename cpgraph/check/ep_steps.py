@@ -333,13 +333,6 @@ def check_ep(driver: EpDriver, *, target: str, cases: int, seed: int, space: EpS
         again = next((g for g in found if g.invariant == f.invariant and g.kind == f.kind), f)
         (notes if f.info else violations).append(EpViolation(f.invariant, again.why, config, steps, answers, graphs,
                                                              driver.decided_at(f.invariant, f.kind), after, info=f.info, kind=f.kind))
-    chunks = 0
-    if getattr(driver, "admission", False):
-        from cpgraph.check.ep_admission import check_admission
-
-        chunks, found_chunks = check_admission(driver, cases=max(1, cases // 4), seed=seed, space=space)  # type: ignore[arg-type]  # a driver with admission has chunk()
-        violations += found_chunks
     order = list(INVARIANT_TABLE)
     violations.sort(key=lambda v: (order.index(v.invariant), v.kind))
-    return EpReport(target, driver.version, done, configs, refused, time.perf_counter() - start, tuple(violations), tuple(notes),
-                    chunks=chunks)
+    return EpReport(target, driver.version, done, configs, refused, time.perf_counter() - start, tuple(violations), tuple(notes))

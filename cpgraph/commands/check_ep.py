@@ -54,7 +54,7 @@ def _space(args: argparse.Namespace) -> Any:
 def _check_root(args: argparse.Namespace, root: str, out: Output) -> Any:
     from cpgraph.adapters import AdapterError
     from cpgraph.adapters.megatron import policy_from
-    from cpgraph.check.ep_steps import check_ep
+    from cpgraph.check.ep_admission import check_release
 
     def progress(line: str) -> None:
         if not out.quiet:
@@ -62,7 +62,7 @@ def _check_root(args: argparse.Namespace, root: str, out: Output) -> Any:
 
     try:
         driver = policy_from(root, args.target.partition(":")[2] or "ep")
-        return check_ep(driver, target=args.target, cases=args.max_cases or DEFAULT_STEPS, seed=args.seed,
+        return check_release(driver, target=args.target, cases=args.max_cases or DEFAULT_STEPS, seed=args.seed,
                         space=_space(args), progress=progress), driver
     except (AdapterError, ValueError) as exc:
         raise UsageError(f"cannot check {args.target} on {root}: {exc}") from None

@@ -143,7 +143,9 @@ def test_the_0_19_admission_snaps_a_chunk_short_of_the_largest_graph_boundary() 
 
     assert largest_chunk(G(15, 0, 5), p.graphs(config), 66, "strict") == 49
     assert p.chunk(replace(config, spec_tokens=0), G(5, 0, 5), 66)[1] == largest_chunk(G(5, 0, 5), p.graphs(replace(config, spec_tokens=0)), 66, "strict")
-    report = check_ep(p, target=TARGET, cases=800, seed=0)
+    from cpgraph.check.ep_admission import check_release
+
+    report = check_release(p, target=TARGET, cases=800, seed=0)
     chunked = [v for v in report.violations if v.kind == "chunk"]
     assert [v.invariant for v in chunked] == ["no_needless_fallback"] and chunked[0].config.spec_tokens >= 1
     assert chunked[0].decided_at[0].startswith("megatron/core/inference/engines/dynamic_engine.py:")
