@@ -1,5 +1,5 @@
 """The model runner's own glue, run: ``GPUModelRunner.execute_model`` of the release's model_runner.py, sliced
-back from its call of ``dispatch_cg_and_sync_dp`` and compiled from the file (cpgraph/adapters/follow/), so
+back from its call of ``dispatch_cg_and_sync_dp`` and compiled from the file (cpgraph/adapters/follow.py), so
 the request count, the token count, the uniform decode count, the query-length bound and the rest handed to
 dispatch are computed by the release's statements (and the ``self.<method>`` calls it follows, such as
 ``gather_batch_req_state``), never restated here.
@@ -44,7 +44,7 @@ PROVIDED = {
     "max_num_reqs": "scheduler_config.max_num_seqs",
 }
 CONSTANTS = {"lora_config": None, "lora_state": None, "is_encoder_decoder": False, "adaptive_verification": None,
-             "use_pp": False, "ubatch_runner": None}  # a branch these switch off is not run (program.py)
+             "use_pp": False, "ubatch_runner": None}  # a branch these switch off is not run (follow.py)
 ALLOWED_STUBS = ("envs",)  # environment flags: unset, so falsy (the sandbox's stub)
 
 

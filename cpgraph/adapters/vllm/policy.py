@@ -25,7 +25,7 @@ batch's order is taken as given), real collectives (the DP all-reduce is simulat
 
 What is run of the model runner. execute_model's statements that reach ``dispatch_cg_and_sync_dp`` (its
 backward slice, with ``gather_batch_req_state`` and the rest it calls) are compiled from the tree's
-model_runner.py and run (cpgraph/adapters/vllm/execute.py, over cpgraph/adapters/follow/): the counts handed
+model_runner.py and run (cpgraph/adapters/vllm/execute.py, over cpgraph/adapters/follow.py): the counts handed
 to dispatch and the descriptor are the tree's own, and ``policy.citations()`` cites the statements run. What
 is still restated is the glue after the dispatch: the padded size handed to the partition and the replay key,
 per family, located in the tree by ``read_glue`` (cpgraph/adapters/vllm/release.py), which refuses a

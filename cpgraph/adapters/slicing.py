@@ -4,11 +4,11 @@ Def-use chains come from beniget (flow-sensitive reaching definitions over Pytho
 the control dependences (the ``if`` / ``for`` / ``while`` / ``with`` / ``try`` statements enclosing a kept
 statement, whose headers are then sliced too) and the statements that mutate a kept local in place (a
 subscript or attribute assignment on it, a method called on it, an ``out=`` argument). Attribute state of
-``self`` is not traced here: what a method reads of ``self`` is the caller's business (program.py checks
+``self`` is not traced here: what a method reads of ``self`` is the caller's business (follow.py checks
 it against the stand-ins). A ``return`` that can end the function before a sink is kept as control only
 (``early``): it decides whether the sink is reached, its value does not reach it.
 
-What this deliberately does not do: follow calls (program.py follows ``self.<method>`` calls and runs the
+What this deliberately does not do: follow calls (follow.py follows ``self.<method>`` calls and runs the
 rest), or slice inside a callee's arguments more finely than the whole call.
 """
 
@@ -25,7 +25,7 @@ COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try)
 
 
 class _Chains(beniget.DefUseChains):  # type: ignore[misc]
-    """beniget's chains without its warnings on stderr (an unbound name is reported by program.py)."""
+    """beniget's chains without its warnings on stderr (an unbound name is reported by follow.py)."""
 
     def warn(self, msg: str, node: ast.AST) -> None:
         return None

@@ -1,13 +1,14 @@
-"""A release's function, sliced back from a sink call and compiled from the release's own source: what an
-adapter runs instead of restating the release's glue.
+"""Follow the code: a release's function, sliced back from a sink call and compiled from the release's own
+source, which an adapter runs instead of restating the release's glue.
 
-``follow(...)`` parses the release's file, slices the entry method back from the statement that calls the
+``Program(...)`` parses the release's file, slices the entry method back from the statement that calls the
 sink (slicing.py), follows every ``self.<method>(...)`` call the slice makes into that method (sliced back
 from its returns), and compiles the kept statements with the release's file name and line numbers, so a
 traceback, a refusal and a citation point at the release's file:line. The compiled methods form a class
 whose instances carry only the attributes the adapter stands in for; the functions run in a namespace built
 by executing the file's own imports (inside the adapter's sandbox: real modules are real, the rest stubs)
-and the module-level functions the slice calls, compiled from their source.
+and the module-level functions the slice calls, compiled from their source. ``imports(sandbox, name)`` is
+that namespace's loader.
 
 Refused before the first batch (``FollowError``, a GlueError: exit 2), each with the release's file:line:
 a kept statement that reads ``self.<name>`` the adapter does not stand in for, a name the file does not
@@ -28,9 +29,9 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cpgraph.adapters.follow.slicing import COMPOUND, Chains, Slice, backward_slice, parse, statements, value_parts
 from cpgraph.adapters.glue import GlueError
-from cpgraph.adapters.shim import Stub, StubModule
+from cpgraph.adapters.shim import Sandbox, Stub, StubModule
+from cpgraph.adapters.slicing import COMPOUND, Slice, backward_slice, parse, statements, value_parts
 
 EARLY = "__cpgraph_returned_before_the_sink__"
 
@@ -372,3 +373,23 @@ def _compile_defs(module: ast.Module, path: str, names: list[str], namespace: di
 
 class _Runner:
     """The base of a compiled slice's class: instances carry the stand-ins as plain attributes."""
+
+
+def imports(sandbox: Sandbox, module_name: str) -> Any:
+    """A loader for ``Program``: the namespace of ``module_name``'s file after running its top-level imports
+    (and nothing else of it) inside ``sandbox``; an import that fails leaves its names undefined (a slice
+    that reads one is refused)."""
+
+    def load(module: ast.Module, path: str) -> dict[str, Any]:
+        namespace: dict[str, Any] = {"__name__": module_name, "__file__": path}
+        with sandbox:
+            for node in module.body:
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    code = compile(ast.Module(body=[node], type_ignores=[]), path, "exec")
+                    try:
+                        exec(code, namespace)
+                    except ImportError:
+                        continue
+        return namespace
+
+    return load
