@@ -119,3 +119,29 @@ def test_the_summary_names_only_the_failing_paths_each_apart() -> None:
     wrong = check_paths([OwnStepDispatcher()], cp_sizes=(1, 2), cases=20, dp_sizes=(1, 2))
     assert wrong.summary().endswith("FAILED on 2 of 4 paths (80 steps) - FULL_AND_PIECEWISE, decodes dual_chunk_swap (dcp 1), "
                                     "DP 2; FULL_DECODE_ONLY, decodes dual_chunk_swap (dcp 1), DP 2")
+
+
+HEADLINE = r"^(\w+) violated on (.+) \((safety|efficiency): (.+); costs (.+)\)$"
+
+
+def test_a_batch_finding_and_a_path_finding_read_alike_with_the_tables_sentence_on_their_subject() -> None:
+    import re
+
+    from cpgraph.reference.invariants import INVARIANT_TABLE
+
+    batch = check_all("cpgraph.proofs.mutants.ignore_capacity", max_cases=300, boundary=False, workers=1).violations[0]
+    path = check_all(WRONG, path_cases=20, cp_sizes=(1, 2)).part("graph_paths").violations[0]
+    for finding, column in ((batch, "batch_global"), (path, "graph_path")):
+        head = re.match(HEADLINE, finding.text().splitlines()[0])
+        assert head is not None, finding.text()
+        row = INVARIANT_TABLE[head.group(1)]
+        assert (head.group(2), head.group(4), head.group(5)) == (finding.where, row.stated(column), row.cost)
+        assert {"invariant", "subject", "path", "cost", "detail"} <= set(finding.to_json())
+
+
+def test_the_one_report_renders_a_graph_path_part_in_markdown_and_junit() -> None:
+    report = check_all(WRONG, path_cases=20, cp_sizes=(1, 2))
+    md, junit = report.render("md"), report.render("junit")
+    assert "FAILED on 2 of 4 paths" in md and "<code>rank_consensus</code> on the FULL_DECODE_ONLY" in md
+    assert junit.count("<testcase") == 4 and junit.count("<failure") == 2 and "DP 2" in junit
+    assert not report.ok and report.findings == report.part("graph_paths").violations
