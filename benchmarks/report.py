@@ -114,6 +114,40 @@ def _prove_time(busy: bool) -> Callable[[Report], Row]:
     return read
 
 
+# --- prove cold and warm (the proof cache) ------------------------------------------------------------------
+
+
+def _prove_cache(r: Report) -> Row:
+    d = r.data
+    by = {x["name"]: x for x in _get(d, "runs")}
+    cold, warm = by.get("cold"), by.get("warm")
+    if cold is None or warm is None:
+        raise Unreadable("no cold or warm run")
+
+    def cell(x: dict[str, Any]) -> str:
+        return f"{_num(x['wall_s'], 1)} s wall, {_num(x['cpu_s'], 1)} s CPU"
+
+    parts = []
+    if "no cache" in by:
+        parts.append(f"`--no-cache` {cell(by['no cache'])}")
+    parts.append(f"cold (empty cache) {cell(cold)}, {cold['solved']:,} solver calls solved ({cold['reused']:,} asked "
+                 "twice in the run, reused)")
+    if "warm, queries" in by:
+        q = by["warm, queries"]
+        parts.append(f"warm, every query built and looked up {cell(q)} ({q['reused']:,} reused, {q['solved']:,} solved)")
+    parts.append(f"warm, the run record reused {cell(warm)}")
+    cvc5 = by.get("cvc5 cold")
+    parts.append(f"`--cross-check cvc5` cold {cell(cvc5)}" if cvc5 else "`--cross-check cvc5` cold: not measured")
+    figures = f"`cpgraph prove` (default scope, teeth pass) at {d['head']}: " + "; ".join(parts)
+    figures += (f". Targets: cold <= {_num(d['cpu_budget_s'], 0)} s CPU {'met' if cold['cpu_s'] <= d['cpu_budget_s'] else 'not met'}"
+                f", warm < {_num(d['warm_budget_s'], 0)} s wall {'met' if warm['wall_s'] < d['warm_budget_s'] else 'not met'}")
+    runs = list(by.values())
+    machine = (f"{d['cpus']} CPUs, probe {_span((x['probe_s'] for x in runs), 2, ' s')}, "
+               f"load {_span((x['load'] for x in runs), 1)}")
+    return Row("prove cold and warm (proof cache)", r, machine, figures,
+               "python benchmarks/prove_cache.py" + (" --cvc5" if cvc5 else ""))
+
+
 # --- mutation -----------------------------------------------------------------------------------------------
 
 LABELLED = {"graph-paths": "the decode path's file"}  # --label samples of one file, each its own row
@@ -282,6 +316,7 @@ Reader = Callable[[Report], Row]
 READERS: tuple[tuple[str, str, Reader], ...] = (
     ("prove time, idle", "prove-time", _prove_time(busy=False)),
     ("prove time, at load about 1", "prove-time", _prove_time(busy=True)),
+    ("prove cold and warm", "prove-cache", _prove_cache),
     ("mutation score, theorem statements", "mutation", _mutation("proofs", scope_only=False)),
     ("mutation score, spec", "mutation", _mutation("spec", scope_only=False)),
     ("mutation score, scope operators", "mutation", _mutation("proofs", scope_only=True)),

@@ -107,22 +107,26 @@ def add(counts: Tally) -> None:
     _state["tally"] = tally() + counts
 
 
-_FRESH = re.compile(r"([^\s()|;]+!|[?$][A-Za-z_]*)(\d+)(?![\w!.])")
+_LET = re.compile(r"[?$]x\d+")  # the printer's let names: ``?x`` (terms) and ``$x`` (formulas), then a term id
+_BANG = re.compile(r"[^\s()|;]+!\d+(?![\w!.])")  # ``name!N``: z3's fresh constants and skolems
 
 
 def canonical(text: str) -> tuple[str, dict[str, str]]:
-    """``text`` with z3's generated names renumbered in order of first appearance: ``name!N`` (fresh constants,
-    numbered by a process-wide counter) and the printer's ``?xN`` / ``$xN`` let names (numbered by term id, which
-    depends on what the process built before); and the renaming (old to new). Alpha-renaming keeps every verdict."""
+    """``text`` with z3's generated names renumbered in order of first appearance: the printer's ``?xN`` / ``$xN``
+    let names (numbered by term id, which depends on what the process built before) and ``name!N`` (fresh
+    constants, numbered by a process-wide counter); and the renaming (old to new). Alpha-renaming keeps every
+    verdict."""
     names: dict[str, str] = {}
 
     def rename(match: re.Match[str]) -> str:
         old = match.group(0)
         if old not in names:
-            names[old] = f"{match.group(1)}{len(names)}"
+            head = old[:2] if old[0] in "?$" else old[: old.rindex("!") + 1]
+            names[old] = f"{head}{len(names)}"
         return names[old]
 
-    return _FRESH.sub(rename, text), names
+    text = _LET.sub(rename, text)
+    return (_BANG.sub(rename, text) if "!" in text else text), names
 
 
 def key(text: str, solver: str, version: str, options: str) -> str:

@@ -145,15 +145,25 @@ def _replays(terms: Sequence[z3.ExprRef], model: Mapping[str, Value]) -> bool:
 
 
 def _put(terms: Sequence[z3.ExprRef], model: Mapping[str, Value]) -> list[z3.ExprRef]:
-    """Each of ``terms`` with ``model``'s values put in for its constants, simplified."""
+    """Each of ``terms`` with ``model``'s values put in for its constants, simplified (z3's C API: z3py's
+    ``substitute`` checks every pair's sorts in Python on every call, most of a warm run's time)."""
     if not terms:
         return []
     ctx = terms[0].ctx
-    pairs = [
-        (z3.Bool(n, ctx), z3.BoolVal(v, ctx)) if isinstance(v, bool) else (z3.Int(n, ctx), z3.IntVal(v, ctx))
-        for n, v in model.items()
-    ]
-    return [z3.simplify(z3.substitute(t, *pairs) if pairs else t) for t in terms]
+    size = len(model)
+    froms, tos, alive = (z3.Ast * max(1, size))(), (z3.Ast * max(1, size))(), []
+    for i, (name, value) in enumerate(model.items()):
+        if isinstance(value, bool):
+            constant, literal = z3.Bool(name, ctx), z3.BoolVal(value, ctx)
+        else:
+            constant, literal = z3.Int(name, ctx), z3.IntVal(value, ctx)
+        alive += [constant, literal]  # the arrays hold bare pointers: keep their terms referenced
+        froms[i], tos[i] = constant.as_ast(), literal.as_ast()
+    out = []
+    for term in terms:
+        put = z3.Z3_substitute(ctx.ref(), term.as_ast(), size, froms, tos) if size else term.as_ast()
+        out.append(z3.simplify(z3.ExprRef(put, ctx)))  # simplify gives back the typed term
+    return out
 
 
 def _reused(probe: _Probe, terms: Sequence[z3.ExprRef]) -> str:
