@@ -60,7 +60,12 @@ STOOD_IN = (
     StandIn("tensors: token ids, positions and static buffers as row counts; the CP split's tensor work "
             "(cp_split_before_forward, cp_interleave_input_ids) as the rank's rows of the release's own CP metadata",
             "torch is stubbed; a stub the release computes with raises (shim.py)"),
-    StandIn("the rest of sglang, torch and triton, the model, the attention backend, the KV location plan",
+    StandIn("sglang's other modules: every name they hand out is a strict helper (helpers.py); a branch on one "
+            "raises (exit 2 at the testing line) unless helpers.HELPERS / ATTRIBUTES declare its answer (no DP "
+            "attention, no PP, no DSA or MLA CP, a CUDA device); the model, the attention backend and the pipeline "
+            "group are such helpers too; a stubbed sglang class named by an isinstance check is an empty class",
+            "a CPU process has no server; a declared answer names the configuration it stands for"),
+    StandIn("torch, triton and other packages, the KV location plan",
             "stubs, falsy (a feature off); a stub the release computes with raises (shim.py)"),
 )
 

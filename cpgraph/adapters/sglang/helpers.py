@@ -51,6 +51,15 @@ def driving() -> Iterator[None]:
         _DRIVING = before
 
 
+# attribute (last part) of a stubbed server object (the model, the attention backend, the pipeline group)
+# -> (its value, the configuration it stands for)
+ATTRIBUTES: Mapping[str, tuple[object, str]] = {
+    "is_last_rank": (True, "no pipeline parallelism: the one pipeline rank is the last"),
+    "is_first_rank": (True, "no pipeline parallelism: the one pipeline rank is the first"),
+    "skips_prefill_metadata_on_idle_dp_rank": (False, "no DP attention: no idle DP rank"),
+}
+
+
 class NotDriven(TypeError):
     """The release branched on an sglang helper the sandbox stubs and the adapter does not declare."""
 
@@ -58,9 +67,11 @@ class NotDriven(TypeError):
 class Helper(Stub):
     """An sglang name the sandbox stubs: passes through calls and attributes, refuses a truth test."""
 
-    def __getattr__(self, name: str) -> Helper:
+    def __getattr__(self, name: str) -> Any:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
+        if name in ATTRIBUTES:
+            return ATTRIBUTES[name][0]
         return Helper(f"{object.__getattribute__(self, '_name')}.{name}")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

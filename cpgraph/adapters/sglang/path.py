@@ -23,6 +23,7 @@ from typing import Any
 
 from cpgraph.adapters.shim import Sandbox, Stub
 from cpgraph.adapters.sglang import stand_ins
+from cpgraph.adapters.sglang.helpers import Helper
 from cpgraph.adapters.sglang.state import (
     CONFIG_FILES,
     MODEL_RUNNER_FILES,
@@ -130,7 +131,7 @@ class ForwardPath:
         made = self._input_sets  # interleave's create allocates two more buffers
         extra = dict(input_ids_global=stand_ins.Rows(rows), moe_local_token_count=stand_ins.Rows(0))
         cp_input.__dict__.update(given(extra, made))
-        stub = {name: Stub(name) for name in ("attention_layers", "quant_config", "moe_layers", "moe_fusions",
+        stub = {name: Helper(f"runner.{name}") for name in ("attention_layers", "quant_config", "moe_layers", "moe_fusions",
                                               "dsa_indexers", "mha_companion_layers", "device_module")}
         runner_values: dict[str, object] = dict(
             enable_cp_bcg_capture=True, enable_cp_v2_bcg_capture=True, prefill_backend_name="breakable",
@@ -145,8 +146,10 @@ class ForwardPath:
         model_runner_values: dict[str, object] = dict(
             device="cuda", is_generation=True, is_draft_worker=False, support_pp=False, decode_cuda_graph_runner=None,
             hisparse_coordinator=None, lora_manager=None, device_timer=None, kv_index_translator=None,
-            model=Stub("model"), req_to_token_pool=Stub("req_to_token_pool"), pp_group=Stub("pp_group"),
-            attn_backend=Stub("attn_backend"), eager_runner=stand_ins.EagerRunner(),
+            graph_shared_output=None,
+            model=Helper("model_runner.model"), req_to_token_pool=Helper("model_runner.req_to_token_pool"),
+            pp_group=Helper("model_runner.pp_group"), attn_backend=Helper("model_runner.attn_backend"),
+            eager_runner=stand_ins.EagerRunner(),
         )
         assert set(runner_values) <= set(RUNNER_STATE) | {"model_runner"}, set(runner_values) - set(RUNNER_STATE)
         assert set(model_runner_values) <= set(MODEL_RUNNER_STATE) | {"eager_runner"}

@@ -30,7 +30,7 @@ CONFIG_FILES = ("sglang/srt/server_args.py", "sglang/srt/runtime_context.py", "s
 MODEL_RUNNER_STATE: Mapping[str, str] = {
     "device": "cuda", "is_generation": "a generation model", "is_draft_worker": "the target worker",
     "support_pp": "no pipeline-parallel proxy tensors", "decode_cuda_graph_runner": "not asked for an extend batch",
-    "hisparse_coordinator": "none", "lora_manager": "none", "device_timer": "none", "kv_index_translator": "none",
+    "hisparse_coordinator": "none", "lora_manager": "none", "graph_shared_output": "none (eager logits)", "device_timer": "none", "kv_index_translator": "none",
     "model": "the model (a stub)", "req_to_token_pool": "a plain request pool (a stub)", "pp_group": "a stub",
     "attn_backend": "the attention backend (a stub)",
 }
