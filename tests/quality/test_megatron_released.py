@@ -149,3 +149,16 @@ def test_the_0_19_admission_snaps_a_chunk_short_of_the_largest_graph_boundary() 
     chunked = [v for v in report.violations if v.kind == "chunk"]
     assert [v.invariant for v in chunked] == ["no_needless_fallback"] and chunked[0].config.spec_tokens >= 1
     assert chunked[0].decided_at[0].startswith("megatron/core/inference/engines/dynamic_engine.py:")
+
+
+def test_the_newest_release_on_the_package_index_gets_a_real_verdict() -> None:
+    from cpgraph.adapters.releases import newest
+
+    try:
+        version = newest("megatron-core")
+    except ReleaseUnavailable as exc:
+        pytest.skip(f"the package index cannot be asked for the newest megatron-core: {exc}")
+    from cpgraph.check.ep_admission import check_release
+
+    report = check_release(policy(version), target=TARGET, cases=300, seed=0)
+    assert report.steps == 300 and report.version == version
