@@ -52,7 +52,10 @@ def run(args: argparse.Namespace) -> int:
     design = load(name)
     old = load(against) if against else None
     from cpgraph.design.decode import DecodeDesign
+    from cpgraph.design.ep import EpDesign
 
+    if isinstance(design, EpDesign) or isinstance(old, EpDesign):
+        return _run_ep(args, out, design, old)
     if isinstance(design, DecodeDesign) or isinstance(old, DecodeDesign):
         return _run_decode(args, out, design, old)
     out.note(f"{design.name}" + (f" against {old.name}" if old else "") + " ...")
@@ -70,6 +73,34 @@ def run(args: argparse.Namespace) -> int:
 
         written = plot_review(result, Path(args.plot))
         out.note("wrote " + ", ".join(str(p) for p in written))
+    return result.exit_code
+
+
+def _run_ep(args: argparse.Namespace, out: Output, design: Any, old: Any) -> int:
+    """An EP design's review (cpgraph/design/ep_review.py): no diff, no plots."""
+    from cpgraph.design.ep import EpDesign
+    from cpgraph.design.ep_review import review_ep
+
+    if old is not None and args.against:
+        which = design if isinstance(design, EpDesign) else old
+        raise UsageError(f"--against: {which.name} is an EP design (path = \"ep\"); the semantic diff compares prefill designs' "
+                         "batches, so review an EP design on its own")
+    if not isinstance(design, EpDesign):
+        raise UsageError(f"{design.name} is not an EP design; review it on its own")
+    if args.plot:
+        raise UsageError(f"--plot: {design.name} is an EP design; the plots are of prefill batches")
+    out.note(f"{design.name} (EP design) ...")
+    result = review_ep(design)
+    if out.format == "json":
+        import json
+
+        out.result(json.dumps({"design": design.name, "path": "ep", "exit": result.exit_code, "invariants": [
+            {"invariant": v.invariant, "status": v.status, "seconds": round(v.seconds, 3), "note": v.note,
+             "steps": [[s.tokens, s.prefill, s.decode] for s in v.steps],
+             "graphs": [None if a.graph is None else [a.graph.tokens, a.graph.prefill, a.graph.decode] for a in v.answers]}
+            for v in result.invariants]}))
+    else:
+        out.result(result.text())
     return result.exit_code
 
 

@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Final
 
 from cpgraph.design.decode import DECODE_ONLY, DecodeDesign, parse_decode_design
+from cpgraph.design.ep import EpDesign, parse_ep_design
 from cpgraph.design.keys import (
     labels,
     MAX_BUCKETS,
@@ -91,7 +92,8 @@ SELECTORS: Final = ("search", "smallest")
 CAPACITY_RULES: Final = ("captured", "headroom", "table")
 BUNDLED: Final = ("upstream", "prefix", "headroom", "vllm_pcp", "vllm_pcp_0_28")  # prefill designs (simulate runs them all)
 BUNDLED_DECODE: Final = ("vllm_decode_copied", "vllm_decode_dealt", "vllm_decode_dealt_local")  # path = "decode"
-PATHS: Final = ("prefill", "decode")
+BUNDLED_EP: Final = ("megatron_0_16", "megatron_synced", "megatron_decode_only")  # path = "ep" (cpgraph/design/ep.py)
+PATHS: Final = ("prefill", "decode", "ep")
 TOP_KEYS: Final = (
     "path",
     "name",
@@ -277,11 +279,13 @@ def _capacity(
     return rule, max_requests, table
 
 
-def parse_any_design(data: dict[str, object], *, name: str = "design", source: str = "") -> Design | DecodeDesign:
-    """A prefill Design, or a DecodeDesign when ``path = "decode"``."""
+def parse_any_design(data: dict[str, object], *, name: str = "design", source: str = "") -> Design | DecodeDesign | EpDesign:
+    """A prefill Design, a DecodeDesign when ``path = "decode"``, an EpDesign when ``path = "ep"``."""
     path = choice(data, "path", PATHS, "prefill")
     if path == "decode":
         return parse_decode_design(data, name=name, source=source)
+    if path == "ep":
+        return parse_ep_design(data, name=name, source=source)
     return parse_design(data, name=name, source=source)
 
 
@@ -292,7 +296,7 @@ def _toml(text: str, name: str, source: str) -> dict[str, object]:
         raise DesignError(f"{source or name}: not valid TOML: {exc}") from None
 
 
-def loads_any_design(text: str, *, name: str = "design", source: str = "") -> Design | DecodeDesign:
+def loads_any_design(text: str, *, name: str = "design", source: str = "") -> Design | DecodeDesign | EpDesign:
     """Parse TOML text into a Design or a DecodeDesign."""
     return parse_any_design(_toml(text, name, source), name=name, source=source)
 
@@ -308,9 +312,9 @@ def _design_text(ref: str, bundled_names: tuple[str, ...]) -> tuple[str, str, st
     raise DesignError(f"design {ref!r}: no such file and no bundled design; bundled: {', '.join(bundled_names)}")
 
 
-def load_any_design(ref: str) -> Design | DecodeDesign:
-    """A design of either path by file or bundled name (``vllm_decode_dealt``)."""
-    text, name, source = _design_text(ref, BUNDLED + BUNDLED_DECODE)
+def load_any_design(ref: str) -> Design | DecodeDesign | EpDesign:
+    """A design of any path by file or bundled name (``vllm_decode_dealt``, ``megatron_0_16``)."""
+    text, name, source = _design_text(ref, BUNDLED + BUNDLED_DECODE + BUNDLED_EP)
     return loads_any_design(text, name=name, source=source)
 
 
