@@ -1,6 +1,7 @@
 """Shrink a counterexample greedily: a captured table when one reproduces it, then fewest requests, then
 fewest tokens (the pad of a padded n too; one request at a time, and every request at once to a few rounds
-of 2P with its own residue), then smallest cp_size.
+of 2P with its own residue), then smallest cp_size: the batch subject's "smaller" moves, walked by shrink.py (the
+minimiser every subject shares), with canon.py's least values between rounds.
 
 A candidate is kept only if it still breaks the same invariant. When lengths shrink, the capture list
 moves with n (n-1, n, F*n, F*n+1 stay at their edges) and an arbitrary table's rows move with the
@@ -19,6 +20,7 @@ from cpgraph.check.batch import Batch, Factor, build
 from cpgraph.check.canon import canonical
 from cpgraph.check.judging import spec_for
 from cpgraph.check.options import CheckOptions
+from cpgraph.check.shrink import Bound, shrink
 from cpgraph.reference import default_align_size
 from cpgraph.reference.judge import window_top
 
@@ -240,25 +242,21 @@ def minimize(
     never leaves the fixed factors and alignments). Bounded by ``max_tries`` and ``budget_s``; the walk
     is deterministic, so a run that converges within them gives the same batch for the same input."""
     knobs = strategy if isinstance(strategy, Knobs) else Knobs(strategy)
-    deadline = time.perf_counter() + budget_s
-    best, tries, seen = batch, 0, {batch}
-    improved = True
-    for _ in range(3):  # greedy shrinking, then the least bucket values and rows (canon.py), until stable
-        while improved and tries < max_tries and time.perf_counter() < deadline:
-            improved = False
-            for cand in candidates(best, cp_sizes, knobs):
-                if cand in seen or size(cand) >= size(best) or not cand.capture_num_tokens:
-                    continue
-                seen.add(cand)
-                tries += 1
-                if fails(cand):
-                    best, improved = cand, True
-                    break
-                if tries >= max_tries or time.perf_counter() >= deadline:
-                    break
+    bound = Bound(max_tries, time.perf_counter() + budget_s)
+    seen = {batch}
+
+    def keep(candidate: Batch, best: Batch) -> bool:
+        if candidate in seen or size(candidate) >= size(best) or not candidate.capture_num_tokens:
+            return False
+        seen.add(candidate)
+        return True
+
+    best = batch
+    for _ in range(3):  # greedy shrinking (shrink.py, the batch's moves), then the least bucket values and rows (canon.py), until stable
+        best = shrink(best, (lambda b: candidates(b, cp_sizes, knobs),), fails, keep=keep, bound=bound)
         settled, more = canonical(best, fails, strategy=knobs.strategy)
-        tries += more
+        bound.tries += more
         if settled == best:
             break
-        best, improved = settled, True
-    return best, tries
+        best = settled
+    return best, bound.tries
