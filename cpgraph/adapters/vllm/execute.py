@@ -88,17 +88,30 @@ class Execute:
         self.max_num_reqs = max_num_reqs
         # the ParallelConfig fields the DP sync reads (0.34 hands it over): no fault tolerance
         self._parallel = SimpleNamespace(enable_fault_tolerance=False)
+        self._batch: tuple[object, ...] = ()
+        self._made: tuple[Any, Any] = (None, None)
+        self._runners: dict[tuple[object, ...], Any] = {}
 
     def run(self, *, graphs: Any, pcp_manager: Any, lengths: Sequence[int], prefilling: Sequence[bool], total: int,
             dp_size: int = 1, dp_rank: int = 0, query_len: int = 1) -> Dispatched:
         """Run the slice for one rank's batch (raises what the release raises; a stub reaching dispatch is a
         FollowError naming the statements that defined it)."""
-        output = scheduler_output(lengths, prefilling, total, query_len)
-        runner = self.program.runner({
-            "pcp_manager": pcp_manager, "cudagraph_manager": graphs, "dp_size": dp_size, "dp_rank": dp_rank,
-            "decode_query_len": query_len, "req_states": _States(list(output.num_scheduled_tokens), lengths, prefilling),
-            "parallel_config": self._parallel, "max_num_reqs": self.max_num_reqs, **CONSTANTS,
-        })
+        batch = (tuple(lengths), tuple(prefilling), total, query_len)
+        if batch != self._batch:  # every rank of a batch gets the same scheduler output and request states
+            output = scheduler_output(lengths, prefilling, total, query_len)
+            self._batch, self._made = batch, (output, _States(list(output.num_scheduled_tokens), lengths, prefilling))
+        output, states = self._made
+        key = (id(graphs), id(pcp_manager), dp_size, dp_rank, query_len)
+        runner = self._runners.get(key)
+        if runner is None or runner.cudagraph_manager is not graphs or runner.pcp_manager is not pcp_manager:
+            if len(self._runners) >= 256:
+                self._runners.clear()
+            runner = self._runners[key] = self.program.runner({
+                "pcp_manager": pcp_manager, "cudagraph_manager": graphs, "dp_size": dp_size, "dp_rank": dp_rank,
+                "decode_query_len": query_len, "req_states": states, "parallel_config": self._parallel,
+                "max_num_reqs": self.max_num_reqs, **CONSTANTS,
+            })
+        runner.req_states = states
         found, call = self.program.run(runner, output)
         bound = self._bound(call.args, call.kwargs)
         for name in ("num_reqs", "num_tokens", "uniform_token_count", "max_query_len"):
