@@ -46,6 +46,7 @@ NEEDED = (  # the files the selector executes (and the package marker); nothing 
     "sglang/srt/model_executor/runner/shape_key.py",
     "sglang/srt/server_args.py",
     "sglang/srt/runtime_context.py",
+    "sglang/srt/environ.py",
     "sglang/srt/arg_groups/",
 )
 # A count of batches, not seconds: a verdict, and what a test says about the work behind it, must not

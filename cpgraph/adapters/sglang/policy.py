@@ -1,29 +1,28 @@
-"""sglang's own prefill-CP CUDA-graph selector as a ``cpgraph check`` policy.
+"""sglang's own prefill-CP CUDA-graph path as a ``cpgraph check`` policy.
 
     cpgraph check cpgraph.adapters.sglang:zigzag --padding-factors 2
     cpgraph check cpgraph.adapters.sglang:interleave --strategy interleave --padding-factors 2
 
-The policies run the installed sglang's code, not a restatement of it: the runner's
-``can_run_graph`` (and, where the release has it, the model runner's
-``_prefill_cuda_graph_allows_context_parallel``, the rest of upstream's admission) for ``admit``; the
-runner's ``load_batch`` up to the point where it fills its static buffers for ``replay_bucket`` (the
-bucket it pads to); and ``prepare_cp_forward`` (the CP layout's metadata, ``per_rank_actual_token``)
-for ``local_rows``. Capacities are handed to the release's own CP-BCG input record
-(``bucket_local_tokens``) as the checker recorded them. sglang's modules are loaded from their files
-in a sandbox (cpgraph/adapters/shim.py): the selector's modules for real, everything else it imports
-(torch, triton, the rest of sglang) as stubs; ``runtime_context`` and ``environ`` are replaced by the
-configuration of the batch (cp_size, rank, strategy, CP-v2 on). What is read from the release is in
-cpgraph/adapters/sglang/release.py; the runtime objects the selector is handed are in
-cpgraph/adapters/sglang/stand_ins.py.
+The policies run the release's code from its files, not a restatement of it (cpgraph/adapters/sglang/path.py):
+``admit`` is whether the model runner's ``_forward_raw`` takes the prefill CUDA-graph path on the batch (its
+whole condition: ``can_run_graph``, ``_prefill_cuda_graph_allows_context_parallel`` where the release has it,
+the rest); ``replay_bucket`` is the bucket the graph runner's ``execute`` replays (``load_batch``, the CP-BCG
+input's ``prepare`` and its row guards, up to the captured backend's ``replay``; when the release's own guard
+in ``prepare`` stops the replay, the bucket it was preparing, whose overflow ``replay_guard`` raises);
+``local_rows`` is ``prepare_cp_forward``'s ``per_rank_actual_token``. The release's objects are built without
+their constructors and given only what the release itself sets (state.py, strict.py): a read of anything
+else, a branch on an undeclared sglang helper (helpers.py) or a name the release never defines is refused
+with exit 2 at the release's line, never answered by the adapter. What a server would hand the release is
+stand_ins.py; EXECUTED and STOOD_IN (the package's __init__) list both.
 
-Knobs the release fixes are declared on the policy, so the check honours them: ``max_padding_factor``
-is the release's ``_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR`` and ``align_size`` its CP alignment (2P
-for zigzag, P for interleave); ``strategy`` names the layout. cp_size 1 runs no CP graph (admit False).
+Knobs the release fixes are declared on the policy, so the check honours them: ``max_padding_factor`` is the
+release's ``_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR`` and ``align_size`` its CP alignment (2P for zigzag, P
+for interleave); ``strategy`` names the layout. cp_size 1 runs no CP graph (admit False).
 
-``policy_from(root, strategy)`` builds a policy from any folder holding an ``sglang`` package (an
-unpacked wheel); ``zigzag`` and ``interleave`` (module attributes, built on first use) come from the
-installed sglang. ``planted_prefix=True`` plants the pre-fix bug (the capacity is never read) into
-the release's own bucket scan, for tests.
+``policy_from(root, strategy)`` builds a policy from any folder holding an ``sglang`` package (an unpacked
+wheel); ``zigzag`` and ``interleave`` (module attributes, built on first use) come from the installed
+sglang. ``planted_prefix=True`` plants the pre-fix bug (the capacity is never read) into the release's own
+bucket scan, for tests. ``decided_at(**batch)`` names the release's lines that decided a batch.
 """
 
 from __future__ import annotations
@@ -56,6 +55,7 @@ from cpgraph.adapters.sglang.helpers import driving, strict_helpers
 from cpgraph.adapters.sglang.trace import DECIDING, traced
 from cpgraph.adapters.sglang.path import ACCESSORS, FORWARD_BATCH_INFO, MODEL_RUNNER, PATH_MODULES, ForwardPath, Outcome
 from cpgraph.adapters.sglang.stand_ins import TENSOR_WORK, cp_split, no_override
+from cpgraph.adapters.sglang.state import ENVIRON_FILES, ENVIRONMENT, assigned, given
 from cpgraph.adapters.sglang.strict import strict
 
 __all__ = [
@@ -88,7 +88,7 @@ class SglangPolicy:
         })
         overrides: dict[str, dict[str, object]] = {
             "sglang.srt.runtime_context": runtime,
-            "sglang.srt.environ": {"envs": SimpleNamespace(SGLANG_ENABLE_CP_V2=SimpleNamespace(get=lambda: True))},
+            "sglang.srt.environ": {"envs": strict(object, "envs", given(ENVIRONMENT, assigned(self.root, ENVIRON_FILES)))},
         }
         self.sandbox = strict_helpers(Sandbox(self.root, PACKAGE, REAL_MODULES + PATH_MODULES, overrides))
         missing = [m for m in (RUNNER, "sglang.srt.layers.cp.utils", MODEL_RUNNER, FORWARD_BATCH_INFO) if m not in self.sandbox.real]

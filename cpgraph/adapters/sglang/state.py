@@ -25,6 +25,7 @@ RUNNER_FILES = (
     "sglang/srt/model_executor/runner/base_runner.py",
 )
 CONFIG_FILES = ("sglang/srt/server_args.py", "sglang/srt/runtime_context.py", "sglang/srt/arg_groups/")
+ENVIRON_FILES = ("sglang/srt/environ.py",)
 
 # The model runner as ModelRunner.__init__ leaves it (the runners are filled in by the policy).
 MODEL_RUNNER_STATE: Mapping[str, str] = {
@@ -56,6 +57,20 @@ SERVER_ARGS: tuple[str, ...] = (
     "prefill_cp_mode", "enable_dsa_prefill_context_parallel", "dsa_prefill_cp_mode", "enable_cp_tp_group_sharing",
     "enable_dsa_cache_layer_split", "enable_cp_decode_attn_tp",
 )
+
+
+class _Env:
+    """An environment setting as ``envs.NAME`` hands it out (``.get()``)."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def get(self) -> object:
+        return self.value
+
+
+# The environment the batch runs under (``envs.NAME.get()``), given only where the release's environ declares NAME.
+ENVIRONMENT: Mapping[str, object] = {"SGLANG_ENABLE_CP_V2": _Env(True)}
 
 
 def _python_files(root: str, entries: Iterable[str]) -> list[str]:
