@@ -108,7 +108,7 @@ def check_one(target: str, options: CheckOptions, *, root: str | None = None, pr
     stderr, so a report on stdout stays whole."""
     with session(options.call_timeout_s, hard_exit=hard_exit), contextlib.redirect_stdout(sys.stderr):
         try:
-            obj = load_bounded(lambda: load_object(target) if root is None else policy_at(target, root), target)  # type: ignore[arg-type, return-value]
+            obj = load_bounded(lambda: load_object(target) if root is None else policy_at(target, root), target)
             loaded = read(obj, target, options)
         except (ImportError, TypeError, ValueError, AdapterError) as exc:
             raise UsageError(f"cannot load policy {target!r}: {exc}") from None

@@ -10,14 +10,15 @@ import threading
 import time
 from collections.abc import Callable
 from types import FrameType
+from typing import TypeVar
 
-from cpgraph.check.protocol import Policy
 from cpgraph.output import INTERRUPT
 from cpgraph.check.stops import HARD_STOP_FIRES, REFIRE_S, CallTimeout
 from cpgraph.check.timer import _HEART, _METHODS, _STARTED, _STATE
 
 SUPERVISOR_GRACE_S = 2.0 + REFIRE_S * HARD_STOP_FIRES  # past the timeout: the in-process stop had its chance
 SUPERVISOR_POLL_S = 0.05
+T = TypeVar("T")  # what a bounded load returns: a policy, or the object a target names
 
 
 def supervise(policy_name: str, call_timeout_s: float) -> None:
@@ -95,7 +96,7 @@ def supervise(policy_name: str, call_timeout_s: float) -> None:
         time.sleep(SUPERVISOR_POLL_S)
 
 
-def load_bounded(load: Callable[[], Policy], target: str) -> Policy:
+def load_bounded(load: Callable[[], T], target: str) -> T:
     """``load()`` (importing the policy runs its module's code) under the session's timeout: an import
     that hangs, exits or raises KeyboardInterrupt becomes an ImportError saying so (a usage error: the
     policy cannot be loaded), never a hang or a silent exit."""
