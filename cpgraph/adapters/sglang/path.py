@@ -144,7 +144,8 @@ class ForwardPath:
             buffer_registry=stand_ins.BufferRegistry(), backend=self.backend(), prefill_cp_bcg_input=cp_input, **stub,
         )
         model_runner_values: dict[str, object] = dict(
-            device="cuda", is_generation=True, is_draft_worker=False, support_pp=False, decode_cuda_graph_runner=None,
+            device="cuda", is_generation=True, is_draft_worker=False, support_pp=False,
+            decode_cuda_graph_runner=Helper("model_runner.decode_cuda_graph_runner"),
             hisparse_coordinator=None, lora_manager=None, device_timer=None, kv_index_translator=None,
             graph_shared_output=None,
             model=Helper("model_runner.model"), req_to_token_pool=Helper("model_runner.req_to_token_pool"),

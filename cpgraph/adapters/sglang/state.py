@@ -30,7 +30,8 @@ ENVIRON_FILES = ("sglang/srt/environ.py",)
 # The model runner as ModelRunner.__init__ leaves it (the runners are filled in by the policy).
 MODEL_RUNNER_STATE: Mapping[str, str] = {
     "device": "cuda", "is_generation": "a generation model", "is_draft_worker": "the target worker",
-    "support_pp": "no pipeline-parallel proxy tensors", "decode_cuda_graph_runner": "not asked for an extend batch",
+    "support_pp": "no pipeline-parallel proxy tensors",
+    "decode_cuda_graph_runner": "a strict helper (an extend batch never asks it; a release that does is refused)",
     "hisparse_coordinator": "none", "lora_manager": "none", "graph_shared_output": "none (eager logits)", "device_timer": "none", "kv_index_translator": "none",
     "model": "the model (a stub)", "req_to_token_pool": "a plain request pool (a stub)", "pp_group": "a stub",
     "attn_backend": "the attention backend (a stub)",
