@@ -1,4 +1,4 @@
-"""The verdicts, witnesses and exit codes of ``cpgraph check`` on the policies and releases the tests use, as
+"""The verdicts, witnesses and exit codes of ``cpgraph check`` (``cpgraph.check_all``, the command line) on the policies and releases the tests use, as
 plain JSON (no timings): recorded once into tests/data/check_verdicts.json before the checker became one
 pipeline, and compared by test_check_verdicts_kept.py with what the checker says now.
 

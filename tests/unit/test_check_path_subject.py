@@ -15,6 +15,7 @@ import pytest
 
 from cpgraph.check import PathDriver, check_all, check_paths
 from cpgraph.check.calls import PolicyStop
+from cpgraph.check.subjects import Finding, Part
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "decode_dispatcher"
 GOOD, WRONG = str(EXAMPLE / "dispatcher.py") + ":policy", str(EXAMPLE / "wrong_dispatcher.py") + ":policy"
@@ -137,6 +138,7 @@ def test_a_batch_finding_and_a_path_finding_read_alike_with_the_tables_sentence_
         row = INVARIANT_TABLE[head.group(1)]
         assert (head.group(2), head.group(4), head.group(5)) == (finding.where, row.stated(column), row.cost)
         assert {"invariant", "subject", "path", "cost", "detail"} <= set(finding.to_json())
+        assert isinstance(finding, Finding)
 
 
 def test_the_one_report_renders_a_graph_path_part_in_markdown_and_junit() -> None:
@@ -145,3 +147,4 @@ def test_the_one_report_renders_a_graph_path_part_in_markdown_and_junit() -> Non
     assert "FAILED on 2 of 4 paths" in md and "<code>rank_consensus</code> on the FULL_DECODE_ONLY" in md
     assert junit.count("<testcase") == 4 and junit.count("<failure") == 2 and "DP 2" in junit
     assert not report.ok and report.findings == report.part("graph_paths").violations
+    assert isinstance(report.part("graph_paths"), Part)

@@ -16,13 +16,15 @@ rank) is a module here and a row of ``PART_SUBJECTS``, and its sentences a colum
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from cpgraph.check.options import CheckOptions
 
 
+@runtime_checkable
 class Finding(Protocol):
-    """A minimised violation on any subject, as the report reads it."""
+    """A minimised violation on any subject, as the report reads it (a batch's ``report.Violation``, a graph
+    path's ``PathViolation``): one headline (verdict.py), the invariant, where, why, its text and JSON."""
 
     @property
     def invariant(self) -> str: ...
@@ -38,6 +40,7 @@ class Finding(Protocol):
     def to_json(self) -> dict[str, Any]: ...
 
 
+@runtime_checkable
 class Part(Protocol):
     """A subject's part of the one report: its verdict, a one-line summary and its findings."""
 
