@@ -162,3 +162,21 @@ def test_the_newest_release_on_the_package_index_gets_a_real_verdict() -> None:
 
     report = check_release(policy(version), target=TARGET, cases=300, seed=0)
     assert report.steps == 300 and report.version == version
+
+
+def test_a_rank_that_skips_the_collective_is_reported_as_a_hang(tmp_path: Path) -> None:
+    """A planted edit in 0.19.2's match_graph_config: a rank with a prefill skips the EP all-reduce the others
+    enter; the simulated collective reports the hang as rank_consensus of kind 'hang'."""
+    root = tmp_path / "skips"
+    shutil.copytree(root_of("0.19.2"), root)
+    path = root / "megatron/core/inference/batch_dimensions_utils.py"
+    text = path.read_text()
+    old = "        if match_ep_token_counts:\n"
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, "        if match_ep_token_counts and real_batch_dim.prefill_req_count == 0:\n"))
+    p = policy_from(str(root))
+    answers = p.answers(EpConfig(ep_size=2, num_cuda_graphs=4, max_requests=16, max_tokens=64), (G(3, 0, 3), G(5, 1, 0)))
+    assert [a.hung for a in answers] == [True, True]
+    report = check_ep(p, target=TARGET, cases=400, seed=0)
+    hang = next(v for v in report.violations if v.kind == "hang")
+    assert hang.invariant == "rank_consensus" and hang.config.ep_size == 2
