@@ -1,6 +1,6 @@
-"""The verdicts, witnesses and exit codes of ``cpgraph check`` (``cpgraph.check_all``, the command line) on the policies and releases the tests use, as
-plain JSON (no timings): recorded once into tests/data/check_verdicts.json before the checker became one
-pipeline, and compared by test_check_verdicts_kept.py with what the checker says now.
+"""The verdicts, witnesses and exit codes of ``cpgraph check`` (``cpgraph.check_all``, the command line) on the
+policies and releases the tests use, as plain JSON (no timings): recorded once into tests/data/check_verdicts.json
+before the checker became one pipeline, and compared by test_check_verdicts_kept.py with what it says now.
 
 Run ``python tests/verdicts.py`` to print them (``--write`` records them again; only when a change to a
 verdict is intended, and say so in the commit)."""
