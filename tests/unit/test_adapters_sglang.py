@@ -105,6 +105,12 @@ def test_an_undeclared_sglang_helper_refuses_a_truth_test_on_the_driven_path(tmp
             gate.admit(1)  # torch stays a plain stub; the sglang helper's answer is not made up
     with pytest.raises(ValueError, match="has loaded nothing"):
         strict_helpers(box)
+    from cpgraph.adapters.sglang.helpers import Helper
+
+    mode = Helper("sglang.srt.graph_mode")()
+    assert mode != "graph"  # outside the driven path: the shim's identity comparison
+    with driving(), pytest.raises(NotDriven, match="compares"):
+        mode == "graph"  # noqa: B015
 
 
 def test_a_stand_in_tensor_is_only_its_rows() -> None:

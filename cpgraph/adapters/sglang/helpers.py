@@ -84,13 +84,26 @@ class Helper(Stub):
     def __getitem__(self, key: object) -> Helper:
         return Helper(f"{object.__getattribute__(self, '_name')}[]")
 
+    def _refused(self, what: str) -> NotDriven:
+        return NotDriven(
+            f"the release {what} {self!r}, an sglang helper the sandbox stubs and the adapter does not drive or "
+            f"declare (cpgraph/adapters/sglang/helpers.py HELPERS)"
+        )
+
     def __bool__(self) -> bool:
         if not _DRIVING:
             return False  # module set-up at import time is not the driven path: the shim's "feature off"
-        raise NotDriven(
-            f"the release branches on {self!r}, an sglang helper the sandbox stubs and the adapter does not "
-            f"drive or declare (cpgraph/adapters/sglang/helpers.py HELPERS)"
-        )
+        raise self._refused("branches on")
+
+    def __eq__(self, other: object) -> bool:
+        if _DRIVING and other is not self:
+            raise self._refused("compares")
+        return other is self
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = Stub.__hash__
 
 
 class HelperModule(StubModule):
