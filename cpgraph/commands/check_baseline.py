@@ -125,8 +125,23 @@ def _path_finding(v: PathViolation, path: str) -> Finding:
     steps = "; ".join(f"{'DP rank ' + str(d) + ': ' if dp > 1 else ''}cp_size={s.cp_size} lengths={compact(list(s.lengths))}"
                       + ("" if not any(s.prefilling) else f" is_prefilling={list(s.prefilling)}") for d, s in enumerate(v.steps))
     c = v.config
-    used = v.used()
     witness = (f"{steps}; captured token sizes={compact(list(c.token_sizes))} decode request sizes="
                f"{compact(list(c.decode_request_sizes))}; should run {v.should.describe() if v.should else 'eager'}, "
-               f"ran {used.describe() if used else 'eager'}")
+               f"ran {_ran(v)}")
     return Finding(path, v.invariant, witness, v.text(), v.to_json())
+
+
+def _ran(v: PathViolation) -> str:
+    """What the ranks dispatched: one graph, or each distinct one with the ranks that ran it."""
+    said: dict[str, list[str]] = {}
+    multi = len(v.dp_answers) > 1
+    for d, answers in enumerate(v.dp_answers):
+        graphs = [a.dispatched.describe() if a.dispatched is not None else "eager" for a in answers]
+        if multi and len(set(graphs)) == 1:
+            said.setdefault(graphs[0], []).append(f"DP rank {d}")
+            continue
+        for a, graph in zip(answers, graphs):
+            said.setdefault(graph, []).append(f"DP rank {d} rank {a.rank}" if multi else f"rank {a.rank}")
+    if len(said) == 1:
+        return next(iter(said))
+    return "; ".join(f"{graph} on {', '.join(who)}" for graph, who in said.items())
