@@ -33,7 +33,7 @@ MACHINE = f"{os.cpu_count()}-core {platform.machine()} CPU dev machine"
 def _one(job: tuple[str, str, int, int]) -> dict[str, Any]:
     version, root, steps, seed = job
     from cpgraph.adapters.megatron import policy_from
-    from cpgraph.check.ep_admission import check_release
+    from cpgraph.check.subjects.ep_admission import check_release
 
     cpu, wall = time.process_time(), time.perf_counter()
     report = check_release(policy_from(root), target=TARGET, cases=steps, seed=seed)

@@ -9,7 +9,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from cpgraph.check.ep_steps import EpViolation
+from cpgraph.check.subjects.ep_steps import EpViolation
 from cpgraph.reference.ep_graphs import EpConfig, RankStep, judge
 from cpgraph.reference.invariants import INVARIANT_TABLE
 

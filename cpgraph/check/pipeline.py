@@ -23,10 +23,11 @@ from cpgraph.check.protocol import Policy, as_policy, load_object
 from cpgraph.check.report import CheckReport
 from cpgraph.check.run import run_check
 from cpgraph.check.subjects import Subject
+from cpgraph.check.subjects.ep import EP_STEPS
 from cpgraph.check.subjects.paths import GRAPH_PATHS
 from cpgraph.output import UsageError
 
-PART_SUBJECTS: Final[tuple[Subject, ...]] = (GRAPH_PATHS,)  # beside the prefill batches, in the order they run
+PART_SUBJECTS: Final[tuple[Subject, ...]] = (GRAPH_PATHS, EP_STEPS)  # beside the prefill batches, in the order they run
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def read(obj: object, name: str, options: CheckOptions) -> Loaded:
     offered = tuple((s, found) for s in PART_SUBJECTS if (found := s.offered(obj, options)))
     if policy is None and not offered:
         raise TypeError(f"policy {name} must have callable admit(**batch) and replay_bucket(**batch) (the prefill protocol), "
-                        "or offer graph paths (graph_path_drivers(dcp_sizes), see cpgraph.PathDriver); it has neither")
+                        "or offer graph paths (graph_path_drivers(dcp_sizes), see cpgraph.PathDriver) or EP steps (ep_step_driver()); it has none")
     return Loaded(name, obj, policy, offered)
 
 

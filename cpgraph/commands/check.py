@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     out = Output.of(args, "check")
     from cpgraph.commands.check_ep import is_ep_target, run_ep
 
-    if is_ep_target(args.target):  # checked on EP steps, its own subject (cpgraph/check/ep_steps.py)
+    if is_ep_target(args.target):  # checked on EP steps, its own subject (cpgraph/check/subjects/ep.py)
         return run_ep(args, out)
     options = _options(args)
     _check_headroom_tables(args.capacities)

@@ -1,5 +1,5 @@
 """``cpgraph check cpgraph.adapters.megatron:ep``: EP steps over a Megatron-Core release (installed, ``--adapter-root
-DIR`` or ``--release VERSION|LOW..HIGH``), checked by cpgraph/check/ep_steps.py; one report, or one row per release.
+DIR`` or ``--release VERSION|LOW..HIGH``), checked by cpgraph/check/subjects/ep_steps.py; one report, or one row per release.
 
 Exit 0 when every invariant holds on every release, 1 when one is violated, 2 when a release cannot be fetched
 or driven (its glue named at the release's file:line) or a flag is wrong.
@@ -41,7 +41,7 @@ def is_ep_target(target: str) -> bool:
 
 
 def _space(args: argparse.Namespace) -> Any:
-    from cpgraph.check.ep_steps import EpSpace
+    from cpgraph.check.subjects.ep_steps import EpSpace
 
     try:
         sizes = tuple(int(p) for p in str(getattr(args, "ep_sizes", "2,4,8")).split(",") if p.strip())
@@ -54,7 +54,7 @@ def _space(args: argparse.Namespace) -> Any:
 def _check_root(args: argparse.Namespace, root: str, out: Output) -> Any:
     from cpgraph.adapters import AdapterError
     from cpgraph.adapters.megatron import policy_from
-    from cpgraph.check.ep_admission import check_release
+    from cpgraph.check.subjects.ep_admission import check_release
 
     def progress(line: str) -> None:
         if not out.quiet:

@@ -24,7 +24,7 @@ import pytest
 
 from cpgraph.adapters.megatron import MegatronGlueError, MegatronPolicy, policy_from
 from cpgraph.adapters.releases import ReleaseUnavailable, fetch
-from cpgraph.check.ep_steps import EpSpace, check_ep
+from cpgraph.check.subjects.ep_steps import EpSpace, check_ep
 from cpgraph.reference.ep_graphs import EpConfig, GraphDims
 
 RELEASES = ("0.16.0", "0.16.1", "0.17.0", "0.17.1", "0.18.0", "0.18.2", "0.19.0", "0.19.2")
@@ -143,7 +143,7 @@ def test_the_0_19_admission_snaps_a_chunk_short_of_the_largest_graph_boundary() 
 
     assert largest_chunk(G(15, 0, 5), p.graphs(config), 66, "strict") == 49
     assert p.chunk(replace(config, spec_tokens=0), G(5, 0, 5), 66)[1] == largest_chunk(G(5, 0, 5), p.graphs(replace(config, spec_tokens=0)), 66, "strict")
-    from cpgraph.check.ep_admission import check_release
+    from cpgraph.check.subjects.ep_admission import check_release
 
     report = check_release(p, target=TARGET, cases=800, seed=0)
     chunked = [v for v in report.violations if v.kind == "chunk"]
@@ -158,7 +158,7 @@ def test_the_newest_release_on_the_package_index_gets_a_real_verdict() -> None:
         version = newest("megatron-core")
     except ReleaseUnavailable as exc:
         pytest.skip(f"the package index cannot be asked for the newest megatron-core: {exc}")
-    from cpgraph.check.ep_admission import check_release
+    from cpgraph.check.subjects.ep_admission import check_release
 
     report = check_release(policy(version), target=TARGET, cases=300, seed=0)
     assert report.steps == 300 and report.version == version
@@ -180,3 +180,14 @@ def test_a_rank_that_skips_the_collective_is_reported_as_a_hang(tmp_path: Path) 
     report = check_ep(p, target=TARGET, cases=400, seed=0)
     hang = next(v for v in report.violations if v.kind == "hang")
     assert hang.invariant == "rank_consensus" and hang.config.ep_size == 2
+
+
+def test_the_one_pipeline_checks_the_ep_subject() -> None:
+    """cpgraph.check_all on the adapter's policy: the EP steps are a part of the one report (key ep_steps)."""
+    from cpgraph import check_all
+
+    report = check_all(policy("0.16.0"), max_cases=600)
+    part = report.part("ep_steps")
+    assert not report.ok and part is not None and not report.batches
+    assert "rank_consensus" in {v.invariant for v in part.violations}
+    assert part.summary().startswith("EP steps of megatron-core 0.16.0: FAILED - rank_consensus")

@@ -4,7 +4,7 @@ The stack adapter for Megatron-Core (the contract: cpgraph/adapters/contract.py)
 (the graphs a configuration captures, each EP rank's graph or eager for a step); what it reads and compiles of
 a release is ``release.py``; the process group, the simulated all-reduce and the context the driven statements
 run on are ``stand_ins.py``. ``cpgraph check cpgraph.adapters.megatron:ep`` checks EP steps
-(cpgraph/check/ep_steps.py), not prefill batches: Megatron-Core has no context-parallel prefill path.
+(cpgraph/check/subjects/ep_steps.py), not prefill batches: Megatron-Core has no context-parallel prefill path.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 STACK = "Megatron-Core"
-EP_STEPS = True  # its policies are checked on EP steps (cpgraph/check/ep_steps.py), not the prefill protocol
+EP_STEPS = True  # its policies are checked on EP steps (cpgraph/check/subjects/ep_steps.py), not the prefill protocol
 EXECUTED = (
     Driven("batch_dimensions_utils.py whole: the graph list generator, adjust_batch_dims_for_expert_parallelism, "
            "match_graph_config, is_applicable_for_batch_dim", "megatron/core/inference/batch_dimensions_utils.py"),

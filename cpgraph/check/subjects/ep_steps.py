@@ -89,6 +89,11 @@ class EpViolation:
     def cost(self) -> str:
         return INVARIANT_TABLE[self.invariant].costs
 
+    @property
+    def where(self) -> str:
+        """Where the release decides (its first file:line), as the one report heads a finding."""
+        return self.decided_at[0] if self.decided_at else "an EP step"
+
     def text(self) -> str:
         row = INVARIANT_TABLE[self.invariant]
         head = "information" if self.info else f"{row.kind}: {row.stated('ep_step')}; costs {row.cost}"
@@ -143,6 +148,23 @@ class EpReport:
                 + (f" and {self.chunks} chunked-prefill admissions" if self.chunks else "") + f" in {self.seconds:.1f}s: "
                 + ("every invariant held" if self.ok else f"{len(self.violations)} invariant(s) violated"))
         return "\n\n".join([head, *[v.text() for v in self.violations], *[n.text() for n in self.notes]])
+
+    def summary(self) -> str:
+        """One line, as a part of the one report: OK with the counts, or FAILED naming each broken invariant."""
+        counts = f"{self.steps} EP steps" + (f", {self.chunks} chunked-prefill admissions" if self.chunks else "")
+        if self.ok:
+            return f"EP steps of megatron-core {self.version}: OK - {counts}"
+        broken = ", ".join(dict.fromkeys(v.invariant + (f" ({v.kind})" if v.kind else "") for v in self.violations))
+        return f"EP steps of megatron-core {self.version}: FAILED - {broken} ({counts})"
+
+    def junit_cases(self, suite: str) -> list[Any]:
+        """One testcase per broken invariant, or one passed case."""
+        from cpgraph.formats import JUnitCase
+
+        if self.ok:
+            return [JUnitCase("EP steps", suite)]
+        return [JUnitCase(v.invariant + (f" ({v.kind})" if v.kind else ""), suite, "failure", 0.0, v.why, v.text())
+                for v in self.violations]
 
     def markdown(self) -> str:
         return "```\n" + self.text() + "\n```\n"

@@ -16,7 +16,7 @@ import time
 from dataclasses import replace
 from typing import Any, Protocol
 
-from cpgraph.check.ep_steps import EpReport, EpSpace, EpViolation, Offers, _config_moves, check_ep, draw_config
+from cpgraph.check.subjects.ep_steps import EpReport, EpSpace, EpViolation, Offers, _config_moves, check_ep, draw_config
 from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.reference.ep_graphs import EpConfig, EpFinding, GraphDims, judge_chunk
 
@@ -125,7 +125,7 @@ def check_admission(driver: ChunkDriver, *, cases: int, seed: int, space: EpSpac
 
 def check_release(driver: Any, *, target: str, cases: int, seed: int, space: EpSpace = EpSpace(),
                   progress: Any = None) -> EpReport:
-    """Everything the release offers checked: ``cases`` EP steps (cpgraph/check/ep_steps.py), then, where the release
+    """Everything the release offers checked: ``cases`` EP steps (cpgraph/check/subjects/ep_steps.py), then, where the release
     has the CUDA-graph-aware admission (``driver.admission``), a quarter as many chunked-prefill admissions."""
     start = time.perf_counter()
     report = check_ep(driver, target=target, cases=cases, seed=seed, space=space, progress=progress)
