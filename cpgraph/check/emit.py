@@ -9,9 +9,9 @@ import subprocess
 import sys
 import tempfile
 
-from cpgraph.check.judging import CLAIMS
 from cpgraph.check.release import ENV, INSTALLED, Release
 from cpgraph.check.report import Violation
+from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.reference.lists import compact
 
 
@@ -156,7 +156,7 @@ def regression_test(
             "",
             "",
             f"def test_{_test_stem(target)}_keeps_{v.invariant}() -> None:",
-            f'    """{v.invariant}: {CLAIMS[v.invariant]}."""',
+            f'    """{v.invariant}: {INVARIANT_TABLE[v.invariant].stated(v.spec.keying)}."""',
             "    batch = Batch(",
             f"        cp_size={b.cp_size},",
             f"        align_size={b.align_size},",

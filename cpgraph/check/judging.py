@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Final
 
 from cpgraph.check.batch import Batch
 from cpgraph.reference.invariants import EFFICIENCY as EFFICIENCY, INVARIANTS as INVARIANTS, SAFETY as SAFETY
-from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.check.protocol import ASK_REPLAY, Policy, ask
 from cpgraph.reference.judge import Expectation, Finding as Finding, RankAnswer, expected, expected_bucket, judge_answers
 from cpgraph.reference.capacity import align_up
@@ -17,7 +15,6 @@ from cpgraph.reference.keying import keying_row
 from cpgraph.reference.layout import rank_loads
 from cpgraph.reference.selection import fitting_buckets, is_cp_active
 
-CLAIMS: Final = {i: row.sentence for i, row in INVARIANT_TABLE.items()}  # one sentence per id, from the table
 
 Spec = Expectation  # the reference's verdict on a batch (the name the reports use)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from cpgraph.check.batch import Batch
 from cpgraph.check.calls import CallStop, last_traceback
-from cpgraph.check.judging import CLAIMS, Spec
+from cpgraph.check.judging import Spec
 from cpgraph.check.protocol import RankAnswer
 from cpgraph.check.verdict import headline, prefill_where
 from cpgraph.reference.invariants import INVARIANT_TABLE
@@ -218,7 +218,9 @@ class CheckReport:
         if self.batches:
             rows = [["invariant", "verdict", "claim"]]
             broken = {v.invariant for v in self.violations}
-            rows += [[f"`{inv}`", "**violated**" if inv in broken else "held", CLAIMS[inv]] for inv in self.checked]
+            keying = str(dict(self.knobs).get("keying", "global"))
+            rows += [[f"`{inv}`", "**violated**" if inv in broken else "held", INVARIANT_TABLE[inv].stated(keying)]
+                     for inv in self.checked]
             out += [md_table(rows), ""]
         out += [f"- {part.summary()}" for _, part in self.parts]
         for v in self.findings:
