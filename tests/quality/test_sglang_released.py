@@ -3,8 +3,10 @@
 The released wheels are downloaded at test time (``pip download --no-deps sglang==<v>``; the few files
 the selector runs are unpacked once per machine by the ``sglang_release`` fixture in tests/conftest.py, so a
 rerun or a clean clone does not download again) and driven
-through cpgraph.adapters.sglang: the release's own can_run_graph, load_batch and prepare_cp_forward,
-with its constant F = 2, replay asked only after its own admission, padded n included.
+through cpgraph.adapters.sglang: the release's own forward path, from the model runner's _forward_raw (its
+graph decision) through the CP graph runner's execute (load_batch, the CP input's prepare) to the replayed
+bucket, and prepare_cp_forward, with its constant F = 2, replay asked only after its own admission, padded n
+included (docs/adapters/sglang.md).
 
 - 0.5.23 (the fixed release): zigzag and interleave pass; the same code with the pre-fix bug planted
   into its own bucket scan fails.
@@ -33,7 +35,7 @@ from cpgraph.adapters.sglang import SglangPolicy, policy_from
 FIXED = "0.5.23"
 FIRST = "0.5.17"
 FIX = "0.5.18"
-NEEDED = (  # the files the selector executes (and the package marker); nothing else is unpacked
+NEEDED = (  # the files the driven path executes or reads its configuration from (and the package marker)
     "sglang/__init__.py",
     "sglang/srt/layers/cp/",
     "sglang/srt/layers/utils/cp_utils.py",
