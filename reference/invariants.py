@@ -9,9 +9,10 @@ A row's columns:
 - one sentence per subject the checker judges (``SUBJECTS``): a prefill batch keyed by the global count n
   (``batch_global``: a bucket of n tokens, sglang), a prefill batch keyed by the rank-local rows m
   (``batch_local``: a size of rank-local rows, vLLM 0.29 on), and a step on a graph path with its DP ranks
-  (``graph_path``: a descriptor of mode, tokens, requests and query length, vLLM's decode and mixed graphs).
-  A new subject (an expert-parallel step, one batch per EP rank) is a new column here and a name in
-  ``SUBJECTS``; the ids, kinds and costs stay.
+  (``graph_path``: a descriptor of mode, tokens, requests and query length, vLLM's decode and mixed graphs), and
+  an expert-parallel step with one batch per EP rank (``ep_step``: Megatron-Core's 3-D graphs,
+  reference/ep_graphs.py). A new subject is a new column here and a name in ``SUBJECTS``; the ids, kinds and
+  costs stay.
 """
 
 from __future__ import annotations
