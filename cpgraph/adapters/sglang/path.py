@@ -91,8 +91,8 @@ class ForwardPath:
         self.forward_batch_info = sandbox.load(FORWARD_BATCH_INFO)
         self.model_runner_module = sandbox.load(MODEL_RUNNER)
         self.runner_module = sandbox.load("sglang.srt.model_executor.runner.prefill_cuda_graph_runner")
-        for module in (self.model_runner_module, self.runner_module, self.forward_batch_info):
-            _unstub_isinstance_targets(module)
+        for name in sorted(sandbox.real):  # every real module on the path, each loaded once
+            _unstub_isinstance_targets(sandbox.load(name))
         setattr(self.model_runner_module, "EagerRunner", stand_ins.EagerRunner)
         self.backend = stand_ins.backend_class(getattr(self.runner_module, "BreakableCudaGraphBackend", object))
         self.model_runner_sets = assigned(root, MODEL_RUNNER_FILES)
