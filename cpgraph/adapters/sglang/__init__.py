@@ -31,7 +31,7 @@ __all__ = [
 STACK = "sglang"
 POLICIES = tuple(STRATEGIES)
 EXECUTED = (
-    Driven("ModelRunner._forward_raw: the model runner's decision to take the prefill CUDA-graph path (its whole "
+    Driven("ModelRunner.forward and _forward_raw: the model runner's decision to take the prefill CUDA-graph path (its whole "
            "condition, with _prefill_cuda_graph_allows_context_parallel where the release has it) and the call into "
            "the graph runner or the eager runner", "sglang/srt/model_executor/model_runner.py"),
     Driven("PrefillCudaGraphRunner.can_run_graph, execute and load_batch (the bucket chosen, the static batch "

@@ -1,8 +1,8 @@
 """sglang's forward path for a CP prefill batch, driven from the release's own files: the model runner's
-``_forward_raw`` (its decision to take the prefill CUDA-graph path: ``can_run_graph``, the CP check and the
-rest of its condition) into the CP graph runner's ``execute`` (``load_batch``'s bucket, the CP-BCG input's
-``prepare`` with its row guards, the replay-metadata refresh) up to the captured backend's ``replay``, whose
-shape key is the bucket replayed.
+``forward`` and ``_forward_raw`` (its decision to take the prefill CUDA-graph path: ``can_run_graph``, the CP
+check and the rest of its condition) into the CP graph runner's ``execute`` (``load_batch``'s bucket, the CP-BCG
+input's ``prepare`` with its row guards, the replay-metadata refresh) up to the captured backend's ``replay``,
+whose shape key is the bucket replayed.
 
 The modules on that path are loaded for real in the sandbox (``PATH_MODULES``); the release's classes are
 instantiated without their constructors and given only what cpgraph/adapters/sglang/state.py allows; what a
@@ -147,7 +147,8 @@ class ForwardPath:
             device="cuda", is_generation=True, is_draft_worker=False, support_pp=False,
             decode_cuda_graph_runner=Helper("model_runner.decode_cuda_graph_runner"),
             hisparse_coordinator=None, lora_manager=None, device_timer=None, kv_index_translator=None,
-            graph_shared_output=None,
+            graph_shared_output=None, forward_pass_id=0, msprobe_debugger=None, canary_manager=None,
+            enable_elastic_ep=False, eplb_manager=None,
             model=Helper("model_runner.model"), req_to_token_pool=Helper("model_runner.req_to_token_pool"),
             pp_group=Helper("model_runner.pp_group"), attn_backend=Helper("model_runner.attn_backend"),
             eager_runner=stand_ins.EagerRunner(),
@@ -204,10 +205,10 @@ class ForwardPath:
         return fbi.ForwardBatch(**given(values, fields))
 
     def forward(self, model_runner: Any, forward_batch: Any) -> Outcome:
-        """``ModelRunner._forward_raw`` on the batch: where it ends (inside the sandbox)."""
+        """``ModelRunner.forward`` on the batch (into ``_forward_raw``): where it ends (inside the sandbox)."""
         self.entered, self.preparing = False, None
         try:
-            model_runner._forward_raw(forward_batch, None)
+            model_runner.forward(forward_batch)
         except stand_ins.Replayed as done:
             return Outcome(True, done.bucket)
         except stand_ins.TookEager:

@@ -4,9 +4,9 @@
     cpgraph check cpgraph.adapters.sglang:interleave --strategy interleave --padding-factors 2
 
 The policies run the release's code from its files, not a restatement of it (cpgraph/adapters/sglang/path.py):
-``admit`` is whether the model runner's ``_forward_raw`` takes the prefill CUDA-graph path on the batch (its
-whole condition: ``can_run_graph``, ``_prefill_cuda_graph_allows_context_parallel`` where the release has it,
-the rest); ``replay_bucket`` is the bucket the graph runner's ``execute`` replays (``load_batch``, the CP-BCG
+``admit`` is whether the model runner's ``forward`` (into ``_forward_raw``) takes the prefill CUDA-graph path on
+the batch (its whole condition: ``can_run_graph``, ``_prefill_cuda_graph_allows_context_parallel`` where the
+release has it, the rest); ``replay_bucket`` is the bucket the graph runner's ``execute`` replays (``load_batch``, the CP-BCG
 input's ``prepare`` and its row guards, up to the captured backend's ``replay``; when the release's own guard
 in ``prepare`` stops the replay, the bucket it was preparing, whose overflow ``replay_guard`` raises);
 ``local_rows`` is ``prepare_cp_forward``'s ``per_rank_actual_token``. The release's objects are built without
@@ -141,6 +141,7 @@ class SglangPolicy:
         release's own, which the plant calls."""
         runner = self.runner_module.PrefillCudaGraphRunner
         found = {
+            "forward": getattr(self.path.model_runner_module.ModelRunner, "forward", None),
             "_forward_raw": getattr(self.path.model_runner_module.ModelRunner, "_forward_raw", None),
             "_prefill_cuda_graph_allows_context_parallel":
                 getattr(self.path.model_runner_module, "_prefill_cuda_graph_allows_context_parallel", None),
@@ -157,7 +158,8 @@ class SglangPolicy:
         """Where each driven step is defined in the release (file:line)."""
         out: dict[str, str] = {}
         runner = self.runner_module.PrefillCudaGraphRunner
-        for name, fn in (("_forward_raw", getattr(self.path.model_runner_module.ModelRunner, "_forward_raw", None)),
+        for name, fn in (("forward", getattr(self.path.model_runner_module.ModelRunner, "forward", None)),
+                         ("_forward_raw", getattr(self.path.model_runner_module.ModelRunner, "_forward_raw", None)),
                          ("can_run_graph", getattr(runner, "can_run_graph", None)),
                          ("execute", getattr(runner, "execute", None)), ("load_batch", getattr(runner, "load_batch", None))):
             code = getattr(fn, "__code__", None)
@@ -209,7 +211,7 @@ class SglangPolicy:
 
     # -- the protocol ----------------------------------------------------------------------------
     def admit(self, **batch: Any) -> bool:
-        """The release's own decision: did ``ModelRunner._forward_raw`` take the prefill graph path?"""
+        """The release's own decision: did ``ModelRunner.forward`` take the prefill graph path?"""
         if batch["cp_size"] < 2:
             return False  # cp_size 1: no CP graph is captured
         return self._outcome(batch, replay=False).graph

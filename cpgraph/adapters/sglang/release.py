@@ -63,7 +63,7 @@ MODEL_RUNNER_FILES = ("sglang/srt/model_executor/model_runner.py",)
 # What the adapter itself calls: the entry points of the driven path (their signatures), nothing about the
 # shape of the code in between, which runs (cpgraph/adapters/sglang/path.py) rather than being matched.
 ASSUMPTIONS: tuple[Assumption, ...] = (
-    signature(MODEL_RUNNER_FILES, "ModelRunner._forward_raw", positional=("forward_batch", "pp_proxy_tensors")),
+    signature(MODEL_RUNNER_FILES, "ModelRunner.forward", positional=("forward_batch",)),
     signature(RUNNER_FILES, "PrefillCudaGraphRunner.execute", positional=("forward_batch",)),
     signature(UTILS_FILES, "prepare_cp_forward", positional=("forward_batch",)),
     signature(REAL_FILES, "prepare", positional=("runner", "forward_batch"), keywords=("static_num_tokens", "capture")),

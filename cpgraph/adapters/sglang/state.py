@@ -32,7 +32,8 @@ MODEL_RUNNER_STATE: Mapping[str, str] = {
     "device": "cuda", "is_generation": "a generation model", "is_draft_worker": "the target worker",
     "support_pp": "no pipeline-parallel proxy tensors",
     "decode_cuda_graph_runner": "a strict helper (an extend batch never asks it; a release that does is refused)",
-    "hisparse_coordinator": "none", "lora_manager": "none", "graph_shared_output": "none (eager logits)", "device_timer": "none", "kv_index_translator": "none",
+    "forward_pass_id": "0", "msprobe_debugger": "none", "canary_manager": "none", "enable_elastic_ep": "False",
+    "eplb_manager": "none", "hisparse_coordinator": "none", "lora_manager": "none", "graph_shared_output": "none (eager logits)", "device_timer": "none", "kv_index_translator": "none",
     "model": "the model (a stub)", "req_to_token_pool": "a plain request pool (a stub)", "pp_group": "a stub",
     "attn_backend": "the attention backend (a stub)",
 }
