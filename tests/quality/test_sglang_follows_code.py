@@ -44,7 +44,7 @@ Edit = tuple[str, str, str]  # (file, text, replacement): the text must occur ex
 
 @pytest.fixture(scope="module")
 def wheels(sglang_release: Callable[[str, tuple[str, ...]], Path]) -> dict[str, Path]:
-    return {v: sglang_release(v, NEEDED) for v in ("0.5.23", "0.5.17")}
+    return {v: sglang_release(v, NEEDED) for v in ("0.5.23", "0.5.18", "0.5.17")}
 
 
 @pytest.fixture(scope="module")
@@ -252,3 +252,32 @@ def test_a_flag_set_under_a_new_name_but_read_under_the_old_is_not_judged_on(whe
         assert f"{RUNNER}:" in str(refused) and "enable_cp_bcg_capture" in str(refused), str(refused)
     else:
         assert admitted is False  # the release's real behaviour: CP graphs off, the model runner goes eager
+
+
+def test_the_same_holds_on_another_release(wheels: dict[str, Path], tmp_path: Path) -> None:
+    """0.5.18 (the fix release, whose scan and flags are spelled differently): a regression in load_batch's
+    lengths is found and cited, and its flag renamed where it is set is not judged as on."""
+    marker = "extend_seq_lens=forward_batch.extend_seq_lens_cpu[:-1] or forward_batch.extend_seq_lens_cpu,"
+    edit = (RUNNER, "                    num_tokens=num_tokens,\n                    extend_seq_lens=forward_batch.extend_seq_lens_cpu,",
+            f"                    num_tokens=num_tokens,\n                    {marker}")
+    content = (wheels["0.5.18"] / RUNNER).read_text()
+    load_batch = content.index("def load_batch")
+    assert content.index(edit[1], load_batch) > load_batch  # the edit lands in load_batch (the scan's second call)
+    root = tmp_path / "regressed"
+    shutil.copytree(wheels["0.5.18"], root)
+    head, tail = content[:load_batch], content[load_batch:]
+    (root / RUNNER).write_text(head + tail.replace(edit[1], edit[2], 1))
+    policy = policy_from(str(root))
+    report = check_policy(policy, max_cases=300, minimize_s=1.0, **CHECK)  # met after 150-300: it needs two requests
+    assert "capacity_fit" in report.invariants, report.text()
+    batch = dict(report.violation("capacity_fit").batch.kwargs(), cp_rank=0)
+    assert line_of(root, RUNNER, marker) in policy.decided_at(**batch)
+
+    renamed = planted(wheels["0.5.18"], tmp_path / "renamed")
+    text = content.replace("self.enable_cp_v2_bcg_capture = ", "self.enable_cp_v3_bcg_capture = ")
+    assert text != content
+    (renamed / RUNNER).write_text(text)
+    try:
+        assert policy_from(str(renamed)).admit(**EXAMPLE) is False  # CP graphs off: the release's own default
+    except GlueError as refused:
+        assert f"{RUNNER}:" in str(refused) and "enable_cp_v2_bcg_capture" in str(refused), str(refused)
