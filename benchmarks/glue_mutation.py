@@ -1,6 +1,6 @@
 """Mutation sample over a release's own decision glue, killed by ``cpgraph check`` (issue 44, item 5).
 
-    python benchmarks/glue_mutation.py [--version 0.29.0] [--limit 30] [--sample-seed 441] [--rev REV]
+    python benchmarks/glue_mutation.py [--stack vllm|sglang] [--version V] [--limit 30] [--sample-seed 441] [--rev REV]
 
 benchmarks/mutation.py mutates cpgraph's own spec and proofs; this mutates the code cpgraph drives: vLLM's
 lines that decide a step's graph, in an unpacked release (``cpgraph.adapters.releases.fetch``). The mutated
@@ -10,7 +10,11 @@ to the ``dispatch_cg_and_sync_dp`` call, and the replay key ``BatchDescriptor(..
 ``_build_batch_layout``, ``get_num_tokens_for_dispatch``, ``_resolve_num_reqs_after_padding``,
 ``maybe_partition_pcp_batch``), CudaGraphManager's ``dispatch``, ``_is_compatible`` and ``_init_candidates``,
 and the DP sync (``dispatch_cg_and_sync_dp``, ``sync_cudagraph_and_dp_padding``). A region the release does not
-have is skipped.
+have is skipped. For sglang (``--stack sglang``, default 0.5.23, ``cpgraph.adapters.sglang:zigzag``) the regions are
+the prefill graph decision the adapter drives: ``_prefill_cuda_graph_allows_context_parallel``,
+``PrefillCudaGraphRunner.can_run_graph``, the CP-BCG input's ``allows_replay``, ``required_local_tokens``,
+``select_replay_bucket`` and ``select_replay_bucket_for_batch`` (and the zigzag input's ``_max_local_tokens``), and
+``is_cp_active`` / ``prepare_cp_forward``.
 
 Operators: benchmarks/mutation.py's (comparison flips, arithmetic swaps, integer constants +1 and -1, and/or,
 ``not`` removal), and three of this file's: ``max`` <-> ``min``, dropping one simple statement (an assignment
@@ -18,14 +22,14 @@ or a call becomes ``pass``), swapping a call's first two positional arguments. D
 statements and assert messages are not mutated.
 
 Kill command: ``cpgraph check cpgraph.adapters.vllm:pcp --adapter-root MUTANT`` (prefill bucket and every graph
-path, ``--max-cases``/``--path-cases`` below), on a copy of the release whose mutated file alone is real (the
+path, ``--max-cases``/``--path-cases`` below; ``cpgraph.adapters.sglang:zigzag`` for sglang), on a copy of the release whose mutated file alone is real (the
 rest are links). Killed: exit 1 (a finding) or 2 (the adapter refuses the tree, naming the change at its
 file:line). A mutant that ends cpgraph otherwise (exit 4, a crash) is "errored" and one past the timeout
 "timed out": both listed apart and not counted as killed. Survivors are matched against the written arguments
 in benchmarks/glue_mutation_equivalents.json (same format as mutation_equivalents.json); the score without
 argued equivalents leaves those out.
 
-Results: ``benchmarks/results/<date>-glue-mutation-vllm-<version>.json`` and ``.md``.
+Results: ``benchmarks/results/<date>-glue-mutation-<stack>-<version>.json`` and ``.md``.
 """
 
 from __future__ import annotations
@@ -53,8 +57,9 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 EQUIVALENTS = ROOT / "benchmarks" / "glue_mutation_equivalents.json"
 GPU = "vllm/v1/worker/gpu/"
+Regions = dict[str, tuple[tuple[str, str | None, str | None], ...]]
 # file -> (qualified function, first statement marker or None: the whole function, last statement marker)
-REGIONS: dict[str, tuple[tuple[str, str | None, str | None], ...]] = {
+REGIONS: Regions = {
     GPU + "model_runner.py": (
         ("GPUModelRunner.execute_model", "num_reqs = len(scheduler_output.num_scheduled_tokens)", "dispatch_cg_and_sync_dp("),
         ("GPUModelRunner.execute_model", "BatchDescriptor(", "BatchDescriptor("),
@@ -69,6 +74,20 @@ REGIONS: dict[str, tuple[tuple[str, str | None, str | None], ...]] = {
     GPU + "dp_utils.py": tuple((f, None, None) for f in ("dispatch_cg_and_sync_dp", "sync_cudagraph_and_dp_padding")),
 }
 SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Assert)  # a region's end statements
+SRT = "sglang/srt/"
+SGLANG_REGIONS: Regions = {
+    SRT + "model_executor/model_runner.py": (("_prefill_cuda_graph_allows_context_parallel", None, None),),
+    SRT + "model_executor/runner/prefill_cuda_graph_runner.py": (("PrefillCudaGraphRunner.can_run_graph", None, None),),
+    SRT + "layers/cp/bcg/bcg.py": tuple((f, None, None) for f in (
+        "PrefillCPBCGInput.allows_replay", "PrefillCPBCGInput._max_local_tokens", "PrefillCPBCGInput.required_local_tokens",
+        "PrefillCPBCGInput.select_replay_bucket", "PrefillCPBCGInput.select_replay_bucket_for_batch")),
+    SRT + "layers/cp/bcg/zigzag_bcg.py": (("ZigzagCPBCGInput._max_local_tokens", None, None),),
+    SRT + "layers/cp/utils.py": (("is_cp_active", None, None), ("prepare_cp_forward", None, None)),
+}
+STACKS: dict[str, tuple[str, str, Regions]] = {  # stack -> (adapter policy, default release, regions)
+    "vllm": ("cpgraph.adapters.vllm:pcp", "0.29.0", REGIONS),
+    "sglang": ("cpgraph.adapters.sglang:zigzag", "0.5.23", SGLANG_REGIONS),
+}
 EXTRA_OPERATORS = ("max-min", "drop-statement", "swap-arguments")
 KILL_FLAGS = ("--max-cases", "600", "--path-cases", "120", "-q", "--format", "json")
 
@@ -131,10 +150,12 @@ def extra_mutants(path: str, source: str) -> Iterator[Mutant]:
             yield Mutant(path, node.lineno, "drop-statement", "statement -> pass", a, b, "pass", lines[node.lineno - 1].strip())
 
 
-def glue_mutants(release: Path) -> list[Mutant]:
-    """Every mutant of the regions, in file and source order (deterministic)."""
+def glue_mutants(release: Path, stack: str = "vllm") -> list[Mutant]:
+    """Every mutant of the stack's regions, in file and source order (deterministic)."""
     out: list[Mutant] = []
-    for rel, regions in REGIONS.items():
+    for rel, regions in STACKS[stack][2].items():
+        if not (release / rel).is_file():
+            continue
         source = (release / rel).read_text(encoding="utf-8")
         covered = region_lines(source, regions)
         found = [*mutants_of(rel, source), *extra_mutants(rel, source)]
@@ -163,11 +184,11 @@ def _tree(release: Path, mutant: Mutant | None) -> Path:
     return tree / "r"
 
 
-def kill(cpgraph_path: str, release: Path, mutant: Mutant | None, timeout: float) -> tuple[str, int, float, str]:
+def kill(cpgraph_path: str, release: Path, mutant: Mutant | None, timeout: float, stack: str = "vllm") -> tuple[str, int, float, str]:
     """(status, exit code, seconds, evidence) of ``cpgraph check`` on the release with ``mutant`` applied."""
     tree = _tree(release, mutant)
     env = {**os.environ, "PYTHONPATH": cpgraph_path, "PYTHONDONTWRITEBYTECODE": "1"}
-    argv = [sys.executable, "-m", "cpgraph", "check", "cpgraph.adapters.vllm:pcp", "--adapter-root", str(tree), *KILL_FLAGS]
+    argv = [sys.executable, "-m", "cpgraph", "check", STACKS[stack][0], "--adapter-root", str(tree), *KILL_FLAGS]
     start = time.perf_counter()
     try:
         done = subprocess.run(argv, cwd=tempfile.gettempdir(), env=env, capture_output=True, text=True, timeout=timeout)
@@ -220,23 +241,23 @@ def _cpgraph_at(rev: str | None) -> tuple[str, str, Path | None]:
     return str(folder), head, folder
 
 
-def run(version: str, limit: int, seed: int, rev: str | None, timeout_factor: float) -> dict[str, object]:
+def run(stack: str, version: str, limit: int, seed: int, rev: str | None, timeout_factor: float) -> dict[str, object]:
     from cpgraph.adapters.releases import fetch
 
-    release = Path(fetch("vllm", version))
-    everything = glue_mutants(release)
+    release = Path(fetch(stack, version))
+    everything = glue_mutants(release, stack)
     picked = [everything[i] for i in sorted(random.Random(seed).sample(range(len(everything)), min(limit, len(everything))))]
     path, revision, cleanup = _cpgraph_at(rev)
     try:
-        status, code, base, evidence = kill(path, release, None, 1800)
+        status, code, base, evidence = kill(path, release, None, 1800, stack)
         if status != "survived":
             raise SystemExit(f"glue_mutation: the unmutated release does not pass (exit {code}: {evidence}); fix that first")
         timeout = max(60.0, timeout_factor * base)
-        print(f"glue_mutation: vLLM {version}: {len(picked)} of {len(everything)} mutants; unmutated check {base:.1f} s", file=sys.stderr)
+        print(f"glue_mutation: {stack} {version}: {len(picked)} of {len(everything)} mutants; unmutated check {base:.1f} s", file=sys.stderr)
         outcomes = []
         start = time.perf_counter()
         for i, mutant in enumerate(picked, 1):
-            status, code, seconds, evidence = kill(path, release, mutant, timeout)
+            status, code, seconds, evidence = kill(path, release, mutant, timeout, stack)
             outcomes.append({"where": f"{mutant.path}:{mutant.line}", "operator": mutant.operator, "mutation": mutant.description,
                              "replacement": mutant.replacement, "line_text": mutant.text, "status": status, "exit": code,
                              "seconds": round(seconds, 2), "evidence": evidence})
@@ -245,10 +266,10 @@ def run(version: str, limit: int, seed: int, rev: str | None, timeout_factor: fl
     finally:
         if cleanup is not None:
             shutil.rmtree(cleanup, ignore_errors=True)
-    return summarise(version, revision, everything, picked, outcomes, seed, base, wall)
+    return summarise(stack, version, revision, everything, picked, outcomes, seed, base, wall)
 
 
-def summarise(version: str, revision: str, everything: Sequence[Mutant], picked: Sequence[Mutant],
+def summarise(stack: str, version: str, revision: str, everything: Sequence[Mutant], picked: Sequence[Mutant],
               outcomes: Sequence[dict[str, object]], seed: int, base: float, wall: float) -> dict[str, object]:
     arguments = _arguments()
     killed = sum(o["status"] == "killed" for o in outcomes)
@@ -260,12 +281,13 @@ def summarise(version: str, revision: str, everything: Sequence[Mutant], picked:
     equivalent = sum(1 for s in survivors if _kind(s) == "equivalent")
     decided = killed + len(survivors)
     return {
-        "target": f"glue-vllm-{version}",
+        "target": f"glue-{stack}-{version}",
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "revision": revision,
-        "release": f"vllm {version}",
-        "kill_command": "cpgraph check cpgraph.adapters.vllm:pcp --adapter-root MUTANT " + " ".join(KILL_FLAGS),
-        "regions": {path: [r[0] + ("" if r[1] is None else f" [{r[1]} .. {r[2]}]") for r in regions] for path, regions in REGIONS.items()},
+        "release": f"{stack} {version}",
+        "kill_command": f"cpgraph check {STACKS[stack][0]} --adapter-root MUTANT " + " ".join(KILL_FLAGS),
+        "regions": {path: [r[0] + ("" if r[1] is None else f" [{r[1]} .. {r[2]}]") for r in regions]
+                    for path, regions in STACKS[stack][2].items()},
         "mutants_in_regions": len(everything),
         "sample_seed": seed,
         "planned": len(picked),
@@ -281,7 +303,7 @@ def summarise(version: str, revision: str, everything: Sequence[Mutant], picked:
         "score_without_equivalents": round(killed / (decided - equivalent), 4) if decided - equivalent else None,
         "per_file": {path: {"mutants": sum(str(o["where"]).startswith(path + ":") for o in outcomes),
                             "killed": sum(str(o["where"]).startswith(path + ":") and o["status"] == "killed" for o in outcomes)}
-                     for path in REGIONS},
+                     for path in STACKS[stack][2]},
         "outcomes": list(outcomes),
     }
 
@@ -323,7 +345,8 @@ def _pct(x: object) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--version", default="0.29.0", help="the vLLM release to mutate (default 0.29.0)")
+    parser.add_argument("--stack", choices=tuple(STACKS), default="vllm", help="the stack whose glue is mutated (default vllm)")
+    parser.add_argument("--version", default=None, help="the release to mutate (default: vllm 0.29.0, sglang 0.5.23)")
     parser.add_argument("--limit", type=int, default=30, help="mutants in the seeded sample (default 30)")
     parser.add_argument("--sample-seed", type=int, default=441, help="the sample's seed (default 441)")
     parser.add_argument("--rev", default=None, help="run cpgraph at this commit (git archive) instead of the working tree")
@@ -331,15 +354,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the mutants of the regions and exit")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    version = args.version or STACKS[args.stack][1]
     if args.list:
         from cpgraph.adapters.releases import fetch
 
-        for m in glue_mutants(Path(fetch("vllm", args.version))):
+        for m in glue_mutants(Path(fetch(args.stack, version)), args.stack):
             print(m.key)
         return 0
-    result = run(args.version, args.limit, args.sample_seed, args.rev, args.timeout_factor)
+    result = run(args.stack, version, args.limit, args.sample_seed, args.rev, args.timeout_factor)
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = f"{str(result['date'])[:10]}-glue-mutation-vllm-{args.version}"  # with_suffix would eat the version's '.0'
+    stem = f"{str(result['date'])[:10]}-glue-mutation-{args.stack}-{version}"  # with_suffix would eat the version's '.0'
     (args.out / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
     (args.out / f"{stem}.md").write_text(render_markdown(result))
     print(f"wrote {args.out / stem}.json and .md: {result['killed']} of {result['mutants']} killed", file=sys.stderr)
