@@ -59,14 +59,29 @@ def baseline_root(args: argparse.Namespace) -> tuple[str, str]:
         if not os.path.isdir(os.path.join(base, package)):
             raise UsageError(f"--baseline {base!r}: the folder holds no {package}/ package; BASE is a {package} release "
                              f"version (e.g. 0.34.0) or a folder holding an unpacked {package} tree")
+        _candidate(args.adapter_root, package)
         return os.path.abspath(base), "tree"
     if not VERSION.fullmatch(base):
         raise UsageError(f"--baseline {base!r}: neither a folder nor a release version; BASE is a {package} release "
                          f"version (e.g. 0.34.0) or a folder holding an unpacked {package} tree")
+    _candidate(args.adapter_root, package)
     try:
         return str(fetch(package, base)), "release"
     except ReleaseUnavailable as exc:
         raise UsageError(f"--baseline {base}: {exc}") from None
+
+
+def _candidate(root: str | None, package: str) -> None:
+    """The candidate is there before any check runs: --adapter-root holds the package, or it is installed."""
+    import importlib.util
+
+    if root is None:
+        if importlib.util.find_spec(package) is None:
+            raise UsageError(f"--baseline: no candidate: {package} is not installed here; give the tree to compare with "
+                             f"--adapter-root TREE")
+    elif not os.path.isdir(os.path.join(root, package)):
+        raise UsageError(f"--adapter-root {root!r}: the folder holds no {package}/ package (the candidate --baseline "
+                         "compares with BASE)")
 
 
 def run_baseline(args: argparse.Namespace, options: CheckOptions, out: Output, check: Check) -> int:

@@ -102,6 +102,10 @@ def test_bad_baseline_flags_are_usage_errors(extra: list[str], named: str, capsy
 def test_a_baseline_folder_without_the_stack_and_a_non_adapter_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "cpgraph.adapters.vllm:pcp", "--baseline", str(tmp_path)]) == 2
     assert "holds no vllm/ package" in capsys.readouterr().err
+    assert main(["check", "cpgraph.adapters.vllm:pcp", "--baseline", "0.34.0", "--adapter-root", str(tmp_path)]) == 2
+    assert f"--adapter-root '{tmp_path}': the folder holds no vllm/ package" in capsys.readouterr().err
+    assert main(["check", "cpgraph.adapters.vllm:pcp", "--baseline", "0.34.0"]) == 2  # vLLM is not installed here
+    assert "vllm is not installed here" in capsys.readouterr().err
     assert main(["check", "cpgraph.reference.policy", "--baseline", "0.34.0"]) == 2
     assert "--baseline" in capsys.readouterr().err
 
