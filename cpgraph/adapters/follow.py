@@ -371,6 +371,140 @@ def _compile_defs(module: ast.Module, path: str, names: list[str], namespace: di
         wanted += [n.id for n in ast.walk(defined[name]) if isinstance(n, ast.Name) and n.id in defined and n.id not in done]
 
 
+class Evaluation:
+    """A function of the release run up to one statement, for the values of expressions in it (``targets``):
+    its backward slice from those expressions, compiled with the file's line numbers, in which the statement
+    holding the last target is replaced by a return of every target's value (that statement and what
+    follows it are not run). ``self`` is a real object of the release (``provided`` None) or the adapter's
+    stand-in (the names in ``provided``, checked as Program checks them); a slice that reads a stub is
+    refused at its file:line, as Program refuses it."""
+
+    def __init__(
+        self, root: str, rel: str, qualname: str, targets: Callable[[ast.FunctionDef], list[ast.expr]], *,
+        namespace: Mapping[str, Any], provided: Collection[str] | None = None, allowed_stubs: Collection[str] = (),
+    ) -> None:
+        self.root, self.rel, self.qualname = root, rel, qualname
+        self.path = os.path.join(root, rel)
+        module, chains = parse(self.path)
+        with open(self.path, encoding="utf-8") as handle:
+            self.lines = handle.read().splitlines()
+        self.chains = chains
+        owner, _, name = qualname.rpartition(".")
+        scope: ast.AST | None = _class(module, owner) if owner else module
+        function = _functions(scope).get(name) if scope is not None else None
+        if function is None:
+            raise FollowError(f"{rel}: no {qualname}")
+        self.function = function
+        self.targets = targets(function)
+        if not self.targets:
+            raise FollowError(f"{rel}:{function.lineno}: {qualname} has none of the statements the adapter runs it up to")
+        holding = [s for s in statements(function) if not isinstance(s, COMPOUND)
+                   and any(t is n for t in self.targets for part in value_parts(s) for n in ast.walk(part))]
+        if not holding:
+            raise FollowError(f"{rel}:{function.lineno}: {qualname}: the statement to stop at is not a simple statement")
+        self.stop = max(holding, key=lambda s: s.lineno)
+        before = [s for s in statements(function) if isinstance(s, ast.Return) and s.lineno < self.stop.lineno]
+        enclosing = [c for c in statements(function) if isinstance(c, COMPOUND) and any(
+            self.stop is inner for inner in ast.walk(c) if isinstance(inner, ast.stmt))]
+        self.slice = backward_slice(chains, function, [*self.targets, *enclosing[-1:]], before)
+        self.namespace = dict(namespace)
+        self.namespace[EARLY] = Returned
+        self.provided = None if provided is None else frozenset(provided)
+        self._check(allowed_stubs)
+        self.function_object = self._compile()
+
+    def site(self, node: ast.AST) -> Site:
+        line = getattr(node, "lineno", 1)
+        return Site(self.rel, line, self.lines[line - 1].strip() if 0 < line <= len(self.lines) else "")
+
+    def _check(self, allowed_stubs: Collection[str]) -> None:
+        inside = {id(n) for n in ast.walk(self.function)}
+        early = {id(r) for r in self.slice.early}
+        for stmt in self.slice.statements:
+            if id(stmt) in early or stmt is self.stop:
+                continue
+            for node in _reads(stmt):
+                if self.provided is not None and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                        and node.value.id == "self" and isinstance(node.ctx, ast.Load) and node.attr not in self.provided:
+                    raise self._refusal(node, f"reads self.{node.attr}, which the adapter does not stand in for")
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
+                        and not any(id(d) in inside for d in self.chains.of(node)):
+                    value = self.namespace.get(node.id, getattr(builtins, node.id, _MISSING))
+                    if value is _MISSING:
+                        raise self._refusal(node, f"reads {node.id}, which {self.rel} does not define where the adapter runs it")
+                    if node.id not in allowed_stubs and isinstance(value, (Stub, StubModule)):
+                        raise self._refusal(node, f"uses {node.id} ({value!r}), code the adapter does not run (a stub)")
+
+    def _refusal(self, node: ast.AST, why: str) -> FollowError:
+        at = self.site(node)
+        return FollowError(f"{at} `{at.text}` {why}; the value reaches what the adapter reads of {self.qualname}")
+
+    def _prune(self, body: list[ast.stmt], keep: frozenset[int], early: frozenset[int]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in body:
+            if stmt is self.stop:
+                values = ast.Tuple(elts=[copy.deepcopy(t) for t in self.targets], ctx=ast.Load())
+                out.append(ast.copy_location(ast.Return(value=values), stmt))
+                break  # nothing after it runs
+            if id(stmt) not in keep or stmt.lineno > self.stop.lineno:
+                continue
+            if id(stmt) in early:
+                raised = ast.Raise(exc=ast.Call(func=ast.Name(EARLY, ast.Load()), args=[ast.Constant(stmt.lineno)], keywords=[]), cause=None)
+                out.append(ast.copy_location(raised, stmt))
+            elif isinstance(stmt, COMPOUND):
+                shallow = copy.copy(stmt)
+                shallow.body = self._prune(stmt.body, keep, early) or [ast.copy_location(ast.Pass(), stmt)]
+                if hasattr(stmt, "orelse"):
+                    shallow.orelse = self._prune(stmt.orelse, keep, early)  # type: ignore[union-attr]
+                if isinstance(stmt, ast.Try):
+                    handlers = []
+                    for handler in stmt.handlers:
+                        h = copy.copy(handler)
+                        h.body = self._prune(handler.body, keep, early) or [ast.copy_location(ast.Pass(), handler)]
+                        handlers.append(h)
+                    shallow.handlers = handlers  # type: ignore[union-attr]
+                    shallow.finalbody = self._prune(stmt.finalbody, keep, early)  # type: ignore[union-attr]
+                out.append(shallow)
+            else:
+                out.append(stmt)
+        return out
+
+    def _compile(self) -> Callable[..., Any]:
+        node = copy.copy(self.function)
+        keep = self.slice.ids() | {id(self.stop)}
+        node.body = self._prune(self.function.body, keep, frozenset(id(r) for r in self.slice.early))
+        node.decorator_list = []
+        node.returns = None
+        args = copy.copy(node.args)
+        args.args = [ast.arg(a.arg, None) for a in node.args.args]
+        args.kwonlyargs = [ast.arg(a.arg, None) for a in node.args.kwonlyargs]
+        args.posonlyargs = [ast.arg(a.arg, None) for a in node.args.posonlyargs]
+        node.args = ast.fix_missing_locations(args)
+        tree = ast.fix_missing_locations(ast.Module(body=[node], type_ignores=[]))
+        scope = self.namespace
+        exec(compile(tree, self.path, "exec"), scope)
+        function: Callable[..., Any] = scope.pop(node.name)
+        return function
+
+    def parameters(self) -> tuple[str, ...]:
+        """The function's parameters, in order (``self`` first for a method)."""
+        a = self.function.args
+        return tuple(p.arg for p in a.posonlyargs + a.args + a.kwonlyargs)
+
+    def run(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """The targets' values where the function reaches its stop (Returned when it returns before)."""
+        found = self.function_object(*args, **kwargs)
+        if not isinstance(found, tuple):
+            raise FollowError(f"{self.rel}: {self.qualname} did not reach {self.site(self.stop)} on this batch")
+        return found
+
+    def tally(self) -> Tally:
+        return Tally(self.qualname, len(self.slice.statements), self.slice.total)
+
+
+_MISSING = object()
+
+
 class _Runner:
     """The base of a compiled slice's class: instances carry the stand-ins as plain attributes."""
 

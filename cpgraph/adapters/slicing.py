@@ -139,10 +139,11 @@ def statements(function: ast.FunctionDef) -> Iterator[ast.stmt]:
 
 
 def backward_slice(
-    chains: Chains, function: ast.FunctionDef, seeds: Iterable[ast.stmt], controls: Iterable[ast.stmt] = ()
+    chains: Chains, function: ast.FunctionDef, seeds: Iterable[ast.AST], controls: Iterable[ast.stmt] = ()
 ) -> Slice:
-    """The statements of ``function`` that can change what ``seeds`` evaluate, with the statements enclosing
-    them; ``controls`` (returns before a sink) are kept with their enclosing statements, their values not
+    """The statements of ``function`` that can change what ``seeds`` evaluate (statements, or expressions
+    inside the function: then only what the expression reads), with the statements enclosing them;
+    ``controls`` (returns before a sink) are kept with their enclosing statements, their values not
     followed."""
     parent: dict[int, ast.AST] = {}
     for node in ast.walk(function):

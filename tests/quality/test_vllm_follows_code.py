@@ -178,3 +178,51 @@ def test_a_count_the_adapter_cannot_drive_is_refused_naming_the_line(
     done = _cli(root)
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"{RUNNER}:{line}" in done.stderr and "violated" not in done.stdout
+
+
+# -- the partition and the replay key -----------------------------------------------------------------------
+MANAGER = "vllm/v1/worker/gpu/pcp_manager.py"
+PADDED = "            padded_num_tokens = batch_desc.num_tokens\n"
+
+
+def _edit_manager(root: Path, old: str, new: str) -> int:
+    path = root / MANAGER
+    text = path.read_text()
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new))
+    return text[: text.index(old)].count("\n") + 1
+
+
+def test_a_partition_that_pads_past_the_dispatched_size_replays_what_it_did_not_admit(
+    vllm_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    root = _copy(vllm_release, "0.34.0", tmp_path / "overpadded")
+    _edit_manager(root, PADDED, "            padded_num_tokens = batch_desc.num_tokens + 8\n")
+    batch = dict(cp_rank=0, cp_size=4, num_tokens=484, extend_seq_lens=(170, 161, 153), capture_num_tokens=SIZES)
+    step = policy_from(str(root)).step(**batch)
+    assert (step.dispatched, step.replay) == (128, 136)  # the release's own 128 and 128
+    done = _cli(root)
+    assert done.returncode == 1 and "admission_replay violated" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_partition_refactor_keeps_every_answer(vllm_release: Callable[[str], Path], tmp_path: Path) -> None:
+    root = _copy(vllm_release, "0.34.0", tmp_path / "partition-refactored")
+    path = root / MANAGER
+    text = path.read_text()
+    head, _, tail = text.partition("    def partition_batch(")
+    body, _, rest = tail.partition("    def prepare_inputs_for_capture_or_profile(")
+    body = body.replace("padded_num_tokens = ", "graph_tokens = ").replace("padded_num_tokens=padded_num_tokens", "padded_num_tokens=graph_tokens")
+    body = body.replace("if padded_num_tokens is None else padded_num_tokens", "if graph_tokens is None else graph_tokens")
+    assert "padded_num_tokens = " not in body and "graph_tokens" in body
+    path.write_text(head + "    def partition_batch(" + body + "    def prepare_inputs_for_capture_or_profile(" + rest)
+    batches = _batches(45, 120)
+    assert _answers(policy_from(str(root)), batches) == _answers(policy_from(str(vllm_release("0.34.0"))), batches)
+
+
+def test_a_partition_the_adapter_cannot_drive_is_refused_naming_the_line(vllm_release: Callable[[str], Path], tmp_path: Path) -> None:
+    root = _copy(vllm_release, "0.34.0", tmp_path / "partition-undriven")
+    (root / MANAGER).write_text((root / MANAGER).read_text().replace(
+        "from vllm.v1.worker.gpu.input_batch import", "from vllm.platforms import current_platform\nfrom vllm.v1.worker.gpu.input_batch import", 1))
+    line = _edit_manager(root, PADDED, "            padded_num_tokens = current_platform.pad_graph_tokens(batch_desc.num_tokens)\n")
+    with pytest.raises(GlueError, match=f"{MANAGER}:{line} .*current_platform"):
+        policy_from(str(root))

@@ -44,6 +44,11 @@ EXECUTED = (
            "vllm/v1/worker/gpu/model_runner.py"),
     Driven("sort_batch_req_ids and BatchReqState (module level, compiled whole)", "vllm/v1/worker/gpu/model_runner.py"),
     Driven("get_uniform_decode_token_count and the helpers it calls (0.28 on, compiled whole)", "vllm/v1/worker/utils.py"),
+    Driven("GPUModelRunner.prepare_inputs up to the partition call: the slice of what it hands the partition (partition.py)",
+           "vllm/v1/worker/gpu/model_runner.py"),
+    Driven("maybe_partition_pcp_batch (0.26-0.30) up to partition_batch, and PCPManager.partition_batch up to the local "
+           "batch's num_tokens_after_padding and num_reqs_after_padding: their slices (partition.py)",
+           "vllm/v1/worker/gpu/pcp_manager.py"),
     Driven("PCPManager: get_num_tokens_for_dispatch, _build_batch_layout, _resolve_num_reqs_after_padding",
            "vllm/v1/worker/gpu/pcp_manager.py"),
     Driven("CudaGraphManager: __init__, _init_candidates, dispatch; get_uniform_token_count (0.26-0.27)",
@@ -54,10 +59,12 @@ EXECUTED = (
     Driven("cdiv, round_up", "vllm/utils/math_utils.py"),
 )
 STOOD_IN = (
-    StandIn("the model runner's glue after the dispatch (the padded size handed to the partition, the replay key "
-            "BatchDescriptor(num_tokens=input_batch.num_tokens_after_padding), a FULL graph's request padding)",
-            "restated per family in policy.py and paths.py, located in the release's syntax tree by release.read_glue, "
-            "which refuses a release whose partition it does not recognise"),
+    StandIn("which key execute_model replays under after the partition (PIECEWISE: the local batch's "
+            "num_tokens_after_padding, run; FULL: the dispatched descriptor) and, at one rank, prepare_inputs' "
+            "max(num_tokens, batch_desc.num_tokens)", "restated in policy.py and paths.py; release.read_glue checks "
+            "BatchDescriptor(num_tokens=input_batch.num_tokens_after_padding) is in execute_model"),
+    StandIn("the global InputBatch prepare_inputs hands the partition",
+            "partition.GlobalBatch: its CPU arrays from the batch in the release's order (the slice reads no other field)"),
     StandIn("the scheduler's output and the request states (SchedulerOutput, RequestState)",
             "built from the checked batch (execute.py): request ids in batch order, a prefill fresh, a decode past its prompt"),
     StandIn("the model runner's self (GPUModelRunner)", "execute.PROVIDED: the rank's real PCPManager and CudaGraphManager, "

@@ -58,6 +58,9 @@ class Dispatched:
     max_query_len: int | None
     desc: Any
     order: tuple[int, ...]  # the batch's requests in the order the release lays them out (gather_batch_req_state)
+    runner: Any = None  # the stand-in self the slice ran on, its scheduler output and batch state (for the partition)
+    output: Any = None
+    state: Any = None
 
 
 class _States:
@@ -121,7 +124,7 @@ class Execute:
         order = tuple(int(r[1:]) for r in ids) if isinstance(ids, list) else tuple(range(len(lengths)))
         desc = call.result[0]
         return Dispatched(int(bound["num_reqs"]), int(bound["num_tokens"]), _optional(bound.get("uniform_token_count")),
-                          _optional(bound.get("max_query_len")), desc, order)
+                          _optional(bound.get("max_query_len")), desc, order, runner, output, found.get("batch_req_state"))
 
     @staticmethod
     def _bound(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from cpgraph.adapters.glue import GlueError
+from cpgraph.adapters.vllm.partition import laid_out
 from cpgraph.adapters.vllm.release import SPLIT_SIZES, mark_captured
 from cpgraph.adapters.vllm.stand_ins import ScheduledBatch, vllm_config
 from cpgraph.reference.graph_paths import Graph, GraphConfig, GraphStep, PathAnswer
@@ -127,31 +128,21 @@ class VllmPaths:
         if manager is None:  # one rank: no PCPManager; the batch is padded to the descriptor (prepare_inputs)
             rows, requests = sum(lengths), len(lengths)
             return PathAnswer(rank, dispatched, dispatched, rows, requests)
-        # partition_batch (pcp_manager.py:456-497 in 0.34.0): the layout padded to the descriptor's tokens unless
-        # eager (one call: it returns every rank's segments and real rows whether padded or not, and raises
-        # ValueError below a rank's rows, 0.29 on); a FULL descriptor's requests through
-        # _resolve_num_reqs_after_padding. 0.26-0.28 partition with no padded size.
-        padded = int(desc.num_tokens) if dispatched is not None and self.policy.local else None
-        refusal: str | None = None
-        try:
-            segments, real = _layout(manager, batch, padded)
-        except ValueError as exc:
-            segments, real = _layout(manager, batch, None)
-            refusal = f"{type(exc).__name__}: {exc}"
+        # the partition, run from the tree (partition.py): the layout padded as the tree pads it, a FULL descriptor's
+        # requests resolved against the rank's (0.30 on), and the local batch whose num_tokens_after_padding a
+        # PIECEWISE step replays under; what the release raises by design is the step's refusal
+        made = self.policy._partitioned(found, manager, batch)
+        segments, real = laid_out(manager, batch)  # the real rows and segments on every rank
         rows, requests = int(real[rank]), max(1, len(segments[rank]))  # an empty rank runs one dummy segment
         if dispatched is None:
             return PathAnswer(rank, None, None, rows, requests)
-        if not self.policy.local:
-            # 0.26-0.28: the replay key is the largest per-rank rows (pcp_manager.py:387 in 0.26.0), whatever was
-            # dispatched
-            return PathAnswer(rank, dispatched, Graph(dispatched.mode, max(int(r) for r in real), dispatched.requests, dispatched.query_len), rows, requests)
-        if refusal is None and self.pads_requests:
-            try:
-                padded_reqs = desc.num_reqs if dispatched.mode == "FULL" else None
-                manager._resolve_num_reqs_after_padding(SimpleNamespace(has_prefill=any(prefilling)), padded_reqs, requests)
-            except (RuntimeError, AssertionError) as exc:
-                refusal = f"{type(exc).__name__}: {exc}"
-        return PathAnswer(rank, dispatched, None if refusal is not None else dispatched, rows, requests, refusal)
+        if isinstance(made, Exception):
+            return PathAnswer(rank, dispatched, None, rows, requests, f"{type(made).__name__}: {made}")
+        # a FULL step replays the dispatched descriptor (execute_model's run_fullgraph(batch_desc)); a PIECEWISE
+        # one replays under BatchDescriptor(num_tokens=input_batch.num_tokens_after_padding) of the local batch
+        replayed = dispatched if dispatched.mode == "FULL" else Graph(
+            dispatched.mode, made.num_tokens_after_padding, dispatched.requests, dispatched.query_len)
+        return PathAnswer(rank, dispatched, replayed, rows, requests)
 
 
 def _layout(manager: Any, batch: ScheduledBatch, padded: int | None) -> Any:

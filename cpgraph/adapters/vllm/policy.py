@@ -25,13 +25,14 @@ batch's order is taken as given), real collectives (the DP all-reduce is simulat
 
 What is run of the model runner. execute_model's statements that reach ``dispatch_cg_and_sync_dp`` (its
 backward slice, with ``gather_batch_req_state`` and the rest it calls) are compiled from the tree's
-model_runner.py and run (cpgraph/adapters/vllm/execute.py, over cpgraph/adapters/follow.py): the counts handed
-to dispatch and the descriptor are the tree's own, and ``policy.citations()`` cites the statements run. What
-is still restated is the glue after the dispatch: the padded size handed to the partition and the replay key,
-per family, located in the tree by ``read_glue`` (cpgraph/adapters/vllm/release.py), which refuses a
-partition it does not recognise. The family is read from the code (how the model runner hands the
-dispatched size to the partition, does PCPManager take ``shard_decode_requests``), not from the version
-string, which is only reported. docs/adapters/vllm.md lists what runs, what is stood in for, what is refused.
+model_runner.py and run (cpgraph/adapters/vllm/execute.py, over cpgraph/adapters/follow.py), and so is the
+way to the partition: what ``prepare_inputs`` hands it, the wrapper, and ``PCPManager.partition_batch`` up
+to the local batch's ``num_tokens_after_padding`` (the PIECEWISE replay key) and ``num_reqs_after_padding``
+(cpgraph/adapters/vllm/partition.py). ``policy.citations()`` cites the statements run. Restated: which key
+execute_model replays under after the partition, and the one-rank key of ``prepare_inputs``. The family is
+read from the code (does the partition read the descriptor's size, does PCPManager take
+``shard_decode_requests``), not from the version string, which is only reported. docs/adapters/vllm.md
+lists what runs, what is stood in for, what is refused.
 
 | release | family | dispatched (admission) | replayed under | decodes | strategy |
 | --- | --- | --- | --- | --- | --- |
@@ -91,10 +92,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cpgraph.adapters import AdapterError
 from cpgraph.adapters.follow import FollowError
-from cpgraph.adapters.glue import check_release, classify
+from cpgraph.adapters.glue import check_release, classify, raised_by_release
 from cpgraph.adapters.shim import Sandbox, StubModule
 from cpgraph.adapters.vllm.execute import Dispatched, Execute
+from cpgraph.adapters.vllm.partition import GlobalBatch, Layouts, Partition, Partitioned, laid_out
 from cpgraph.adapters.vllm.plants import PLANTS, planted_copy
 from cpgraph.adapters.vllm.release import (
     ADAPTER,
@@ -108,6 +111,7 @@ from cpgraph.adapters.vllm.release import (
     NEWEST,
     OUTSIDE,
     PACKAGE,
+    PCP_FILE,
     PCP_MANAGER,
     READ_AGAINST,
     REAL_MODULES,
@@ -237,8 +241,9 @@ class VllmPolicy:
             self.dp = self.sandbox.load(DP_UTILS)
         except ImportError as exc:
             raise VllmAdapterError(f"numpy is needed to run vLLM's PCP code (pip install numpy): {exc}") from exc
-        try:  # execute_model, sliced back from dispatch_cg_and_sync_dp and compiled from the release's file
+        try:  # execute_model, sliced back from dispatch_cg_and_sync_dp, and the partition, compiled from the tree's files
             self.execute = Execute(self.root, MODEL_RUNNER, self.sandbox, self.max_num_seqs)
+            self.partition = Partition(self.root, MODEL_RUNNER, PCP_FILE, self.execute.program.namespace, self.pcp)
         except FollowError as exc:
             raise VllmGlueError(
                 f"{ADAPTER} cannot drive vLLM {self.version} under {self.root}: {exc}. The adapter runs the model runner's "
@@ -284,7 +289,9 @@ class VllmPolicy:
             kw: dict[str, object] = {"pcp_world_size": cp_size, "pcp_rank": cp_rank, "device": "cpu", "dcp_world_size": self.dcp_size}
             if self.shard_rule is not None:
                 kw["shard_decode_requests"] = bool(self.shard_rule(parallel_config(cp_size, self.dcp_size)))
-            self._managers[key] = self.pcp.PCPManager(**{k: v for k, v in kw.items() if k in self._manager_params})
+            manager = self.pcp.PCPManager(**{k: v for k, v in kw.items() if k in self._manager_params})
+            manager._build_batch_layout = Layouts(manager._build_batch_layout)  # keeps its last layout (see _Layouts)
+            self._managers[key] = manager
         return self._managers[key]
 
     def _graph_manager(self, sizes: tuple[int, ...]) -> Any:
@@ -354,35 +361,32 @@ class VllmPolicy:
         batch = ScheduledBatch.of([lengths[i] for i in order], [prefilling[i] for i in order])
         count, desc = found.num_tokens, found.desc
         admitted = desc.cg_mode != self.mode.NONE  # type: ignore[attr-defined]
-        padded: int | None
-        if not self.local:
-            # 0.26-0.28: pcp.maybe_partition_pcp_batch(self.pcp_manager, input_batch) with no size
-            # (model_runner.py:1053 in 0.26.0, :1301 in 0.28.0); the partition pads to max(per_rank_num_tokens)
-            # (pcp_manager.py:387 in 0.26.0)
-            padded = None
-        elif self.glue.partition == "padded_num_tokens":
-            # 0.29: maybe_partition_pcp_batch(..., padded_num_tokens=batch_desc.num_tokens) (model_runner.py:1362)
-            padded = int(desc.num_tokens)
-        else:
-            # 0.30 on: partition_batch(input_batch, batch_desc) pads to batch_desc.num_tokens unless the
-            # descriptor is eager (model_runner.py:1592 and pcp_manager.py:484 in 0.33.0)
-            padded = int(desc.num_tokens) if admitted else None
-        try:
-            if padded is None:
-                _, rows = manager._build_batch_layout(*batch.layout_args())
-            else:
-                _, rows = manager._build_batch_layout(*batch.layout_args(), padded_num_tokens=padded)
-        except ValueError as exc:  # 0.29 on: the padded size is below a rank's rows
-            _, rows = manager._build_batch_layout(*batch.layout_args())
-            return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, None, str(exc), tuple(int(r) for r in rows), order)
+        # The partition, run from the tree (partition.py): prepare_inputs hands the descriptor over, the partition
+        # lays the batch out (the release's _build_batch_layout, which raises below a rank's rows, 0.29 on) and
+        # makes the local batch whose num_tokens_after_padding execute_model replays under
+        # (BatchDescriptor(num_tokens=input_batch.num_tokens_after_padding)).
+        refusal = self._partitioned(found, manager, batch)
+        _, rows = laid_out(manager, batch)  # the real rows on every rank
         real = tuple(int(r) for r in rows)
+        if isinstance(refusal, Exception):
+            padded = int(desc.num_tokens) if self.local and admitted else None  # the size the layout refused
+            return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, None, str(refusal), real, order)
+        padded = refusal.num_tokens_after_padding if self.local else None
         if not admitted:  # eager: the layout is run, no graph is replayed
             return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, None, None, real, order)
-        # The replay key: BatchDescriptor(num_tokens=input_batch.num_tokens_after_padding) of the partitioned
-        # batch (model_runner.py:1334 in 0.26.0, :1747 in 0.29.0, :2063 in 0.33.0), which the partition sets to
-        # the padded size, or to max(per_rank_num_tokens) without one (pcp_manager.py:387 in 0.26.0, :545 in 0.33.0)
-        replay = max(real) if padded is None else padded
-        return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, replay, None, real, order)
+        return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, refusal.num_tokens_after_padding, None, real, order)
+
+    def _partitioned(self, found: Dispatched, manager: Any, batch: ScheduledBatch) -> Partitioned | Exception:
+        """The tree's partition of ``found``'s batch on this rank (partition.py), or what the release raised by
+        design (a size below a rank's rows, a FULL graph short of the rank's requests)."""
+        arguments = {"scheduler_output": found.output, "batch_req_state": found.state, "batch_desc": found.desc, "num_active_loras": 0}
+        laid = GlobalBatch.of(batch.num_scheduled_tokens, batch.is_prefilling)
+        try:
+            return self.partition.run(found.runner, manager, laid, arguments)
+        except Exception as exc:
+            if isinstance(exc, AdapterError) or not raised_by_release(exc, self.root):
+                raise
+            return exc
 
     # -- the protocol ----------------------------------------------------------------------------
     def admit(
@@ -483,6 +487,7 @@ class VllmPolicy:
         out = {"dispatch_count": str(self.execute.deciding("num_tokens")[-1]),
                "dispatch_requests": str(self.execute.deciding("num_reqs")[-1]), "dispatch": str(self.execute.sink())}
         out.update({name: str(cite) for name, cite in self.glue.steps})
+        out["local_batch"] = str(self.partition.sites()[-1])  # the local batch the partition makes, run (partition.py)
         return out
 
     def code_files(self) -> dict[str, str]:

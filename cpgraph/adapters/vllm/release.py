@@ -270,8 +270,12 @@ def read_glue(root: str) -> Glue:
         raise missing(f"one way of partitioning (found {sorted(forms)})")
     partition = forms.pop()
     steps.append(("partition", cite(MODEL_RUNNER, min(partitions, key=lambda c: c.lineno))))
-    if partition == "descriptor":
-        padded = [a for a in _assigns(manager, "padded_num_tokens") if a.value is not None and "batch_desc.num_tokens" in ast.unparse(a.value)]
+    if partition == "descriptor":  # does the partition read the descriptor's num_tokens (whatever it names it)?
+        padded = []
+        for function in (f for name in ("maybe_partition_pcp_batch", "partition_batch") for f in _functions(manager, name)):
+            params = {a.arg for a in function.args.args} - {"self", "manager", "input_batch"}
+            padded += [n for n in ast.walk(function) if isinstance(n, ast.Attribute) and n.attr == "num_tokens"
+                       and isinstance(n.value, ast.Name) and n.value.id in params]
         if padded:
             steps.append(("descriptor_padding", cite(PCP_FILE, padded[0])))
         else:  # the partition takes the descriptor but never pads to it: laid out unpadded (the pre-fix partition)

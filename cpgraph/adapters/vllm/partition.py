@@ -1,0 +1,224 @@
+"""The partition and the replay key, run from the tree's own source: how ``prepare_inputs`` hands the
+dispatched descriptor to the partition, the wrapper in between (0.26-0.29: ``pcp.maybe_partition_pcp_batch``)
+and ``PCPManager.partition_batch`` up to the local batch it returns, whose ``num_tokens_after_padding`` is
+the key execute_model replays the PIECEWISE graph under (``BatchDescriptor(num_tokens=...)``) and whose
+``num_reqs_after_padding`` a FULL graph must hold.
+
+Each hop is an ``Evaluation`` (cpgraph/adapters/follow.py): the function's backward slice from the arguments
+it hands the next hop (the last hop: from the two keywords of the ``replace(...)`` that makes the local
+batch), compiled from the file with its line numbers and run; the call itself is not run (it would copy
+the batch into GPU buffers). What is stood in for: the global batch prepare_inputs builds (its CPU arrays
+from the batch in the release's order: ``GlobalBatch``); the model runner's ``self`` (execute.PROVIDED).
+What is found by name (and refused, exit 2, when absent): the partition call (``maybe_partition_pcp_batch``
+or ``partition_batch``), its batch parameter (``input_batch``), the ``replace(...)`` keywords.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cpgraph.adapters.follow import Evaluation, FollowError, Site, Tally
+from cpgraph.adapters.vllm.execute import ALLOWED_STUBS, PROVIDED
+
+CALLS = ("maybe_partition_pcp_batch", "partition_batch")
+BATCH = "input_batch"
+KEYS = ("num_tokens_after_padding", "num_reqs_after_padding")
+
+
+@dataclass(frozen=True, eq=False)
+class GlobalBatch:
+    """The global InputBatch prepare_inputs hands the partition: the fields the partition's slice reads, from
+    the batch in the order the release lays it out (nothing computed, no drafts)."""
+
+    num_scheduled_tokens: np.ndarray[Any, Any]
+    num_computed_tokens_np: np.ndarray[Any, Any]
+    is_prefilling_np: np.ndarray[Any, Any]
+    query_start_loc_np: np.ndarray[Any, Any]
+    has_prefill: bool
+    num_reqs: int
+    num_tokens: int
+    num_draft_tokens: int = 0
+
+    @classmethod
+    def of(cls, lengths: Sequence[int] | np.ndarray[Any, Any], prefilling: Sequence[bool] | np.ndarray[Any, Any]) -> GlobalBatch:
+        tokens = np.asarray(lengths, dtype=np.int32)
+        starts = np.zeros(len(lengths) + 1, dtype=np.int32)
+        np.cumsum(tokens, out=starts[1:])
+        flags = np.asarray(prefilling, dtype=np.bool_)
+        return cls(tokens, np.zeros(len(lengths), dtype=np.int32), flags, starts, bool(flags.any()), len(lengths), int(tokens.sum()))
+
+
+@dataclass(frozen=True)
+class Partitioned:
+    """The local batch's padded token count (the replay key) and padded request count (None: the release's
+    local batch has no such field)."""
+
+    num_tokens_after_padding: int
+    num_reqs_after_padding: int | None
+
+
+def _call(function: ast.FunctionDef, names: Sequence[str]) -> ast.Call | None:
+    found = [c for c in ast.walk(function) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in names]
+    return min(found, key=lambda c: c.lineno) if found else None
+
+
+class _Hop:
+    """One function on the way to the partition: its slice up to the call of the next, evaluating the
+    arguments it hands over (all but the batch)."""
+
+    def __init__(self, root: str, rel: str, qualname: str, next_names: Sequence[str], callee_params: Sequence[str] | None,
+                 namespace: dict[str, Any], provided: Sequence[str] | None) -> None:
+        self.call: ast.Call | None = None
+        self.slots: list[tuple[str | int, ast.expr]] = []  # (keyword or position, argument) handed over
+        self.batch_slot: str | int | None = None
+
+        def targets(function: ast.FunctionDef) -> list[ast.expr]:
+            call = _call(function, next_names)
+            if call is None:
+                raise FollowError(f"{rel}:{function.lineno}: {qualname} calls none of {', '.join(next_names)}")
+            self.call = call
+            params = list(callee_params or ())
+            for i, arg in enumerate(call.args):
+                name = params[i] if i < len(params) else None
+                if name == BATCH or (name is None and isinstance(arg, ast.Name) and arg.id == BATCH):
+                    self.batch_slot = i
+                else:
+                    self.slots.append((i, arg))
+            for keyword in call.keywords:
+                if keyword.arg is None:
+                    raise FollowError(f"{rel}:{call.lineno}: {qualname} hands the partition **{ast.unparse(keyword.value)}")
+                if keyword.arg == BATCH:
+                    self.batch_slot = keyword.arg
+                else:
+                    self.slots.append((keyword.arg, keyword.value))
+            receiver = call.func.value if isinstance(call.func, ast.Attribute) else call.func
+            return [arg for _, arg in self.slots] or [receiver]  # (nothing handed over but the batch)
+
+        self.evaluation = Evaluation(root, rel, qualname, targets, namespace=namespace, provided=provided, allowed_stubs=ALLOWED_STUBS)
+        if self.batch_slot is None:
+            assert self.call is not None
+            raise FollowError(f"{rel}:{self.call.lineno}: {qualname} hands the partition no {BATCH}")
+
+    @property
+    def callee(self) -> str:
+        assert self.call is not None and isinstance(self.call.func, ast.Attribute)
+        return self.call.func.attr
+
+    def handed(self, values: tuple[Any, ...], batch: Any) -> tuple[list[Any], dict[str, Any]]:
+        """The next call's positional and keyword arguments, the batch in its slot."""
+        by_slot: dict[str | int, Any] = {slot: v for (slot, _), v in zip(self.slots, values)}
+        assert self.batch_slot is not None
+        by_slot[self.batch_slot] = batch
+        positions = sorted(k for k in by_slot if isinstance(k, int))
+        return [by_slot[i] for i in positions], {k: v for k, v in by_slot.items() if isinstance(k, str)}
+
+
+def _params(root: str, rel: str, qualname: str) -> list[str]:
+    from cpgraph.adapters.glue import find, tree_of
+
+    tree = tree_of(root, rel)
+    node = find(tree, qualname) if tree is not None else None
+    if not isinstance(node, ast.FunctionDef):
+        raise FollowError(f"{rel}: no {qualname}")
+    names = [a.arg for a in node.args.posonlyargs + node.args.args]
+    return names[1:] if names[:1] == ["self"] else names
+
+
+class Partition:
+    """One tree's way from the dispatched descriptor to the partition's local batch (see the module docstring)."""
+
+    def __init__(self, root: str, runner_file: str, pcp_file: str, runner_namespace: dict[str, Any], pcp_module: Any) -> None:
+        pcp_namespace = dict(vars(pcp_module))
+        names = list(CALLS)
+        self.keys: list[str] = []
+        self.made: ast.Call | None = None
+        first = _Hop(root, runner_file, "GPUModelRunner.prepare_inputs", names, None, runner_namespace, tuple(PROVIDED))
+        self.hops = [first]
+        if first.callee == "maybe_partition_pcp_batch":
+            params = _params(root, pcp_file, "maybe_partition_pcp_batch")
+            first = _Hop(root, runner_file, "GPUModelRunner.prepare_inputs", names, params, runner_namespace, tuple(PROVIDED))
+            wrapper = _Hop(root, pcp_file, "maybe_partition_pcp_batch", ["partition_batch"],
+                           _params(root, pcp_file, "PCPManager.partition_batch"), pcp_namespace, None)
+            self.hops = [first, wrapper]
+        else:
+            first = _Hop(root, runner_file, "GPUModelRunner.prepare_inputs", names,
+                         _params(root, pcp_file, "PCPManager.partition_batch"), runner_namespace, tuple(PROVIDED))
+            self.hops = [first]
+
+        def keys(function: ast.FunctionDef) -> list[ast.expr]:
+            made = [c for c in ast.walk(function) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == "replace"
+                    and any(k.arg == KEYS[0] for k in c.keywords)]
+            if not made:
+                return []
+            self.made = made[-1]
+            found = {k.arg: k.value for k in self.made.keywords if k.arg in KEYS}
+            self.keys = [k for k in KEYS if k in found]
+            return [found[k] for k in self.keys]
+
+        self.last = Evaluation(root, pcp_file, "PCPManager.partition_batch", keys, namespace=pcp_namespace, allowed_stubs=ALLOWED_STUBS)
+
+    def run(self, runner: Any, manager: Any, batch: GlobalBatch, arguments: dict[str, Any]) -> Partitioned:
+        """The local batch's padded counts, running prepare_inputs on ``runner`` with ``arguments`` (its
+        parameters by name), the wrapper and partition_batch on the rank's real ``manager``; raises what the
+        release raises (a size below a rank's rows, a FULL graph short of the rank's requests)."""
+        first = self.hops[0]
+        wanted = first.evaluation.parameters()[1:]
+        missing = [p for p in wanted if p not in arguments and not _defaulted(first.evaluation.function, p)]
+        if missing:
+            raise FollowError(f"{first.evaluation.site(first.evaluation.function)}: prepare_inputs takes {', '.join(missing)}, "
+                              "which the adapter does not stand in for")
+        args, kwargs = first.handed(first.evaluation.run(runner, **{p: arguments[p] for p in wanted if p in arguments}), batch)
+        for hop in self.hops[1:]:  # the wrapper (0.26-0.29): a module function handed the manager first
+            args, kwargs = hop.handed(hop.evaluation.run(*args, **kwargs), batch)
+        values = dict(zip(self.keys, self.last.run(manager, *args, **kwargs)))
+        requests = values.get(KEYS[1])
+        return Partitioned(int(values[KEYS[0]]), None if requests is None else int(requests))
+
+    def sites(self) -> tuple[Site, ...]:
+        """The calls handed over and the local batch made, in the tree checked."""
+        out = [hop.evaluation.site(hop.call) for hop in self.hops if hop.call is not None]
+        if self.made is not None:
+            out.append(self.last.site(self.made))
+        return tuple(out)
+
+    def tally(self) -> tuple[Tally, ...]:
+        return tuple(h.evaluation.tally() for h in self.hops) + (self.last.tally(),)
+
+
+def _defaulted(function: ast.FunctionDef, name: str) -> bool:
+    a = function.args
+    plain = a.posonlyargs + a.args
+    with_default = {p.arg for p in plain[len(plain) - len(a.defaults):]} if a.defaults else set()
+    with_default |= {p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
+    return name in with_default
+
+
+class Layouts:
+    """A PCPManager's own ``_build_batch_layout``, keeping its last layout: the segments and real rows do not
+    depend on the padded size, so the adapter reads the rows of the layout the partition just made instead of
+    laying the batch out again."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.last: tuple[tuple[bytes, bytes], Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.last = None
+        found = self.real(*args, **kwargs)
+        self.last = ((bytes(args[0].tobytes()), bytes(args[2].tobytes())), found)
+        return found
+
+
+def laid_out(manager: Any, batch: Any) -> Any:
+    """The release's layout of ``batch`` (segments and real rows on every rank): the one the partition just
+    made of the same batch, else laid out afresh, unpadded."""
+    layouts = manager._build_batch_layout
+    key = (bytes(batch.num_scheduled_tokens.tobytes()), bytes(batch.is_prefilling.tobytes()))
+    if isinstance(layouts, Layouts) and layouts.last is not None and layouts.last[0] == key:
+        return layouts.last[1]
+    return layouts(*batch.layout_args())
