@@ -327,6 +327,7 @@ def main() -> int:
     parser.add_argument("--targets", help="comma-separated policies instead of the correct ones (and the breakdown's)")
     parser.add_argument("--breakdown", action="store_true", help="time the parts of the search loop per batch instead")
     parser.add_argument("--root", help="import cpgraph from this checkout instead (read before the imports)")
+    parser.add_argument("--adapter-root", help="an unpacked release for adapter targets (cpgraph.adapters.vllm:pcp), as the CLI's")
     parser.add_argument("--generate-warm", action="store_true", help="time the random phase alone, warm (us per batch) instead")
     parser.add_argument("--random-catches", action="store_true", help="batches the random phase alone needs to find each mutant instead")
     parser.add_argument("--seeds", type=int, default=20, help="--random-catches: seeds 0..SEEDS-1 (default 20)")
@@ -357,7 +358,12 @@ def main() -> int:
     rates = {}
     for target in args.targets.split(",") if args.targets else CORRECT:
         cpu_before = _cpu_seconds()
-        report = check_policy(target, budget_s=args.budget_s)
+        if args.adapter_root:  # an adapter's policy of the release unpacked there, as `cpgraph check --adapter-root`
+            from cpgraph.adapters import policy_at
+
+            report = check_policy(policy_at(target, args.adapter_root), budget_s=args.budget_s)
+        else:
+            report = check_policy(target, budget_s=args.budget_s)
         cpu = _cpu_seconds() - cpu_before
         per_cpu_minute = report.cases / cpu * 60 if cpu > 0 else 0.0
         rates[target] = {
@@ -374,6 +380,8 @@ def main() -> int:
             f"({cpu:.1f} CPU s over all processes)"
         )
     results["rates"] = rates
+    if args.adapter_root:
+        results["adapter_root"] = args.adapter_root
     if not args.skip_mutants:
         catches = {}
         for name, invariant in MUTANTS.items():

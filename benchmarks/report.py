@@ -184,6 +184,27 @@ def _mutation(target: str, scope_only: bool, label: str | None = None) -> Callab
     return read
 
 
+def _glue_mutation(stack: str) -> Callable[[Report], Row]:
+    """A mutation sample of a ``stack`` release's decision glue, killed by `cpgraph check` (benchmarks/glue_mutation.py)."""
+    return lambda r: _glue_row(stack, r)
+
+
+def _glue_row(stack: str, r: Report) -> Row:
+    d = r.data
+    if not isinstance(d, dict) or not str(d.get("target", "")).startswith(f"glue-{stack}-"):
+        raise Other("not a glue mutation sample of this stack")
+    version = str(d["release"]).split()[-1]
+    figures = (f"{d['killed']} of {d['mutants']} mutants of {d['release']}'s decision glue killed by `cpgraph check` "
+               f"({_num(100 * d['score'], 1)}%; {_num(100 * d['score_without_equivalents'], 1)}% without the "
+               f"{d['argued_equivalent']} argued equivalent; "
+               + ", ".join(f"{n} by exit {k.split()[0]}" for k, n in d.get("killed_by_exit", {}).items())
+               + f"), errored {d['errored']}, timed out {d['timed_out']}, cpgraph {d['revision']}")
+    command = (f"python benchmarks/glue_mutation.py --stack {stack} --version {version} --limit {d['planned']} "
+               f"--sample-seed {d['sample_seed']} --rev {d['revision']}")
+    return Row(f"mutation score, a release's executed glue ({stack})", r, f"not recorded; {_num(d['wall_seconds'], 0)} s wall",
+               figures, command)
+
+
 # --- cpgraph check throughput -------------------------------------------------------------------------------
 
 
@@ -312,6 +333,16 @@ def _ep_check_rate(r: Report) -> Row:
                str(d["command"]))
 
 
+def _vllm_adapter_rate(r: Report) -> Row:
+    runs = _get(r.data, "runs")
+    sides = {side: [x["per_cpu_minute"] for x in runs if x["side"] == side] for side in ("before", "after")}
+    walls = [x["per_minute"] for x in runs if x["side"] == "after"]
+    figures = (f"`cpgraph.adapters.vllm:pcp` on {r.data['release']}, the glue run from the release ({r.data['after']}): "
+               f"{_span(sides['after'], 0)} batches per CPU-minute, {_span(walls, 0)} a minute wall; the restated glue "
+               f"({r.data['before']}, interleaved): {_span(sides['before'], 0)} per CPU-minute")
+    return Row("`cpgraph check` rate, a vLLM release", r, str(r.data.get("machine", "not recorded")), figures, r.data["command"])
+
+
 Reader = Callable[[Report], Row]
 READERS: tuple[tuple[str, str, Reader], ...] = (
     ("prove time, idle", "prove-time", _prove_time(busy=False)),
@@ -324,7 +355,10 @@ READERS: tuple[tuple[str, str, Reader], ...] = (
     ("mutation score, impl", "mutation", _mutation("impl", scope_only=False)),
     ("mutation score, decode-path theorem statements", "mutation", _mutation("proofs", scope_only=False, label="graph-paths")),
     ("mutation score, decode-path spec", "mutation", _mutation("spec", scope_only=False, label="graph-paths")),
+    ("mutation score, executed glue (vLLM)", "glue-mutation", _glue_mutation("vllm")),
+    ("mutation score, executed glue (sglang)", "glue-mutation", _glue_mutation("sglang")),
     ("check rate", "check-rate", _check_rate),
+    ("check rate, a vLLM release", "vllm-adapter-rate", _vllm_adapter_rate),
     ("EP check rate", "ep-steps-rate", _ep_check_rate),
     ("check random phase", "random-chunks", _random_catches),
     ("decision latency", "decision-latency", _decision_latency),
