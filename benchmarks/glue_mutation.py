@@ -295,6 +295,8 @@ def summarise(stack: str, version: str, revision: str, everything: Sequence[Muta
         "wall_seconds": round(wall, 1),
         "mutants": len(outcomes),
         "killed": killed,
+        "killed_by_exit": {"1 (a finding)": sum(o["status"] == "killed" and o["exit"] == 1 for o in outcomes),
+                           "2 (the tree refused, the error at its file:line)": sum(o["status"] == "killed" and o["exit"] == 2 for o in outcomes)},
         "survived": len(survivors),
         "errored": sum(o["status"] == "errored" for o in outcomes),
         "timed_out": sum(o["status"] == "timeout" for o in outcomes),
@@ -326,6 +328,7 @@ def render_markdown(result: dict[str, object]) -> str:
         f"- {result['killed']} of {result['mutants']} killed (score {_pct(result['score'])}; without the "
         f"{result['argued_equivalent']} argued equivalent: {_pct(result['score_without_equivalents'])}); errored "
         f"{result['errored']}, timed out {result['timed_out']}",
+        "- killed by exit code: " + ", ".join(f"{n} by exit {k}" for k, n in result["killed_by_exit"].items()),  # type: ignore[attr-defined]
         f"- sample seed {result['sample_seed']}: {result['planned']} of {result['mutants_in_regions']} mutants in the regions",
         "",
         "| status | where | operator | mutation | line | evidence |",
