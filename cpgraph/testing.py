@@ -17,9 +17,10 @@ def assert_policy_sound(
     policy: object, *, budget_s: float | None = None, call_timeout_s: float = 10.0, **options: Any
 ) -> CheckReport:
     """Run ``cpgraph check`` on ``policy`` (an object or 'MODULE:ATTR') on every subject it offers (the prefill
-    batches, its graph paths) and fail with the minimised counterexamples as the failure message when an
+    batches, its graph paths, its EP steps) and fail with the minimised counterexamples as the failure message when an
     invariant breaks, or when a policy call hangs (``call_timeout_s``), exits or breaks the protocol. Options as
-    ``cpgraph.check_all`` (``check_policy``'s, and ``path_cases``, ``dp_sizes``, ... for graph paths): default budget 2 s,
+    ``cpgraph.check_all`` (``check_policy``'s, ``path_cases``, ``dp_sizes``, ... for graph paths, ``ep_sizes``,
+    ``ep_models``, ... for EP steps): default budget 2 s,
     so a test suite stays fast (raise it in a nightly job), or ``max_cases=N`` to check N batches with
     no clock, the same batches on any machine. Returns the report when sound. pytest hides this
     helper's frames (``__tracebackhide__``): the failure points at the test that called it."""

@@ -3,7 +3,8 @@ policies and releases the tests use, as plain JSON (no timings): recorded once i
 before the checker became one pipeline, and compared by test_check_verdicts_kept.py with what it says now.
 
 Run ``python tests/verdicts.py`` to print them (``--write`` records them again; only when a change to a
-verdict is intended, and say so in the commit)."""
+verdict is intended, and say so in the commit; ``--add KEY`` records only the entries of one new kind, e.g.
+``--add ep_steps``, keeping every other entry as recorded)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ PREFILL = (
     ("sglang 0.5.23", "cpgraph.adapters.sglang:zigzag", 400, ("sglang", "0.5.23")),
 )
 PATHS = (("vllm 0.28.0", "0.28.0"), ("vllm 0.34.0", "0.34.0"))
+EP = (("megatron-core 0.16.0", "0.16.0"),)  # recorded after the EP subject joined the one pipeline
 
 
 def _batch(violation: dict[str, Any]) -> dict[str, Any]:
@@ -63,6 +65,17 @@ def paths(version: str) -> dict[str, Any]:
     return {"ok": data["ok"], "violations": [{k: v[k] for k in keep} for v in data["violations"]]}
 
 
+def ep(version: str) -> dict[str, Any]:
+    """The EP check of Megatron-Core ``version`` (1500 EP steps, seed 0, every EP size and model kind)."""
+    from cpgraph.adapters.megatron import policy_from
+    from cpgraph.check import check_all
+
+    report = check_all(policy_from(str(CACHE / "megatron-core" / version)), max_cases=1500, seed=0)
+    data = report.to_json()["ep_steps"]
+    keep = ("invariant", "kind", "config", "steps", "ranks", "graphs")
+    return {"ok": data["ok"], "steps": data["steps"], "violations": [{k: v[k] for k in keep} for v in data["violations"]]}
+
+
 def exits() -> dict[str, int]:
     """The command line's exit codes."""
     root = CACHE / "vllm" / "0.34.0"
@@ -85,11 +98,19 @@ def observe() -> dict[str, Any]:
     return {
         "prefill": {name: prefill(target, n, release) for name, target, n, release in PREFILL},
         "graph_paths": {name: paths(version) for name, version in PATHS},
+        "ep_steps": {name: ep(version) for name, version in EP},
         "exits": exits(),
     }
 
 
 if __name__ == "__main__":
+    if "--add" in sys.argv:
+        key = sys.argv[sys.argv.index("--add") + 1]
+        kept = json.loads(RECORD.read_text(encoding="utf-8"))
+        kept[key] = {"ep_steps": lambda: {name: ep(version) for name, version in EP}}[key]()
+        RECORD.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        print(json.dumps(kept[key], indent=1, sort_keys=True))
+        sys.exit(0)
     seen = observe()
     if "--write" in sys.argv:
         RECORD.write_text(json.dumps(seen, indent=1, sort_keys=True) + "\n", encoding="utf-8")

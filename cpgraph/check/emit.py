@@ -10,7 +10,7 @@ import sys
 import tempfile
 
 from cpgraph.check.release import ENV, INSTALLED, Release
-from cpgraph.check.report import Violation
+from cpgraph.check.finding import Violation
 from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.reference.lists import compact
 

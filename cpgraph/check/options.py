@@ -11,6 +11,7 @@ from cpgraph.check.batch import Factor, parse_factor, parse_table
 from cpgraph.check.judging import EFFICIENCY, INVARIANTS, SAFETY
 from cpgraph.check.protocol import ASK_REPLAY, align_text
 from cpgraph.reference import STRATEGIES, default_align_size
+from cpgraph.reference.ep_graphs import MODELS
 from cpgraph.reference.graph_paths import CUDAGRAPH_MODES
 from cpgraph.reference.keying import keying_row
 
@@ -63,6 +64,12 @@ class CheckOptions:
     spec_tokens: int = 0
     path_cases: int = 200  # cases per path (mode, placement, dcp and DP size)
     call_timeout_s: float = 10.0  # the longest one policy call may take, on every subject
+    # the EP subject (subjects/ep.py): checked when the policy offers an EP driver (ep_step_driver()); its steps
+    # are bounded by max_cases (default 20,000 EP steps)
+    ep_sizes: tuple[int, ...] = (2, 4, 8)
+    ep_models: tuple[str, ...] = ("dense", "hybrid")  # reference/ep_graphs.py MODELS
+    ep_spec_tokens: int = 3  # most speculative (MTP) tokens per decode
+    ep_idle: bool = True  # EP ranks without a batch (dummy steps)
 
     def share(self, shard: int, shards: int) -> int | None:
         """The batches search process ``shard`` of ``shards`` checks under ``max_cases`` (None: no count)."""
@@ -163,6 +170,10 @@ def make_options(
     spec_tokens: int = 0,
     path_cases: int = 200,
     call_timeout_s: float = 10.0,
+    ep_sizes: Iterable[int] = (2, 4, 8),
+    ep_models: Iterable[str] | str = ("dense", "hybrid"),
+    ep_spec_tokens: int = 3,
+    ep_idle: bool = True,
 ) -> CheckOptions:
     """Validate and freeze the options of ``check_policy`` (TypeError/ValueError on bad input). A time left
     as None is its default (budget_s 30, grace_s 1, minimize_s 1), or unbounded when ``max_cases`` is given."""
@@ -232,6 +243,7 @@ def make_options(
         max_cases=cases,
         call_timeout_s=_seconds("call_timeout_s", call_timeout_s, positive=True, default=10.0, counted=False),
         **path_options(graph_paths, cudagraph_modes, dcp_sizes, dp_sizes, spec_tokens, path_cases),
+        **ep_options(ep_sizes, ep_models, ep_spec_tokens, ep_idle),
     )
     return keyed_options(made) if keyed == "local" else made
 
@@ -256,6 +268,29 @@ def path_options(graph_paths: object, modes: object, dcp_sizes: object, dp_sizes
         raise ValueError(f"spec_tokens must be an int in 0..16, got {spec_tokens!r}")
     return {"graph_paths": graph_paths, "cudagraph_modes": chosen, "dcp_sizes": sizes("dcp_sizes", dcp_sizes, 64),
             "dp_sizes": sizes("dp_sizes", dp_sizes, 8), "spec_tokens": spec, "path_cases": _int("path_cases", path_cases, 1)}
+
+
+def ep_options(ep_sizes: object, models: object, spec_tokens: object, idle: object) -> dict[str, Any]:
+    """The EP subject's options, validated (bad input names the argument, the value and what is allowed)."""
+    if isinstance(ep_sizes, (str, bytes)) or not isinstance(ep_sizes, Iterable):
+        raise TypeError(f"ep_sizes must be a sequence of EP sizes in 2..64, got {ep_sizes!r}")
+    sizes = tuple(dict.fromkeys(_int("ep_sizes[]", e, 2) for e in ep_sizes))
+    if not sizes or max(sizes) > 64:
+        raise ValueError(f"ep_sizes must be EP sizes in 2..64, got {ep_sizes!r}")
+    kinds = _list("ep_models", models, _model)
+    spec = _int("ep_spec_tokens", spec_tokens, 0)
+    if spec > 16:
+        raise ValueError(f"ep_spec_tokens must be an int in 0..16, got {spec_tokens!r}")
+    if not isinstance(idle, bool):
+        raise TypeError(f"ep_idle must be a bool, got {idle!r}")
+    return {"ep_sizes": sizes, "ep_models": kinds, "ep_spec_tokens": spec, "ep_idle": idle}
+
+
+def _model(name: str, value: object) -> str:
+    value = value.strip() if isinstance(value, str) else value
+    if value not in MODELS:
+        raise ValueError(f"{name} must be one of {', '.join(MODELS)}; got {value!r}")
+    return str(value)
 
 
 def _mode(name: str, value: object) -> str:

@@ -3,9 +3,10 @@
 ``check_all(policy, **options)`` is the API (``cpgraph.check_all``); ``check_one(target, options)`` is what the command
 line runs, once per release with ``--release`` and once per tree with ``--baseline``: the target imported under
 the call timeout (an adapter's policy built from ``root`` when given), the prefill batches checked when it has
-the prefill protocol (run.py), each other subject it offers (subjects/: the graph paths) after them, and a
-policy call that stops the check recorded in the report (exit 1), or a usage error (exit 2) when it broke the
-protocol or an adapter cannot drive its release.
+the prefill protocol (run.py), each other subject it offers (subjects/: the graph paths, the EP steps) after them,
+every call of every subject bounded by the one session's timer, and a policy call that stops the check recorded
+in the report (exit 1), or a usage error (exit 2) when it broke the protocol or an adapter cannot drive its
+release.
 """
 
 from __future__ import annotations

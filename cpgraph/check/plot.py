@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from cpgraph.check.report import Violation
+from cpgraph.check.finding import Violation
 from cpgraph.reference import build_layout
 
 
@@ -14,7 +14,8 @@ def _replayed(v: Violation) -> int | None:
     for a in v.answers:
         if isinstance(a.bucket, int) and not isinstance(a.bucket, bool):
             return a.bucket
-    return v.spec.bucket
+    bucket: int | None = v.spec.bucket
+    return bucket
 
 
 def plot_violation(v: Violation, path: str, *, strategy: str = "zigzag") -> str:

@@ -1,6 +1,7 @@
-"""The one report of a check, on every subject: the prefill batches' violations (one ``Violation`` per broken
-invariant, <= 15 lines of text each) and each other subject's part (the graph paths': subjects/path_violation.py),
-their findings headed alike (verdict.py), rendered as text, JSON, Markdown or JUnit."""
+"""The one report of a check, on every subject: the prefill batches' violations (one ``Violation``, finding.py's
+one record, per broken invariant, its witness a ``BatchWitness``, <= 15 lines of text each) and each other
+subject's part (the graph paths': subjects/path_violation.py; the EP steps': subjects/ep_steps.py), their
+findings the same record, headed alike (verdict.py), rendered as text, JSON, Markdown or JUnit."""
 
 from __future__ import annotations
 
@@ -10,39 +11,34 @@ from typing import Any
 
 from cpgraph.check.batch import Batch
 from cpgraph.check.calls import CallStop, last_traceback
+from cpgraph.check.finding import MAX_LINES, Violation
 from cpgraph.check.judging import Spec
 from cpgraph.check.protocol import RankAnswer
-from cpgraph.check.verdict import headline, prefill_where
+from cpgraph.check.verdict import prefill_where
 from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.reference.lists import compact
 
-MAX_LINES = 15
-
 
 @dataclass(frozen=True)
-class Violation:
-    """The minimised counterexample of one invariant: the batch, every rank's answers, the spec's verdict."""
+class BatchWitness:
+    """The prefill batches' witness of a finding (finding.py's ``Witness``): the minimised batch, every rank's
+    answers, the spec's verdict, the phase that found it, the batch as first found, and the policy's traceback
+    when a call it made raised."""
 
-    invariant: str
     batch: Batch
     answers: tuple[RankAnswer, ...]
     spec: Spec
-    why: str
     phase: str
-    found_after: int  # batches checked when it was first seen
     original: Batch  # the batch as first found, before minimising
     policy_traceback: str = ""  # the policy's own frames when a call it made raised (see calls.py)
+    bounded = True  # the finding's text is cut at MAX_LINES (the traceback follows)
 
     def __post_init__(self) -> None:
         if not self.policy_traceback:  # taken where the answers were asked, so it travels with the record
             object.__setattr__(self, "policy_traceback", _traceback_of(self.answers))
 
     @property
-    def detail(self) -> str:
-        return self.why
-
-    @property
-    def subject(self) -> str:
+    def column(self) -> str:
         """The invariant table's column this finding is stated in: the batch under its keying."""
         return "batch_local" if self.spec.keying == "local" else "batch_global"
 
@@ -50,11 +46,10 @@ class Violation:
     def where(self) -> str:
         return prefill_where(self.spec.keying)
 
-    def text(self) -> str:
-        """At most 15 lines: the invariant, the batch, what each rank answered, what the spec requires."""
+    def lines(self) -> list[str]:
+        """The batch, what each rank answered (grouped; bounded so the finding keeps to MAX_LINES), the spec."""
         b = self.batch
         lines = [
-            headline(self.invariant, self.where, self.subject),
             f"  batch: cp_size={b.cp_size} align_size={b.align_size} num_tokens={b.num_tokens} "
             f"extend_seq_lens={compact(list(b.extend_seq_lens))} max_padding_factor={b.max_padding_factor}"
             + ("" if b.is_prefilling is None else f" is_prefilling={list(b.is_prefilling)}"),
@@ -69,7 +64,7 @@ class Violation:
                 groups[-1][0].append(a.rank)
             else:
                 groups.append(([a.rank], said))
-        room = MAX_LINES - len(lines) - 3
+        room = MAX_LINES - len(lines) - 4  # the headline; the spec, why and the minimised line after
         shown = groups if len(groups) <= room else groups[: room - 1]
         for ranks, said in shown:
             who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks[0]}-{ranks[-1]}"
@@ -77,25 +72,27 @@ class Violation:
         if len(shown) < len(groups):
             lines.append(f"  ... and {len(groups) - len(shown)} more groups of ranks answering differently")
         lines.append("  " + self.spec.describe(b))
-        lines.append(f"  why: {self.why}")
-        if self.original != self.batch:
-            lines.append(
-                f"  (minimised from {len(self.original.extend_seq_lens)} requests, {self.original.num_tokens} tokens, "
-                f"cp_size={self.original.cp_size}; found after {self.found_after} batches, {self.phase})"
-            )
-        text = "\n".join(lines[:MAX_LINES])
-        if self.policy_traceback:
-            text += "\n" + self.policy_traceback
-        return text
+        return lines
+
+    def footer(self, found_after: int) -> list[str]:
+        o = self.original
+        if o == self.batch:
+            return []
+        return [f"  (minimised from {len(o.extend_seq_lens)} requests, {o.num_tokens} tokens, cp_size={o.cp_size}; "
+                f"found after {found_after} batches, {self.phase})"]
+
+    def trailer(self) -> str:
+        return self.policy_traceback
+
+    def short(self) -> str:
+        b = self.batch
+        decodes = "" if b.is_prefilling is None else f" is_prefilling={list(b.is_prefilling)}"
+        return (f"cp_size={b.cp_size} extend_seq_lens={compact(list(b.extend_seq_lens))}{decodes} "
+                f"capture_num_tokens={compact(list(b.capture_num_tokens))}")
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "invariant": self.invariant,
-            "subject": self.subject,
-            "path": self.where,
-            "cost": INVARIANT_TABLE[self.invariant].costs,
             "counterexample": self.batch.to_json(),
-            "detail": self.why,
             "answers": [a.to_json() for a in self.answers],
             "spec": {
                 "active": self.spec.active, "loads": list(self.spec.loads), "required": self.spec.required,
@@ -103,11 +100,17 @@ class Violation:
             },
             "table": self.batch.table,
             "phase": self.phase,
-            "found_after": self.found_after,
         }
         if self.policy_traceback:
             data["policy_traceback"] = self.policy_traceback
         return data
+
+
+def batch_violation(invariant: str, batch: Batch, answers: tuple[RankAnswer, ...], spec: Spec, why: str, phase: str,
+                    found_after: int, original: Batch, policy_traceback: str = "") -> Violation:
+    """The one record (finding.py) of a prefill-batch finding."""
+    return Violation(invariant, why, BatchWitness(batch, answers, spec, phase, original, policy_traceback), found_after,
+                     minimised=original != batch)
 
 
 def _traceback_of(answers: tuple[RankAnswer, ...]) -> str:
@@ -203,7 +206,8 @@ class CheckReport:
             f"checked {', '.join(self.checked)}"
         ] if self.batches else [f"cpgraph check {self.policy}: {verdict}"]
         head += [part.summary() for _, part in self.parts]
-        return "\n\n".join(["\n".join(head)] + [v.text() for v in self.findings])
+        notes = [n.text() for _, part in self.parts for n in getattr(part, "notes", ())]  # information, not violations
+        return "\n\n".join(["\n".join(head)] + [v.text() for v in self.findings] + notes)
 
 
     def markdown(self) -> str:

@@ -27,7 +27,8 @@ from cpgraph.check.judging import INVARIANTS, judge, spec_for, stepper
 from cpgraph.check.minimize import Knobs, minimize, size
 from cpgraph.check.options import CheckOptions, keyed_options, make_options
 from cpgraph.check.protocol import Policy, RankAnswer, as_policy, ask, load_policy
-from cpgraph.check.report import CheckReport, Violation
+from cpgraph.check.finding import Violation
+from cpgraph.check.report import CheckReport, batch_violation
 
 PROGRESS_EVERY_S = 5.0
 _STOP = 0  # shared[0]: perf_counter time at which every worker stops; shared[1 + i]: INVARIANTS[i] broken
@@ -85,9 +86,9 @@ def _violation(policy: Policy, batch: Batch, answers: tuple[RankAnswer, ...], wh
     again = ask(policy, small, ask_replay=opts.ask_replay)
     always = opts.ask_replay == "always"
     for f in judge(small, again, strategy=opts.strategy, invariants=frozenset((inv,)), replay_always=always, keying=opts.keying):
-        return Violation(inv, small, again, spec_for(small, opts.strategy, opts.keying), f.why, phase, count, batch)
+        return batch_violation(inv, small, again, spec_for(small, opts.strategy, opts.keying), f.why, phase, count, batch)
     # the policy answered differently the second time (it is not a function of the batch): keep it as found
-    return Violation(inv, batch, answers, spec_for(batch, opts.strategy, opts.keying), why, phase, count, batch)
+    return batch_violation(inv, batch, answers, spec_for(batch, opts.strategy, opts.keying), why, phase, count, batch)
 
 
 def _search(
@@ -163,7 +164,7 @@ def _portable(partial: _Partial) -> _Partial:
         rows = None if a.rows is None else tuple(r if isinstance(r, int) else repr(r) for r in a.rows)
         return replace(a, bucket=bucket, rows=rows)
 
-    found = {k: replace(v, answers=tuple(clean(a) for a in v.answers)) for k, v in partial.found.items()}
+    found = {k: replace(v, witness=replace(v.witness, answers=tuple(clean(a) for a in v.answers))) for k, v in partial.found.items()}
     return _Partial(partial.count, partial.phases, found, partial.stopped)
 
 

@@ -25,8 +25,12 @@ PROTOCOL_REQUIRES = {
     "admitted_bucket": "an int, the size admission chose (or None: it chose to run eagerly)",
     "captured": "a sequence of cpgraph.Graph records (the graphs the configuration captures)",
     "answers_dp": "one sequence per DP rank's step of one cpgraph.PathAnswer per rank (cp_size of them)",
+    "graphs": "a sequence of GraphDims records (the graphs the EP configuration captures; raise ValueError: the release refuses it)",
+    "answers": "one EpAnswer per EP rank (ep_size of them), rank r's at index r",
+    "chunk": "a pair (gating: bool, chunk: int or None)",
 }
 PATH_METHODS = ("captured", "answers_dp")  # a graph-path driver's calls: their answers are checked by the path subject
+EP_METHODS = ("graphs", "answers", "chunk")  # an EP driver's: checked by the EP subject (subjects/ep_calls.py)
 
 
 @dataclass(frozen=True)
@@ -144,8 +148,8 @@ def last_traceback(method: str, rank: int | None, error: str | None) -> str:
 def _check_answer(method: str, value: object) -> tuple[str | None, object]:
     """What is wrong with ``value`` as ``method``'s answer (None: it is fine), and the value to pass on
     (local_rows' iterable read once into a tuple)."""
-    if method in PATH_METHODS:
-        return None, value  # checked against the steps asked, by subjects/paths.py
+    if method in PATH_METHODS or method in EP_METHODS:
+        return None, value  # checked against the steps asked, by the subject (subjects/path_calls.py, ep_calls.py)
     if method == "admit":
         if isinstance(value, bool) or type(value).__name__ == "bool_":  # numpy.bool_ is a bool too
             return None, value

@@ -21,7 +21,8 @@ from cpgraph.output import INTERRUPT
 
 _HEART = struct.Struct("<qdiiiq")  # seq, started (monotonic; 0.0: no call), method, rank, cp_size, num_tokens
 _STARTED = struct.Struct("<d")
-_METHODS = ("admit", "replay_bucket", "local_rows", "import", "admitted_bucket", "captured", "answers_dp")  # the last two: a graph-path driver's
+_METHODS = ("admit", "replay_bucket", "local_rows", "import", "admitted_bucket", "captured", "answers_dp", "graphs", "answers",
+            "chunk")  # captured, answers_dp: a graph-path driver's; graphs, answers, chunk: an EP driver's
 
 
 @dataclass

@@ -136,10 +136,6 @@ def run(args: argparse.Namespace) -> int:
     """Parse the flags into one options record and hand it to the one entry point, ``check_one`` (pipeline.py),
     once, once per release (``--release``), or once per tree (``--baseline``); render the one report."""
     out = Output.of(args, "check")
-    from cpgraph.commands.check_ep import is_ep_target, run_ep
-
-    if is_ep_target(args.target):  # checked on EP steps, its own subject (cpgraph/check/subjects/ep.py)
-        return run_ep(args, out)
     options = _options(args)
     _check_headroom_tables(args.capacities)
     plot = _plot_path(args.plot) if args.plot else None
@@ -222,8 +218,10 @@ def _path_flags(args: argparse.Namespace) -> dict[str, Any]:
 def _options(args: argparse.Namespace) -> CheckOptions:
     """The check's one options record from the flags; a bad value is a usage error."""
     from cpgraph.check import make_options
+    from cpgraph.commands.check_ep import ep_flags
 
     paths = _path_flags(args)
+    ep = ep_flags(args)
     try:
         return make_options(
             cp_sizes=_cp_sizes(args.cp_sizes),
@@ -244,6 +242,7 @@ def _options(args: argparse.Namespace) -> CheckOptions:
             max_cases=args.max_cases,
             call_timeout_s=args.call_timeout_s,
             **paths,
+            **ep,
         )
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
@@ -281,6 +280,10 @@ def _write_artifacts(
             target = f"{stem}_paths{suffix or '.py'}"
         write_paths_test(target, args.target, paths.violations, paths_release)
         out.note(f"wrote graph-path regression test {target} (against {paths_release.label})")
+    if report.part("ep_steps") is not None:
+        from cpgraph.commands.check_ep import write_ep_artifact
+
+        write_ep_artifact(args, report, out, path)
     if plot and report.violations:
         from cpgraph.check.plot import plot_violation
 

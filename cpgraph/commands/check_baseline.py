@@ -27,9 +27,11 @@ from cpgraph.reference.lists import compact
 if TYPE_CHECKING:
     from cpgraph.check import CheckOptions, CheckReport
     from cpgraph.check.paths import PathViolation
-    from cpgraph.check.report import Violation
+    from cpgraph.check.finding import Violation
 
 PREFILL = "prefill"
+EP_STEPS = "EP steps"
+IMPORT_NAMES = {"megatron-core": "megatron"}  # a package whose code is not under its own name
 VERSION = re.compile(r"\d+(\.\d+)*(\.post\d+)?")
 DECODES = {"dual_chunk_swap": "decodes dealt", "dual_chunk_swap_replicated": "decodes copied",
            "dual_chunk_swap_dcp": "decodes copied"}
@@ -56,8 +58,8 @@ def baseline_root(args: argparse.Namespace) -> tuple[str, str]:
         raise UsageError(f"--baseline {base} needs an adapter policy (MODULE:ATTR of a cpgraph.adapters stack, e.g. "
                          f"cpgraph.adapters.vllm:pcp); {args.target!r} drives no released stack") from None
     if os.path.isdir(base):
-        if not os.path.isdir(os.path.join(base, package)):
-            raise UsageError(f"--baseline {base!r}: the folder holds no {package}/ package; BASE is a {package} release "
+        if not os.path.isdir(os.path.join(base, import_name(package))):
+            raise UsageError(f"--baseline {base!r}: the folder holds no {import_name(package)}/ package; BASE is a {package} release "
                              f"version (e.g. 0.34.0) or a folder holding an unpacked {package} tree")
         _candidate(args.adapter_root, package)
         return os.path.abspath(base), "tree"
@@ -71,16 +73,21 @@ def baseline_root(args: argparse.Namespace) -> tuple[str, str]:
         raise UsageError(f"--baseline {base}: {exc}") from None
 
 
+def import_name(package: str) -> str:
+    """The folder a release of ``package`` unpacks its code into (megatron-core's is megatron/)."""
+    return IMPORT_NAMES.get(package, package)
+
+
 def _candidate(root: str | None, package: str) -> None:
     """The candidate is there before any check runs: --adapter-root holds the package, or it is installed."""
     import importlib.util
 
     if root is None:
-        if importlib.util.find_spec(package) is None:
+        if importlib.util.find_spec(import_name(package)) is None:
             raise UsageError(f"--baseline: no candidate: {package} is not installed here; give the tree to compare with "
                              f"--adapter-root TREE")
-    elif not os.path.isdir(os.path.join(root, package)):
-        raise UsageError(f"--adapter-root {root!r}: the folder holds no {package}/ package (the candidate --baseline "
+    elif not os.path.isdir(os.path.join(root, import_name(package))):
+        raise UsageError(f"--adapter-root {root!r}: the folder holds no {import_name(package)}/ package (the candidate --baseline "
                          "compares with BASE)")
 
 
@@ -113,6 +120,10 @@ def _side(options: CheckOptions, check: Check, root: str | None, kind: str) -> S
         names = {p.key(): path_name(p.mode, p.placement, p.dcp_size, p.dp_size) for p in paths.paths}
         checked += [(name, i) for name in names.values() for i in (*SAFETY, *EFFICIENCY)]
         findings += [_path_finding(v, names[v.path.key()]) for v in paths.violations]
+    ep = report.part("ep_steps")
+    if report.stop is None and ep is not None:
+        checked += [(EP_STEPS, i) for i in (*SAFETY, *EFFICIENCY)]
+        findings += [_ep_finding([v for v in ep.violations if v.invariant == inv]) for inv in dict.fromkeys(v.invariant for v in ep.violations)]
     return Side(_label(report.version, root, kind), tuple(dict.fromkeys(checked)), tuple(findings))
 
 
@@ -133,6 +144,13 @@ def _prefill_finding(v: Violation) -> Finding:
     witness = (f"cp_size={b.cp_size} extend_seq_lens={compact(list(b.extend_seq_lens))}{decodes} "
                f"capture_num_tokens={compact(list(b.capture_num_tokens))}")
     return Finding(PREFILL, v.invariant, witness, v.text(), v.to_json())
+
+
+def _ep_finding(found: list[Violation]) -> Finding:
+    """An invariant broken on EP steps (its kinds together: the diff pairs findings by path and invariant)."""
+    kinds = [v.kind for v in found if v.kind]
+    witness = (f"[{', '.join(kinds)}] " if kinds else "") + found[0].short()
+    return Finding(EP_STEPS, found[0].invariant, witness, "\n\n".join(v.text() for v in found), found[0].to_json())
 
 
 def _path_finding(v: PathViolation, path: str) -> Finding:

@@ -61,7 +61,18 @@ class Row:
         broken = [] if prefill_ok else [f"prefill: {', '.join(dict.fromkeys(v.invariant for v in self.report.violations)) or 'policy call'}"]
         if self.paths is not None and not self.paths.ok:
             broken.append("paths: " + ", ".join(dict.fromkeys(f"{v.invariant} ({v.mode})" for v in self.paths.violations)))
+        ep = self.report.part("ep_steps")
+        if ep is not None and not ep.ok:
+            broken.append("EP steps: " + ", ".join(dict.fromkeys(v.invariant + (f" ({v.kind})" if v.kind else "") for v in ep.violations)))
         return "FAILED " + "; ".join(broken)
+
+    @property
+    def cases(self) -> str:
+        """What was checked: the prefill batches, or (a target with no prefill protocol) the EP steps."""
+        if self.report is None:
+            return "-"
+        ep = self.report.part("ep_steps")
+        return f"{ep.steps} EP steps" if not self.report.batches and ep is not None else str(self.report.cases)
 
     def first(self) -> str:
         """The first violation's invariant and minimal batch, or the reason this row is no verdict."""
@@ -77,6 +88,10 @@ class Row:
             return (f"{p.invariant} on {p.mode}: cp_size={p.step.cp_size} lengths={compact(list(p.step.lengths))} "
                     f"({'decodes' if not any(p.step.prefilling) else 'mixed'}), should run "
                     f"{p.should.describe() if p.should else 'eager'}")
+        ep = None if self.report is None else self.report.part("ep_steps")
+        if ep is not None and ep.violations:
+            e = ep.violations[0]
+            return f"{e.invariant}{f' ({e.kind})' if e.kind else ''}: {e.short()}"
         return self.reason
 
 
@@ -128,7 +143,7 @@ def _render(args: argparse.Namespace, package: str, rows: list[Row], fmt: str) -
 
     title = f"cpgraph check {args.target} over {package} {args.release}: {len(rows)} release{'s' if len(rows) != 1 else ''}"
     table = [["release", "family", "verdict", "batches", "first violation (minimal batch) or reason"]]
-    table += [[r.version, r.family, r.verdict, str(r.report.cases) if r.report is not None else "-", r.first()] for r in rows]
+    table += [[r.version, r.family, r.verdict, r.cases, r.first()] for r in rows]
     if fmt == "json":
         data: dict[str, Any] = {
             "target": args.target, "package": package, "releases": [

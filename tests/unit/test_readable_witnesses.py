@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from cpgraph.check import Policy, Violation, ask, load_policy, make_batch, spec_for
+from cpgraph.check import Policy, ask, load_policy, make_batch, spec_for
+from cpgraph.check.report import batch_violation
 from cpgraph.check.calls import PolicyStop, bound, session
 from cpgraph.check.emit import regression_test
 from cpgraph.cli import main
@@ -63,7 +64,7 @@ def test_a_check_counterexample_prints_compactly_and_its_emitted_test_rebuilds_t
     lengths = (9,) * 107 + (8,)
     batch = make_batch(lengths, (1024, 2048), cp_size=4)
     policy = load_policy("cpgraph.reference.policy")
-    violation = Violation("capacity_fit", batch, ask(policy, batch), spec_for(batch, "zigzag"), "planted", "random", 1, batch)
+    violation = batch_violation("capacity_fit", batch, ask(policy, batch), spec_for(batch, "zigzag"), "planted", "random", 1, batch)
     assert "extend_seq_lens=[9] * 107 + [8] " in violation.text() and "9, 9, 9, 9" not in violation.text()
     assert "extend_seq_lens=(9,) * 107 + (8,)," in batch.literal()
     source = regression_test("cpgraph.reference.policy", (violation,))

@@ -8,9 +8,13 @@ verdict.py), emit a test.
   and its findings are the report's own ``violations``.
 - graph-path steps with DP ranks (``paths.py``): a policy that offers path drivers (``graph_path_drivers``, or
   is a driver: ``PathDriver``); its findings are a ``Part`` of the report, under ``graph_paths``.
+- EP steps (``ep.py``): a policy that offers an EP driver (``ep_step_driver()``, Megatron-Core's adapter); its
+  findings are a ``Part`` of the report, under ``ep_steps``.
 
-A subject that reports as a part implements ``Subject``; a third one (an expert-parallel step: one batch per EP
-rank) is a module here and a row of ``PART_SUBJECTS``, and its sentences a column of reference/invariants.py.
+Every finding, on every subject, is the one record cpgraph/check/finding.py ``Violation`` with the subject's
+witness (``BatchWitness``, ``PathWitness``, ``EpWitness``). A subject that reports as a part implements
+``Subject`` and supervises its driver's calls (``path_calls.py``, ``ep_calls.py``); it is a module here and a
+row of ``PART_SUBJECTS``, and its sentences a column of reference/invariants.py.
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ from cpgraph.check.options import CheckOptions
 
 @runtime_checkable
 class Finding(Protocol):
-    """A minimised violation on any subject, as the report reads it (a batch's ``report.Violation``, a graph
-    path's ``PathViolation``): one headline (verdict.py), the invariant, where, why, its text and JSON."""
+    """A minimised violation on any subject, as the report reads it: the one record (finding.py ``Violation``)
+    satisfies it; one headline (verdict.py), the invariant, where, why, its text and JSON."""
 
     @property
     def invariant(self) -> str: ...

@@ -16,7 +16,8 @@ import time
 from dataclasses import replace
 from typing import Any, Protocol
 
-from cpgraph.check.subjects.ep_steps import EpReport, EpSpace, EpViolation, Offers, _config_moves, check_ep, draw_config
+from cpgraph.check.finding import Violation
+from cpgraph.check.subjects.ep_steps import EpReport, EpSpace, Offers, _config_moves, check_ep, draw_config, ep_violation
 from cpgraph.reference.invariants import INVARIANT_TABLE
 from cpgraph.reference.ep_graphs import EpConfig, EpFinding, GraphDims, judge_chunk
 
@@ -93,7 +94,7 @@ def _minimise(driver: ChunkDriver, invariant: str, case: Case, budget: int = 300
     return case
 
 
-def check_admission(driver: ChunkDriver, *, cases: int, seed: int, space: EpSpace = EpSpace()) -> tuple[int, list[EpViolation]]:
+def check_admission(driver: ChunkDriver, *, cases: int, seed: int, space: EpSpace = EpSpace()) -> tuple[int, list[Violation]]:
     """``cases`` chunked-prefill admissions with the gating on: how many were checked, and the violations."""
     rng = random.Random(seed ^ 0xC4)
     first: dict[str, tuple[Case, int]] = {}
@@ -112,14 +113,14 @@ def check_admission(driver: ChunkDriver, *, cases: int, seed: int, space: EpSpac
         done += 1
         for f in found:
             first.setdefault(f.invariant, (case, done))
-    out: list[EpViolation] = []
+    out: list[Violation] = []
     for invariant, (case, after) in first.items():
         case = _minimise(driver, invariant, case)
         config, active, budget = case
         _, chunk, found = _findings(driver, case)
         why = next((f.why for f in found if f.invariant == invariant), "")
-        out.append(EpViolation(invariant, why, config, (active,), (), driver.graphs(config), driver.decided_at(invariant, "chunk"),
-                               after, kind="chunk", budget=budget, chunk=chunk))
+        out.append(ep_violation(invariant, why, config, (active,), (), driver.graphs(config), driver.decided_at(invariant, "chunk"),
+                                after, kind="chunk", budget=budget, chunk=chunk))
     return done, out
 
 

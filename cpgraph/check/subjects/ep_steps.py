@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from cpgraph.check.finding import Violation
 from cpgraph.reference.ep_graphs import MODELS, EpAnswer, EpConfig, EpFinding, GraphDims, RankStep, judge
 from cpgraph.reference.invariants import INVARIANT_TABLE
 
@@ -68,59 +69,62 @@ class EpDriver(Offers, Protocol):
 
 
 @dataclass(frozen=True)
-class EpViolation:
-    """The minimised first violation of one invariant: the configuration, each EP rank's step and answer, the
-    captured graphs, why, and where the release decides."""
+class EpWitness:
+    """The EP subject's witness of a finding (cpgraph/check/finding.py ``Witness``): the configuration, each EP
+    rank's step and answer, the captured graphs; for a chunked prefill's admission (kind 'chunk'), the active
+    batch (``steps[0]``), the token budget and the chunk admitted."""
 
-    invariant: str
-    why: str
     config: EpConfig
     steps: Steps
     answers: tuple[EpAnswer, ...]
     graphs: tuple[GraphDims, ...]
-    decided_at: tuple[str, ...]
-    found_after: int
-    info: bool = False
-    kind: str = ""
-    budget: int | None = None  # a chunked prefill's admission (kind 'chunk'): the token budget and the chunk admitted
+    budget: int | None = None
     chunk: int | None = None
-
-    @property
-    def cost(self) -> str:
-        return INVARIANT_TABLE[self.invariant].costs
+    column = "ep_step"
 
     @property
     def where(self) -> str:
-        """Where the release decides (its first file:line), as the one report heads a finding."""
-        return self.decided_at[0] if self.decided_at else "an EP step"
+        return "a chunked-prefill admission" if self.budget is not None else "an EP step"
 
-    def text(self) -> str:
-        row = INVARIANT_TABLE[self.invariant]
-        head = "information" if self.info else f"{row.kind}: {row.stated('ep_step')}; costs {row.cost}"
-        kind = f" [{self.kind}]" if self.kind and self.kind != self.invariant else ""
-        subject = "a chunked-prefill admission" if self.kind == "chunk" else "an EP step"
-        lines = [f"{self.invariant}{kind} {'noted' if self.info else 'violated'} on {subject} ({head})",
-                 f"  configuration: {self.config.describe()}",
+    def lines(self) -> list[str]:
+        lines = [f"  configuration: {self.config.describe()}",
                  f"  captured ({len(self.graphs)}): {', '.join(str(g) for g in sorted(self.graphs))}"]
         for a, step in zip(self.answers, self.steps):
             lines.append(f"  EP rank {a.rank}: step {step if step is not None else 'idle (dummy step)'} -> {a.describe()}")
-        if self.kind == "chunk":
+        if self.budget is not None:
             lines.append(f"  a new prefill beside the active batch {self.steps[0]}, token budget {self.budget}: the engine "
                          f"admits a chunk of {self.chunk if self.chunk is not None else 'none (eager)'}")
-        lines.append(f"  why: {self.why}")
-        lines += [f"  decided at: {where}" for where in self.decided_at]
-        lines.append(f"  (found after {self.found_after} steps)")
-        return "\n".join(lines)
+        return lines
+
+    def footer(self, found_after: int) -> list[str]:
+        return [f"  (found after {found_after} steps)"]
+
+    def trailer(self) -> str:
+        return ""
+
+    def short(self) -> str:
+        return (f"ep_size={self.config.ep_size} model={self.config.model} "
+                f"steps=[{', '.join('idle' if s is None else str(s) for s in self.steps)}]")
 
     def to_json(self) -> dict[str, Any]:
         def dims(g: GraphDims | None) -> list[int] | None:
             return None if g is None else [g.tokens, g.prefill, g.decode]
 
-        return {"invariant": self.invariant, "kind": self.kind, "cost": self.cost, "info": self.info, "why": self.why,
-                "config": vars(self.config) | {"matching": self.config.matching},
+        return {"config": vars(self.config) | {"matching": self.config.matching},
                 "steps": [dims(s) for s in self.steps], "graphs": [dims(g) for g in self.graphs],
                 "ranks": [{"rank": a.rank, "graph": dims(a.graph), "hung": a.hung} for a in self.answers],
-                "decided_at": list(self.decided_at), "found_after": self.found_after, "budget": self.budget, "chunk": self.chunk}
+                "budget": self.budget, "chunk": self.chunk}
+
+
+EpViolation = Violation  # an EP finding is the one record (finding.py), its witness an EpWitness
+
+
+def ep_violation(invariant: str, why: str, config: EpConfig, steps: Steps, answers: tuple[EpAnswer, ...],
+                 graphs: tuple[GraphDims, ...], decided_at: tuple[str, ...], found_after: int, *, info: bool = False,
+                 kind: str = "", budget: int | None = None, chunk: int | None = None) -> Violation:
+    """The one record of an EP finding (a note when ``info``: reported as found, not minimised)."""
+    return Violation(invariant, why, EpWitness(config, steps, answers, graphs, budget, chunk), found_after, decided_at,
+                     kind=kind, info=info, minimised=not info)
 
 
 @dataclass(frozen=True)
@@ -134,8 +138,8 @@ class EpReport:
     configs: int
     refused: int
     seconds: float
-    violations: tuple[EpViolation, ...]
-    notes: tuple[EpViolation, ...] = ()
+    violations: tuple[Violation, ...]
+    notes: tuple[Violation, ...] = ()
     chunks: int = 0  # chunked prefills admitted by the CUDA-graph-aware admission (0.19 on), checked
 
     @property
@@ -221,8 +225,17 @@ def draw_steps(rng: random.Random, config: EpConfig, idle: bool = True) -> Steps
 # --- judging and minimising ------------------------------------------------------------------------------------
 
 def findings(driver: EpDriver, config: EpConfig, steps: Steps) -> tuple[list[EpFinding], tuple[EpAnswer, ...], tuple[GraphDims, ...]]:
+    """The reference's findings on ``steps`` (each rank's answer and the captured graphs with them). A driver
+    that raises on a step (other than ValueError: the configuration refused) cannot run it: admission_replay,
+    as on the other subjects, every rank then shown as eager."""
     graphs = driver.graphs(config)
-    answers = driver.answers(config, steps)
+    try:
+        answers = driver.answers(config, steps)
+    except ValueError:
+        raise
+    except Exception as exc:
+        eager = tuple(EpAnswer(r, None) for r in range(len(steps)))
+        return [EpFinding("admission_replay", f"the EP driver raised {type(exc).__name__}: {exc} on this step (it cannot run it)")], eager, graphs
     return judge(steps, graphs, answers, matching=config.matching, equal_shapes=config.equal_shapes), answers, graphs
 
 
@@ -346,15 +359,15 @@ def check_ep(driver: EpDriver, *, target: str, cases: int, seed: int, space: EpS
                     first[key] = (f, config, steps, done)
         if progress is not None and configs % 50 == 0:
             progress(f"{done} EP steps, {configs} configurations, {len(first)} finding(s)")
-    violations: list[EpViolation] = []
-    notes: list[EpViolation] = []
+    violations: list[Violation] = []
+    notes: list[Violation] = []
     for key, (f, config, steps, after) in first.items():
         if not f.info:
             config, steps = minimise(driver, f.invariant, config, steps, kind=f.kind, space=space)
         found, answers, graphs = findings(driver, config, steps)
         again = next((g for g in found if g.invariant == f.invariant and g.kind == f.kind), f)
-        (notes if f.info else violations).append(EpViolation(f.invariant, again.why, config, steps, answers, graphs,
-                                                             driver.decided_at(f.invariant, f.kind), after, info=f.info, kind=f.kind))
+        (notes if f.info else violations).append(ep_violation(f.invariant, again.why, config, steps, answers, graphs,
+                                                              driver.decided_at(f.invariant, f.kind), after, info=f.info, kind=f.kind))
     order = list(INVARIANT_TABLE)
     violations.sort(key=lambda v: (order.index(v.invariant), v.kind))
     return EpReport(target, driver.version, done, configs, refused, time.perf_counter() - start, tuple(violations), tuple(notes))

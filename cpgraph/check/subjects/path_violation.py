@@ -1,13 +1,14 @@
 """The graph-path subject's records in the one report: a path (``PathRun``: mode, decode placement, dcp and DP
-size, each named apart), the paths checked (``PathsRun``) and a minimised ``PathViolation``, whose headline
-reads as a batch violation's (verdict.py)."""
+size, each named apart), the paths checked (``PathsRun``) and a finding's witness (``PathWitness``) in the one
+violation record (cpgraph/check/finding.py ``Violation``; ``PathViolation`` is that record), whose headline reads
+as a batch finding's (verdict.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from cpgraph.check.verdict import headline
+from cpgraph.check.finding import Violation
 from cpgraph.formats import JUnitCase
 from cpgraph.reference.graph_paths import Graph, GraphConfig, GraphStep, PathAnswer
 from cpgraph.reference.lists import compact
@@ -40,23 +41,19 @@ class PathRun:
 
 
 @dataclass(frozen=True)
-class PathViolation:
-    """The minimised first violation of one invariant on one path: the steps (one per DP rank), the captured
-    configuration, every rank's answer, the graph the step should have run and where the driver decides."""
+class PathWitness:
+    """The graph-path subject's witness of a finding (cpgraph/check/finding.py ``Witness``): the path (mode,
+    decode placement, dcp size), the steps (one per DP rank), the captured configuration, every rank's answer
+    and the graph the step should have run."""
 
-    invariant: str
-    cost: str  # 'correctness' or 'speed' (the table's ``costs``)
-    why: str
     mode: str
     placement: str
     steps: Steps
     config: GraphConfig
     dp_answers: tuple[tuple[PathAnswer, ...], ...]
     should: Graph | None
-    decided_at: tuple[str, ...]
-    found_after: int
     dcp_size: int = 1
-    subject: str = "graph_path"
+    column = "graph_path"
 
     @property
     def step(self) -> GraphStep:
@@ -75,18 +72,13 @@ class PathViolation:
     def where(self) -> str:
         return f"the {self.path.name} path"
 
-    @property
-    def detail(self) -> str:
-        return self.why
-
     def used(self) -> Graph | None:
         return next((a.dispatched for answers in self.dp_answers for a in answers if a.dispatched is not None), None)
 
-    def text(self) -> str:
+    def lines(self) -> list[str]:
         c = self.config
         dp = len(self.steps) > 1
         lines = [
-            headline(self.invariant, self.where, self.subject),
             *[f"  {'DP rank ' + str(d) + ' ' if dp else ''}step: cp_size={s.cp_size} "
               f"lengths={compact(list(s.lengths))} is_prefilling={_flags(s.prefilling)}" for d, s in enumerate(self.steps)],
             f"  captured: cudagraph_mode={c.cudagraph_mode} token sizes={compact(list(c.token_sizes))} decode request "
@@ -104,24 +96,45 @@ class PathViolation:
                 who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks[0]}-{ranks[-1]}"
                 lines.append(f"  {'DP rank ' + str(d) + ' ' if dp else ''}{who}: {text}")
         lines.append(f"  should run: {_shown(self.should)}; ran: {_shown(self.used())}")
-        lines.append(f"  why: {self.why}")
-        lines += [f"  decided at: {where}" for where in self.decided_at]
-        lines.append(f"  (found after {self.found_after} steps)")
-        return "\n".join(lines)
+        return lines
+
+    def footer(self, found_after: int) -> list[str]:
+        return [f"  (found after {found_after} steps)"]
+
+    def trailer(self) -> str:
+        return ""
+
+    def short(self) -> str:
+        dp = len(self.steps)
+        steps = "; ".join(f"{'DP rank ' + str(d) + ': ' if dp > 1 else ''}cp_size={s.cp_size} lengths={compact(list(s.lengths))}"
+                          + ("" if not any(s.prefilling) else f" is_prefilling={list(s.prefilling)}") for d, s in enumerate(self.steps))
+        c = self.config
+        return (f"{steps}; captured token sizes={compact(list(c.token_sizes))} decode request sizes="
+                f"{compact(list(c.decode_request_sizes))}; should run {_shown(self.should)}")
 
     def to_json(self) -> dict[str, Any]:
         g = _graph_json
         return {
-            "invariant": self.invariant, "subject": self.subject, "path": self.path.name, "cost": self.cost, "why": self.why,
-            "detail": self.why, "mode": self.mode, "placement": self.placement, "dcp_size": self.dcp_size, "dp_size": len(self.steps),
+            "mode": self.mode, "placement": self.placement, "dcp_size": self.dcp_size, "dp_size": len(self.steps),
             "steps": [{"cp_size": s.cp_size, "lengths": list(s.lengths), "is_prefilling": list(s.prefilling)} for s in self.steps],
             "config": {"cudagraph_mode": self.config.cudagraph_mode, "token_sizes": list(self.config.token_sizes),
                        "decode_request_sizes": list(self.config.decode_request_sizes),
                        "query_lens": list(self.config.query_lens), "max_num_seqs": self.config.max_num_seqs},
-            "should": g(self.should), "used": g(self.used()), "decided_at": list(self.decided_at), "found_after": self.found_after,
+            "should": g(self.should), "used": g(self.used()),
             "ranks": [{"dp_rank": d, "rank": a.rank, "dispatched": g(a.dispatched), "replayed": g(a.replayed), "rows": a.rows,
                        "requests": a.requests, "refusal": a.refusal} for d, answers in enumerate(self.dp_answers) for a in answers],
         }
+
+
+PathViolation = Violation  # a graph-path finding is the one record (finding.py), its witness a PathWitness
+
+
+def path_violation(invariant: str, why: str, mode: str, placement: str, steps: Steps, config: GraphConfig,
+                   dp_answers: tuple[tuple[PathAnswer, ...], ...], should: Graph | None, decided_at: tuple[str, ...],
+                   found_after: int, dcp_size: int = 1) -> Violation:
+    """The one record of a graph-path finding."""
+    return Violation(invariant, why, PathWitness(mode, placement, steps, config, dp_answers, should, dcp_size), found_after,
+                     decided_at)
 
 
 @dataclass(frozen=True)
@@ -130,7 +143,7 @@ class PathsRun:
 
     release: str
     paths: tuple[PathRun, ...]
-    violations: tuple[PathViolation, ...]
+    violations: tuple[Violation, ...]
 
     @property
     def ok(self) -> bool:

@@ -22,7 +22,7 @@ The stages, per path (mode, placement, dcp, DP size):
 3. judge against ``reference.graph_paths.judge_dp``;
 4. minimise the first violation of each invariant (shrink.py, with ``smaller``: fewest requests, then fewest
    tokens, then the smallest cp_size, then the fewest captured sizes; then a step and a capture list together);
-5. report it as a ``PathViolation`` of the one report (report.py); 6. emit a test (emit_paths.py).
+5. report it as the one violation record (finding.py, a ``PathWitness``) in the one report (report.py); 6. emit a test (emit_paths.py).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from cpgraph.adapters.glue import GlueError
 from cpgraph.check.options import CheckOptions
 from cpgraph.check.shrink import shrink
 from cpgraph.check.subjects.path_calls import supervised
-from cpgraph.check.subjects.path_violation import PathRun, PathsRun, PathViolation, Steps
+from cpgraph.check.subjects.path_violation import PathRun, PathsRun, PathViolation, Steps, path_violation
 from cpgraph.reference.graph_paths import Graph, GraphConfig, GraphStep, PathAnswer, PathFinding, fastest, held_by, judge_dp
 
 DEFAULT_TOKEN_SIZES = (1, 2, 4, *range(8, 256, 8), *range(256, 513, 16))
@@ -230,8 +230,8 @@ def _reported(driver: PathDriver, run: PathRun, case: Case, invariant: str, coun
     again = judged(driver, small)
     final = next(f for f in again.found if f.invariant == invariant)
     should = fastest(again.graphs, held_by(list(zip(small.steps, again.answers)))) if again.answers else None
-    return PathViolation(
-        final.invariant, final.cost, final.why, run.mode, small.steps[0].placement, small.steps, small.config,
+    return path_violation(
+        final.invariant, final.why, run.mode, small.steps[0].placement, small.steps, small.config,
         again.answers, should, decided_at(invariant) if decided_at is not None else (), count, driver.dcp_size,
     )
 
