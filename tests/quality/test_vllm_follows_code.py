@@ -4,11 +4,14 @@ edits planted in execute_model (issue #44, items 1, 2 and 5).
 - A regression in the glue (0.29.0, the whole batch's count handed to dispatch again): exit 1, the added
   line cited where the report says what decided.
 - A behaviour-preserving refactor (the count renamed and computed in two statements; a comment and two
-  independent lines swapped): the same answers as the release, batch for batch, and the same exit code.
+  independent lines swapped; the count moved into a new method): the same answers as the release, batch
+  for batch, and the same exit code; the partition's local renamed: the same answers.
 - A fix (0.34.0 with examples/vllm_dealt_decode_fix applied: dispatch holds the rank-local request count):
   followed, so the FULL decode graph that holds each rank's one decode is run, and the fixed lines are cited.
 - A change the adapter cannot drive (the count through a stubbed call, or through ``self`` state it does not
-  stand in for): exit 2 before the first batch, naming the added line.
+  stand in for; the partition's padding through a stubbed call): exit 2 before the first batch, naming the
+  added line.
+- A partition that pads past the dispatched size (0.34.0): replays what it did not admit, exit 1.
 
 Releases come from the ``vllm_release`` fixture (tests/conftest.py); each test edits its own copy of the files
 the adapter reads (cpgraph.adapters.vllm.plants.copy_release)."""
@@ -125,7 +128,23 @@ def _commented_and_reordered(lines: list[str]) -> list[str]:
     return out[:first] + ["        # the counts dispatch is handed (a comment a refactor adds)\n"] + out[first:]
 
 
-@pytest.mark.parametrize("refactor", [_renamed_and_split, _commented_and_reordered])
+def _moved_into_a_helper(lines: list[str]) -> list[str]:
+    """The PCP count moved into a new method of the model runner (followed as execute_model's own)."""
+    text = "".join(lines)
+    old = ("                num_toks = self.pcp_manager.get_num_tokens_for_dispatch(\n"
+           "                    batch_req_state.num_scheduled_tokens,\n"
+           "                    batch_req_state.is_prefilling_np,\n"
+           "                )\n")
+    assert text.count(old) == 1
+    text = text.replace(old, "                num_toks = self._rank_local_dispatch_tokens(batch_req_state)\n")
+    at = text.index("    def execute_model(")
+    helper = ("    def _rank_local_dispatch_tokens(self, state):\n"
+              "        found = self.pcp_manager.get_num_tokens_for_dispatch(state.num_scheduled_tokens, state.is_prefilling_np)\n"
+              "        return found\n\n")
+    return (text[:at] + helper + text[at:]).splitlines(keepends=True)
+
+
+@pytest.mark.parametrize("refactor", [_renamed_and_split, _commented_and_reordered, _moved_into_a_helper])
 def test_a_refactor_keeps_every_answer_and_the_verdict(
     vllm_release: Callable[[str], Path], tmp_path: Path, refactor: Callable[[list[str]], list[str]]
 ) -> None:
