@@ -155,7 +155,8 @@ class EpReport:
 
     def summary(self) -> str:
         """One line, as a part of the one report: OK with the counts, or FAILED naming each broken invariant."""
-        counts = f"{self.steps} EP steps" + (f", {self.chunks} chunked-prefill admissions" if self.chunks else "")
+        counts = (f"{self.steps} EP steps over {self.configs} configurations, {self.refused} refused by the release"
+                  + (f", {self.chunks} chunked-prefill admissions" if self.chunks else ""))
         if self.ok:
             return f"EP steps of megatron-core {self.version}: OK - {counts}"
         broken = ", ".join(dict.fromkeys(v.invariant + (f" ({v.kind})" if v.kind else "") for v in self.violations))
