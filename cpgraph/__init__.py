@@ -1,7 +1,8 @@
 """cpgraph: invariants, proofs and checkers for context-parallel prefill under CUDA graphs.
 
 The API: ``check_all(policy, **options)`` checks a policy on every subject it offers (prefill batches through the
-prefill protocol, graph-path steps through ``PathDriver``s) and returns one ``CheckReport``; ``check_policy``
+prefill protocol, graph-path steps through ``PathDriver``s, EP steps through an ``ep_step_driver()``) and returns
+one ``CheckReport``, every finding in it one ``cpgraph.check.Violation`` record; ``check_policy``
 checks the prefill batches alone. A graph-path driver answers with ``PathAnswer``s about ``GraphStep``s under a
 ``GraphConfig``'s ``Graph``s. Importing the package is cheap: the names load on first use, and nothing here
 imports torch, z3 or matplotlib.
