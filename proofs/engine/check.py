@@ -54,7 +54,16 @@ class Status(str, enum.Enum):
     UNKNOWN = "unknown"
 
 
-_BLOCK: list[list[z3.Context]] = []  # the innermost ``one_context`` block's context, once a query there is solved
+class _Block:
+    """A ``one_context`` block's contexts: ``solve``, where its queries are solved, and ``text``, where they are
+    only translated to be printed for their cache key (each made on first use)."""
+
+    def __init__(self) -> None:
+        self.solve: z3.Context | None = None
+        self.text: z3.Context | None = None
+
+
+_BLOCK: list[_Block] = []  # the innermost ``one_context`` block, if any
 
 
 @contextlib.contextmanager
@@ -66,23 +75,28 @@ def one_context() -> Iterator[None]:
     context is made when the block's first query is solved: a block answered from the proof cache makes none
     (a query solved after others were reused then starts from a context they never touched: its rlimit, with
     its 5x headroom, is the same)."""
-    _BLOCK.append([])
+    _BLOCK.append(_Block())
     try:
         yield
     finally:
         _BLOCK.pop()
 
 
-def _isolated(terms: Sequence[z3.ExprRef]) -> tuple[z3.Context, list[z3.ExprRef]]:
+def _isolated(
+    terms: Sequence[z3.ExprRef], made: tuple[z3.Context, list[z3.ExprRef]] | None = None
+) -> tuple[z3.Context, list[z3.ExprRef]]:
     """A context of the query's own (or the enclosing ``one_context`` block's) and ``terms`` translated into it
     (node ids assigned in translation order): the solver's work on them no longer depends on what else this
-    process built."""
+    process built. ``made``: a fresh context with ``terms`` already translated (``_probe`` printed them there)."""
     if not _BLOCK:
+        if made is not None:
+            return made
         ctx = z3.Context()
     else:
-        if not _BLOCK[-1]:
-            _BLOCK[-1].append(z3.Context())
-        ctx = _BLOCK[-1][0]
+        block = _BLOCK[-1]
+        if block.solve is None:
+            block.solve = z3.Context()
+        ctx = block.solve
     return ctx, [t.translate(ctx) for t in terms]
 
 
@@ -102,11 +116,13 @@ def _smt2(terms: Sequence[z3.ExprRef]) -> str:
 
 @dataclass(frozen=True)
 class _Probe:
-    """A query's cache key, its renaming to canonical names (``cache.canonical``) and the stored entry, if any."""
+    """A query's cache key, its renaming to canonical names (``cache.canonical``), the stored entry, if any, and
+    outside a block the fresh context its terms were translated into to be printed (the solver's, on a miss)."""
 
     key: str
     names: Mapping[str, str]
     entry: cache.Entry | None
+    made: tuple[z3.Context, list[z3.ExprRef]] | None = None
 
     def model(self, values: Mapping[str, Value]) -> dict[str, Value]:
         """Stored (canonical) names back to this query's names."""
@@ -129,13 +145,27 @@ class _Probe:
 
 
 def _probe(terms: Sequence[z3.ExprRef], solver: str, version: str, options: str) -> _Probe:
-    """Look ``terms`` up (the text alone when the cache is written but not read: ``--rebuild-cache``)."""
+    """Look ``terms`` up (the text alone when the cache is written but not read: ``--rebuild-cache``).
+
+    The text is printed from a copy of the terms in a context whose history is the query's own: z3's printer
+    orders its let bindings and declarations by term id, and ids in the process's main context depend on
+    everything built before (another worker's tasks). Outside a block that is a fresh context (kept for the
+    solver); inside, the block's ``text`` context, which only ever holds the block's queries, translated in
+    their fixed order (never the solver's context: solving adds terms there, which a warm run would not)."""
     setting = cache.current()
     if not setting.writes:
         return _Probe("", {}, None)
-    text, names = cache.canonical(_smt2(terms))
+    if _BLOCK:
+        block = _BLOCK[-1]
+        if block.text is None:
+            block.text = z3.Context()
+        ctx, made = block.text, False
+    else:
+        ctx, made = z3.Context(), True
+    local = [t.translate(ctx) for t in terms]
+    text, names = cache.canonical(_smt2(local))
     name = cache.key(text, solver, version, options)
-    return _Probe(name, names, cache.load(name, setting))
+    return _Probe(name, names, cache.load(name, setting), (ctx, local) if made else None)
 
 
 def _replays(terms: Sequence[z3.ExprRef], model: Mapping[str, Value]) -> bool:
@@ -261,7 +291,7 @@ def check(
     if stored == "sat":
         return Verdict(Status.REFUTED, time.perf_counter() - start, model=probe.model(probe.entry.model if probe.entry else {}))
     cache.count(reused=False)
-    ctx, terms = _isolated(query)
+    ctx, terms = _isolated(query, probe.made)
     if quick_first:
         quick = _pipeline(ctx, rlimit)
         quick.add(*terms)
@@ -346,7 +376,7 @@ def satisfiable(hypotheses: Sequence[BoolTerm], *, rlimit: int = DEFAULT_RLIMIT)
     if stored:
         return stored
     cache.count(reused=False)
-    ctx, terms = _isolated(hypotheses)
+    ctx, terms = _isolated(hypotheses, probe.made)
     solver = z3.Then("simplify", "smt", ctx=ctx).solver()  # measured: cheaper here than ``PIPELINE``
     solver.set("rlimit", rlimit)
     solver.add(*terms)

@@ -292,3 +292,23 @@ def test_the_package_digest_changes_with_any_file(tmp_path: Path) -> None:
     assert package_digest(tmp_path) == first  # bytecode is not source
     (tmp_path / "a" / "x.py").write_text("X = 2\n")
     assert package_digest(tmp_path) != first
+
+
+def test_a_run_record_reads_back_every_field_of_its_results() -> None:
+    from cpgraph.commands.prove_runs import _decode, _encode
+    from cpgraph.proofs.engine.check import Verdict
+    from cpgraph.proofs.engine.opinions import Note, NoteKind
+    from cpgraph.proofs.engine.results import Bite, Failure, ObligationResult
+    from cpgraph.proofs.engine.scope import Witnessed
+
+    failure = Failure("P=2 step", Verdict(Status.REFUTED, 0.25, {"n": 3, "ok": False}), {"n": 3}, {"loads": "[1, 2]"}, "x")
+    result = ObligationResult(
+        "t", "P = 1..2", Status.REFUTED, 7, 1.5, ("P=2 step", 0.25), (failure,),
+        (Note("P=1 lemma", NoteKind.NOT_CROSS_CHECKED, "cvc5: resourceout"),), 6, 2, 0.75, (1, 2),
+        ((1, (Witnessed("edge", True),)), (2, (Witnessed("edge", False, "why"),))), 0.5,
+    )
+    bite = Bite("t", "variant", "a wrong one", 2, Status.REFUTED, Status.PROVED)
+    assert _decode(ObligationResult, json.loads(json.dumps(_encode(result)))) == result
+    assert _decode(Bite, json.loads(json.dumps(_encode(bite)))) == bite
+    with pytest.raises((TypeError, ValueError)):
+        _decode(Bite, {**_encode(bite), "expected": "maybe"})
