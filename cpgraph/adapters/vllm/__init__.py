@@ -44,7 +44,8 @@ EXECUTED = (
            "vllm/v1/worker/gpu/model_runner.py"),
     Driven("sort_batch_req_ids and BatchReqState (module level, compiled whole)", "vllm/v1/worker/gpu/model_runner.py"),
     Driven("get_uniform_decode_token_count and the helpers it calls (0.28 on, compiled whole)", "vllm/v1/worker/utils.py"),
-    Driven("GPUModelRunner.prepare_inputs up to the partition call: the slice of what it hands the partition (partition.py)",
+    Driven("GPUModelRunner.prepare_inputs up to the partition call (the slice of what it hands the partition) and, at "
+           "one rank, up to the InputBatch it builds (the slice of its num_tokens_after_padding): partition.py",
            "vllm/v1/worker/gpu/model_runner.py"),
     Driven("maybe_partition_pcp_batch (0.26-0.30) up to partition_batch, and PCPManager.partition_batch up to the local "
            "batch's num_tokens_after_padding and num_reqs_after_padding: their slices (partition.py)",
@@ -60,8 +61,8 @@ EXECUTED = (
 )
 STOOD_IN = (
     StandIn("which key execute_model replays under after the partition (PIECEWISE: the local batch's "
-            "num_tokens_after_padding, run; FULL: the dispatched descriptor) and, at one rank, prepare_inputs' "
-            "max(num_tokens, batch_desc.num_tokens)", "restated in policy.py and paths.py; release.read_glue checks "
+            "num_tokens_after_padding, or at one rank the built batch's, both run; FULL: the dispatched descriptor)",
+            "restated in policy.py and paths.py; release.read_glue checks "
             "BatchDescriptor(num_tokens=input_batch.num_tokens_after_padding) is in execute_model"),
     StandIn("the global InputBatch prepare_inputs hands the partition",
             "partition.GlobalBatch: its CPU arrays from the batch in the release's order (the slice reads no other field)"),

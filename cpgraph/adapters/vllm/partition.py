@@ -162,6 +162,15 @@ class Partition:
 
         self.last = Evaluation(root, pcp_file, "PCPManager.partition_batch", keys, namespace=pcp_namespace, allowed_stubs=ALLOWED_STUBS)
 
+        def built(function: ast.FunctionDef) -> list[ast.expr]:  # InputBatch(..., num_tokens_after_padding=...)
+            made = [k.value for c in ast.walk(function) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                    and c.func.id == "InputBatch" for k in c.keywords if k.arg == KEYS[0]]
+            return made[:1]
+
+        # one rank builds no PCPManager: the batch prepare_inputs builds is the one replayed (its own padding)
+        self.single = Evaluation(root, runner_file, "GPUModelRunner.prepare_inputs", built, namespace=runner_namespace,
+                                 provided=tuple(PROVIDED), allowed_stubs=ALLOWED_STUBS)
+
     def run(self, runner: Any, manager: Any, batch: GlobalBatch, arguments: dict[str, Any]) -> Partitioned:
         """The local batch's padded counts, running prepare_inputs on ``runner`` with ``arguments`` (its
         parameters by name), the wrapper and partition_batch on the rank's real ``manager``; raises what the
@@ -179,6 +188,11 @@ class Partition:
         requests = values.get(KEYS[1])
         return Partitioned(int(values[KEYS[0]]), None if requests is None else int(requests))
 
+    def run_single(self, runner: Any, arguments: dict[str, Any]) -> int:
+        """The num_tokens_after_padding of the batch prepare_inputs builds (one rank: nothing partitions it)."""
+        wanted = [p for p in self.single.parameters()[1:] if p in arguments]
+        return int(self.single.run(runner, **{p: arguments[p] for p in wanted})[0])
+
     def sites(self) -> tuple[Site, ...]:
         """The calls handed over and the local batch made, in the tree checked."""
         out = [hop.evaluation.site(hop.call) for hop in self.hops if hop.call is not None]
@@ -187,7 +201,7 @@ class Partition:
         return tuple(out)
 
     def tally(self) -> tuple[Tally, ...]:
-        return tuple(h.evaluation.tally() for h in self.hops) + (self.last.tally(),)
+        return tuple(h.evaluation.tally() for h in self.hops) + (self.last.tally(), self.single.tally())
 
 
 def _defaulted(function: ast.FunctionDef, name: str) -> bool:

@@ -125,9 +125,13 @@ class VllmPaths:
         desc = found.desc
         batch = ScheduledBatch.of([lengths[i] for i in found.order], [prefilling[i] for i in found.order])
         dispatched = _graph(desc)
-        if manager is None:  # one rank: no PCPManager; the batch is padded to the descriptor (prepare_inputs)
+        if manager is None:  # one rank: no PCPManager; prepare_inputs pads the batch as its own statements say (run)
             rows, requests = sum(lengths), len(lengths)
-            return PathAnswer(rank, dispatched, dispatched, rows, requests)
+            if dispatched is None or dispatched.mode == "FULL":
+                return PathAnswer(rank, dispatched, dispatched, rows, requests)
+            arguments = {"scheduler_output": found.output, "batch_req_state": found.state, "batch_desc": desc, "num_active_loras": 0}
+            padded = self.policy.partition.run_single(found.runner, arguments)
+            return PathAnswer(rank, dispatched, Graph(dispatched.mode, padded, dispatched.requests, dispatched.query_len), rows, requests)
         # the partition, run from the tree (partition.py): the layout padded as the tree pads it, a FULL descriptor's
         # requests resolved against the rank's (0.30 on), and the local batch whose num_tokens_after_padding a
         # PIECEWISE step replays under; what the release raises by design is the step's refusal

@@ -29,7 +29,7 @@ model_runner.py and run (cpgraph/adapters/vllm/execute.py, over cpgraph/adapters
 way to the partition: what ``prepare_inputs`` hands it, the wrapper, and ``PCPManager.partition_batch`` up
 to the local batch's ``num_tokens_after_padding`` (the PIECEWISE replay key) and ``num_reqs_after_padding``
 (cpgraph/adapters/vllm/partition.py). ``policy.citations()`` cites the statements run. Restated: which key
-execute_model replays under after the partition, and the one-rank key of ``prepare_inputs``. The family is
+execute_model replays under after the partition (PIECEWISE: the local batch's, FULL: the descriptor). The family is
 read from the code (does the partition read the descriptor's size, does PCPManager take
 ``shard_decode_requests``), not from the version string, which is only reported. docs/adapters/vllm.md
 lists what runs, what is stood in for, what is refused.
@@ -344,12 +344,13 @@ class VllmPolicy:
 
     def _single(self, sizes: tuple[int, ...], lengths: tuple[int, ...], prefilling: tuple[bool, ...], n: int) -> Step:
         # One rank: maybe_build_pcp_manager returns None (pcp_manager.py:660 in 0.26.0, :903 in 0.33.0), execute_model
-        # dispatches what its own statements count, and the batch is padded to the descriptor's size (prepare_inputs,
-        # model_runner.py:878 in 0.26.0; from 0.29 max(num_tokens, batch_desc.num_tokens), :1396 in 0.33.0), the replay key.
+        # dispatches what its own statements count, and prepare_inputs pads the batch as its own statements say
+        # (num_tokens_after_padding, run: partition.py), the key a PIECEWISE step replays under.
         found = self._follow(sizes, lengths, prefilling, n, None)
         desc = found.desc
         admitted = desc.cg_mode != self.mode.NONE  # type: ignore[attr-defined]
-        replay = (max(n, desc.num_tokens) if self.local else desc.num_tokens) if admitted else None
+        arguments = {"scheduler_output": found.output, "batch_req_state": found.state, "batch_desc": desc, "num_active_loras": 0}
+        replay = self.partition.run_single(found.runner, arguments) if admitted else None
         return Step(found.num_tokens, desc.cg_mode.name, admitted, desc.num_tokens, None, replay, None, (sum(lengths),))
 
     def _ranks(
