@@ -14,7 +14,6 @@ prompt), the rank's real PCPManager and the real CudaGraphManager, DP size and r
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace

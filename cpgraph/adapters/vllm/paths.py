@@ -5,23 +5,22 @@ speculative decoding's uniform query length 1 + k.
 
 ``VllmPaths(policy)`` drives one release (a ``VllmPolicy``). ``captured(config)`` builds the release's
 CudaGraphManager for a ``reference.graph_paths.GraphConfig`` (its own ``__init__`` and ``_init_candidates``)
-and lists the descriptors it captures; ``answers(step, config)`` is what each rank does with a step: the
-model runner's dispatch (restated per release, each line cited: ``num_reqs`` the global request count, the
-count the largest rank-local rows from ``get_num_tokens_for_dispatch``, the uniform query length when every
-request is a decode of it, ``max_query_len`` None for a batch that is not decode-graph eligible), the release's
-``dispatch_cg_and_sync_dp`` and ``CudaGraphManager.dispatch``, then its partition: ``_build_batch_layout``
-padded to the descriptor's tokens and ``_resolve_num_reqs_after_padding`` for its requests (a FULL graph
-must hold the rank's requests). The answers are judged by ``reference.graph_paths.judge``.
+and lists the descriptors it captures; ``answers(step, config)`` is what each rank does with a step, run
+from the tree: execute_model's statements up to ``dispatch_cg_and_sync_dp`` (execute.py: the request and
+token counts, the uniform decode count, the query-length bound, the DP sync and re-dispatch), then the
+partition (partition.py: what prepare_inputs hands it, ``partition_batch`` padding the layout and resolving a
+FULL graph's requests, the local batch's ``num_tokens_after_padding``). Restated: a PIECEWISE step replays
+under that ``num_tokens_after_padding``, a FULL one under the dispatched descriptor. The answers are judged by
+``reference.graph_paths.judge``.
 
 Which modes a release runs under PCP is read from its code: FULL graphs need the partition to pad requests
-(``PCPManager._resolve_num_reqs_after_padding``, 0.30 on); before that only PIECEWISE. Not driven: more than
-one DP rank (``dispatch_cg_and_sync_dp`` then runs a collective; a limit named in the README), LoRA,
-microbatching, adaptive (varlen) verification.
+(``PCPManager._resolve_num_reqs_after_padding``, 0.30 on); before that only PIECEWISE. DP ranks agree through
+the release's own sync over a simulated all-reduce (``_Collective``). Not driven: LoRA, microbatching,
+adaptive (varlen) verification.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -50,7 +49,6 @@ class VllmPaths:
         self.pads_requests = callable(getattr(manager, "_resolve_num_reqs_after_padding", None))
         self.modes = MODES if self.pads_requests else MODES[:1]
         self._managers: dict[tuple[object, ...], Any] = {}
-        self._dispatch_params = frozenset(inspect.signature(policy.dp.dispatch_cg_and_sync_dp).parameters)
 
     def placement(self, cp_size: int) -> str:
         """Where this release puts decodes at ``cp_size`` ranks and the policy's dcp size (a strategy row)."""
@@ -147,13 +145,6 @@ class VllmPaths:
         replayed = dispatched if dispatched.mode == "FULL" else Graph(
             dispatched.mode, made.num_tokens_after_padding, dispatched.requests, dispatched.query_len)
         return PathAnswer(rank, dispatched, replayed, rows, requests)
-
-
-def _layout(manager: Any, batch: ScheduledBatch, padded: int | None) -> Any:
-    """The release's ``_build_batch_layout`` of ``batch``, padded to ``padded`` tokens when given."""
-    if padded is None:
-        return manager._build_batch_layout(*batch.layout_args())
-    return manager._build_batch_layout(*batch.layout_args(), padded_num_tokens=padded)
 
 
 class _Collected(Exception):
