@@ -218,14 +218,16 @@ def _evidence(code: int, stdout: str, stderr: str) -> str:
     return (lines[-1] if lines else "")[:300]
 
 
-def _arguments() -> list[dict[str, str]]:
+def _arguments() -> list[dict[str, object]]:
     return json.loads(EQUIVALENTS.read_text()) if EQUIVALENTS.exists() else []
 
 
-def _argued(entry: dict[str, object], arguments: Sequence[dict[str, str]]) -> dict[str, str] | None:
-    path = str(entry["where"]).rsplit(":", 1)[0]
+def _argued(entry: dict[str, object], arguments: Sequence[dict[str, object]]) -> dict[str, object] | None:
+    """The written argument for a survivor: same file, line text and mutation (or "*"), and the same line when
+    the argument names one (a line text such as ``return False`` recurs in a file)."""
+    path, _, line = str(entry["where"]).rpartition(":")
     return next((a for a in arguments if a["file"] == path and a["line_text"] == entry["line_text"]
-                 and a["mutation"] in (entry["mutation"], "*")), None)
+                 and a["mutation"] in (entry["mutation"], "*") and str(a.get("line", line)) == line), None)
 
 
 def _cpgraph_at(rev: str | None) -> tuple[str, str, Path | None]:
@@ -277,7 +279,7 @@ def summarise(stack: str, version: str, revision: str, everything: Sequence[Muta
     for s in survivors:
         argued = _argued(s, arguments)
         if argued is not None:
-            s["argued"] = {"kind": argued.get("kind", "equivalent"), "argument": argued["argument"]}
+            s["argued"] = {"kind": str(argued.get("kind", "equivalent")), "argument": str(argued["argument"])}
     equivalent = sum(1 for s in survivors if _kind(s) == "equivalent")
     decided = killed + len(survivors)
     return {

@@ -60,17 +60,23 @@ def test_the_extra_operators_swap_max_and_min_drop_a_statement_and_swap_two_argu
 
 def test_survivors_meet_their_arguments_and_only_equivalents_leave_the_score(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     arguments = [{"file": "v/a.py", "line_text": "x = 1", "mutation": "*", "argument": "dead", "kind": "equivalent"},
-                 {"file": "v/a.py", "line_text": "y = 2", "mutation": "1 -> 2", "argument": "moves data", "kind": "outside"}]
+                 {"file": "v/a.py", "line_text": "y = 2", "mutation": "1 -> 2", "argument": "moves data", "kind": "outside"},
+                 {"file": "v/a.py", "line": 9, "line_text": "return False", "mutation": "return True", "argument": "only line 9",
+                  "kind": "equivalent"}]
     path = tmp_path / "equivalents.json"
     path.write_text(json.dumps(arguments))
     monkeypatch.setattr(glue, "EQUIVALENTS", path)
     outcomes: list[dict[str, object]] = [
-        {"where": "v/a.py:3", "line_text": "x = 1", "mutation": "statement -> pass", "status": "survived"},
-        {"where": "v/a.py:4", "line_text": "y = 2", "mutation": "1 -> 2", "status": "survived"},
-        {"where": "v/a.py:5", "line_text": "z = 3", "mutation": "3 -> 4", "status": "killed"},
-        {"where": "v/a.py:6", "line_text": "w = 4", "mutation": "4 -> 5", "status": "errored"},
+        {"where": "v/a.py:3", "line_text": "x = 1", "mutation": "statement -> pass", "status": "survived", "exit": 0},
+        {"where": "v/a.py:4", "line_text": "y = 2", "mutation": "1 -> 2", "status": "survived", "exit": 0},
+        {"where": "v/a.py:5", "line_text": "z = 3", "mutation": "3 -> 4", "status": "killed", "exit": 1},
+        {"where": "v/a.py:6", "line_text": "w = 4", "mutation": "4 -> 5", "status": "errored", "exit": 4},
+        {"where": "v/a.py:7", "line_text": "return False", "mutation": "return True", "status": "survived", "exit": 0},
+        {"where": "v/a.py:8", "line_text": "v = 5", "mutation": "5 -> 6", "status": "killed", "exit": 2},
     ]
     result = glue.summarise("vllm", "0.29.0", "abc1234", [], [], outcomes, 1, 1.0, 1.0)
-    assert (result["killed"], result["survived"], result["errored"], result["argued_equivalent"]) == (1, 2, 1, 1)
-    assert result["score"] == round(1 / 3, 4) and result["score_without_equivalents"] == 0.5
+    assert (result["killed"], result["survived"], result["errored"], result["argued_equivalent"]) == (2, 3, 1, 1)
+    assert list(result["killed_by_exit"].values()) == [1, 1]
+    assert result["score"] == 0.4 and result["score_without_equivalents"] == 0.5
+    assert "argued" not in outcomes[4]  # the argument names line 9, not this `return False` on line 7
     assert outcomes[1]["argued"] == {"kind": "outside", "argument": "moves data"}
