@@ -112,7 +112,7 @@ class Program:
     def __init__(
         self, root: str, rel: str, cls: str, entry: str, sink: str, *, provided: Collection[str],
         load_imports: Callable[[ast.Module, str], dict[str, Any]], allowed_stubs: Collection[str] = (),
-        constants: Mapping[str, object] | None = None,
+        constants: Mapping[str, object] | None = None, handover: str | None = None,
     ) -> None:
         self.root, self.rel, self.cls_name, self.entry, self.sink = root, rel, cls, entry, sink
         self.path = os.path.join(root, rel)
@@ -133,8 +133,24 @@ class Program:
             raise FollowError(f"{rel}:{function.lineno}: {cls}.{entry} does not call {sink}")
         self.sink_stmt = sinks[0]
         self.sink_call = next(c for c in _reads(self.sink_stmt) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == sink)
-        before = [s for s in statements(function) if isinstance(s, ast.Return) and s.lineno < self.sink_stmt.lineno]
-        self.slices: dict[str, Slice] = {entry: backward_slice(chains, function, [self.sink_stmt], before)}
+        # the hand-over: the call of ``self.<handover>(...)`` after the sink, whose arguments are evaluated there
+        # (the statement is replaced by a return of them: it and what follows are not run)
+        self.stop_stmt: ast.stmt | None = None
+        self.stop_call: ast.Call | None = None
+        seeds: list[ast.AST] = [self.sink_stmt]
+        if handover is not None:
+            found = [(st, c) for st in statements(function) if not isinstance(st, COMPOUND) and st.lineno > self.sink_stmt.lineno
+                     for c in _reads(st) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                     and isinstance(c.func.value, ast.Name) and c.func.value.id == "self" and c.func.attr == handover]
+            if not found:
+                raise FollowError(f"{rel}:{function.lineno}: {cls}.{entry} does not call self.{handover}() after {sink}()")
+            self.stop_stmt, self.stop_call = found[0]
+            enclosing = [c for c in statements(function) if isinstance(c, COMPOUND) and any(
+                self.stop_stmt is inner for inner in ast.walk(c) if isinstance(inner, ast.stmt))]
+            seeds += [*self.stop_call.args, *(k.value for k in self.stop_call.keywords), *enclosing[-1:]]
+        last = self.stop_stmt if self.stop_stmt is not None else self.sink_stmt
+        before = [s for s in statements(function) if isinstance(s, ast.Return) and s.lineno < last.lineno]
+        self.slices: dict[str, Slice] = {entry: backward_slice(chains, function, seeds, before)}
         self.constants = dict(constants or {})
         self.dead: set[int] = set()
         self._mark_dead(self.slices[entry])
@@ -260,7 +276,18 @@ class Program:
     def _prune(self, body: list[ast.stmt], sliced: Slice, keep: frozenset[int], early: frozenset[int]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for stmt in body:
+            if stmt is self.stop_stmt and self.stop_call is not None:  # hand back the locals and the call's arguments
+                call = self.stop_call
+                handed = ast.Tuple(elts=[
+                    ast.Call(func=ast.Name("locals", ast.Load()), args=[], keywords=[]),
+                    ast.Tuple(elts=[copy.deepcopy(a) for a in call.args], ctx=ast.Load()),
+                    ast.Dict(keys=[ast.Constant(k.arg) for k in call.keywords], values=[copy.deepcopy(k.value) for k in call.keywords]),
+                ], ctx=ast.Load())
+                out.append(ast.copy_location(ast.Return(value=handed), stmt))
+                break
             if id(stmt) not in keep or id(stmt) in self.dead:
+                continue
+            if self.stop_stmt is not None and sliced.function is self.methods[self.entry] and stmt.lineno > self.stop_stmt.lineno:
                 continue
             if id(stmt) in early:
                 raised = ast.Raise(exc=ast.Call(func=ast.Name(EARLY, ast.Load()), args=[ast.Constant(stmt.lineno)], keywords=[]), cause=None)
@@ -289,9 +316,11 @@ class Program:
         for name, sliced in self.slices.items():
             node = copy.copy(sliced.function)
             keep, early = sliced.ids(), frozenset(id(r) for r in sliced.early)
+            if name == self.entry and self.stop_stmt is not None:
+                keep |= {id(self.stop_stmt)}
             body = self._prune(sliced.function.body, sliced, keep, early)
-            if name == self.entry:  # stop after the sink: hand back the entry's locals
-                cut = self.sink_stmt.end_lineno or self.sink_stmt.lineno
+            if name == self.entry:  # stop after the sink (or at the hand-over): hand back the entry's locals
+                cut = self.stop_stmt.lineno if self.stop_stmt is not None else self.sink_stmt.end_lineno or self.sink_stmt.lineno
                 body = [s for s in body if s.lineno <= cut]
                 body.append(ast.copy_location(ast.Return(value=ast.Call(func=ast.Name("locals", ast.Load()), args=[], keywords=[])), self.sink_stmt))
             node.body = body or [ast.copy_location(ast.Pass(), sliced.function)]
@@ -320,14 +349,16 @@ class Program:
         instance.__dict__.update(attributes)
         return instance
 
-    def run(self, runner: Any, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], Recorder]:
-        """Run the sliced entry on ``runner``; its locals at the sink and the sink's recorded call. Returned
-        when the release returns before its sink."""
+    def run(self, runner: Any, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], Recorder, tuple[tuple[Any, ...], dict[str, Any]] | None]:
+        """Run the sliced entry on ``runner``: its locals, the sink's recorded call, and the arguments of the
+        hand-over call (None: none asked for, or not reached). Returned when the release returns before."""
         self.recorder.called = False
         found = getattr(runner, self.entry)(*args, **kwargs)
         if not self.recorder.called:
             raise FollowError(f"{self.rel}: {self.cls_name}.{self.entry} did not call {self.sink}() on this batch")
-        return found, self.recorder
+        if isinstance(found, tuple):
+            return found[0], self.recorder, (found[1], found[2])
+        return found, self.recorder, None
 
     def argument(self, parameter: str, position: int) -> ast.expr | None:
         """The sink call's argument for ``parameter`` (positional ``position`` or by keyword)."""

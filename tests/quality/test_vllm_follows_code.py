@@ -245,3 +245,16 @@ def test_a_partition_the_adapter_cannot_drive_is_refused_naming_the_line(vllm_re
     line = _edit_manager(root, PADDED, "            padded_num_tokens = current_platform.pad_graph_tokens(batch_desc.num_tokens)\n")
     with pytest.raises(GlueError, match=f"{MANAGER}:{line} .*current_platform"):
         policy_from(str(root))
+
+
+def test_a_descriptor_changed_between_dispatch_and_partition_is_followed(vllm_release: Callable[[str], Path], tmp_path: Path) -> None:
+    root = _copy(vllm_release, "0.34.0", tmp_path / "handed-over")
+
+    def widen(lines: list[str]) -> list[str]:
+        at = _at(lines, "cudagraph_stats = None", _execute(lines))  # after the dispatch, before prepare_inputs
+        return lines[:at] + ["        batch_desc = replace(batch_desc, num_tokens=batch_desc.num_tokens + 8)\n"] + lines[at:]
+
+    _edit(root, widen)
+    batch = dict(cp_rank=1, cp_size=4, num_tokens=484, extend_seq_lens=(170, 161, 153), capture_num_tokens=SIZES)
+    step = policy_from(str(root)).step(**batch)
+    assert (step.dispatched, step.replay) == (128, 136)  # dispatched 128; the partition was handed 136

@@ -39,8 +39,9 @@ __all__ = [
 
 STACK = "vLLM"
 EXECUTED = (
-    Driven("GPUModelRunner.execute_model up to dispatch_cg_and_sync_dp, and gather_batch_req_state: the statements "
-           "that reach the dispatch (its backward slice), compiled from the file with its line numbers (execute.py)",
+    Driven("GPUModelRunner.execute_model through dispatch_cg_and_sync_dp up to its call of prepare_inputs, and "
+           "gather_batch_req_state: the statements that reach the dispatch and the arguments handed to prepare_inputs "
+           "(the backward slice), compiled from the file with its line numbers (execute.py)",
            "vllm/v1/worker/gpu/model_runner.py"),
     Driven("sort_batch_req_ids and BatchReqState (module level, compiled whole)", "vllm/v1/worker/gpu/model_runner.py"),
     Driven("get_uniform_decode_token_count and the helpers it calls (0.28 on, compiled whole)", "vllm/v1/worker/utils.py"),

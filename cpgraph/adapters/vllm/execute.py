@@ -27,6 +27,7 @@ from cpgraph.adapters.shim import Sandbox, Stub
 ENTRY = ("GPUModelRunner", "execute_model")
 SINK = "dispatch_cg_and_sync_dp"
 MODULE = "vllm.v1.worker.gpu.model_runner"
+HANDOVER = "prepare_inputs"  # execute_model runs up to its call, whose arguments it hands the partition (partition.py)
 # dispatch_cg_and_sync_dp's parameters the adapter reads back, with their positions (dp_utils.py)
 PARAMETERS = {"cudagraph_manager": 0, "num_reqs": 1, "num_tokens": 2, "uniform_token_count": 3, "dp_size": 4, "dp_rank": 5,
               "max_query_len": 6, "need_eager": 7, "num_active_loras": 8}
@@ -57,9 +58,8 @@ class Dispatched:
     max_query_len: int | None
     desc: Any
     order: tuple[int, ...]  # the batch's requests in the order the release lays them out (gather_batch_req_state)
-    runner: Any = None  # the stand-in self the slice ran on, its scheduler output and batch state (for the partition)
-    output: Any = None
-    state: Any = None
+    runner: Any = None  # the stand-in self the slice ran on
+    handed: tuple[tuple[Any, ...], dict[str, Any]] | None = None  # what execute_model hands prepare_inputs
 
 
 class _States:
@@ -86,7 +86,8 @@ class Execute:
 
     def __init__(self, root: str, rel: str, sandbox: Sandbox, max_num_reqs: int) -> None:
         self.program = Program(root, rel, ENTRY[0], ENTRY[1], SINK, provided=PROVIDED,
-                               load_imports=imports(sandbox, MODULE), allowed_stubs=ALLOWED_STUBS, constants=CONSTANTS)
+                               load_imports=imports(sandbox, MODULE), allowed_stubs=ALLOWED_STUBS, constants=CONSTANTS,
+                               handover=HANDOVER)
         self.max_num_reqs = max_num_reqs
         # the ParallelConfig fields the DP sync reads (0.34 hands it over): no fault tolerance
         self._parallel = SimpleNamespace(enable_fault_tolerance=False)
@@ -114,7 +115,7 @@ class Execute:
                 "max_num_reqs": self.max_num_reqs, **CONSTANTS,
             })
         runner.req_states = states
-        found, call = self.program.run(runner, output)
+        found, call, handed = self.program.run(runner, output)
         bound = self._bound(call.args, call.kwargs)
         for name in ("num_reqs", "num_tokens", "uniform_token_count", "max_query_len"):
             if isinstance(bound.get(name), Stub):
@@ -123,7 +124,7 @@ class Execute:
         order = tuple(int(r[1:]) for r in ids) if isinstance(ids, list) else tuple(range(len(lengths)))
         desc = call.result[0]
         return Dispatched(int(bound["num_reqs"]), int(bound["num_tokens"]), _optional(bound.get("uniform_token_count")),
-                          _optional(bound.get("max_query_len")), desc, order, runner, output, found.get("batch_req_state"))
+                          _optional(bound.get("max_query_len")), desc, order, runner, handed)
 
     @staticmethod
     def _bound(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:

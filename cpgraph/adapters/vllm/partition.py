@@ -171,27 +171,25 @@ class Partition:
         self.single = Evaluation(root, runner_file, "GPUModelRunner.prepare_inputs", built, namespace=runner_namespace,
                                  provided=tuple(PROVIDED), allowed_stubs=ALLOWED_STUBS)
 
-    def run(self, runner: Any, manager: Any, batch: GlobalBatch, arguments: dict[str, Any]) -> Partitioned:
-        """The local batch's padded counts, running prepare_inputs on ``runner`` with ``arguments`` (its
-        parameters by name), the wrapper and partition_batch on the rank's real ``manager``; raises what the
-        release raises (a size below a rank's rows, a FULL graph short of the rank's requests)."""
-        first = self.hops[0]
-        wanted = first.evaluation.parameters()[1:]
-        missing = [p for p in wanted if p not in arguments and not _defaulted(first.evaluation.function, p)]
-        if missing:
-            raise FollowError(f"{first.evaluation.site(first.evaluation.function)}: prepare_inputs takes {', '.join(missing)}, "
-                              "which the adapter does not stand in for")
-        args, kwargs = first.handed(first.evaluation.run(runner, **{p: arguments[p] for p in wanted if p in arguments}), batch)
+    def run(self, runner: Any, manager: Any, batch: GlobalBatch, handed: tuple[tuple[Any, ...], dict[str, Any]] | None) -> Partitioned:
+        """The local batch's padded counts: prepare_inputs run on ``runner`` with what execute_model ``handed``
+        it (its own slice evaluated those arguments), the wrapper and partition_batch on the rank's real
+        ``manager``; raises what the release raises (a size below a rank's rows, a FULL graph short of the
+        rank's requests)."""
+        if handed is None:
+            raise FollowError("execute_model did not reach prepare_inputs on this batch")
+        args, kwargs = self.hops[0].handed(self.hops[0].evaluation.run(runner, *handed[0], **handed[1]), batch)
         for hop in self.hops[1:]:  # the wrapper (0.26-0.29): a module function handed the manager first
             args, kwargs = hop.handed(hop.evaluation.run(*args, **kwargs), batch)
         values = dict(zip(self.keys, self.last.run(manager, *args, **kwargs)))
         requests = values.get(KEYS[1])
         return Partitioned(int(values[KEYS[0]]), None if requests is None else int(requests))
 
-    def run_single(self, runner: Any, arguments: dict[str, Any]) -> int:
+    def run_single(self, runner: Any, handed: tuple[tuple[Any, ...], dict[str, Any]] | None) -> int:
         """The num_tokens_after_padding of the batch prepare_inputs builds (one rank: nothing partitions it)."""
-        wanted = [p for p in self.single.parameters()[1:] if p in arguments]
-        return int(self.single.run(runner, **{p: arguments[p] for p in wanted})[0])
+        if handed is None:
+            raise FollowError("execute_model did not reach prepare_inputs on this batch")
+        return int(self.single.run(runner, *handed[0], **handed[1])[0])
 
     def sites(self) -> tuple[Site, ...]:
         """The calls handed over and the local batch made, in the tree checked."""
@@ -202,14 +200,6 @@ class Partition:
 
     def tally(self) -> tuple[Tally, ...]:
         return tuple(h.evaluation.tally() for h in self.hops) + (self.last.tally(), self.single.tally())
-
-
-def _defaulted(function: ast.FunctionDef, name: str) -> bool:
-    a = function.args
-    plain = a.posonlyargs + a.args
-    with_default = {p.arg for p in plain[len(plain) - len(a.defaults):]} if a.defaults else set()
-    with_default |= {p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
-    return name in with_default
 
 
 class Layouts:

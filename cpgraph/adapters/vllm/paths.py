@@ -127,8 +127,7 @@ class VllmPaths:
             rows, requests = sum(lengths), len(lengths)
             if dispatched is None or dispatched.mode == "FULL":
                 return PathAnswer(rank, dispatched, dispatched, rows, requests)
-            arguments = {"scheduler_output": found.output, "batch_req_state": found.state, "batch_desc": desc, "num_active_loras": 0}
-            padded = self.policy.partition.run_single(found.runner, arguments)
+            padded = self.policy.partition.run_single(found.runner, found.handed)
             return PathAnswer(rank, dispatched, Graph(dispatched.mode, padded, dispatched.requests, dispatched.query_len), rows, requests)
         # the partition, run from the tree (partition.py): the layout padded as the tree pads it, a FULL descriptor's
         # requests resolved against the rank's (0.30 on), and the local batch whose num_tokens_after_padding a

@@ -349,8 +349,7 @@ class VllmPolicy:
         found = self._follow(sizes, lengths, prefilling, n, None)
         desc = found.desc
         admitted = desc.cg_mode != self.mode.NONE  # type: ignore[attr-defined]
-        arguments = {"scheduler_output": found.output, "batch_req_state": found.state, "batch_desc": desc, "num_active_loras": 0}
-        replay = self.partition.run_single(found.runner, arguments) if admitted else None
+        replay = self.partition.run_single(found.runner, found.handed) if admitted else None
         return Step(found.num_tokens, desc.cg_mode.name, admitted, desc.num_tokens, None, replay, None, (sum(lengths),))
 
     def _ranks(
@@ -380,10 +379,9 @@ class VllmPolicy:
     def _partitioned(self, found: Dispatched, manager: Any, batch: ScheduledBatch) -> Partitioned | Exception:
         """The tree's partition of ``found``'s batch on this rank (partition.py), or what the release raised by
         design (a size below a rank's rows, a FULL graph short of the rank's requests)."""
-        arguments = {"scheduler_output": found.output, "batch_req_state": found.state, "batch_desc": found.desc, "num_active_loras": 0}
         laid = GlobalBatch.of(batch.num_scheduled_tokens, batch.is_prefilling)
         try:
-            return self.partition.run(found.runner, manager, laid, arguments)
+            return self.partition.run(found.runner, manager, laid, found.handed)
         except Exception as exc:
             if isinstance(exc, AdapterError) or not raised_by_release(exc, self.root):
                 raise
