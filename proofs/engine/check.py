@@ -32,6 +32,7 @@ import functools
 import hashlib
 import importlib.util
 import inspect
+import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -129,15 +130,15 @@ class _Probe:
         back = {new: old for old, new in self.names.items()}
         return {back.get(name, name): value for name, value in values.items()}
 
-    def keep(self, status: str, terms: Sequence[z3.ExprRef] = (), model: Mapping[str, Value] | None = None,
-             shown: Mapping[str, Value] | None = None) -> None:
-        """Store ``status`` under the key: unsat as it is; sat (and determined) only with a ``model`` that replays
-        on ``terms``, stored with the caller's ``shown`` part of it."""
+    def keep(self, status: str, model: Mapping[str, Value] | None = None, shown: Mapping[str, Value] | None = None) -> None:
+        """Store ``status`` under the key: unsat as it is; sat (and determined) with the solver's ``model`` (every
+        reuse replays it on the query first: one that does not replay is solved again), stored with the caller's
+        ``shown`` part of it."""
         if not cache.current().writes:
             return
         assignment = {}
         if status != "unsat":
-            if model is None or not _replays(terms, model):
+            if not model:
                 return
             assignment = {self.names.get(k, k): v for k, v in model.items()}
         kept = {self.names.get(k, k): v for k, v in (shown or {}).items()}
@@ -243,6 +244,22 @@ def model_values(model: z3.ModelRef) -> dict[str, Value]:
     return dict(sorted(out.items()))
 
 
+_DEFINE = re.compile(r"\(define-fun ([^\s()|]+) \(\) (Int|Bool)\s+(\(- \d+\)|\d+|true|false)\)")
+
+
+def _model_text_values(model: z3.ModelRef) -> dict[str, Value]:
+    """``model_values`` read from the model's SMT-LIB text in one call (per-constant z3py calls cost more than
+    the solving they would be stored for); a constant it does not read is left out, so its entry fails to
+    replay and the query is solved again, never trusted."""
+    out: dict[str, Value] = {}
+    for name, sort, value in _DEFINE.findall(model.sexpr()):
+        if sort == "Bool":
+            out[name] = value == "true"
+        else:
+            out[name] = -int(value[3:-1]) if value.startswith("(") else int(value)
+    return out
+
+
 PIPELINE = ("simplify", "propagate-values", "solve-eqs", "elim-uncnstr", "smt")  # z3 tactics, in order
 PIPELINE_RLIMIT = 8_000_000  # the pipeline's own cap: twice the most any proof query of the registry needs there
 
@@ -300,7 +317,7 @@ def check(
             probe.keep("unsat")
             return Verdict(Status.PROVED, time.perf_counter() - start)
         if first == z3.sat and not model:
-            probe.keep("sat", query, model_values(quick.model()))
+            probe.keep("sat", _model_text_values(quick.model()) if probe.key else None)
             return Verdict(Status.REFUTED, time.perf_counter() - start)
     if seed is not None:
         z3.set_param("sat.random_seed", seed)  # the SAT core's seed is global: set before the solver, restored below
@@ -320,7 +337,7 @@ def check(
         return Verdict(Status.PROVED, seconds)
     if result == z3.sat:
         values = model_values(solver.model())
-        probe.keep("sat", query, values, values)
+        probe.keep("sat", values, values)
         return Verdict(Status.REFUTED, seconds, model=values)
     return Verdict(Status.UNKNOWN, seconds, reason=f"{solver.reason_unknown()} (rlimit={rlimit})")
 
@@ -361,7 +378,7 @@ def determined_values(
     home = terms[0].ctx if terms else z3.main_ctx()
     found = tuple(v.translate(home) for v in values)
     if [str(v) for v in _put(terms, assignment)] == [str(v) for v in found]:
-        probe.keep("determined", [facts], assignment)  # stored only when its model gives these very values
+        probe.keep("determined", assignment)  # stored only when its model gives these very values
     return found, ""
 
 
@@ -382,7 +399,7 @@ def satisfiable(hypotheses: Sequence[BoolTerm], *, rlimit: int = DEFAULT_RLIMIT)
     solver.add(*terms)
     result = solver.check()
     if result == z3.sat:
-        probe.keep("sat", hypotheses, model_values(solver.model()))
+        probe.keep("sat", _model_text_values(solver.model()) if probe.key else None)
         return "sat"
     if result == z3.unsat:
         probe.keep("unsat")
