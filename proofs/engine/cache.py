@@ -6,7 +6,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,7 +76,7 @@ class Tally:
         return Tally(self.solved - other.solved, self.reused - other.reused)
 
 
-_state: dict[str, object] = {"setting": Setting(), "tally": Tally(), "stores": {}}
+_state: dict[str, object] = {"setting": Setting(), "tally": Tally(), "stores": {}, "folders": set()}
 
 
 def configure(setting: Setting) -> None:
@@ -202,20 +201,34 @@ def read(path: Path, name: str) -> dict[str, object] | None:
 
 def write(path: Path, name: str, body: dict[str, object]) -> bool:
     """Write ``body`` with the format, the key ``name`` and a checksum as JSON at ``path``, atomically (a temporary
-    file in its folder, then ``os.replace``): a reader sees the whole old document or the whole new one, never
-    half, however many processes write at once. False when the write failed (it is dropped)."""
+    file of this process in the same folder, then ``os.replace``): a reader sees the whole old document or the
+    whole new one, never half, however many processes write at once. False when the write failed (dropped)."""
     document = {**body, "format": FORMAT, "key": name}
+    made = _state["folders"]
+    assert isinstance(made, set)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=path.parent)
+        data = json.dumps({**document, "checksum": _checksum(document)}, sort_keys=True).encode()
+        if path.parent not in made:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made.add(path.parent)
         try:
-            with os.fdopen(fd, "w") as out:
-                json.dump({**document, "checksum": _checksum(document)}, out, sort_keys=True)
-            os.replace(temp, path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        except FileNotFoundError:  # the folder went away since (another process cleared the cache): once more
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
     except (OSError, TypeError, ValueError):
+        try:
+            temp.unlink(missing_ok=True)
+        except OSError:
+            pass
         return False
     return True
 
