@@ -77,7 +77,17 @@ class ReleasePolicy(Protocol):
     report cites the release and a test can check nothing ran from elsewhere.
 
     A policy that also drives graph paths has ``graph_path_drivers(dcp_sizes)`` (cpgraph/check/paths.py's
-    ``PathDriver``) and ``decided_at(invariant)``: the release's lines that decide a step's graph."""
+    ``PathDriver``).
+
+    Where the release decides, one method for every subject:
+    ``decided_at(invariant: str, batch: Mapping[str, object] | None = None) -> tuple[str, ...]``, the
+    release's lines (``file:line`` inside ``root``) that decide a finding of ``invariant``; with ``batch``
+    (one rank's keyword arguments, as ``admit`` takes them) the lines that decided that prefill batch, the
+    lines its answer depends on where the adapter can narrow them (sglang: the lines changed from the
+    pristine release that ran, else every line that ran in the deciding functions); without it, the lines
+    that decide a step's graph (graph paths). ``cpgraph check`` fills a prefill finding's ``decided_at``
+    from it on the minimised batch. An adapter may still offer the one-argument form
+    ``decided_at(invariant)``; the check then cites those lines for prefill findings too."""
 
     root: str
     version: str

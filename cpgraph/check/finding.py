@@ -46,6 +46,7 @@ class Witness(Protocol):
 
 
 MAX_LINES = 15  # a batch finding's text (its witness bounds its own rank lines)
+DECIDED_SHOWN = 3  # a batch finding's text shows at most this many decided-at lines
 
 
 @dataclass(frozen=True)
@@ -101,10 +102,14 @@ class Violation:
     def text(self) -> str:
         """The headline, the witness, why, where the code decides, how it was found."""
         w = self.witness
-        lines = [self.headline(), *w.lines(), f"  why: {self.why}", *[f"  decided at: {d}" for d in self.decided_at],
-                 *w.footer(self.found_after)]
+        bounded = getattr(w, "bounded", False)
+        decided = [f"  decided at: {d}" for d in self.decided_at]
+        if bounded and len(decided) > DECIDED_SHOWN:  # a batch's text stays within MAX_LINES: the JSON lists every line
+            decided = [*decided[:DECIDED_SHOWN - 1], f"  decided at: ... and {len(decided) - DECIDED_SHOWN + 1} more lines "
+                       "that ran (--format json lists them)"]
+        lines = [self.headline(), *w.lines(), f"  why: {self.why}", *decided, *w.footer(self.found_after)]
         trailer: str = w.trailer()
-        return "\n".join(lines[:MAX_LINES] if getattr(w, "bounded", False) else lines) + (f"\n{trailer}" if trailer else "")
+        return "\n".join(lines[:MAX_LINES] if bounded else lines) + (f"\n{trailer}" if trailer else "")
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {

@@ -43,6 +43,7 @@ class Policy:
     asker: Any = field(default=None, compare=False, repr=False)  # calls.RankAsker, set by calls.bound
     admitted_bucket: Callable[..., Any] | None = None  # optional: the size admission chose
     takes_prefilling: bool = False  # its functions accept ``is_prefilling`` (batches with decodes)
+    decided_at: Callable[..., Any] | None = field(default=None, compare=False, repr=False)  # optional: where it decides
 
     def knob(self, name: str) -> object:
         """The declared value of knob ``name``, or None."""
@@ -130,7 +131,9 @@ def as_policy(policy: object, name: str | None = None) -> Policy:
     knobs = _declared_knobs(policy, str(label))
     admit_fn, replay_fn = getattr(policy, "admit"), getattr(policy, "replay_bucket")
     takes = _takes_prefilling(admit_fn, replay_fn, rows, admitted)
-    return Policy(str(label), admit_fn, replay_fn, rows, knobs, admitted_bucket=admitted, takes_prefilling=takes)
+    cites = getattr(policy, "decided_at", None)
+    return Policy(str(label), admit_fn, replay_fn, rows, knobs, admitted_bucket=admitted, takes_prefilling=takes,
+                  decided_at=cites if callable(cites) else None)
 
 
 def load_policy(target: str) -> Policy:

@@ -8,6 +8,7 @@ count (CheckOptions.share) and the first to finish waits for the other.
 
 from __future__ import annotations
 
+import inspect
 import multiprocessing
 import os
 import pickle
@@ -86,9 +87,39 @@ def _violation(policy: Policy, batch: Batch, answers: tuple[RankAnswer, ...], wh
     again = ask(policy, small, ask_replay=opts.ask_replay)
     always = opts.ask_replay == "always"
     for f in judge(small, again, strategy=opts.strategy, invariants=frozenset((inv,)), replay_always=always, keying=opts.keying):
-        return batch_violation(inv, small, again, spec_for(small, opts.strategy, opts.keying), f.why, phase, count, batch)
+        found = batch_violation(inv, small, again, spec_for(small, opts.strategy, opts.keying), f.why, phase, count, batch)
+        return replace(found, decided_at=cited(policy, inv, small, again))
     # the policy answered differently the second time (it is not a function of the batch): keep it as found
-    return batch_violation(inv, batch, answers, spec_for(batch, opts.strategy, opts.keying), why, phase, count, batch)
+    found = batch_violation(inv, batch, answers, spec_for(batch, opts.strategy, opts.keying), why, phase, count, batch)
+    return replace(found, decided_at=cited(policy, inv, batch, answers))
+
+
+def cited(policy: Policy, invariant: str, batch: Batch, answers: tuple[RankAnswer, ...]) -> tuple[str, ...]:
+    """Where the policy's code decided ``batch`` for ``invariant``, when it offers ``decided_at``
+    (cpgraph/adapters/contract.py): ``decided_at(invariant, batch=...)`` on the rank whose answer is
+    first to stand out (an error, a refusal or a bucket unlike rank 0's; else rank 0), or the one-argument
+    form ``decided_at(invariant)``. Anything else, or an exception from it, cites nothing."""
+    fn = policy.decided_at
+    if fn is None:
+        return ()
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return ()
+    first = answers[0] if answers else None
+    odd = next((a for a in answers if a.admit_error or a.replay_error or a.rows_error or a.admit is not True
+                or (first is not None and a.decision != first.decision)), first)
+    try:
+        if "batch" in params:
+            kw = dict(batch.kwargs(), cp_rank=odd.rank if odd is not None else 0)
+            lines = fn(invariant, batch=kw)
+        elif len([p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]) >= 1:
+            lines = fn(invariant)
+        else:
+            return ()
+        return tuple(str(line) for line in lines)
+    except Exception:
+        return ()
 
 
 def _search(

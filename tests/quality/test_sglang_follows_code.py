@@ -16,7 +16,10 @@ checks the copy:
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -102,10 +105,53 @@ def test_a_regression_on_the_driven_path_is_found_and_its_line_cited(wheels: dic
     assert not report.ok, report.text()
     assert set(report.invariants) & {"capacity_fit", "admission_replay", "minimal_bucket", "captured_bucket"}, report.text()
     batch = dict(report.violations[0].batch.kwargs(), cp_rank=0)  # the minimised counterexample
-    cited = policy.decided_at(**batch)
+    cited = policy.decided_at(report.violations[0].invariant, batch)
     assert line_of(root, edit[0], marker) in cited, cited
     assert line_of(root, MODEL_RUNNER, "ret = self.decode_cuda_graph_runner.execute(") not in cited  # a branch not taken
 
+
+
+@pytest.mark.parametrize("name", sorted(REGRESSIONS))
+def test_the_command_line_cites_the_planted_line_in_text_and_json(wheels: dict[str, Path], tmp_path: Path, name: str) -> None:
+    """The issue's "a regression in the glue (exit 1, the planted line cited)": ``cpgraph check --adapter-root``
+    on the planted copy exits 1 and its prefill finding's ``decided at`` is the planted line (the lines that ran
+    and differ from the pristine release), in the text report and in the JSON."""
+    edit, marker = REGRESSIONS[name]
+    root = planted(wheels["0.5.23"], tmp_path / "planted", edit)
+    where = line_of(root, edit[0], marker)
+    argv = [sys.executable, "-m", "cpgraph", "check", "cpgraph.adapters.sglang:zigzag", "--adapter-root", str(root),
+            "--max-cases", str(CASES), "--padding-factors", "2", "--cp-sizes", "2,4", "--no-graph-paths"]
+    text = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert text.returncode == 1, text.stdout + text.stderr
+    assert f"decided at: {where}" in text.stdout, text.stdout
+    data = subprocess.run([*argv, "--format", "json"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert data.returncode == 1, data.stderr
+    cited = [v["decided_at"] for v in json.loads(data.stdout)["violations"]]
+    assert any(where in lines for lines in cited), cited
+
+
+NOT_ACTIVE = '''        if getattr(self, "enable_cp_bcg_capture", False) and not is_cp_active(
+            forward_batch
+        ):
+            return False'''
+
+
+def test_a_batch_too_small_for_cp_is_kept_off_the_cp_graph_by_two_gates_and_the_replay(
+    wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    """can_run_graph admitting a batch that is not CP-active is no finding alone: the model runner's own gate
+    (_prefill_cuda_graph_allows_context_parallel) keeps it eager, so the glue mutant at that line is equivalent.
+    With that gate removed too, sglang's replay path refuses it (prepare_cp_forward asserts is_cp_active) and the
+    check reports it."""
+    one = planted(wheels["0.5.23"], tmp_path / "one", (RUNNER, NOT_ACTIVE, NOT_ACTIVE.replace("return False", "return True")))
+    small = dict(EXAMPLE, extend_seq_lens=(1, 100), num_tokens=101, capture_num_tokens=(128,), bucket_local_tokens={128: 32})
+    assert policy_from(str(one)).admit(**small) is False
+    both = planted(one, tmp_path / "both", (MODEL_RUNNER, "        and is_cp_active(forward_batch)\n    )", "    )"))
+    policy = policy_from(str(both))
+    assert policy.admit(**small) is True
+    report = check_policy(policy, max_cases=CASES, minimize_s=1.0, **CHECK)
+    assert set(report.invariants) & {"capacity_fit", "captured_bucket", "admission_replay"}, report.text()
+    assert all(not v.spec.active for v in report.violations), report.text()
 
 # -- a fix: followed ----------------------------------------------------------------------------------------
 FIT = '''
@@ -271,7 +317,7 @@ def test_the_same_holds_on_another_release(wheels: dict[str, Path], tmp_path: Pa
     report = check_policy(policy, max_cases=300, minimize_s=1.0, **CHECK)  # met after 150-300: it needs two requests
     assert "capacity_fit" in report.invariants, report.text()
     batch = dict(report.violation("capacity_fit").batch.kwargs(), cp_rank=0)
-    assert line_of(root, RUNNER, marker) in policy.decided_at(**batch)
+    assert line_of(root, RUNNER, marker) in policy.decided_at("capacity_fit", batch)
 
     renamed = planted(wheels["0.5.18"], tmp_path / "renamed")
     text = content.replace("self.enable_cp_v2_bcg_capture = ", "self.enable_cp_v3_bcg_capture = ")

@@ -22,13 +22,13 @@ for interleave); ``strategy`` names the layout. cp_size 1 runs no CP graph (admi
 ``policy_from(root, strategy)`` builds a policy from any folder holding an ``sglang`` package (an unpacked
 wheel); ``zigzag`` and ``interleave`` (module attributes, built on first use) come from the installed
 sglang. ``planted_prefix=True`` plants the pre-fix bug (the capacity is never read) into the release's own
-bucket scan, for tests. ``decided_at(**batch)`` names the release's lines that decided a batch.
+bucket scan, for tests. ``decided_at(invariant, batch)`` names the release's lines that decided a batch.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
@@ -52,7 +52,7 @@ from cpgraph.adapters.sglang.release import (
     read_against,
 )
 from cpgraph.adapters.sglang.helpers import driving, strict_helpers
-from cpgraph.adapters.sglang.trace import DECIDING, traced
+from cpgraph.adapters.sglang.trace import DECIDING, changed_lines, pristine_roots, traced
 from cpgraph.adapters.sglang.path import ACCESSORS, FORWARD_BATCH_INFO, MODEL_RUNNER, PATH_MODULES, ForwardPath, Outcome
 from cpgraph.adapters.sglang.stand_ins import TENSOR_WORK, cp_split, no_override
 from cpgraph.adapters.sglang.state import ENVIRON_FILES, ENVIRONMENT, assigned, given
@@ -118,6 +118,7 @@ class SglangPolicy:
         self.max_padding_factor = factor
         self.prepare_cp_forward = self.utils.prepare_cp_forward
         self.__name__ = f"sglang:{strategy}@{self.root}"
+        self._changes: dict[str, frozenset[str]] = {}  # file inside the tree -> its lines changed from the pristine release
 
     # -- the release's classes and functions -------------------------------------------------------
     def _input_type(self) -> type:
@@ -167,10 +168,23 @@ class SglangPolicy:
                 out[name] = f"{os.path.relpath(code.co_filename, self.root)}:{code.co_firstlineno}"
         return out
 
-    def decided_at(self, **batch: Any) -> tuple[str, ...]:
-        """The release's lines (file:line, in the order first run) that ran on ``batch`` in the functions that
-        decide it (``DECIDING``: the model runner's graph condition, can_run_graph, the CP bucket scan,
-        load_batch and the CP input's prepare): every line a change could change the decision through."""
+    def decided_at(self, invariant: str, batch: Mapping[str, object] | None = None) -> tuple[str, ...]:
+        """Where the release decided ``batch`` (one rank's keyword arguments, as ``admit`` takes them), for a
+        finding of ``invariant``: the release's lines (file:line, in the order first run) that ran on it in
+        the functions that decide it (``DECIDING``: the model runner's graph condition, can_run_graph, the
+        CP bucket scan, load_batch and the CP input's prepare). Narrowed to the lines that differ from the
+        pristine release of the same version (``pristine_changes``) when that release is unpacked in the
+        cache and some of them ran: a regression planted in, or patched into, a release is cited at its
+        own lines. Otherwise every line that ran (a tracer, not a slice). No batch: nothing ran, ()."""
+        if batch is None:
+            return ()
+        lines = self.lines_run(batch)
+        changed = self.pristine_changes({line.rpartition(":")[0] for line in lines})
+        narrowed = tuple(line for line in lines if line in changed)
+        return narrowed or lines
+
+    def lines_run(self, batch: Mapping[str, object]) -> tuple[str, ...]:
+        """Every line of the release (file:line, in the order first run) that ran on ``batch`` in ``DECIDING``."""
         lines: dict[str, None] = {}
         with traced(self.root, DECIDING, lines):
             try:
@@ -178,6 +192,18 @@ class SglangPolicy:
             except Exception:
                 pass  # a refusal or the release's own exception: the lines that ran up to it are the answer
         return tuple(lines)
+
+    def pristine_changes(self, files: Iterable[str]) -> frozenset[str]:
+        """The lines (file:line) of ``files`` (paths inside this tree) that differ from the same version's
+        pristine release unpacked in the cache (``trace.pristine_roots``; never fetched here): lines
+        replaced or inserted. Empty when this tree is that release or no pristine copy is cached."""
+        pristine = pristine_roots(PACKAGE, self.version)
+        out: set[str] = set()
+        for rel in sorted(set(files)):
+            if rel not in self._changes:
+                self._changes[rel] = changed_lines(self.root, pristine, rel)
+            out |= self._changes[rel]
+        return frozenset(out)
 
     def _set_config(self, cp_size: int, cp_rank: int) -> None:
         seq_split = self.strategy == "zigzag"
