@@ -517,7 +517,7 @@ SCOPE.update({
     # Megatron-Core's EP ranks (proofs/theorems/ep_graphs.py): no P; EP sizes, graph lists and MTP tokens per query
     "synced_dimensions_give_consensus": Scope(
         _NONE, parts=(Part("strict"), Part("loose"), Part("EP 2"), Part("EP 3"), Part("EP 8")),
-        note="any steps, any list of 3 captured graphs (free dimensions); directly at EP 2 and 3, through the synced "
+        note="any steps, any list of 3 captured graphs (free dimensions); directly at EP 2, through the synced "
              "dimensions' agreement at EP 2..8"),
     "decode_steps_synced_by_tokens_agree": Scope(
         _NONE, parts=(Part("strict"), Part("loose"), Part("k=1"), Part("k=4"), Part("EP 4")),
