@@ -25,13 +25,15 @@ import ast
 import builtins
 import copy
 import os
+import sys
+import types
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from cpgraph.adapters.glue import GlueError
 from cpgraph.adapters.shim import Sandbox, Stub, StubModule
-from cpgraph.adapters.slicing import COMPOUND, Slice, backward_slice, parse, statements, value_parts
+from cpgraph.adapters.slicing import COMPOUND, Slice, backward_slice, guards, parse, statements, value_parts
 
 EARLY = "__cpgraph_returned_before_the_sink__"
 
@@ -113,6 +115,7 @@ class Program:
         self, root: str, rel: str, cls: str, entry: str, sink: str, *, provided: Collection[str],
         load_imports: Callable[[ast.Module, str], dict[str, Any]], allowed_stubs: Collection[str] = (),
         constants: Mapping[str, object] | None = None, handover: str | None = None,
+        replay: Callable[[ast.FunctionDef], list[tuple[ast.Call, list[ast.expr]]]] | None = None,
     ) -> None:
         self.root, self.rel, self.cls_name, self.entry, self.sink = root, rel, cls, entry, sink
         self.path = os.path.join(root, rel)
@@ -150,10 +153,20 @@ class Program:
             seeds += [*self.stop_call.args, *(k.value for k in self.stop_call.keywords), *enclosing[-1:]]
         last = self.stop_stmt if self.stop_stmt is not None else self.sink_stmt
         before = [s for s in statements(function) if isinstance(s, ast.Return) and s.lineno < last.lineno]
+        seeds += guards(function, last.lineno)
+        self.after: Slice | None = None  # the entry's slice after the hand-over, back from the replay sinks
+        self.replay_sinks: list[tuple[ast.stmt, ast.Call, list[ast.expr]]] = []
+        self.region: frozenset[int] = frozenset()
+        self.constants = dict(constants or {})
+        self.unrun_guards: list[tuple[Site, str]] = []  # guards after the hand-over the adapter cannot run, and why
+        if replay is not None:
+            seeds += self._after_handover(function, replay, provided)
         self.slices: dict[str, Slice] = {entry: backward_slice(chains, function, seeds, before)}
         self.constants = dict(constants or {})
         self.dead: set[int] = set()
         self._mark_dead(self.slices[entry])
+        if self.after is not None:
+            self._mark_dead(self.after)
         pending = [entry]
         while pending:  # follow self.<method>() calls the slice makes
             name = pending.pop()
@@ -167,7 +180,7 @@ class Program:
                         raise self.refusal(call, f"calls self.{called}(), which {cls} does not define here and the adapter does not stand in for")
                     callee = self.methods[called]
                     returns = [s for s in statements(callee) if isinstance(s, ast.Return)]
-                    self.slices[called] = backward_slice(chains, callee, returns)
+                    self.slices[called] = backward_slice(chains, callee, [*returns, *guards(callee)])
                     self._mark_dead(self.slices[called])
                     pending.append(called)
         self.load_imports = load_imports
@@ -176,10 +189,201 @@ class Program:
         self._module_functions(allowed_stubs)
         self.provided = frozenset(provided)
         self._check(allowed_stubs)
+        if self.after is not None:
+            self._check_after(allowed_stubs)
         self.recorder = Recorder(self.namespace[sink])
         self.namespace[sink] = self.recorder
         self.namespace[EARLY] = Returned
         self.runner_class = self._compile()
+        self.resume_function = self._compile_after() if self.after is not None else None
+
+    # -- after the hand-over: execute_model on to the call that replays the graph -------------------------------
+    def _after_handover(self, function: ast.FunctionDef, replay: Callable[[ast.FunctionDef], list[tuple[ast.Call, list[ast.expr]]]],
+                        provided: Collection[str]) -> list[ast.AST]:
+        """Slice the entry after the hand-over statement back from the replay sinks ``replay`` finds (each a call
+        and the arguments of it that are recorded); returns the names that slice reads of what runs before the
+        hand-over (seeds for the first part, so that it computes them)."""
+        if self.stop_stmt is None:
+            raise FollowError(f"{self.rel}:{function.lineno}: the replay sinks are followed after a hand-over call")
+        stop = self.stop_stmt
+        following = _following(function.body, stop, self.rel)
+        if following is None:
+            raise FollowError(f"{self.rel}:{stop.lineno}: the hand-over statement is not in {self.cls_name}.{self.entry}'s body")
+        self.region_body: list[ast.stmt] = following
+        region = {id(n) for st in self.region_body for n in ast.walk(st) if isinstance(n, ast.stmt)}
+        parent: dict[int, ast.AST] = {id(c): n for n in ast.walk(function) for c in ast.iter_child_nodes(n)}
+
+        def holding(node: ast.AST) -> ast.stmt | None:
+            current: ast.AST | None = node
+            while current is not None and not (isinstance(current, ast.stmt) and id(current) in region):
+                current = parent.get(id(current))
+            return current if isinstance(current, ast.stmt) else None
+
+        seeds: list[ast.AST] = []
+        for call, exprs in replay(function):
+            stmt = holding(call)
+            if stmt is None:
+                continue  # a sink before the hand-over, or in a branch the hand-over's run does not take
+            self.replay_sinks.append((stmt, call, exprs))
+            seeds += exprs
+            enclosing = holding(parent[id(stmt)]) if id(stmt) in parent else None
+            if enclosing is not None:
+                seeds.append(enclosing)
+        if not self.replay_sinks:
+            raise FollowError(f"{self.site(stop)} `{self.site(stop).text}`: {self.cls_name}.{self.entry} makes none of the replay "
+                              f"calls the adapter records after this hand-over")
+        last = max(stmt.lineno for stmt, _, _ in self.replay_sinks)
+        checks = [g for g in guards(function, last) if id(g) in region]
+        returns = [r for r in statements(function) if isinstance(r, ast.Return) and id(r) in region and r.lineno < last]
+        base = backward_slice(self.chains, function, seeds, returns)
+        known = base.ids()
+        accepted: list[ast.stmt] = []
+        for guard in checks:  # a guard is run when what it reads is what the replay's slice runs, or driven with it
+            own = backward_slice(self.chains, function, [guard], returns)
+            if id(guard) in self._dead_in(own):
+                continue  # in a branch the constant stand-ins switch off: not run, as the branch is not
+            new = [st for st in own.statements if id(st) not in known]
+            outside = [st for st in new if id(st) not in region]
+            why = (f"it reads what {self.site(outside[0])} `{self.site(outside[0]).text}` sets, which the adapter does not run"
+                   if outside else self._undriven(new, provided))
+            if why is None:
+                accepted.append(guard)
+            else:
+                self.unrun_guards.append((self.site(guard), why))
+        self.region = frozenset(region)
+        self.after = backward_slice(self.chains, function, [*seeds, *accepted], returns, within=self.region)
+        handed = {n.id for t in getattr(stop, "targets", [getattr(stop, "target", None)]) if t is not None
+                  for n in ast.walk(t) if isinstance(n, ast.Name)}
+        nodes = {id(n) for st in self.region_body for n in ast.walk(st)}
+        reads: list[ast.Name] = []
+        for node in [n for st in self._after_statements() for p in value_parts(st) for n in ast.walk(p)] \
+                + [n for _, _, e in self.replay_sinks for x in e for n in ast.walk(x)]:
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and self._is_local(function, node) \
+                    and any(id(d) not in nodes for d in self.chains.of(node)):
+                reads.append(node)
+        self.after_inputs = tuple(dict.fromkeys(n.id for n in reads))
+        return [n for n in reads if n.id not in handed]
+
+    def _undriven(self, stmts: list[ast.stmt], provided: Collection[str]) -> str | None:
+        """Why the adapter cannot run ``stmts`` (a read of ``self`` it does not stand in for), or None."""
+        for stmt in stmts:
+            if isinstance(stmt, ast.If) and self._decide(stmt.test) is not None:
+                continue  # a branch the constant stand-ins decide (the one not taken is not run)
+            for node in _reads(stmt):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
+                        and isinstance(node.ctx, ast.Load) and node.attr not in provided:
+                    return f"{self.site(stmt)} `{self.site(stmt).text}` reads self.{node.attr}, which the adapter does not stand in for"
+        return None
+
+    def _after_statements(self) -> list[ast.stmt]:
+        """The kept statements that run after the hand-over (the replay sinks' slice, inside the region)."""
+        if self.after is None:
+            return []
+        return [st for st in self.after.statements if id(st) in self.region]
+
+    def _check_after(self, allowed_stubs: Collection[str]) -> None:
+        early = {id(r) for r in self.after.early} if self.after is not None else set()
+        parts: list[ast.AST] = [x for _, _, e in self.replay_sinks for x in e]
+        for stmt in self._after_statements():
+            if id(stmt) in early or id(stmt) in self.dead or any(stmt is s for s, _, _ in self.replay_sinks):
+                continue
+            parts += value_parts(stmt)
+        for part in parts:
+            for node in ast.walk(part):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
+                        and isinstance(node.ctx, ast.Load):
+                    if node.attr not in self.provided and node.attr not in self.slices:
+                        raise self.refusal(node, f"reads self.{node.attr}, which the adapter does not stand in for")
+                elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and not self._is_local(self.methods[self.entry], node):
+                    self._check_global(node, allowed_stubs)
+
+    def _prune_after(self, body: list[ast.stmt], keep: frozenset[int], early: frozenset[int]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in body:
+            sink = next((i for i, (s, _, _) in enumerate(self.replay_sinks) if s is stmt), None)
+            if sink is not None:  # the replay call: not run, its recorded arguments handed back
+                values = ast.Tuple(elts=[copy.deepcopy(x) for x in self.replay_sinks[sink][2]], ctx=ast.Load())
+                out.append(ast.copy_location(ast.Return(value=ast.Tuple(elts=[ast.Constant(sink), values], ctx=ast.Load())), stmt))
+                continue
+            if id(stmt) not in keep or id(stmt) in self.dead:
+                continue
+            if id(stmt) in early:
+                raised = ast.Raise(exc=ast.Call(func=ast.Name(EARLY, ast.Load()), args=[ast.Constant(stmt.lineno)], keywords=[]), cause=None)
+                out.append(ast.copy_location(raised, stmt))
+            elif isinstance(stmt, COMPOUND):
+                shallow = copy.copy(stmt)
+                shallow.body = self._prune_after(stmt.body, keep, early) or [ast.copy_location(ast.Pass(), stmt)]
+                if hasattr(stmt, "orelse"):
+                    shallow.orelse = self._prune_after(stmt.orelse, keep, early)  # type: ignore[union-attr]
+                if isinstance(stmt, ast.Try):
+                    handlers = []
+                    for handler in stmt.handlers:
+                        h = copy.copy(handler)
+                        h.body = self._prune_after(handler.body, keep, early) or [ast.copy_location(ast.Pass(), handler)]
+                        handlers.append(h)
+                    shallow.handlers = handlers  # type: ignore[union-attr]
+                    shallow.finalbody = self._prune_after(stmt.finalbody, keep, early)  # type: ignore[union-attr]
+                out.append(shallow)
+            else:
+                out.append(stmt)
+        return out
+
+    def _compile_after(self) -> Callable[..., Any]:
+        """``(self, state, handed)``: the entry from its hand-over statement (the call replaced by ``handed``, the
+        names it reads of what ran before taken from ``state``) to the first replay sink it reaches, whose
+        recorded arguments it returns as ``(index, values)``; None when it reaches none."""
+        assert self.after is not None and self.stop_stmt is not None and self.stop_call is not None
+        state, handed = "__cpgraph_state__", "__cpgraph_handed__"
+        prologue: list[ast.stmt] = []
+        for name in self.after_inputs:
+            load = ast.Assign(targets=[ast.Name(name, ast.Store())],
+                              value=ast.Subscript(ast.Name(state, ast.Load()), ast.Constant(name), ast.Load()))
+            prologue.append(ast.If(test=ast.Compare(ast.Constant(name), [ast.In()], [ast.Name(state, ast.Load())]), body=[load], orelse=[]))
+        start = copy.deepcopy(self.stop_stmt)
+        call_at = (self.stop_call.lineno, self.stop_call.col_offset)
+
+        class _Swap(ast.NodeTransformer):
+            def visit_Call(self, node: ast.Call) -> ast.AST:
+                if (node.lineno, node.col_offset) == call_at:
+                    return ast.copy_location(ast.Name(handed, ast.Load()), node)
+                return self.generic_visit(node)
+
+        start = _Swap().visit(start)
+        for p in prologue:
+            ast.copy_location(p, self.stop_stmt)
+            for n in ast.walk(p):
+                ast.copy_location(n, self.stop_stmt)
+        keep = self.after.ids()
+        body = [*prologue, start, *self._prune_after(self.region_body, keep, frozenset(id(r) for r in self.after.early))]
+        body.append(ast.copy_location(ast.Return(value=ast.Constant(None)), self.stop_stmt))
+        args = ast.arguments(posonlyargs=[], args=[ast.arg("self"), ast.arg(state), ast.arg(handed)], kwonlyargs=[], kw_defaults=[], defaults=[])
+        node = ast.FunctionDef(name=self.entry, args=args, body=body, decorator_list=[], returns=None)
+        ast.copy_location(node, self.methods[self.entry])
+        tree = ast.fix_missing_locations(ast.Module(body=[node], type_ignores=[]))
+        exec(compile(tree, self.path, "exec"), self.namespace)
+        function: Callable[..., Any] = self.namespace.pop(self.entry)
+        return function
+
+    def resume(self, runner: Any, state: Mapping[str, Any], handed: Any) -> tuple[int, tuple[Any, ...]]:
+        """Run the entry on from its hand-over (``handed``: what the hand-over call returns, ``state``: the entry's
+        locals there, as ``run`` handed them back) to the replay call it makes: which sink, and its recorded
+        arguments. Returned when the release returns before."""
+        if self.resume_function is None:
+            raise FollowError(f"{self.rel}: no replay sinks were asked for")
+        found = self.resume_function(runner, state, handed)
+        if found is None:
+            raise FollowError(f"{self.rel}: {self.cls_name}.{self.entry} made none of the replay calls after "
+                              f"{self.site(self.stop_stmt) if self.stop_stmt is not None else 'the hand-over'} on this batch")
+        return int(found[0]), tuple(found[1])
+
+    def replay_deciding(self, index: int, position: int) -> tuple[Site, ...]:
+        """The kept statements after the hand-over that define what replay sink ``index`` records at ``position``."""
+        expr = self.replay_sinks[index][2][position]
+        out = [self.site(d) for n in ast.walk(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+               for d in self.chains.of(n) if isinstance(d, ast.AST) and getattr(d, "lineno", None) is not None
+               and any(getattr(d, "lineno", 0) == st.lineno or (st.lineno <= getattr(d, "lineno", 0) <= (st.end_lineno or st.lineno))
+                       for st in self._after_statements())]
+        return tuple(sorted(set(out), key=lambda s: s.line)) or (self.site(expr),)
 
     # -- branches the stand-ins switch off -------------------------------------------------------------------
     def _decide(self, test: ast.expr) -> bool | None:
@@ -205,12 +409,17 @@ class Program:
 
     def _mark_dead(self, sliced: Slice) -> None:
         """Statements in a branch the constant stand-ins never take: neither checked nor run."""
+        self.dead.update(self._dead_in(sliced))
+
+    def _dead_in(self, sliced: Slice) -> set[int]:
+        out: set[int] = set()
         for stmt in sliced.statements:
-            if isinstance(stmt, ast.If) and id(stmt) not in self.dead:
+            if isinstance(stmt, ast.If) and id(stmt) not in out:
                 value = self._decide(stmt.test)
                 branch = stmt.body if value is False else stmt.orelse if value is True else []
                 for inner in branch:
-                    self.dead.update(id(n) for n in ast.walk(inner) if isinstance(n, ast.stmt))
+                    out.update(id(n) for n in ast.walk(inner) if isinstance(n, ast.stmt))
+        return out
 
     # -- refusals ------------------------------------------------------------------------------------------
     def site(self, node: ast.AST) -> Site:
@@ -253,7 +462,8 @@ class Program:
         """The file's module-level functions and classes the slice reads, compiled whole from their source,
         and the ones they read; a function the file imports from a module the sandbox stubs, compiled whole
         from that module's source the same way (its own imports loaded in the sandbox)."""
-        reads = [n.id for s in self.slices.values() for st in s.statements if id(st) not in self.dead for n in _reads(st)
+        kept = [st for s in self.slices.values() for st in s.statements] + list(self._after_statements())
+        reads = [n.id for st in kept if id(st) not in self.dead for n in _reads(st)
                  if isinstance(n, ast.Name)]
         _compile_defs(self.module, self.path, [n for n in reads if n not in self.namespace], self.namespace)
         origins = {alias.asname or alias.name: (node.module, alias.name) for node in self.module.body
@@ -265,7 +475,7 @@ class Program:
                 if not os.path.isfile(path):
                     continue
                 other, _ = parse(path)
-                if not any(isinstance(n, ast.FunctionDef) and n.name == real_name for n in other.body):
+                if not any(isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == real_name for n in other.body):
                     continue
                 namespace = self.load_imports(other, path)
                 _compile_defs(other, path, [real_name], namespace)
@@ -383,6 +593,29 @@ class Program:
         return tuple(Tally(f"{self.cls_name}.{name}", len(s.statements), s.total) for name, s in self.slices.items())
 
 
+def _bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    out = [list(getattr(stmt, "body", [])), list(getattr(stmt, "orelse", []))]
+    out += [list(h.body) for h in getattr(stmt, "handlers", [])] + [list(getattr(stmt, "finalbody", []))]
+    return out
+
+
+def _following(body: list[ast.stmt], target: ast.stmt, rel: str) -> list[ast.stmt] | None:
+    """The statements that run after ``target`` in ``body`` (the rest of its own block, then of each block
+    enclosing it); None when ``target`` is not in ``body``. A loop around it is refused (its next turn would
+    run it again)."""
+    for i, stmt in enumerate(body):
+        if stmt is target:
+            return list(body[i + 1:])
+        if isinstance(stmt, COMPOUND):
+            for inner in _bodies(stmt):
+                found = _following(inner, target, rel)
+                if found is not None:
+                    if isinstance(stmt, (ast.For, ast.While)):
+                        raise FollowError(f"{rel}:{stmt.lineno}: the hand-over call is inside a loop; the adapter runs it once")
+                    return found + list(body[i + 1:])
+    return None
+
+
 def _compile_defs(module: ast.Module, path: str, names: list[str], namespace: dict[str, Any]) -> None:
     """Compile ``module``'s top-level functions and classes named in ``names`` into ``namespace`` from their
     source (a function's decorators dropped, a class keeps its own), and the top-level ones they read."""
@@ -398,7 +631,15 @@ def _compile_defs(module: ast.Module, path: str, names: list[str], namespace: di
         node = copy.copy(defined[name])
         if isinstance(node, ast.FunctionDef):
             node.decorator_list = []
-        exec(compile(ast.Module(body=[node], type_ignores=[]), path, "exec"), namespace)
+        module_name = str(namespace.get("__name__", ""))
+        added = isinstance(node, ast.ClassDef) and module_name not in sys.modules
+        if added:  # a dataclass looks its module up while it is made (string annotations)
+            sys.modules[module_name] = types.ModuleType(module_name)
+        try:
+            exec(compile(ast.Module(body=[node], type_ignores=[]), path, "exec"), namespace)
+        finally:
+            if added:
+                del sys.modules[module_name]
         wanted += [n.id for n in ast.walk(defined[name]) if isinstance(n, ast.Name) and n.id in defined and n.id not in done]
 
 
@@ -437,7 +678,7 @@ class Evaluation:
         before = [s for s in statements(function) if isinstance(s, ast.Return) and s.lineno < self.stop.lineno]
         enclosing = [c for c in statements(function) if isinstance(c, COMPOUND) and any(
             self.stop is inner for inner in ast.walk(c) if isinstance(inner, ast.stmt))]
-        self.slice = backward_slice(chains, function, [*self.targets, *enclosing[-1:]], before)
+        self.slice = backward_slice(chains, function, [*self.targets, *enclosing[-1:], *guards(function, self.stop.lineno)], before)
         self.namespace = dict(namespace)
         self.namespace[EARLY] = Returned
         self.provided = None if provided is None else frozenset(provided)

@@ -6,7 +6,8 @@ statement, whose headers are then sliced too) and the statements that mutate a k
 subscript or attribute assignment on it, a method called on it, an ``out=`` argument). Attribute state of
 ``self`` is not traced here: what a method reads of ``self`` is the caller's business (follow.py checks
 it against the stand-ins). A ``return`` that can end the function before a sink is kept as control only
-(``early``): it decides whether the sink is reached, its value does not reach it.
+(``early``): it decides whether the sink is reached, its value does not reach it. A ``raise`` or ``assert``
+before a sink (``guards``) is a seed of its own: the callers add them, so a guard that stops the run is run.
 
 What this deliberately does not do: follow calls (follow.py follows ``self.<method>`` calls and runs the
 rest), or slice inside a callee's arguments more finely than the whole call.
@@ -138,13 +139,21 @@ def statements(function: ast.FunctionDef) -> Iterator[ast.stmt]:
             stack.extend(reversed(inner))
 
 
+def guards(function: ast.FunctionDef, before: int | None = None) -> list[ast.stmt]:
+    """The ``raise`` and ``assert`` statements of ``function`` that start before line ``before`` (all of them when
+    None): a guard that raises stops the run before the sink, so whether it raises is part of what reaches the
+    sink (its test, and what its message reads, are sliced like any value; nested functions are not entered)."""
+    return [s for s in statements(function) if isinstance(s, (ast.Raise, ast.Assert)) and (before is None or s.lineno < before)]
+
+
 def backward_slice(
-    chains: Chains, function: ast.FunctionDef, seeds: Iterable[ast.AST], controls: Iterable[ast.stmt] = ()
+    chains: Chains, function: ast.FunctionDef, seeds: Iterable[ast.AST], controls: Iterable[ast.stmt] = (),
+    within: frozenset[int] | None = None,
 ) -> Slice:
     """The statements of ``function`` that can change what ``seeds`` evaluate (statements, or expressions
     inside the function: then only what the expression reads), with the statements enclosing them;
     ``controls`` (returns before a sink) are kept with their enclosing statements, their values not
-    followed."""
+    followed. ``within`` (statement ids): the slice stops at its edge (a name defined outside it is an input)."""
     parent: dict[int, ast.AST] = {}
     for node in ast.walk(function):
         for child in ast.iter_child_nodes(node):
@@ -165,7 +174,7 @@ def backward_slice(
         while work:
             node, valued = work.pop()
             if isinstance(node, ast.stmt) and id(node) in inside:
-                if id(node) in kept:
+                if id(node) in kept or (within is not None and id(node) not in within):
                     continue
                 kept[id(node)] = node
                 if valued:
@@ -182,7 +191,9 @@ def backward_slice(
                         stmt = statement_of(definition)
                         if stmt is not None:
                             work.append((stmt, True))
-        mutations = [s for s in inside.values() if id(s) not in kept and _mutates_kept(s, chains, kept, statement_of)]
+        fields = _fields_read(kept.values(), parent)
+        mutations = [s for s in inside.values() if id(s) not in kept and (within is None or id(s) in within)
+                     and _mutates_kept(s, chains, kept, statement_of, fields)]
         if not mutations:
             break
         work.extend((s, True) for s in mutations)
@@ -191,15 +202,47 @@ def backward_slice(
     return Slice(function, ordered, early_ordered, len(inside))
 
 
-def _mutates_kept(stmt: ast.stmt, chains: Chains, kept: dict[int, ast.stmt], statement_of: object) -> bool:
-    """Does ``stmt`` change, in place, a local defined by a kept statement?"""
+def _fields_read(kept: Iterable[ast.stmt], parent: dict[int, ast.AST]) -> dict[str, set[str]]:
+    """For each name the kept statements read: the attributes read of it (``x.a`` -> ``a``), ``*`` where the
+    object itself is read (handed to a call, indexed, compared)."""
+    out: dict[str, set[str]] = {}
+    for stmt in kept:
+        for part in value_parts(stmt):
+            for node in ast.walk(part):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    above = parent.get(id(node))
+                    field = above.attr if isinstance(above, ast.Attribute) and above.value is node else "*"
+                    out.setdefault(node.id, set()).add(field)
+    return out
+
+
+def _first_field(node: ast.AST, name: ast.Name) -> str | None:
+    """The attribute of ``name`` a chain ending in ``node`` goes through (``x.a[i].b`` -> ``a``); None: ``x`` itself."""
+    current: ast.AST = node
+    while True:
+        inner = current.func if isinstance(current, ast.Call) else getattr(current, "value", None)
+        if inner is name:
+            return current.attr if isinstance(current, ast.Attribute) else None
+        if inner is None or not isinstance(current, (ast.Attribute, ast.Subscript, ast.Call, ast.Starred)):
+            return None
+        current = inner
+
+
+def _mutates_kept(stmt: ast.stmt, chains: Chains, kept: dict[int, ast.stmt], statement_of: object,
+                  fields: dict[str, set[str]] | None = None) -> bool:
+    """Does ``stmt`` change, in place, a local defined by a kept statement (a field of it the kept statements
+    read, or the object itself)?"""
     find = statement_of
 
     def kept_local(node: ast.AST | None) -> bool:
         name = root_name(node) if node is not None else None
         if name is None or name.id == "self":
             return False
-        return any((s := find(d)) is not None and id(s) in kept for d in chains.of(name))  # type: ignore[operator]
+        if not any((s := find(d)) is not None and id(s) in kept for d in chains.of(name)):  # type: ignore[operator]
+            return False
+        read = (fields or {}).get(name.id)
+        field = _first_field(node, name) if node is not None else None
+        return read is None or field is None or "*" in read or field in read
 
     if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]

@@ -258,3 +258,105 @@ def test_a_descriptor_changed_between_dispatch_and_partition_is_followed(vllm_re
     batch = dict(cp_rank=1, cp_size=4, num_tokens=484, extend_seq_lens=(170, 161, 153), capture_num_tokens=SIZES)
     step = policy_from(str(root)).step(**batch)
     assert (step.dispatched, step.replay) == (128, 136)  # dispatched 128; the partition was handed 136
+
+
+# -- the replay key, run from execute_model after the partition (issue #44, item 1) ---------------------------
+REPLAY_KEY = "num_tokens=input_batch.num_tokens_after_padding,"
+
+
+def _replay_key_at(lines: list[str]) -> int:
+    """The 0-based index of execute_model's ``batch_descriptor = BatchDescriptor(`` (its key on the next line)."""
+    at = _at(lines, "batch_descriptor = BatchDescriptor(", _execute(lines))
+    assert lines[at + 1].strip() == REPLAY_KEY
+    return at
+
+
+def test_a_replay_key_replaying_under_the_unpadded_count_fails_citing_the_line(
+    vllm_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    root = _copy(vllm_release, "0.29.0", tmp_path / "replay-unpadded")
+
+    def regress(lines: list[str]) -> list[str]:
+        at = _replay_key_at(lines)
+        return lines[:at + 1] + ["                num_tokens=input_batch.num_tokens,\n"] + lines[at + 2:]
+
+    line = _at(_edit(root, regress), "batch_descriptor = BatchDescriptor(", 0) + 1
+    policy = policy_from(str(root))
+    assert policy.citations()["replay_key"] == f"{RUNNER}:{line}"
+    batch = dict(num_tokens=484, extend_seq_lens=(170, 161, 153), capture_num_tokens=SIZES)
+    release = policy_from(str(vllm_release("0.29.0")))
+    for rank in range(4):
+        ours, theirs = policy.step(cp_rank=rank, cp_size=4, **batch), release.step(cp_rank=rank, cp_size=4, **batch)
+        assert theirs.replay == theirs.dispatched == ours.dispatched == 128
+        assert ours.replay == ours.rows[rank] < 128  # the rank's own rows, not the size it admitted
+    done = _cli(root)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "admission_replay violated" in done.stdout
+    assert f"decided at: {RUNNER}:{line} `batch_descriptor = BatchDescriptor(`" in done.stdout
+
+
+def _replay_key_refactored(lines: list[str]) -> list[str]:
+    """The forward context's descriptor renamed, its key computed first into a local, a comment added."""
+    at = _replay_key_at(lines)
+    indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+    end = _at(lines, "batch_descriptor=batch_descriptor,", at)
+    out = list(lines)
+    out[end] = out[end].replace("batch_descriptor=batch_descriptor,", "batch_descriptor=forward_key,")
+    out[at + 1] = out[at + 1].replace("input_batch.num_tokens_after_padding", "replay_tokens")
+    out[at] = out[at].replace("batch_descriptor = ", "forward_key = ")
+    return out[:at] + [f"{indent}# the key the PIECEWISE graph replays under\n",
+                       f"{indent}replay_tokens = input_batch.num_tokens_after_padding\n"] + out[at:]
+
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.34.0"])
+def test_a_replay_key_refactor_keeps_every_answer_and_the_verdict(
+    vllm_release: Callable[[str], Path], tmp_path: Path, version: str
+) -> None:
+    root = _copy(vllm_release, version, tmp_path / "replay-refactored")
+    lines = _edit(root, _replay_key_refactored)
+    policy = policy_from(str(root))
+    assert policy.citations()["replay_key"] == f"{RUNNER}:{_at(lines, 'forward_key = BatchDescriptor(') + 1}"
+    batches = _batches(46, 120)
+    assert _answers(policy, batches) == _answers(policy_from(str(vllm_release(version))), batches)
+    if version == "0.29.0":
+        done = _cli(root)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+# -- guards on the path, run (issue #44, item 2) ----------------------------------------------------------
+def test_a_guard_added_before_dispatch_stops_the_step_and_changes_the_verdict(
+    vllm_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    root = _copy(vllm_release, "0.29.0", tmp_path / "guarded")
+
+    def guard(lines: list[str]) -> list[str]:
+        at = _at(lines, "num_active_loras = 0", _execute(lines))
+        return lines[:at] + ["        assert num_toks <= 64\n"] + lines[at:]
+
+    line = _at(_edit(root, guard), "assert num_toks <= 64") + 1
+    policy, release = policy_from(str(root)), policy_from(str(vllm_release("0.29.0")))
+    small = dict(cp_rank=0, cp_size=4, num_tokens=50, extend_seq_lens=(30, 20), capture_num_tokens=SIZES)
+    assert policy.step(**small) == release.step(**small)  # under the bound: the release's answer
+    with pytest.raises(AssertionError):  # over it: the step stops at the tree's guard (its by-design refusal)
+        policy.step(cp_rank=0, cp_size=4, num_tokens=484, extend_seq_lens=(170, 161, 153), capture_num_tokens=SIZES)
+    done = _cli(root)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f'line {line}, in execute_model' in done.stdout and "assert num_toks <= 64" in done.stdout
+
+
+def test_the_partitions_guards_run(vllm_release: Callable[[str], Path], tmp_path: Path) -> None:
+    """0.29.0's partition_batch refuses speculative decoding (``num_draft_tokens > 0``): run, a spec decode step
+    under PCP is refused by the release there; a guard added to the partition is run too."""
+    paths = policy_from(str(vllm_release("0.29.0"))).graph_paths()
+    config = GraphConfig("PIECEWISE", SIZES, (1, 2, 4, 8), (3,), 256)
+    step = GraphStep((3, 3, 40), (False, False, True), 2, paths.placement(2))
+    answers = paths.answers(step, config)
+    assert all(a.replayed is None and "NotImplementedError" in (a.refusal or "") for a in answers), answers
+    root = _copy(vllm_release, "0.34.0", tmp_path / "partition-guarded")
+    line = _edit_manager(root, PADDED, PADDED + "            assert padded_num_tokens <= 64\n") + 1
+    batch = dict(cp_rank=0, cp_size=4, num_tokens=484, extend_seq_lens=(170, 161, 153), capture_num_tokens=SIZES)
+    step_over = policy_from(str(root)).step(**batch)
+    assert step_over.admitted and step_over.replay is None and step_over.refusal is not None
+    small = dict(cp_rank=0, cp_size=4, num_tokens=50, extend_seq_lens=(30, 20), capture_num_tokens=SIZES)
+    assert policy_from(str(root)).step(**small) == policy_from(str(vllm_release("0.34.0"))).step(**small)
+    assert line > 1

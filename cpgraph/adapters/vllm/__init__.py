@@ -46,8 +46,16 @@ EXECUTED = (
     Driven("sort_batch_req_ids and BatchReqState (module level, compiled whole)", "vllm/v1/worker/gpu/model_runner.py"),
     Driven("get_uniform_decode_token_count and the helpers it calls (0.28 on, compiled whole)", "vllm/v1/worker/utils.py"),
     Driven("GPUModelRunner.prepare_inputs up to the partition call (the slice of what it hands the partition) and, at "
-           "one rank, up to the InputBatch it builds (the slice of its num_tokens_after_padding): partition.py",
+           "one rank, up to the InputBatch it builds (the slice of its num_tokens_after_padding and num_tokens): partition.py",
            "vllm/v1/worker/gpu/model_runner.py"),
+    Driven("GPUModelRunner.execute_model after prepare_inputs, up to the call that replays: the slice back from what "
+           "run_fullgraph(descriptor) and set_forward_context(cudagraph_runtime_mode=, batch_descriptor=) are handed, run on "
+           "from the hand-over statement with the local batch the partition made; the replay call recorded, not run "
+           "(execute.py, follow.Program.resume)", "vllm/v1/worker/gpu/model_runner.py"),
+    Driven("BatchDescriptor (compiled from its source)", "vllm/forward_context.py"),
+    Driven("the raise and assert statements before each sink and stop above (slicing.guards), but for the guards after "
+           "prepare_inputs that read attention metadata the adapter does not build (listed: execute.program.unrun_guards)",
+           "vllm/v1/worker/gpu/model_runner.py, vllm/v1/worker/gpu/pcp_manager.py"),
     Driven("maybe_partition_pcp_batch (0.26-0.30) up to partition_batch, and PCPManager.partition_batch up to the local "
            "batch's num_tokens_after_padding and num_reqs_after_padding: their slices (partition.py)",
            "vllm/v1/worker/gpu/pcp_manager.py"),
@@ -61,17 +69,21 @@ EXECUTED = (
     Driven("cdiv, round_up", "vllm/utils/math_utils.py"),
 )
 STOOD_IN = (
-    StandIn("which key execute_model replays under after the partition (PIECEWISE: the local batch's "
-            "num_tokens_after_padding, or at one rank the built batch's, both run; FULL: the dispatched descriptor)",
-            "restated in policy.py and paths.py; release.read_glue checks "
-            "BatchDescriptor(num_tokens=input_batch.num_tokens_after_padding) is in execute_model"),
+    StandIn("the local InputBatch prepare_inputs returns to execute_model",
+            "execute.LocalBatch: num_tokens_after_padding, num_reqs_after_padding and num_tokens as the partition's (one "
+            "rank: prepare_inputs') slice computed them; reading another field is a glue error"),
     StandIn("the global InputBatch prepare_inputs hands the partition",
-            "partition.GlobalBatch: its CPU arrays from the batch in the release's order (the slice reads no other field)"),
+            "partition.GlobalBatch: its CPU arrays and draft-token count from the batch in the release's order (the "
+            "slice reads no other field)"),
+    StandIn("a serving PCPManager's buffers and per-step state (InputBuffers sizes, request states, GPU index tensors)",
+            "partition.serving: max_num_reqs twice the scheduler's requests, max_num_tokens the token budget (at least "
+            "the largest capture size and the batch), stub markers for the rest, so the partition's guards run"),
     StandIn("the scheduler's output and the request states (SchedulerOutput, RequestState)",
             "built from the checked batch (execute.py): request ids in batch order, a prefill fresh, a decode past its prompt"),
     StandIn("the model runner's self (GPUModelRunner)", "execute.PROVIDED: the rank's real PCPManager and CudaGraphManager, "
-            "DP size and rank, the features off (no LoRA, encoder-decoder, pipeline parallel, adaptive verification, "
-            "microbatching); a sliced statement reading anything else of self is refused at its file:line"),
+            "DP size and rank, the features off (no LoRA, encoder-decoder, encoder-only, pipeline parallel, adaptive "
+            "verification, microbatching), one bonus token a step; a sliced statement reading anything else of self is "
+            "refused at its file:line"),
     StandIn("torch, triton and the rest of vLLM", "falsy stubs; a stub the release computes with raises (shim.py), and a "
             "sliced statement whose value comes from a stub is refused at its file:line"),
     StandIn("the configuration (VllmConfig, ParallelConfig)", "stand_ins.py fills the fields the driven code reads"),

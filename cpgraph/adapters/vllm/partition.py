@@ -23,17 +23,19 @@ from typing import Any
 import numpy as np
 
 from cpgraph.adapters.follow import Evaluation, FollowError, Site, Tally
+from cpgraph.adapters.shim import Stub
 from cpgraph.adapters.vllm.execute import ALLOWED_STUBS, PROVIDED
 
 CALLS = ("maybe_partition_pcp_batch", "partition_batch")
 BATCH = "input_batch"
-KEYS = ("num_tokens_after_padding", "num_reqs_after_padding")
+KEYS = ("num_tokens_after_padding", "num_reqs_after_padding", "num_tokens")
 
 
 @dataclass(frozen=True, eq=False)
 class GlobalBatch:
     """The global InputBatch prepare_inputs hands the partition: the fields the partition's slice reads, from
-    the batch in the order the release lays it out (nothing computed, no drafts)."""
+    the batch in the order the release lays it out (nothing computed; ``num_draft_tokens``: the speculative
+    decodes' draft tokens, as the scheduler's output has them)."""
 
     num_scheduled_tokens: np.ndarray[Any, Any]
     num_computed_tokens_np: np.ndarray[Any, Any]
@@ -45,21 +47,24 @@ class GlobalBatch:
     num_draft_tokens: int = 0
 
     @classmethod
-    def of(cls, lengths: Sequence[int] | np.ndarray[Any, Any], prefilling: Sequence[bool] | np.ndarray[Any, Any]) -> GlobalBatch:
+    def of(cls, lengths: Sequence[int] | np.ndarray[Any, Any], prefilling: Sequence[bool] | np.ndarray[Any, Any],
+           drafts: int = 0) -> GlobalBatch:
         tokens = np.asarray(lengths, dtype=np.int32)
         starts = np.zeros(len(lengths) + 1, dtype=np.int32)
         np.cumsum(tokens, out=starts[1:])
         flags = np.asarray(prefilling, dtype=np.bool_)
-        return cls(tokens, np.zeros(len(lengths), dtype=np.int32), flags, starts, bool(flags.any()), len(lengths), int(tokens.sum()))
+        return cls(tokens, np.zeros(len(lengths), dtype=np.int32), flags, starts, bool(flags.any()), len(lengths), int(tokens.sum()),
+                   int(drafts))
 
 
 @dataclass(frozen=True)
 class Partitioned:
-    """The local batch's padded token count (the replay key) and padded request count (None: the release's
-    local batch has no such field)."""
+    """The local batch's padded token count, padded request count (None: the release's local batch has no such
+    field) and real token count (None: not set there), as the tree's statements computed them."""
 
     num_tokens_after_padding: int
     num_reqs_after_padding: int | None
+    num_tokens: int | None = None
 
 
 def _call(function: ast.FunctionDef, names: Sequence[str]) -> ast.Call | None:
@@ -162,34 +167,45 @@ class Partition:
 
         self.last = Evaluation(root, pcp_file, "PCPManager.partition_batch", keys, namespace=pcp_namespace, allowed_stubs=ALLOWED_STUBS)
 
-        def built(function: ast.FunctionDef) -> list[ast.expr]:  # InputBatch(..., num_tokens_after_padding=...)
-            made = [k.value for c in ast.walk(function) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
-                    and c.func.id == "InputBatch" for k in c.keywords if k.arg == KEYS[0]]
-            return made[:1]
+        def built(function: ast.FunctionDef) -> list[ast.expr]:  # InputBatch(..., num_tokens_after_padding=..., num_tokens=...)
+            calls = [c for c in ast.walk(function) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == "InputBatch"
+                     and any(k.arg == KEYS[0] for k in c.keywords)]
+            if not calls:
+                return []
+            words = {k.arg: k.value for k in calls[0].keywords}
+            self.single_keys[:] = [k for k in (KEYS[0], KEYS[2]) if k in words]
+            return [words[k] for k in self.single_keys]
+
+        self.single_keys: list[str] = []
 
         # one rank builds no PCPManager: the batch prepare_inputs builds is the one replayed (its own padding)
         self.single = Evaluation(root, runner_file, "GPUModelRunner.prepare_inputs", built, namespace=runner_namespace,
                                  provided=tuple(PROVIDED), allowed_stubs=ALLOWED_STUBS)
 
-    def run(self, runner: Any, manager: Any, batch: GlobalBatch, handed: tuple[tuple[Any, ...], dict[str, Any]] | None) -> Partitioned:
+    def run(self, runner: Any, manager: Any, batch: GlobalBatch, handed: tuple[tuple[Any, ...], dict[str, Any]] | None,
+            budget: int = 0) -> Partitioned:
         """The local batch's padded counts: prepare_inputs run on ``runner`` with what execute_model ``handed``
         it (its own slice evaluated those arguments), the wrapper and partition_batch on the rank's real
         ``manager``; raises what the release raises (a size below a rank's rows, a FULL graph short of the
         rank's requests)."""
         if handed is None:
             raise FollowError("execute_model did not reach prepare_inputs on this batch")
+        serving(manager, 2 * int(runner.max_num_reqs), max(budget, batch.num_tokens))
         args, kwargs = self.hops[0].handed(self.hops[0].evaluation.run(runner, *handed[0], **handed[1]), batch)
         for hop in self.hops[1:]:  # the wrapper (0.26-0.29): a module function handed the manager first
             args, kwargs = hop.handed(hop.evaluation.run(*args, **kwargs), batch)
         values = dict(zip(self.keys, self.last.run(manager, *args, **kwargs)))
-        requests = values.get(KEYS[1])
-        return Partitioned(int(values[KEYS[0]]), None if requests is None else int(requests))
+        requests, tokens = values.get(KEYS[1]), values.get(KEYS[2])
+        return Partitioned(int(values[KEYS[0]]), None if requests is None else int(requests), None if tokens is None else int(tokens))
 
-    def run_single(self, runner: Any, handed: tuple[tuple[Any, ...], dict[str, Any]] | None) -> int:
-        """The num_tokens_after_padding of the batch prepare_inputs builds (one rank: nothing partitions it)."""
+    def run_single(self, runner: Any, handed: tuple[tuple[Any, ...], dict[str, Any]] | None) -> Partitioned:
+        """The num_tokens_after_padding (and num_tokens) of the batch prepare_inputs builds (one rank: nothing
+        partitions it)."""
         if handed is None:
             raise FollowError("execute_model did not reach prepare_inputs on this batch")
-        return int(self.single.run(runner, *handed[0], **handed[1])[0])
+        values = dict(zip(self.single_keys, self.single.run(runner, *handed[0], **handed[1])))
+        tokens = values.get(KEYS[2])
+        return Partitioned(int(values[KEYS[0]]), None, None if tokens is None else int(tokens))
 
     def sites(self) -> tuple[Site, ...]:
         """The calls handed over and the local batch made, in the tree checked."""
@@ -202,17 +218,45 @@ class Partition:
         return tuple(h.evaluation.tally() for h in self.hops) + (self.last.tally(), self.single.tally())
 
 
+@dataclass(frozen=True)
+class Buffers:
+    """The sizes of a PCPManager's input buffers (InputBuffers, allocated at start-up), which the partition's
+    guards compare the local batch against."""
+
+    max_num_reqs: int
+    max_num_tokens: int
+
+
+SERVING = ("_req_states", "_padded_gather_idx", "_local_req_idx")  # set by a server's manager before partition_batch
+
+
+def serving(manager: Any, max_num_reqs: int, max_num_tokens: int) -> None:
+    """Give the rank's real PCPManager the state a serving one holds when partition_batch runs, so that the
+    partition's guards run (``assert self._req_states is not None``, the input buffers' size checks): its
+    input buffers' sizes (``max_num_reqs``: twice the scheduler's requests, as PCPManager.__init__ sizes them;
+    ``max_num_tokens``: the scheduler's token budget), and markers for the request states and GPU index
+    tensors it holds (stubs: computing with one is a glue error)."""
+    manager._input_buffers = Buffers(max_num_reqs, max_num_tokens)
+    for name in SERVING:
+        if getattr(manager, name, None) is None:
+            setattr(manager, name, Stub(f"PCPManager.{name}"))
+
+
 class Layouts:
-    """A PCPManager's own ``_build_batch_layout``, keeping its last layout: the segments and real rows do not
-    depend on the padded size, so the adapter reads the rows of the layout the partition just made instead of
-    laying the batch out again."""
+    """A PCPManager's own ``_build_batch_layout``, keeping its last layout and the padded size it was handed: the
+    segments and real rows do not depend on the padded size, so the adapter reads the rows of the layout the
+    partition just made instead of laying the batch out again, and whether (and to what) the tree's partition
+    padded the layout is read from that call, not from the partition's shape."""
 
     def __init__(self, real: Any) -> None:
         self.real = real
         self.last: tuple[tuple[bytes, bytes], Any] | None = None
+        self.padded: int | None = None  # the padded size the last caller handed it (None: none)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.last = None
+        padded = kwargs.get("padded_num_tokens", args[4] if len(args) > 4 else None)
+        self.padded = None if padded is None else int(padded)
         found = self.real(*args, **kwargs)
         self.last = ((bytes(args[0].tobytes()), bytes(args[2].tobytes())), found)
         return found

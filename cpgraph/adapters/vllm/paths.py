@@ -9,8 +9,9 @@ and lists the descriptors it captures; ``answers(step, config)`` is what each ra
 from the tree: execute_model's statements up to ``dispatch_cg_and_sync_dp`` (execute.py: the request and
 token counts, the uniform decode count, the query-length bound, the DP sync and re-dispatch), then the
 partition (partition.py: what prepare_inputs hands it, ``partition_batch`` padding the layout and resolving a
-FULL graph's requests, the local batch's ``num_tokens_after_padding``). Restated: a PIECEWISE step replays
-under that ``num_tokens_after_padding``, a FULL one under the dispatched descriptor. The answers are judged by
+FULL graph's requests, the local batch's padded counts), then execute_model on from ``prepare_inputs`` to the
+call that replays (execute.py: ``run_fullgraph(descriptor)`` for a FULL step, the forward context's mode and
+``batch_descriptor`` otherwise), whose recorded key is the graph replayed. The answers are judged by
 ``reference.graph_paths.judge``.
 
 Which modes a release runs under PCP is read from its code: FULL graphs need the partition to pad requests
@@ -125,25 +126,34 @@ class VllmPaths:
         dispatched = _graph(desc)
         if manager is None:  # one rank: no PCPManager; prepare_inputs pads the batch as its own statements say (run)
             rows, requests = sum(lengths), len(lengths)
-            if dispatched is None or dispatched.mode == "FULL":
-                return PathAnswer(rank, dispatched, dispatched, rows, requests)
-            padded = self.policy.partition.run_single(found.runner, found.handed)
-            return PathAnswer(rank, dispatched, Graph(dispatched.mode, padded, dispatched.requests, dispatched.query_len), rows, requests)
+            if dispatched is None:
+                return PathAnswer(rank, None, None, rows, requests)
+            built_batch = self.policy.partition.run_single(found.runner, found.handed)
+            return PathAnswer(rank, dispatched, self._replayed(found, dispatched, built_batch), rows, requests)
         # the partition, run from the tree (partition.py): the layout padded as the tree pads it, a FULL descriptor's
         # requests resolved against the rank's (0.30 on), and the local batch whose num_tokens_after_padding a
         # PIECEWISE step replays under; what the release raises by design is the step's refusal
-        made = self.policy._partitioned(found, manager, batch)
+        drafts = sum(query_len - 1 for n, pre in zip(lengths, prefilling) if not pre and query_len > 1 and n == query_len)
+        made = self.policy._partitioned(found, manager, batch, max((*_sizes(built), sum(lengths))), drafts)
         segments, real = laid_out(manager, batch)  # the real rows and segments on every rank
         rows, requests = int(real[rank]), max(1, len(segments[rank]))  # an empty rank runs one dummy segment
         if dispatched is None:
             return PathAnswer(rank, None, None, rows, requests)
         if isinstance(made, Exception):
             return PathAnswer(rank, dispatched, None, rows, requests, f"{type(made).__name__}: {made}")
-        # a FULL step replays the dispatched descriptor (execute_model's run_fullgraph(batch_desc)); a PIECEWISE
-        # one replays under BatchDescriptor(num_tokens=input_batch.num_tokens_after_padding) of the local batch
-        replayed = dispatched if dispatched.mode == "FULL" else Graph(
-            dispatched.mode, made.num_tokens_after_padding, dispatched.requests, dispatched.query_len)
-        return PathAnswer(rank, dispatched, replayed, rows, requests)
+        # execute_model on from prepare_inputs (handing back the local batch) to the call that replays: a FULL step's
+        # run_fullgraph(descriptor), a PIECEWISE one's forward context (its batch_descriptor), run (execute.py)
+        return PathAnswer(rank, dispatched, self._replayed(found, dispatched, made), rows, requests)
+
+    def _replayed(self, found: Any, dispatched: Graph, made: Any) -> Graph | None:
+        """The graph execute_model replays (run from its call of prepare_inputs to its replay call): a FULL
+        descriptor as run_fullgraph gets it, else the forward context's mode and batch descriptor's size."""
+        replayed = self.policy.execute.replay(found, made)
+        if replayed.via == "FULL":
+            return _graph(replayed.key)
+        if replayed.mode == "NONE":
+            return None
+        return Graph(replayed.mode, replayed.num_tokens, dispatched.requests, dispatched.query_len)
 
 
 class _Collected(Exception):
@@ -222,6 +232,11 @@ class _Collective:
         self._saved.clear()
 
 
+def _sizes(built: Any) -> tuple[int, ...]:
+    """The token counts a CudaGraphManager captures (the scheduler's token budget is at least the largest)."""
+    return tuple(int(d.num_tokens) for descs in built._capture_descs.values() for d in descs)
+
+
 def _graph(desc: Any) -> Graph | None:
     """A release's BatchExecutionDescriptor as a reference Graph (None: eager)."""
     mode = desc.cg_mode.name
@@ -242,11 +257,13 @@ def default_config(mode: str, *, spec_tokens: int = 0, max_num_seqs: int = 256,
     return GraphConfig(mode, tokens, decodes, (1 + spec_tokens,), max_num_seqs)
 
 
-def decision_lines(policy: Any) -> tuple[str, ...]:
+def decision_lines(policy: Any, first_replay: bool = False) -> tuple[str, ...]:
     """Where a release decides a step's graph, as ``file:line `source` (role)``: the statements of the tree
     checked that define the request and token counts execute_model hands dispatch (those it runs, where they
     reach the call), the decode table's index (0.34 on), the request check of ``_is_compatible``, the DP
-    re-dispatch and the partition's own request contract. A line the release does not have is left out."""
+    re-dispatch, the partition's own request contract and the replay calls execute_model makes after the
+    partition (the forward context's batch descriptor, the FULL graph's descriptor; first when
+    ``first_replay``). A line the release does not have is left out."""
     import ast
 
     from cpgraph.adapters.glue import find, tree_of
@@ -261,6 +278,14 @@ def decision_lines(policy: Any) -> tuple[str, ...]:
         out.append(f"{rel}:{getattr(node, 'lineno')} `{text}` ({role})")
 
     execute = policy.execute
+    replay = []
+    for site, call in zip(execute.replay_sites(), execute.program.replay_sinks):
+        kind = call[1].func.attr if isinstance(call[1].func, ast.Attribute) else getattr(call[1].func, "id", "")
+        role = ("a FULL step replays this descriptor" if kind == "run_fullgraph"
+                else "the key execute_model replays a PIECEWISE step under: the forward context's batch_descriptor")
+        replay.append(f"{site} `{site.text}` ({role}, run)")
+    if first_replay:
+        out += replay[::-1]
     for site in execute.deciding("num_reqs"):
         out.append(f"{site} `{site.text}` (the request count execute_model hands dispatch_cg_and_sync_dp as num_reqs)")
     for site in execute.deciding("num_tokens"):
@@ -295,4 +320,6 @@ def decision_lines(policy: Any) -> tuple[str, ...]:
         asserts = [n for n in ast.walk(resolve) if isinstance(n, ast.Assert)]
         if asserts:
             cite(PCP_FILE, asserts[0], "the partition needs the graph to hold the rank-local requests only")
+    if not first_replay:
+        out += replay
     return tuple(out)

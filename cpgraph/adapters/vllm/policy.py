@@ -28,10 +28,12 @@ backward slice, with ``gather_batch_req_state`` and the rest it calls) are compi
 model_runner.py and run (cpgraph/adapters/vllm/execute.py, over cpgraph/adapters/follow.py), and so is the
 way to the partition: what ``prepare_inputs`` hands it, the wrapper, and ``PCPManager.partition_batch`` up
 to the local batch's ``num_tokens_after_padding`` (the PIECEWISE replay key) and ``num_reqs_after_padding``
-(cpgraph/adapters/vllm/partition.py). ``policy.citations()`` cites the statements run. Restated: which key
-execute_model replays under after the partition (PIECEWISE: the local batch's, FULL: the descriptor). The family is
-read from the code (does the partition read the descriptor's size, does PCPManager take
-``shard_decode_requests``), not from the version string, which is only reported. docs/adapters/vllm.md
+(cpgraph/adapters/vllm/partition.py), and execute_model after ``prepare_inputs`` up to the call that replays
+(``run_fullgraph(descriptor)`` or the forward context's ``batch_descriptor``: execute.py), whose key is
+recorded. ``policy.citations()`` cites the statements run. The family is read from the code's shape (does
+the partition read the descriptor's size, does PCPManager take ``shard_decode_requests``), not from the
+version string; it names the report and gates ``planted=``, and decides no value judged (the padded size
+is read from the partition's own call of ``_build_batch_layout``). docs/adapters/vllm.md
 lists what runs, what is stood in for, what is refused.
 
 | release | family | dispatched (admission) | replayed under | decodes | strategy |
@@ -56,8 +58,8 @@ Citations (model_runner.py unless named): the dispatched count at :1174 (0.26.0)
 (0.29.0), :1813 (0.33.0); the partition at :1053 (0.26.0, no padded size, so pcp_manager.py:387 pads to
 max(per_rank_num_tokens)), :1362 (0.29.0, padded_num_tokens=batch_desc.num_tokens), :1592 (0.33.0, the
 descriptor; pcp_manager.py:484 pads to batch_desc.num_tokens unless eager); the replay key
-``BatchDescriptor(num_tokens=input_batch.num_tokens_after_padding)`` at :1334 (0.26.0), :1747 (0.29.0),
-:2063 (0.33.0); one rank builds no PCPManager (pcp_manager.py:660 in 0.26.0, :903 in 0.33.0).
+``batch_descriptor = BatchDescriptor(`` at :1333 (0.26.0), :1746 (0.29.0), :2062 (0.33.0), run; one rank
+builds no PCPManager (pcp_manager.py:660 in 0.26.0, :903 in 0.33.0).
 
 So 0.26.0-0.28.0 admit by one size and replay under another (P = 4, [170, 161, 153]: dispatched 496,
 replayed under 126, a size never captured; [64] * 7: dispatched 448, replayed under 112, which is
@@ -315,7 +317,7 @@ class VllmPolicy:
         return self.execute.run(graphs=self._graph_manager(sizes), pcp_manager=manager, lengths=lengths,
                                 prefilling=prefilling, total=n)
 
-    # -- one step: the dispatch run from the release, the partition and replay key restated ------------
+    # -- one step: the dispatch, the partition and the replay key, each run from the release --------------------
     def step(
         self, *, cp_rank: int, cp_size: int, num_tokens: int, extend_seq_lens: Sequence[int],
         capture_num_tokens: Sequence[int], is_prefilling: Sequence[bool] | None = None,
@@ -349,8 +351,10 @@ class VllmPolicy:
         found = self._follow(sizes, lengths, prefilling, n, None)
         desc = found.desc
         admitted = desc.cg_mode != self.mode.NONE  # type: ignore[attr-defined]
-        replay = self.partition.run_single(found.runner, found.handed) if admitted else None
-        return Step(found.num_tokens, desc.cg_mode.name, admitted, desc.num_tokens, None, replay, None, (sum(lengths),))
+        replay, refusal = None, None
+        if admitted:  # execute_model on from prepare_inputs to the call that replays (execute.py)
+            replay, refusal = self._replayed(found, self.partition.run_single(found.runner, found.handed))
+        return Step(found.num_tokens, desc.cg_mode.name, admitted, desc.num_tokens, None, replay, refusal, (sum(lengths),))
 
     def _ranks(
         self, size: int, rank: int, sizes: tuple[int, ...], lengths: tuple[int, ...], prefilling: tuple[bool, ...], n: int
@@ -365,23 +369,36 @@ class VllmPolicy:
         # lays the batch out (the release's _build_batch_layout, which raises below a rank's rows, 0.29 on) and
         # makes the local batch whose num_tokens_after_padding execute_model replays under
         # (BatchDescriptor(num_tokens=input_batch.num_tokens_after_padding)).
-        refusal = self._partitioned(found, manager, batch)
+        refusal = self._partitioned(found, manager, batch, max((*sizes, n)))
+        # the size the tree's partition handed its layout (None: laid out unpadded), as the call was made (run)
+        layouts = manager._build_batch_layout
+        padded = layouts.padded if isinstance(layouts, Layouts) else None
         _, rows = laid_out(manager, batch)  # the real rows on every rank
         real = tuple(int(r) for r in rows)
         if isinstance(refusal, Exception):
-            padded = int(desc.num_tokens) if self.local and admitted else None  # the size the layout refused
             return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, None, str(refusal), real, order)
-        padded = refusal.num_tokens_after_padding if self.local else None
         if not admitted:  # eager: the layout is run, no graph is replayed
             return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, None, None, real, order)
-        return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, refusal.num_tokens_after_padding, None, real, order)
+        replay, eager = self._replayed(found, refusal)
+        return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, replay, eager, real, order)
 
-    def _partitioned(self, found: Dispatched, manager: Any, batch: ScheduledBatch) -> Partitioned | Exception:
+    def _replayed(self, found: Dispatched, made: Partitioned) -> tuple[int | None, str | None]:
+        """The key execute_model replays the admitted step under, run from prepare_inputs' return to its replay
+        call (execute.py), or (None, why) when it runs the step eagerly there."""
+        replayed = self.execute.replay(found, made)
+        if replayed.mode == "NONE":
+            return None, f"{replayed.site} `{replayed.site.text}`: execute_model runs the admitted step eagerly"
+        return replayed.num_tokens, None
+
+    def _partitioned(self, found: Dispatched, manager: Any, batch: ScheduledBatch, budget: int = 0,
+                     drafts: int = 0) -> Partitioned | Exception:
         """The tree's partition of ``found``'s batch on this rank (partition.py), or what the release raised by
         design (a size below a rank's rows, a FULL graph short of the rank's requests)."""
-        laid = GlobalBatch.of(batch.num_scheduled_tokens, batch.is_prefilling)
+        laid = GlobalBatch.of(batch.num_scheduled_tokens, batch.is_prefilling, drafts)
+        if isinstance(manager._build_batch_layout, Layouts):
+            manager._build_batch_layout.padded = None  # what this run's partition hands its layout, if it gets there
         try:
-            return self.partition.run(found.runner, manager, laid, found.handed)
+            return self.partition.run(found.runner, manager, laid, found.handed, budget)
         except Exception as exc:
             if isinstance(exc, AdapterError) or not raised_by_release(exc, self.root):
                 raise
@@ -475,18 +492,23 @@ class VllmPolicy:
         """Where this release decides a step's graph (file:line citations, for a path violation's report)."""
         from cpgraph.adapters.vllm.paths import decision_lines
 
-        del invariant  # one dispatch decides every path invariant
-        return decision_lines(self)
+        # one dispatch decides every path invariant; admission against replay is decided by the replay key too
+        return decision_lines(self, first_replay=invariant == "admission_replay")
 
     # -- provenance --------------------------------------------------------------------------------
     def citations(self) -> dict[str, str]:
         """Where each step of the model runner's glue is in the tree checked (file:line): the statements run
-        that define the counts handed to dispatch (where they reach the call) and the call, then the partition
-        and replay steps the adapter restates."""
+        that define the counts handed to dispatch (where they reach the call) and the call, the partition steps
+        as located (release.read_glue), the local batch the partition makes and the replay key and call, run."""
         out = {"dispatch_count": str(self.execute.deciding("num_tokens")[-1]),
                "dispatch_requests": str(self.execute.deciding("num_reqs")[-1]), "dispatch": str(self.execute.sink())}
         out.update({name: str(cite) for name, cite in self.glue.steps})
         out["local_batch"] = str(self.partition.sites()[-1])  # the local batch the partition makes, run (partition.py)
+        # where execute_model's replay key is defined on its way to the forward context (run: execute.py), and the
+        # FULL graph's replay call
+        sites = self.execute.replay_sites()
+        out["replay_key"] = str(sites[-1])
+        out["replay_full"] = str(sites[0])
         return out
 
     def code_files(self) -> dict[str, str]:

@@ -1,8 +1,9 @@
 """A vLLM release as the vLLM adapter finds and reads it: where the installed package lives, its version,
 the modules run for real, the two definitions compiled from their own source (``CUDAGraphMode`` and
 ``ParallelConfig.pcp_shard_decode_requests``), and the model runner's partition and replay glue located in
-its ``model_runner.py`` (what the adapter still restates, cited by file and line, and checked to be there;
-the dispatch before it is run from the release's own statements, execute.py).
+its ``model_runner.py`` (where the partition steps are, cited by file and line, and the family read from
+their shape; the dispatch, the partition and the replay key are run from the release's own statements:
+execute.py, partition.py).
 
 Nothing of vLLM is copied here: the real modules are loaded from the release's files, and the glue is
 found by reading the release's syntax tree, so a release whose glue differs from what the adapter restates
@@ -286,11 +287,7 @@ def read_glue(root: str) -> Glue:
         raise missing("partition_batch sets num_local_tokens_padded")
     steps.append(("local_padded", cite(PCP_FILE, local_padded[0])))
 
-    keys = [k for c in _calls(execute, "BatchDescriptor") for k in c.keywords
-            if k.arg == "num_tokens" and ast.unparse(k.value) == "input_batch.num_tokens_after_padding"]
-    if not keys:
-        raise missing("execute_model replays under BatchDescriptor(num_tokens=input_batch.num_tokens_after_padding)")
-    steps.append(("replay_key", cite(MODEL_RUNNER, keys[0].value)))
+    # the replay key is not read here: execute_model is run on to the call that replays (execute.py)
     prepare = next(_functions(runner, "prepare_inputs"), None)
     after = _assigns(prepare, "num_tokens_after_padding") if prepare is not None else []
     if not after:
