@@ -49,6 +49,10 @@ class StackAdapter(Protocol):
     does not). ``POLICIES`` are the names ``cpgraph check cpgraph.adapters.<stack>:<name>`` serves; the
     package's ``__getattr__`` builds each from the installed release on first use.
 
+    A stack whose import package has another name than its distribution declares ``IMPORT_PACKAGE``, and one
+    whose wheels need pip arguments to download (a Python version, say) ``DOWNLOAD_ARGS``: both optional,
+    read by cpgraph/adapters/releases.py, which lists the stacks' distributions from the folders.
+
     The support range: ``READ_AGAINST``, the releases the adapter was read against (oldest first), and
     ``NEWEST`` the last of them. A newer release is driven when its code fits, else refused.
 

@@ -27,11 +27,29 @@ from pathlib import Path
 
 from cpgraph.adapters import AdapterError
 
-PACKAGES = ("vllm", "sglang", "megatron-core")
-# a distribution whose import package has another name; and the pip arguments its wheels need (megatron-core's
-# wheels from 0.17 on are built for Python 3.12 only: only their .py files are kept, so any Python reads them)
-IMPORT_PACKAGES = {"megatron-core": "megatron"}
-PIP_TARGET = {"megatron-core": ("--python-version", "3.12")}
+
+
+def stack_packages() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Every stack's distribution on the package index (``PACKAGE`` of each folder under cpgraph/adapters/, so a
+    new stack needs no edit here) -> (its import package, the pip arguments its wheels need): a stack declares
+    ``IMPORT_PACKAGE`` when its import package has another name, and ``DOWNLOAD_ARGS`` (megatron-core's wheels
+    from 0.17 on are built for Python 3.12 only; only their .py files are kept, so any Python reads them)."""
+    from cpgraph.adapters import stacks  # the stacks import this module: looked up when asked, not at import
+
+    out: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for module in stacks().values():
+        package = getattr(module, "PACKAGE", None)
+        if isinstance(package, str):
+            out[package] = (str(getattr(module, "IMPORT_PACKAGE", package)), tuple(getattr(module, "DOWNLOAD_ARGS", ())))
+    return out
+
+
+def _known(package: str) -> tuple[str, tuple[str, ...]]:
+    known = stack_packages()
+    if package not in known:
+        raise ValueError(f"package must be one of {', '.join(sorted(known))} (the stacks under cpgraph/adapters/); got {package!r}")
+    return known[package]
+
 MARKER = "WHEEL-FILE"  # written last into an unpacked release: the wheel's name
 PIP_TIMEOUT_S = 900
 
@@ -120,9 +138,8 @@ def pip_reason(stderr: str) -> str:
 
 def index_versions(package: str) -> list[str]:
     """The final releases of ``package`` on the package index, oldest first."""
-    if package not in PACKAGES:
-        raise ValueError(f"package must be one of {', '.join(PACKAGES)}; got {package!r}")
-    done = _pip(["index", "versions", *PIP_TARGET.get(package, ()), package], f"cannot list {package} releases")
+    _, target = _known(package)
+    done = _pip(["index", "versions", *target, package], f"cannot list {package} releases")
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("Available versions:")), None)
     if done.returncode != 0 or line is None:
         raise ReleaseUnavailable(f"cannot list {package} releases from the package index: {pip_reason(done.stderr)}")
@@ -177,8 +194,7 @@ def _python_files(package: str) -> Callable[[str], bool]:
 def fetch(package: str, version: str, cache: Path | None = None) -> Path:
     """The folder holding ``package``==``version``'s package (.py files only), downloaded and unpacked on
     first use (see the module docstring); ReleaseUnavailable with pip's reason when it cannot be."""
-    if package not in PACKAGES:
-        raise ValueError(f"package must be one of {', '.join(PACKAGES)}; got {package!r}")
+    _known(package)
     folder = (cache or cache_dir()) / package
     root = folder / version
     if (root / MARKER).is_file():
@@ -192,7 +208,7 @@ def fetch(package: str, version: str, cache: Path | None = None) -> Path:
 def download(package: str, version: str, into: str) -> Path:
     """``package``==``version``'s wheel, downloaded without dependencies into ``into``."""
     spec = f"{package}=={version}"
-    done = _pip(["download", "--no-deps", "--only-binary", ":all:", *PIP_TARGET.get(package, ()), "-q", "--timeout", "30",
+    done = _pip(["download", "--no-deps", "--only-binary", ":all:", *_known(package)[1], "-q", "--timeout", "30",
                  "--retries", "2", spec, "-d", into], f"cannot download {spec}")
     wheels = sorted(Path(into).glob(f"{package.replace('-', '_')}-{version}-*.whl"))
     if done.returncode != 0 or not wheels:
@@ -208,7 +224,7 @@ def unpack(package: str, version: str, folder: Path, root: Path, keep: Callable[
         found = wheel if wheel is not None else download(package, version, scratch)
         unpacked = Path(scratch) / "unpacked"
         with zipfile.ZipFile(found) as archive:
-            archive.extractall(unpacked, [m for m in archive.namelist() if (keep or _python_files(IMPORT_PACKAGES.get(package, package)))(m)])
+            archive.extractall(unpacked, [m for m in archive.namelist() if (keep or _python_files(_known(package)[0]))(m)])
         (unpacked / MARKER).write_text(found.name + "\n")
         if root.exists():  # a half-written folder from an interrupted run (no marker)
             shutil.rmtree(root)

@@ -24,11 +24,13 @@ from cpgraph.adapters.megatron.policy import (
 from cpgraph.adapters.megatron.release import MegatronGlueError
 
 __all__ = [
-    "EP_STEPS", "EXECUTED", "NEWEST", "PACKAGE", "POLICIES", "READ_AGAINST", "STACK", "STOOD_IN", "ConfigRefused",
+    "DOWNLOAD_ARGS", "EP_STEPS", "EXECUTED", "IMPORT_PACKAGE", "NEWEST", "PACKAGE", "POLICIES", "READ_AGAINST", "STACK", "STOOD_IN", "ConfigRefused",
     "MegatronAdapterError", "MegatronGlueError", "MegatronPolicy", "installed_root", "policy_from",
 ]
 
 STACK = "Megatron-Core"
+IMPORT_PACKAGE = "megatron"  # the distribution megatron-core installs the package megatron
+DOWNLOAD_ARGS = ("--python-version", "3.12")  # wheels from 0.17 on are cp312-only; only their .py files are kept
 EP_STEPS = True  # its policies are checked on EP steps (cpgraph/check/subjects/ep_steps.py), not the prefill protocol
 EXECUTED = (
     Driven("batch_dimensions_utils.py whole: the graph list generator, adjust_batch_dims_for_expert_parallelism, "
