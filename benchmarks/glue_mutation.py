@@ -198,11 +198,14 @@ def kill(cpgraph_path: str, release: Path, mutant: Mutant | None, timeout: float
         shutil.rmtree(tree.parent, ignore_errors=True)
     seconds = time.perf_counter() - start
     status = {0: "survived", 1: "killed", 2: "killed"}.get(done.returncode, "errored")
-    return status, done.returncode, seconds, _evidence(done.returncode, done.stdout, done.stderr)
+    where = f"{mutant.path}:{mutant.line}" if mutant is not None else None
+    return status, done.returncode, seconds, _evidence(done.returncode, done.stdout, done.stderr, where)
 
 
-def _evidence(code: int, stdout: str, stderr: str) -> str:
-    """What killed it: the invariants violated (exit 1), the refusal (exit 2), else the last line ('' when it passed)."""
+def _evidence(code: int, stdout: str, stderr: str, where: str | None = None) -> str:
+    """What killed it: the invariants violated (exit 1; with "the mutated line cited" when a finding's
+    ``decided_at`` names ``where``, the mutant's file:line), the refusal (exit 2), else the last line ('' when
+    it passed)."""
     if code == 0:
         return ""
     if code == 1:
@@ -211,7 +214,9 @@ def _evidence(code: int, stdout: str, stderr: str) -> str:
             prefill = [v["invariant"] for v in data.get("violations", [])]
             paths = [f"{v['invariant']} ({v['mode']}, dcp {v['dcp_size']}, DP {v['dp_size']})"
                      for v in (data.get("graph_paths") or {}).get("violations", [])]
-            return "violated: " + ", ".join(dict.fromkeys([*prefill, *paths]))
+            cites = [v.get("decided_at") or [] for v in [*data.get("violations", []), *(data.get("graph_paths") or {}).get("violations", [])]]
+            cited = "; the mutated line cited (decided at)" if where is not None and any(where in c for c in cites) else ""
+            return "violated: " + ", ".join(dict.fromkeys([*prefill, *paths])) + cited
         except (ValueError, KeyError, TypeError, AttributeError):
             pass
     lines = [ln for ln in (stderr + stdout).splitlines() if ln.strip()]

@@ -80,3 +80,14 @@ def test_survivors_meet_their_arguments_and_only_equivalents_leave_the_score(tmp
     assert result["score"] == 0.4 and result["score_without_equivalents"] == 0.5
     assert "argued" not in outcomes[4]  # the argument names line 9, not this `return False` on line 7
     assert outcomes[1]["argued"] == {"kind": "outside", "argument": "moves data"}
+
+
+def test_a_kill_by_a_finding_says_when_the_finding_cites_the_mutated_line() -> None:
+    gm = glue
+    found = json.dumps({"violations": [{"invariant": "capacity_fit", "decided_at": ["pkg/a.py:3", "pkg/b.py:9"]}],
+                        "graph_paths": {"violations": [{"invariant": "rank_consensus", "mode": "FULL", "dcp_size": 1,
+                                                         "dp_size": 2, "decided_at": []}]}})
+    assert gm._evidence(1, found, "", "pkg/b.py:9") == (
+        "violated: capacity_fit, rank_consensus (FULL, dcp 1, DP 2); the mutated line cited (decided at)")
+    assert gm._evidence(1, found, "", "pkg/b.py:10") == "violated: capacity_fit, rank_consensus (FULL, dcp 1, DP 2)"
+    assert gm._evidence(0, found, "", "pkg/b.py:9") == ""
