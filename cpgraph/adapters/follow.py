@@ -168,12 +168,19 @@ class Program:
         if self.after is not None:
             self._mark_dead(self.after)
         pending = [entry]
-        while pending:  # follow self.<method>() calls the slice makes
+        first = True
+        while pending:  # follow self.<method>() calls the slice makes (and, once, those the replay slice makes)
             name = pending.pop()
-            for stmt in self.slices[name].statements:
+            kept = list(self.slices[name].statements)
+            early = list(self.slices[name].early)
+            if first and self.after is not None:
+                kept += self._after_statements()
+                early += list(self.after.early)
+            first = False
+            for stmt in kept:
                 if id(stmt) in self.dead:
                     continue
-                for called, call in _self_calls(stmt) if stmt not in self.slices[name].early else ():
+                for called, call in _self_calls(stmt) if not any(stmt is r for r in early) else ():
                     if called in self.slices or called in provided:
                         continue
                     if called not in self.methods:

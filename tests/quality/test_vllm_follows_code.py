@@ -308,14 +308,27 @@ def _replay_key_refactored(lines: list[str]) -> list[str]:
                        f"{indent}replay_tokens = input_batch.num_tokens_after_padding\n"] + out[at:]
 
 
+def _replay_key_moved_into_a_helper(lines: list[str]) -> list[str]:
+    """The forward context's descriptor built by a new method of the model runner (followed as execute_model's own)."""
+    at = _replay_key_at(lines)
+    end = next(i for i in range(at, len(lines)) if lines[i].strip() == ")")
+    indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+    args = "".join(line.strip() for line in lines[at + 1:end])
+    start = _execute(lines) - 1 if lines[_execute(lines) - 1].strip().startswith("@") else _execute(lines)
+    helper = ["    def _forward_key(self, input_batch, batch_desc):\n", f"        return BatchDescriptor({args})\n", "\n"]
+    return lines[:start] + helper + lines[start:at] + [f"{indent}batch_descriptor = self._forward_key(input_batch, batch_desc)\n"] + lines[end + 1:]
+
+
 @pytest.mark.parametrize("version", ["0.29.0", "0.34.0"])
+@pytest.mark.parametrize("refactor", [_replay_key_refactored, _replay_key_moved_into_a_helper])
 def test_a_replay_key_refactor_keeps_every_answer_and_the_verdict(
-    vllm_release: Callable[[str], Path], tmp_path: Path, version: str
+    vllm_release: Callable[[str], Path], tmp_path: Path, version: str, refactor: Callable[[list[str]], list[str]]
 ) -> None:
     root = _copy(vllm_release, version, tmp_path / "replay-refactored")
-    lines = _edit(root, _replay_key_refactored)
+    lines = _edit(root, refactor)
     policy = policy_from(str(root))
-    assert policy.citations()["replay_key"] == f"{RUNNER}:{_at(lines, 'forward_key = BatchDescriptor(') + 1}"
+    named = "forward_key = BatchDescriptor(" if refactor is _replay_key_refactored else "batch_descriptor = self._forward_key(input_batch, batch_desc)"
+    assert policy.citations()["replay_key"] == f"{RUNNER}:{_at(lines, named) + 1}"
     batches = _batches(46, 120)
     assert _answers(policy, batches) == _answers(policy_from(str(vllm_release(version))), batches)
     if version == "0.29.0":
