@@ -88,6 +88,9 @@ STOOD_IN = (
             "sliced statement whose value comes from a stub is refused at its file:line"),
     StandIn("the configuration (VllmConfig, ParallelConfig)", "stand_ins.py fills the fields the driven code reads"),
     StandIn("the DP all-reduce", "simulated in one process over every DP rank's proposal (paths.py)"),
+    StandIn("the attention metadata execute_model checks after prepare_inputs (assert slot_mappings / block_tables is "
+            "not None)", "not built, and those guards not run: they check what prepare_attn returned, not a value reaching "
+            "the replay key; listed per tree, with why, in policy.execute.program.unrun_guards"),
 )
 
 _BUILT: dict[str, VllmPolicy] = {}
