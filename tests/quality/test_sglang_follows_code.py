@@ -130,6 +130,19 @@ def test_the_command_line_cites_the_planted_line_in_text_and_json(wheels: dict[s
     assert any(where in lines for lines in cited), cited
 
 
+def test_a_shipped_release_cites_the_bucket_choice_first_for_a_bucket_invariant(wheels: dict[str, Path]) -> None:
+    """0.5.17 as shipped (no pristine diff to narrow by): every line that ran is cited, those of the functions that
+    choose the bucket first for capacity_fit, so the report's first lines are where 0.5.17 pads without the capacity."""
+    from cpgraph.adapters.sglang.trace import CHOOSING
+
+    policy = policy_from(str(wheels["0.5.17"]))
+    ran = policy.functions_run(EXAMPLE)
+    cited = policy.decided_at("capacity_fit", EXAMPLE)
+    assert sorted(cited) == sorted(ran) and ran[cited[0]] in CHOOSING, cited[:5]
+    assert policy.decided_at("no_needless_fallback", EXAMPLE) == tuple(ran)  # in the order run
+    assert policy.decided_at("capacity_fit") == ()
+
+
 NOT_ACTIVE = '''        if getattr(self, "enable_cp_bcg_capture", False) and not is_cp_active(
             forward_batch
         ):

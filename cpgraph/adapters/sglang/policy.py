@@ -52,7 +52,7 @@ from cpgraph.adapters.sglang.release import (
     read_against,
 )
 from cpgraph.adapters.sglang.helpers import driving, strict_helpers
-from cpgraph.adapters.sglang.trace import DECIDING, changed_lines, pristine_roots, traced
+from cpgraph.adapters.sglang.trace import BUCKET_SIDE, CHOOSING, DECIDING, changed_lines, pristine_roots, traced
 from cpgraph.adapters.sglang.path import ACCESSORS, FORWARD_BATCH_INFO, MODEL_RUNNER, PATH_MODULES, ForwardPath, Outcome
 from cpgraph.adapters.sglang.stand_ins import TENSOR_WORK, cp_split, no_override
 from cpgraph.adapters.sglang.state import ENVIRON_FILES, ENVIRONMENT, assigned, given
@@ -175,23 +175,34 @@ class SglangPolicy:
         CP bucket scan, load_batch and the CP input's prepare). Narrowed to the lines that differ from the
         pristine release of the same version (``pristine_changes``) when that release is unpacked in the
         cache and some of them ran: a regression planted in, or patched into, a release is cited at its
-        own lines. Otherwise every line that ran (a tracer, not a slice). No batch: nothing ran, ()."""
+        own lines. Otherwise every line that ran (a tracer, not a slice), for an invariant judged on the
+        replayed bucket (``BUCKET_SIDE``) those of the functions that choose and lay out the bucket
+        (``CHOOSING``: load_batch, the CP bucket scan, the CP input's prepare) first. No batch: nothing ran, ()."""
         if batch is None:
             return ()
-        lines = self.lines_run(batch)
+        ran = self.functions_run(batch)
+        lines = tuple(ran)
         changed = self.pristine_changes({line.rpartition(":")[0] for line in lines})
         narrowed = tuple(line for line in lines if line in changed)
-        return narrowed or lines
+        if narrowed:
+            return narrowed
+        if invariant in BUCKET_SIDE:
+            return tuple(sorted(lines, key=lambda line: ran[line] not in CHOOSING))  # stable: run order kept within each
+        return lines
 
     def lines_run(self, batch: Mapping[str, object]) -> tuple[str, ...]:
         """Every line of the release (file:line, in the order first run) that ran on ``batch`` in ``DECIDING``."""
-        lines: dict[str, None] = {}
+        return tuple(self.functions_run(batch))
+
+    def functions_run(self, batch: Mapping[str, object]) -> dict[str, str]:
+        """``lines_run``'s lines, each with the name of the deciding function it ran in."""
+        lines: dict[str, str] = {}
         with traced(self.root, DECIDING, lines):
             try:
                 self._outcome(dict(batch), replay=True)
             except Exception:
                 pass  # a refusal or the release's own exception: the lines that ran up to it are the answer
-        return tuple(lines)
+        return lines
 
     def pristine_changes(self, files: Iterable[str]) -> frozenset[str]:
         """The lines (file:line) of ``files`` (paths inside this tree) that differ from the same version's

@@ -23,15 +23,24 @@ DECIDING = frozenset({
 })
 
 
+# The invariants judged on the replayed bucket, and the deciding functions that choose and lay it out: their
+# lines are cited first for those invariants when every line that ran is cited.
+BUCKET_SIDE = frozenset({"captured_bucket", "padding_limit", "capacity_fit", "minimal_bucket"})
+CHOOSING = frozenset({
+    "load_batch", "_pad_to_bucket", "select_replay_bucket", "select_replay_bucket_for_batch", "required_local_tokens",
+    "_max_local_tokens", "prepare",
+})
+
+
 @contextmanager
-def traced(root: str, functions: frozenset[str], into: dict[str, None]) -> Iterator[None]:
-    """Record into ``into`` (as keys, in order) ``file:line`` (relative to ``root``) of every line run in a
-    function named in ``functions`` whose code is a file under ``root``."""
+def traced(root: str, functions: frozenset[str], into: dict[str, str]) -> Iterator[None]:
+    """Record into ``into`` (as keys, in order; the value the function's name) ``file:line`` (relative to
+    ``root``) of every line run in a function named in ``functions`` whose code is a file under ``root``."""
     prefix = os.path.abspath(root) + os.sep
 
     def local(frame: FrameType, event: str, arg: Any) -> Any:
         if event == "line":
-            into.setdefault(f"{os.path.relpath(frame.f_code.co_filename, root)}:{frame.f_lineno}", None)
+            into.setdefault(f"{os.path.relpath(frame.f_code.co_filename, root)}:{frame.f_lineno}", frame.f_code.co_name)
         return local
 
     def calls(frame: FrameType, event: str, arg: Any) -> Any:
