@@ -806,3 +806,83 @@ def imports(sandbox: Sandbox, module_name: str) -> Any:
         return namespace
 
     return load
+
+
+# -- what ran: the lines of the tree a call ran, for citations ------------------------------------------------
+def code_objects(functions: Iterator[Any] | list[Any]) -> frozenset[types.CodeType]:
+    """The code objects of ``functions`` (functions or classes' methods) and those nested in them
+    (comprehensions, lambdas): the compiled slices' code, told apart from the code run whole."""
+    out: set[types.CodeType] = set()
+    pending = [getattr(f, "__code__", None) for f in functions]
+    while pending:
+        code = pending.pop()
+        if not isinstance(code, types.CodeType) or code in out:
+            continue
+        out.add(code)
+        pending += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A line of the tree that ran: ``file`` (relative to the root), ``line``, and whether its code is one of
+    the compiled slices (``sliced``) or code run whole (a real module's function)."""
+
+    file: str
+    line: int
+    sliced: bool
+
+
+def run_traced(root: str, sliced: frozenset[types.CodeType], call: Callable[[], Any]) -> tuple[list[Ran], BaseException | None]:
+    """``call()`` run with a line tracer on every code object whose file is under ``root``: the lines it ran,
+    in the order first run, and the exception it ended with (None: it returned). The tracer in place before
+    (a coverage tool's) is put back."""
+    prefix = os.path.abspath(root) + os.sep
+    seen: dict[tuple[str, int], Ran] = {}
+    relative: dict[str, str] = {}
+
+    def local(frame: types.FrameType, event: str, arg: Any) -> Any:
+        if event == "line":
+            code = frame.f_code
+            key = (code.co_filename, frame.f_lineno)
+            if key not in seen:
+                rel = relative.get(code.co_filename)
+                if rel is None:
+                    rel = relative[code.co_filename] = os.path.relpath(code.co_filename, root)
+                seen[key] = Ran(rel, frame.f_lineno, code in sliced)
+            elif not seen[key].sliced and code in sliced:
+                seen[key] = Ran(seen[key].file, frame.f_lineno, True)
+        return local
+
+    def calls(frame: types.FrameType, event: str, arg: Any) -> Any:
+        if event == "call" and os.path.abspath(frame.f_code.co_filename).startswith(prefix):
+            return local
+        return None
+
+    before = sys.gettrace()
+    sys.settrace(calls)
+    failed: BaseException | None = None
+    try:
+        call()
+    except Exception as exc:  # a refusal or the release's own exception: the lines that ran up to it are the answer
+        failed = exc
+    finally:
+        sys.settrace(before)
+    return list(seen.values()), failed
+
+
+def statements_at(path: str) -> dict[int, ast.stmt]:
+    """Each line of ``path`` -> the innermost statement it belongs to (a compound statement owns only its
+    header's lines, up to its first inner statement); lines outside any statement are absent."""
+    module, _ = parse(path)
+    out: dict[int, ast.stmt] = {}
+    for stmt in ast.walk(module):  # outer statements first, so an inner one overrides its lines
+        if not isinstance(stmt, ast.stmt):
+            continue
+        end = stmt.end_lineno or stmt.lineno
+        inner = [s for s in ast.iter_child_nodes(stmt) if isinstance(s, ast.stmt)]
+        if inner:
+            end = min(end, min(s.lineno for s in inner) - 1)
+        for line in range(stmt.lineno, max(end, stmt.lineno) + 1):
+            out[line] = stmt
+    return out

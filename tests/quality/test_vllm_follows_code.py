@@ -2,12 +2,15 @@
 edits planted in execute_model (issue #44, items 1, 2 and 5).
 
 - A regression in the glue (0.29.0, the whole batch's count handed to dispatch again): exit 1, the added
-  line cited where the report says what decided.
+  line cited first where the report says what decided, marked as changed from the release.
+- A held-out plant (0.30.0, the dispatch count's ``if`` given one more test): exit 1, the planted header
+  cited first (the statements that ran on the witness, the changed ones first; cited.py).
 - A behaviour-preserving refactor (the count renamed and computed in two statements; a comment and two
   independent lines swapped; the count moved into a new method): the same answers as the release, batch
   for batch, and the same exit code; the partition's local renamed: the same answers.
 - A fix (0.34.0 with examples/vllm_dealt_decode_fix applied: dispatch holds the rank-local request count):
-  followed, so the FULL decode graph that holds each rank's one decode is run, and the fixed lines are cited.
+  followed, so the FULL decode graph that holds each rank's one decode is run, and the fixed lines are cited
+  first, never the unchanged global count.
 - A change the adapter cannot drive (the count through a stubbed call, or through ``self`` state it does not
   stand in for; the partition's padding through a stubbed call): exit 2 before the first batch, naming the
   added line.
@@ -27,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from cpgraph.adapters.glue import GlueError
+from cpgraph.adapters.pristine import pristine_roots
 from cpgraph.adapters.vllm import VllmPolicy, policy_from
 from cpgraph.adapters.vllm.plants import copy_release
 from cpgraph.reference.graph_paths import Graph, GraphConfig, GraphStep, expected
@@ -102,6 +106,58 @@ def test_the_whole_batch_count_handed_to_dispatch_again_fails_citing_the_added_l
     assert done.returncode == 1, done.stdout + done.stderr
     assert "minimal_bucket violated" in done.stdout
     assert f"decided at: {cited} `num_toks = max(num_toks, scheduler_output.total_num_scheduled_tokens)`" in done.stdout
+    if _pristine("0.29.0"):  # the added line, which ran, is the first line cited, marked as changed
+        assert _first_decided(done.stdout) == (f"{cited} `num_toks = max(num_toks, scheduler_output.total_num_scheduled_tokens)` "
+                                               f"(the token count execute_model hands dispatch_cg_and_sync_dp) {_changed('0.29.0')}")
+
+
+# -- the planted line cited (issue #44): a held-out plant the adapter has no role for ------------------------
+PLANTED_IF = ("            if self.pcp_manager is not None:\n", "            if self.pcp_manager is not None and num_reqs == 1:\n")
+
+
+def _pristine(version: str) -> bool:
+    """Whether cpgraph's cache holds ``version`` as released (the pristine copy changed lines are told against)."""
+    return bool(pristine_roots("vllm", version))
+
+
+def _changed(version: str) -> str:
+    return f"(changed from vLLM {version} as released)"
+
+
+def _first_decided(stdout: str) -> str:
+    return next(line.strip() for line in stdout.splitlines() if line.strip().startswith("decided at: ")).removeprefix("decided at: ")
+
+
+def test_a_held_out_plant_in_a_control_header_fails_citing_the_planted_line_first(
+    vllm_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    # 0.30.0's dispatch count guarded by one more test (multi-request batches then dispatch by the global count):
+    # no role of the adapter names the `if`, but it ran on the witness and differs from the release
+    release = vllm_release("0.30.0")
+    if not _pristine("0.30.0"):
+        pytest.skip("vLLM 0.30.0 is not unpacked in cpgraph's cache (releases.cache_dir()): no pristine copy to tell changes against")
+    root = _copy(vllm_release, "0.30.0", tmp_path / "held-out")
+
+    def plant(lines: list[str]) -> list[str]:
+        at = _at(lines, PLANTED_IF[0].strip(), _execute(lines))
+        assert at + 1 == 1665
+        return lines[:at] + [PLANTED_IF[1]] + lines[at + 1:]
+
+    _edit(root, plant)
+    done = subprocess.run([sys.executable, "-m", "cpgraph", "check", "cpgraph.adapters.vllm:pcp", "--adapter-root", str(root),
+                           "--max-cases", "2000", "--no-graph-paths"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "minimal_bucket violated" in done.stdout and "no_needless_fallback violated" in done.stdout
+    assert _first_decided(done.stdout) == f"{RUNNER}:1665 `{PLANTED_IF[1].strip()}` {_changed('0.30.0')}"
+    # the report's witness, cited in full: the planted header first; a prefill finding is not explained by the
+    # decode paths' lines (cudagraph_utils' _is_compatible, the DP re-dispatch, the partition's request contract)
+    witness = dict(cp_rank=0, cp_size=2, num_tokens=3, extend_seq_lens=[1, 2], capture_num_tokens=[2, 3])
+    lines = policy_from(str(root)).decided_at("minimal_bucket", batch=witness)
+    assert lines[0] == f"{RUNNER}:1665 `{PLANTED_IF[1].strip()}` {_changed('0.30.0')}", lines
+    assert not any(w.startswith(("vllm/v1/worker/gpu/cudagraph_utils.py", "vllm/v1/worker/gpu/dp_utils.py")) for w in lines), lines
+    assert [w for w in lines if w.endswith(_changed("0.30.0"))] == [lines[0]]
+    # the release itself, checked from its cached copy: nothing is changed, nothing marked
+    assert not any("as released" in w for w in policy_from(str(release)).decided_at("minimal_bucket", batch=witness))
 
 
 # -- behaviour-preserving refactors -----------------------------------------------------------------------
@@ -171,6 +227,24 @@ def test_the_dealt_decode_fix_is_followed(vllm_release: Callable[[str], Path], t
         assert all(a.dispatched == ran and a.replayed == ran for a in answers), (path, answers)
     lines = policy_from(str(root)).decided_at("no_needless_fallback")
     assert any("dispatch_num_reqs = self.pcp_manager.get_num_reqs_for_dispatch(" in w for w in lines), lines
+    if not _pristine("0.34.0"):
+        return
+    # the fix's lines are cited first, marked; the unchanged global count is never cited as what decided it,
+    # whether from the roles (no case run) or from what ran on the case the release fails (FULL decode, 2 ranks)
+    policy = policy_from(str(root))
+    unchanged = "num_reqs = len(scheduler_output.num_scheduled_tokens)"
+    for ran in (False, True):
+        if ran:
+            paths = policy.graph_paths()
+            paths.answers(GraphStep((1, 1), (False, False), 2, paths.placement(2)), config)
+        lines = policy.decided_at("no_needless_fallback")
+        marked = [w for w in lines if w.endswith(_changed("0.34.0"))]
+        assert marked and lines[:len(marked)] == tuple(marked), lines
+        assert any("dispatch_num_reqs = self.pcp_manager.get_num_reqs_for_dispatch(" in w for w in marked), lines
+        assert not any(unchanged in w for w in marked) and unchanged not in lines[0], lines
+        # a statement the patch copied below itself is not changed (difflib aligns the copy's lines to it)
+        assert not any("num_toks = self.pcp_manager.get_num_tokens_for_dispatch(" in w for w in marked), lines
+    assert any(w.startswith("vllm/v1/worker/gpu/dp_utils.py:") for w in marked), marked  # the patched dispatch, run
 
 
 # -- what the adapter cannot drive ------------------------------------------------------------------------

@@ -1,10 +1,9 @@
 """Which of the release's lines ran on a batch: a line tracer over the release's own files, for citing the
 lines that decided a batch (``SglangPolicy.decided_at``), and which lines of a tree differ from the pristine
-release of its version (``changed_lines``), to narrow the citation to a change that ran."""
+release of its version (``changed_lines``, over cpgraph/adapters/pristine.py), to narrow the citation to a change that ran."""
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from collections.abc import Iterator
@@ -12,7 +11,8 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-from cpgraph.adapters.releases import cache_dir
+from cpgraph.adapters.pristine import changed_in
+from cpgraph.adapters.pristine import pristine_roots as pristine_roots  # re-exported: the sglang policy looks its pristine copy up here
 
 # The functions whose lines decide admission and the replayed bucket (their names in the release).
 DECIDING = frozenset({
@@ -57,36 +57,8 @@ def traced(root: str, functions: frozenset[str], into: dict[str, str]) -> Iterat
         sys.settrace(before)
 
 
-def pristine_roots(package: str, version: str) -> tuple[str, ...]:
-    """The pristine unpacks of ``package`` ``version`` in cpgraph's cache (never fetched here): the folder
-    ``version`` and any ``version-*`` (a partial unpack), each holding the ``WHEEL-FILE`` an unpack writes."""
-    base = os.path.join(str(cache_dir()), package)
-    try:
-        names = sorted(os.listdir(base))
-    except OSError:
-        return ()
-    return tuple(os.path.join(base, name) for name in names
-                 if (name == version or name.startswith(version + "-")) and os.path.isfile(os.path.join(base, name, "WHEEL-FILE")))
-
-
 def changed_lines(root: str, pristine: tuple[str, ...], rel: str) -> frozenset[str]:
     """``rel:line`` of every line of ``root``/``rel`` replaced or inserted relative to the same file in the
-    first of ``pristine`` that has it (difflib's line matching). Empty when none has it, ``root`` is that
-    unpack, or a file is unreadable."""
-    source = next((folder for folder in pristine if os.path.isfile(os.path.join(folder, rel))), None)
-    if source is None or os.path.realpath(source) == os.path.realpath(root):
-        return frozenset()
-    try:
-        with open(os.path.join(root, rel), encoding="utf-8") as handle:
-            mine = handle.read().splitlines()
-        with open(os.path.join(source, rel), encoding="utf-8") as handle:
-            theirs = handle.read().splitlines()
-    except OSError:
-        return frozenset()
-    if mine == theirs:
-        return frozenset()
-    out: set[str] = set()
-    for tag, _i1, _i2, j1, j2 in difflib.SequenceMatcher(None, theirs, mine, autojunk=False).get_opcodes():
-        if tag in ("replace", "insert"):
-            out.update(f"{rel}:{j + 1}" for j in range(j1, j2))
-    return frozenset(out)
+    first of ``pristine`` that has it (cpgraph/adapters/pristine.py, shared with the vLLM adapter). Empty when
+    none has it, ``root`` is that unpack, or a file is unreadable."""
+    return frozenset(f"{rel}:{n}" for n in changed_in(root, pristine, rel))

@@ -102,6 +102,7 @@ class VllmPaths:
         q = max(config.query_lens)  # the uniform decode query length, 1 + speculative tokens
         if not steps:
             raise ValueError("answers_dp needs one step per DP rank, got none")
+        self.policy.witness[0] = (self, tuple(steps), config)  # the case a finding's citations re-run (cited.py)
         try:
             with self.policy.sandbox, _Collective(self.policy.dp, len(steps)) as collective:
                 if len(steps) > 1:  # first each DP rank's proposal, as the release writes it into its column
@@ -257,55 +258,52 @@ def default_config(mode: str, *, spec_tokens: int = 0, max_num_seqs: int = 256,
     return GraphConfig(mode, tokens, decodes, (1 + spec_tokens,), max_num_seqs)
 
 
-def decision_lines(policy: Any, first_replay: bool = False) -> tuple[str, ...]:
-    """Where a release decides a step's graph, as ``file:line `source` (role)``: the statements of the tree
-    checked that define the request and token counts execute_model hands dispatch (those it runs, where they
-    reach the call), the decode table's index (0.34 on), the request check of ``_is_compatible``, the DP
-    re-dispatch, the partition's own request contract and the replay calls execute_model makes after the
-    partition (the forward context's batch descriptor, the FULL graph's descriptor; first when
-    ``first_replay``). A line the release does not have is left out."""
+def glue_roles(policy: Any) -> list[tuple[str, int, str]]:
+    """The model runner's statements that decide a step's graph, each with its role (file, line, role): the
+    replay calls' keys execute_model makes after the partition (the FULL graph's descriptor, the forward
+    context's batch descriptor), the definitions of the request and token counts it hands dispatch (where
+    they reach the call), those of a request count handed by keyword (``dispatch_num_reqs=``)."""
+    import ast
+
+    execute = policy.execute
+    out: list[tuple[str, int, str]] = []
+    for site, call in zip(execute.replay_sites(), execute.program.replay_sinks):
+        kind = call[1].func.attr if isinstance(call[1].func, ast.Attribute) else getattr(call[1].func, "id", "")
+        role = ("a FULL step replays this descriptor" if kind == "run_fullgraph"
+                else "the key execute_model replays a PIECEWISE step under: the forward context's batch_descriptor")
+        out.append((site.file, site.line, f"{role}, run"))
+    for site in execute.deciding("num_reqs"):
+        out.append((site.file, site.line, "the request count execute_model hands dispatch_cg_and_sync_dp as num_reqs"))
+    for site in execute.deciding("num_tokens"):
+        out.append((site.file, site.line, "the token count execute_model hands dispatch_cg_and_sync_dp"))
+    for keyword in execute.program.sink_call.keywords:
+        if keyword.arg is not None and "num_reqs" in keyword.arg:
+            for site in execute.program.deciding(keyword.value):
+                out.append((site.file, site.line, f"handed to dispatch_cg_and_sync_dp as {keyword.arg}"))
+    return out
+
+
+def decode_roles(root: str) -> list[tuple[str, int, str]]:
+    """Where the release's code run whole decides a decode step's graph (file, line, role): the decode table's
+    index (0.34 on), the request check of ``_is_compatible``, the DP re-dispatch, the partition's own request
+    contract. A line the release does not have is left out."""
     import ast
 
     from cpgraph.adapters.glue import find, tree_of
     from cpgraph.adapters.vllm.release import CUDAGRAPH_FILE, PCP_FILE
 
-    root: str = policy.root
-    out: list[str] = []
-
-    def cite(rel: str, node: ast.AST, role: str) -> None:
-        with open(f"{root}/{rel}", encoding="utf-8") as handle:
-            text = handle.read().splitlines()[getattr(node, "lineno") - 1].strip()
-        out.append(f"{rel}:{getattr(node, 'lineno')} `{text}` ({role})")
-
-    execute = policy.execute
-    replay = []
-    for site, call in zip(execute.replay_sites(), execute.program.replay_sinks):
-        kind = call[1].func.attr if isinstance(call[1].func, ast.Attribute) else getattr(call[1].func, "id", "")
-        role = ("a FULL step replays this descriptor" if kind == "run_fullgraph"
-                else "the key execute_model replays a PIECEWISE step under: the forward context's batch_descriptor")
-        replay.append(f"{site} `{site.text}` ({role}, run)")
-    if first_replay:
-        out += replay[::-1]
-    for site in execute.deciding("num_reqs"):
-        out.append(f"{site} `{site.text}` (the request count execute_model hands dispatch_cg_and_sync_dp as num_reqs)")
-    for site in execute.deciding("num_tokens"):
-        out.append(f"{site} `{site.text}` (the token count execute_model hands dispatch_cg_and_sync_dp)")
-    call = execute.program.sink_call
-    for keyword in call.keywords:
-        if keyword.arg is not None and "num_reqs" in keyword.arg:
-            for site in execute.program.deciding(keyword.value):
-                out.append(f"{site} `{site.text}` (handed to dispatch_cg_and_sync_dp as {keyword.arg})")
+    out: list[tuple[str, int, str]] = []
     graphs = tree_of(root, CUDAGRAPH_FILE)
     dispatch = find(graphs, "CudaGraphManager.dispatch") if graphs is not None else None
     if dispatch is not None:
         index = [n for n in ast.walk(dispatch) if isinstance(n, ast.Assign) and "cdiv(num_tokens, uniform_token_count)" in ast.unparse(n.value)]
         if index:
-            cite(CUDAGRAPH_FILE, index[0], "the decode graph is looked up by the rank-local rows' request count")
+            out.append((CUDAGRAPH_FILE, index[0].lineno, "the decode graph is looked up by the rank-local rows' request count"))
     compatible = find(graphs, "_is_compatible") if graphs is not None else None
     if compatible is not None:
         checks = [n for n in ast.walk(compatible) if isinstance(n, ast.Compare) and "desc.num_reqs >= num_reqs" in ast.unparse(n)]
         if checks:
-            cite(CUDAGRAPH_FILE, checks[0], "a graph must hold num_reqs, the global count, though a rank holds its own share")
+            out.append((CUDAGRAPH_FILE, checks[0].lineno, "a graph must hold num_reqs, the global count, though a rank holds its own share"))
     sync_file = "vllm/v1/worker/gpu/dp_utils.py"
     dp = tree_of(root, sync_file)
     sync = find(dp, "sync_cudagraph_and_dp_padding") if dp is not None else None
@@ -313,13 +311,32 @@ def decision_lines(policy: Any, first_replay: bool = False) -> tuple[str, ...]:
         redispatch = [n for n in ast.walk(sync) if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "synced_desc"
                       and ".dispatch(" in ast.unparse(n.value) and "num_reqs" in ast.unparse(n.value)]
         if redispatch:
-            cite(sync_file, redispatch[-1], "after the DP ranks agree the slowest mode, each re-dispatches with its own request count")
+            out.append((sync_file, redispatch[-1].lineno, "after the DP ranks agree the slowest mode, each re-dispatches with its own request count"))
     manager = tree_of(root, PCP_FILE)
     resolve = find(manager, "PCPManager._resolve_num_reqs_after_padding") if manager is not None else None
     if resolve is not None:
         asserts = [n for n in ast.walk(resolve) if isinstance(n, ast.Assert)]
         if asserts:
-            cite(PCP_FILE, asserts[0], "the partition needs the graph to hold the rank-local requests only")
+            out.append((PCP_FILE, asserts[0].lineno, "the partition needs the graph to hold the rank-local requests only"))
+    return out
+
+
+def decision_lines(policy: Any, first_replay: bool = False) -> tuple[str, ...]:
+    """Where a release decides a step's graph when no witness ran (the static roles), as ``file:line `source`
+    (role)``: the counts execute_model hands dispatch (glue_roles), the decode-path lines of the code run whole
+    (decode_roles) and the replay calls' keys (last, or first when ``first_replay``)."""
+    root: str = policy.root
+
+    def line(rel: str, number: int, role: str) -> str:
+        with open(f"{root}/{rel}", encoding="utf-8") as handle:
+            text = handle.read().splitlines()[number - 1].strip()
+        return f"{rel}:{number} `{text}` ({role})"
+
+    glue = glue_roles(policy)
+    replays = len(policy.execute.replay_sites())
+    replay = [line(*r) for r in glue[:replays]]
+    out = replay[::-1] if first_replay else []
+    out += [line(*r) for r in glue[replays:]] + [line(*r) for r in decode_roles(root)]
     if not first_replay:
         out += replay
     return tuple(out)

@@ -30,7 +30,8 @@ way to the partition: what ``prepare_inputs`` hands it, the wrapper, and ``PCPMa
 to the local batch's ``num_tokens_after_padding`` (the PIECEWISE replay key) and ``num_reqs_after_padding``
 (cpgraph/adapters/vllm/partition.py), and execute_model after ``prepare_inputs`` up to the call that replays
 (``run_fullgraph(descriptor)`` or the forward context's ``batch_descriptor``: execute.py), whose key is
-recorded. ``policy.citations()`` cites the statements run. The family is read from the code's shape (does
+recorded. ``policy.citations()`` cites the statements run; a finding's ``decided_at`` cites the statements
+that ran on its witness, those changed from the release as released first (cpgraph/adapters/vllm/cited.py). The family is read from the code's shape (does
 the partition read the descriptor's size, does PCPManager take ``shard_decode_requests``), not from the
 version string; it names the report and gates ``planted=``, and decides no value judged (the padded size
 is read from the partition's own call of ``_build_batch_layout``). docs/adapters/vllm.md
@@ -90,7 +91,7 @@ padded to the dispatched size, so admission and replay agree, and the regression
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -272,6 +273,8 @@ class VllmPolicy:
         self._graph_managers: dict[tuple[int, ...], Any] = {}
         self._steps: dict[tuple[object, ...], Step] = {}
         self._paths: Any = None
+        self.witness: list[Any] = [None]  # the graph-path case last answered (shared with the sibling policies)
+        self._citer: Any = None
         self.__name__ = f"vllm:pcp@{self.version}" + (f"+planted:{plant}" if plant else "")
 
     # -- the release's objects -------------------------------------------------------------------
@@ -485,15 +488,45 @@ class VllmPolicy:
             size = _int("dcp_size", dcp, 1)
             sibling = self if size == self.dcp_size else VllmPolicy(self.origin, planted=self.planted or False, dcp_size=size,
                                                                    max_num_seqs=self.max_num_seqs)
+            sibling.witness = self.witness  # a finding on any of them is cited from the case it last answered
             out.append(sibling.graph_paths())
         return tuple(out)
 
-    def decided_at(self, invariant: str) -> tuple[str, ...]:
-        """Where this release decides a step's graph (file:line citations, for a path violation's report)."""
+    def decided_at(self, invariant: str, batch: Mapping[str, object] | None = None) -> tuple[str, ...]:
+        """Where this release decided a finding (file:line citations, cited.py): with ``batch`` (one rank's
+        keyword arguments, as ``admit`` takes them) the statements that ran on that prefill step; without it,
+        those that ran on the graph-path case last answered (the minimised witness the check has just judged
+        again), the decode-path explanations among them where they ran. Either way the statements changed from
+        the release as released come first, marked. With neither, the static roles (paths.decision_lines)."""
+        from cpgraph.adapters.vllm.cited import Citer
         from cpgraph.adapters.vllm.paths import decision_lines
 
+        if self._citer is None:
+            self._citer = Citer(self)
+        citer: Citer = self._citer
+        first_replay = invariant == "admission_replay"
+        if batch is not None:
+            kw = {k: batch[k] for k in ("cp_rank", "cp_size", "num_tokens", "extend_seq_lens", "capture_num_tokens",
+                                        "is_prefilling") if k in batch}
+            return citer.cite(citer.traced(lambda: self._stepped(**kw)), graph=False, first_replay=first_replay)  # type: ignore[arg-type]
+        witness = self.witness[0]
+        if witness is not None:
+            paths, steps, config = witness
+            return citer.cite(citer.traced(lambda: paths.answers_dp(steps, config)), graph=True, first_replay=first_replay)
         # one dispatch decides every path invariant; admission against replay is decided by the replay key too
-        return decision_lines(self, first_replay=invariant == "admission_replay")
+        return citer.ordered(decision_lines(self, first_replay=first_replay))
+
+    def _stepped(self, *, cp_rank: int, cp_size: int, num_tokens: int, extend_seq_lens: Sequence[int],
+                 capture_num_tokens: Sequence[int], is_prefilling: Sequence[bool] | None = None) -> Step:
+        """``step`` run afresh (not from its cache), for the lines it runs."""
+        size = _int("cp_size", cp_size, 1)
+        rank = _int("cp_rank", cp_rank, 0, size - 1)
+        lengths = _ints("extend_seq_lens", extend_seq_lens, 0)
+        sizes = _ints("capture_num_tokens", capture_num_tokens, 1)
+        prefilling = _prefilling(is_prefilling, len(lengths))
+        n = _int("num_tokens", num_tokens, 0)
+        with self.sandbox:
+            return self._single(sizes, lengths, prefilling, n) if size == 1 else self._ranks(size, rank, sizes, lengths, prefilling, n)
 
     # -- provenance --------------------------------------------------------------------------------
     def citations(self) -> dict[str, str]:
