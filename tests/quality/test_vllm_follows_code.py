@@ -233,8 +233,8 @@ def test_the_dealt_decode_fix_is_followed(vllm_release: Callable[[str], Path], t
     # whether from the roles (no case run) or from what ran on the case the release fails (FULL decode, 2 ranks)
     policy = policy_from(str(root))
     unchanged = "num_reqs = len(scheduler_output.num_scheduled_tokens)"
-    for ran in (False, True):
-        if ran:
+    for witnessed in (False, True):
+        if witnessed:
             paths = policy.graph_paths()
             paths.answers(GraphStep((1, 1), (False, False), 2, paths.placement(2)), config)
         lines = policy.decided_at("no_needless_fallback")
