@@ -106,26 +106,30 @@ def add(counts: Tally) -> None:
     _state["tally"] = tally() + counts
 
 
-_LET = re.compile(r"[?$]x\d+")  # the printer's let names: ``?x`` (terms) and ``$x`` (formulas), then a term id
-_BANG = re.compile(r"[^\s()|;]+!\d+(?![\w!.])")  # ``name!N``: z3's fresh constants and skolems
+_LET = re.compile(r"([?$]x\d+)")  # the printer's let names: ``?x`` (terms) and ``$x`` (formulas), then a term id
+_BANG = re.compile(r"([^\s()|;]+!\d+)(?![\w!.])")  # ``name!N``: z3's fresh constants and skolems
 
 
 def canonical(text: str) -> tuple[str, dict[str, str]]:
     """``text`` with z3's generated names renumbered in order of first appearance: the printer's ``?xN`` / ``$xN``
     let names (numbered by term id, which depends on what the process built before) and ``name!N`` (fresh
     constants, numbered by a process-wide counter); and the renaming (old to new). Alpha-renaming keeps every
-    verdict."""
+    verdict. (Split on the names and renamed in one loop: a third of ``re.sub`` with a callback's time.)"""
     names: dict[str, str] = {}
+    text = _renamed(_LET.split(text), names, let=True)
+    return (_renamed(_BANG.split(text), names, let=False) if "!" in text else text), names
 
-    def rename(match: re.Match[str]) -> str:
-        old = match.group(0)
-        if old not in names:
-            head = old[:2] if old[0] in "?$" else old[: old.rindex("!") + 1]
-            names[old] = f"{head}{len(names)}"
-        return names[old]
 
-    text = _LET.sub(rename, text)
-    return (_BANG.sub(rename, text) if "!" in text else text), names
+def _renamed(parts: list[str], names: dict[str, str], *, let: bool) -> str:
+    """``parts`` (text, name, text, name, ..., text) joined with each name renamed: its head (``?x``, ``$x``, or
+    all up to the last ``!``) and its number among ``names`` in order of first appearance."""
+    for i in range(1, len(parts), 2):
+        old = parts[i]
+        new = names.get(old)
+        if new is None:
+            new = names[old] = f"{old[:2] if let else old[: old.rindex('!') + 1]}{len(names)}"
+        parts[i] = new
+    return "".join(parts)
 
 
 def key(text: str, solver: str, version: str, options: str) -> str:

@@ -19,7 +19,9 @@ import z3
 
 from cpgraph.cli import main
 from cpgraph.proofs.engine import cache
-from cpgraph.proofs.engine.check import Status, check, cross_check, cvc5_available, determined_values, satisfiable
+from cpgraph.proofs.engine.check import (
+    Status, check, cross_check, cvc5_available, determined_values, one_context, satisfiable,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ["--only", "zigzag_loads_sum_to_tokens", "--cp-max", "3", "--jobs", "1"]
@@ -132,6 +134,22 @@ def test_unknown_is_never_stored(root: Path) -> None:
     verdict = check(z3.BoolVal(False), hypotheses=[hard, x > 0, y > 0], rlimit=1)
     assert verdict.status is Status.UNKNOWN
     assert _entries(root) == []
+
+
+def test_a_query_printed_in_its_blocks_solver_context_has_the_key_a_warm_run_prints(root: Path) -> None:
+    """Cold, a block's queries after its first solve are printed in the block's solver context (after solving
+    there); warm, none is solved, so each is printed in the process's printing context. Same text, same key:
+    the warm block reuses every one (shared subterms, so the printer's lets are in the text)."""
+    x, y = z3.Ints("x y")
+    shared = z3.And(x + y > 2, x - y < 7, x * 2 + y * 3 != 11)
+    queries = [(z3.Or(shared, x > y), [shared]), (z3.Implies(shared, x + y > 2), [shared, x > 0]),
+               (z3.And(shared, shared) == shared, [shared, z3.Or(shared, y > 1)])]
+    before = cache.tally()
+    for _ in ("cold", "warm"):
+        with one_context():
+            assert all(check(claim, hypotheses=h, pipeline_first=True).proved for claim, h in queries)
+            assert satisfiable([shared, x > 3]) == "sat"
+    assert _delta(before) == (4, 4) and len(_entries(root)) == 4
 
 
 def test_generated_names_are_renumbered_in_order_of_appearance() -> None:
