@@ -144,7 +144,8 @@ def _prove_cache(r: Report) -> Row:
     if cold["cpu_s"] > d["cpu_budget_s"] and "no cache" in by:
         extra = cold["cpu_s"] - by["no cache"]["cpu_s"]
         figures += (f"; in the way: the cache's own work in a cold run ({_num(extra, 1)} s CPU over `--no-cache`: each "
-                    "query translated into a context of its own history, printed, hashed and written) and, in every run, "
+                    "query printed as SMT-LIB, renamed canonically, hashed, looked up and written, one file an entry) and, "
+                    "in every run, "
                     "building the queries through z3's Python API")
         if "warm, queries" in by:
             figures += f" (the warm run that builds and looks every query up: {_num(by['warm, queries']['cpu_s'], 1)} s CPU)"
