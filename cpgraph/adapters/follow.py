@@ -314,25 +314,7 @@ class Program:
                 continue
             if id(stmt) not in keep or id(stmt) in self.dead:
                 continue
-            if id(stmt) in early:
-                raised = ast.Raise(exc=ast.Call(func=ast.Name(EARLY, ast.Load()), args=[ast.Constant(stmt.lineno)], keywords=[]), cause=None)
-                out.append(ast.copy_location(raised, stmt))
-            elif isinstance(stmt, COMPOUND):
-                shallow = copy.copy(stmt)
-                shallow.body = self._prune_after(stmt.body, keep, early) or [ast.copy_location(ast.Pass(), stmt)]
-                if hasattr(stmt, "orelse"):
-                    shallow.orelse = self._prune_after(stmt.orelse, keep, early)  # type: ignore[union-attr]
-                if isinstance(stmt, ast.Try):
-                    handlers = []
-                    for handler in stmt.handlers:
-                        h = copy.copy(handler)
-                        h.body = self._prune_after(handler.body, keep, early) or [ast.copy_location(ast.Pass(), handler)]
-                        handlers.append(h)
-                    shallow.handlers = handlers  # type: ignore[union-attr]
-                    shallow.finalbody = self._prune_after(stmt.finalbody, keep, early)  # type: ignore[union-attr]
-                out.append(shallow)
-            else:
-                out.append(stmt)
+            out.append(_kept(stmt, early, lambda body: self._prune_after(body, keep, early)))
         return out
 
     def _compile_after(self) -> Callable[..., Any]:
@@ -727,25 +709,7 @@ class Evaluation:
                 break  # nothing after it runs
             if id(stmt) not in keep or stmt.lineno > self.stop.lineno:
                 continue
-            if id(stmt) in early:
-                raised = ast.Raise(exc=ast.Call(func=ast.Name(EARLY, ast.Load()), args=[ast.Constant(stmt.lineno)], keywords=[]), cause=None)
-                out.append(ast.copy_location(raised, stmt))
-            elif isinstance(stmt, COMPOUND):
-                shallow = copy.copy(stmt)
-                shallow.body = self._prune(stmt.body, keep, early) or [ast.copy_location(ast.Pass(), stmt)]
-                if hasattr(stmt, "orelse"):
-                    shallow.orelse = self._prune(stmt.orelse, keep, early)  # type: ignore[union-attr]
-                if isinstance(stmt, ast.Try):
-                    handlers = []
-                    for handler in stmt.handlers:
-                        h = copy.copy(handler)
-                        h.body = self._prune(handler.body, keep, early) or [ast.copy_location(ast.Pass(), handler)]
-                        handlers.append(h)
-                    shallow.handlers = handlers  # type: ignore[union-attr]
-                    shallow.finalbody = self._prune(stmt.finalbody, keep, early)  # type: ignore[union-attr]
-                out.append(shallow)
-            else:
-                out.append(stmt)
+            out.append(_kept(stmt, early, lambda body: self._prune(body, keep, early)))
         return out
 
     def _compile(self) -> Callable[..., Any]:
@@ -886,3 +850,26 @@ def statements_at(path: str) -> dict[int, ast.stmt]:
         for line in range(stmt.lineno, max(end, stmt.lineno) + 1):
             out[line] = stmt
     return out
+
+
+def _kept(stmt: ast.stmt, early: Collection[int], prune: Callable[[list[ast.stmt]], list[ast.stmt]]) -> ast.stmt:
+    """``stmt`` as a pruned body keeps it: a raise of ``EARLY`` (its line) where the slice stops early, a shallow
+    copy of a compound statement whose bodies are ``prune``d (an emptied body becomes ``pass``), else itself."""
+    if id(stmt) in early:
+        raised = ast.Raise(exc=ast.Call(func=ast.Name(EARLY, ast.Load()), args=[ast.Constant(stmt.lineno)], keywords=[]), cause=None)
+        return ast.copy_location(raised, stmt)
+    if not isinstance(stmt, COMPOUND):
+        return stmt
+    shallow = copy.copy(stmt)
+    shallow.body = prune(stmt.body) or [ast.copy_location(ast.Pass(), stmt)]
+    if hasattr(stmt, "orelse"):
+        shallow.orelse = prune(stmt.orelse)  # type: ignore[union-attr]
+    if isinstance(stmt, ast.Try):
+        handlers = []
+        for handler in stmt.handlers:
+            h = copy.copy(handler)
+            h.body = prune(handler.body) or [ast.copy_location(ast.Pass(), handler)]
+            handlers.append(h)
+        shallow.handlers = handlers  # type: ignore[union-attr]
+        shallow.finalbody = prune(stmt.finalbody)  # type: ignore[union-attr]
+    return shallow
