@@ -133,14 +133,14 @@ def select_replay_bucket(
 # -- the plan ---------------------------------------------------------------------------------------------------
 
 
-def fallback_before_selection(lengths: Lengths, n: int, p: int, largest_bucket: int) -> FallbackReason | None:
-    """The reasons decided before any bucket is looked at, in the reference's order."""
-    if p == 1:
-        return FallbackReason.CP_DISABLED
-    if n < 2 * p:
-        return FallbackReason.TOO_FEW_TOKENS
-    if lengths[4] < 2 * p:
-        return FallbackReason.SHORT_REQUEST
+def fallback_before_selection(
+    lengths: Lengths, n: int, p: int, largest_bucket: int, row: StrategyFormulas | None = None
+) -> FallbackReason | None:
+    """The reasons decided before any bucket is looked at, in the reference's order: the strategy's
+    CP-activity gate (``row``, default zigzag's), then a batch above the largest bucket."""
+    inactive = (row or FORMULAS["zigzag"]).inactive(lengths, n, p)
+    if inactive is not None:
+        return inactive
     if n > largest_bucket:
         return FallbackReason.TOO_MANY_TOKENS
     return None
@@ -162,8 +162,9 @@ def choose(
     if keying == "local":
         return pick_local(buckets, selector.capacities, rows)
     required = -(-rows // align_size) * align_size
-    if p == 1 or n < 2 * p or lengths[4] < 2 * p or n > buckets[-1]:
-        return required, None, None, fallback_before_selection(lengths, n, p, buckets[-1])
+    reason = fallback_before_selection(lengths, n, p, buckets[-1], row)
+    if reason is not None:
+        return required, None, None, reason
     return pick(buckets, selector.capacities, selector.monotone, n, required, factor)
 
 
@@ -228,6 +229,7 @@ def decider(
     one_request, scalar_rows, vector_rows = row.one_request, row.scalar, row.vector
     buckets, caps, monotone = selector.capture_num_tokens, selector.capacities, selector.monotone
     two_p, largest = 2 * p, buckets[-1]
+    tokens_gate = row.cp_active == "tokens"  # the strategy's CP-activity gate (StrategyFormulas.inactive)
     modules = sys.modules
 
     def decide(
@@ -257,8 +259,8 @@ def decider(
                     return lengths, n, (rows, buckets[i], buckets[i], None)
             return lengths, n, pick_local(buckets, caps, rows)
         required = -(-rows // a) * a
-        if p == 1 or n < two_p or low < two_p or n > largest:
-            return lengths, n, (required, None, None, fallback_before_selection(lengths, n, p, largest))
+        if (p == 1 or (total < p if tokens_gate else n < two_p or low < two_p)) or n > largest:
+            return lengths, n, (required, None, None, fallback_before_selection(lengths, n, p, largest, row))
         if monotone:  # pick(), inline for the common table
             lo = bisect_left(buckets, n)
             hi = bisect_right(buckets, factor * n, lo)

@@ -34,6 +34,7 @@ from operator import add
 from types import MappingProxyType, ModuleType
 from typing import Any
 
+from cpgraph.reference.runner import FallbackReason
 from cpgraph.impl.checks import (
     MAX_CP_SIZE,
     STRATEGY_IDS,
@@ -347,6 +348,19 @@ class StrategyFormulas:
     request_excess: Callable[[int], int] | None
     loads: Callable[[Lengths, int], tuple[int, ...]]
     decodes: str | None = None
+    cp_active: str = "blocks"
+
+    def inactive(self, lengths: Lengths, n: int, p: int) -> FallbackReason | None:
+        """The CP-activity gate (the reference strategy table's ``cp_active``): why a batch of accepted
+        ``lengths`` and ``n`` tokens on ``p`` ranks runs eagerly before any bucket is looked at, or None.
+        "blocks": P > 1, n >= 2P, every length >= 2P; "tokens" (interleave): P > 1, the lengths' sum >= P."""
+        if p == 1:
+            return FallbackReason.CP_DISABLED
+        if self.cp_active == "tokens":
+            return FallbackReason.TOO_FEW_TOKENS if lengths[3] < p else None
+        if n < 2 * p:
+            return FallbackReason.TOO_FEW_TOKENS
+        return FallbackReason.SHORT_REQUEST if lengths[4] < 2 * p else None
 
     def align_size(self, cp_size: int) -> int:
         """Upstream's default alignment at ``cp_size`` ranks: align_factor * P, or 1 for a factor of 0."""
@@ -363,7 +377,8 @@ FORMULAS: Mapping[str, StrategyFormulas] = MappingProxyType(
             "zigzag", 2, _ceil_share, _zigzag_scalar, _zigzag_vector, lambda p: p - 1, _zigzag_loads
         ),
         "interleave": StrategyFormulas(
-            "interleave", 1, _ceil_share, lambda values, total, p: _interleave(total, p), None, None, _interleave_loads
+            "interleave", 1, _ceil_share, lambda values, total, p: _interleave(total, p), None, None, _interleave_loads,
+            cp_active="tokens",
         ),
         "contiguous": StrategyFormulas(
             "contiguous", 1, _ceil_share, _contiguous_scalar, _contiguous_vector, lambda p: p - 1, _contiguous_loads
@@ -518,11 +533,12 @@ def headroom_local_tokens(
     return align_up(-(-n // p) if excess is None else (n + r * excess(p)) // p, a)
 
 
-def is_cp_active(extend_seq_lens: object, *, num_tokens: object, cp_size: object) -> bool:
-    """A batch takes the CP graph path only when P > 1, n >= 2P and every length >= 2P."""
+def is_cp_active(extend_seq_lens: object, *, num_tokens: object, cp_size: object, strategy: object = "zigzag") -> bool:
+    """Does a batch take the CP graph path? By the strategy's gate (``StrategyFormulas.inactive``): P > 1,
+    n >= 2P and every length >= 2P; under interleave P > 1 and the lengths' sum >= P."""
     lengths = accept_lengths(extend_seq_lens)
     n = check_int("num_tokens", num_tokens, minimum=1)
     p = check_cp_size("cp_size", cp_size)
-    return p > 1 and n >= 2 * p and lengths[4] >= 2 * p
+    return formulas(strategy).inactive(lengths, n, p) is None
 
 

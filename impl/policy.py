@@ -181,8 +181,11 @@ def _decide(
             return lengths, n, key, buckets[i], buckets[i], None
         return lengths, n, key, None, None, TOO_MANY_TOKENS
     two_p = 2 * p
-    reason = (CP_DISABLED if p == 1 else TOO_FEW_TOKENS if n < two_p else SHORT_REQUEST if lengths[4] < two_p
-              else TOO_MANY_TOKENS if n > buckets[-1] else None)
+    if row.cp_active == "blocks":  # the common gate inline; the others through the row (StrategyFormulas.inactive)
+        reason = (CP_DISABLED if p == 1 else TOO_FEW_TOKENS if n < two_p else SHORT_REQUEST if lengths[4] < two_p
+                  else TOO_MANY_TOKENS if n > buckets[-1] else None)
+    else:
+        reason = row.inactive(lengths, n, p) or (TOO_MANY_TOKENS if n > buckets[-1] else None)
     if reason is not None and not want_rows:  # admit and replay_bucket need no rows to refuse
         return lengths, n, -1, None, None, reason
     if prefilling is not None:

@@ -34,6 +34,7 @@ class Expectation:
     fitting: tuple[int, ...]
     keying: str = "global"
     key: int = 0
+    strategy: str = "zigzag"
 
     @property
     def bucket(self) -> int | None:
@@ -43,7 +44,8 @@ class Expectation:
     def describe(self, batch: AskedBatch) -> str:
         choice = f"replay bucket {self.bucket}" if self.bucket is not None else "run eagerly (admit False, replay refuses)"
         if not self.active:
-            choice = "not CP-active (P > 1, n >= 2P, every length >= 2P): any admitted bucket must still be safe"
+            rule = strategy_row(self.strategy).cp_active_rule()
+            choice = f"not CP-active under {self.strategy} ({rule}): run eagerly, no rank may admit it to the CP graph"
         if self.keying == "local":
             return (
                 f"spec (keyed by rank-local rows): loads {self.loads} -> key {self.key}, required {self.required} rows; "
@@ -201,7 +203,7 @@ def _local(batch: AskedBatch, strategy: str) -> Expectation:
     key = max(loads)
     required = align_up(key, batch.align_size)
     fitting = tuple(s for s in batch.capture_num_tokens if s >= required)
-    return Expectation(True, loads, required, fitting, "local", key)
+    return Expectation(True, loads, required, fitting, "local", key, strategy)
 
 
 def expected(batch: AskedBatch, strategy: str = "zigzag", keying: str = "global") -> Expectation:
@@ -219,8 +221,8 @@ def expected(batch: AskedBatch, strategy: str = "zigzag", keying: str = "global"
             num_tokens=batch.num_tokens, required=required, capture_num_tokens=batch.capture_num_tokens,
             capacities=batch.capacities, factor=batch.max_padding_factor,
         )
-        active = is_cp_active(batch.extend_seq_lens, num_tokens=batch.num_tokens, cp_size=batch.cp_size)
-        return Expectation(active, loads, required, fitting, "global", batch.num_tokens)
+        active = is_cp_active(batch.extend_seq_lens, num_tokens=batch.num_tokens, cp_size=batch.cp_size, strategy=strategy)
+        return Expectation(active, loads, required, fitting, "global", batch.num_tokens, strategy)
     lengths, p = tuple(batch.extend_seq_lens), batch.cp_size
     loads = _loads(lengths, p, strategy)
     required = _required(lengths, p, batch.align_size, strategy)
@@ -228,8 +230,8 @@ def expected(batch: AskedBatch, strategy: str = "zigzag", keying: str = "global"
         num_tokens=batch.num_tokens, required=required, capture_num_tokens=batch.capture_num_tokens,
         capacities=batch.capacities, factor=batch.max_padding_factor,
     )
-    active = is_cp_active(lengths, num_tokens=batch.num_tokens, cp_size=p)
-    return Expectation(active, loads, required, fitting, "global", batch.num_tokens)
+    active = is_cp_active(lengths, num_tokens=batch.num_tokens, cp_size=p, strategy=strategy)
+    return Expectation(active, loads, required, fitting, "global", batch.num_tokens, strategy)
 
 
 def expected_bucket(
@@ -255,8 +257,7 @@ def expected_bucket(
         loads = _loads(lengths if type(lengths) is tuple else tuple(lengths), p, strategy)
     else:
         loads = _summed(memo, lengths)
-    low = 2 * p
-    if p < 2 or n < low or min(lengths) < low:  # not CP-active
+    if not strategy_row(strategy).is_cp_active(lengths, n, p):
         return None, loads, 0
     align = batch.align_size
     required = -(-max(loads) // align) * align  # align_up(max load, A), as _required

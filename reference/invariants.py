@@ -80,7 +80,7 @@ INVARIANT_TABLE: Final[Mapping[str, Invariant]] = MappingProxyType(
             Invariant(
                 "admission_replay", "safety",
                 "a crash at replay: a batch admission let through has no graph, or another one, to replay",
-                "admitted on a rank => replay on that rank succeeds, returns the admitted bucket and its rows fit",
+                "admitted on a rank => the batch is CP-active, and replay on that rank succeeds, returns the admitted bucket and its rows fit",
                 "admitted on a rank => replay on that rank succeeds under the size admission chose, and its rows fit",
                 "each rank replays the descriptor it dispatched, and its layout takes it",
                 ep_step="the graph the CUDA-graph-aware admission planned for a step is the graph the step replays",

@@ -19,10 +19,11 @@ whose ``replay_asked`` is False carries no bucket and is not judged on one. Poli
 total replay function are asked on every rank (``replay_asked`` True everywhere) and are then also held
 to "not admitted => replay refuses".
 
-Rules worth knowing: efficiency ids apply to CP-active batches only; a batch that is not CP-active may
-run eagerly or replay, but a replayed bucket must still be safe. ``admission_replay`` covers the call
-contract (admit answers; an admitted rank's replay succeeds; with a total replay, a refused batch is
-not replayed); whether the replayed bucket is captured, within the window and holds the rows is judged
+Rules worth knowing: efficiency ids apply to CP-active batches only; a batch that is not CP-active (under
+the strategy's gate, reference/strategies.py's ``cp_active`` column; under ``local`` keying every batch is
+keyed) runs eagerly: a rank that admits it breaks ``admission_replay``. ``admission_replay`` covers the call
+contract (admit answers; only a CP-active batch is admitted; an admitted rank's replay succeeds; with a
+total replay, a refused batch is not replayed); whether the replayed bucket is captured, within the window and holds the rows is judged
 under the more specific ids (captured_bucket, padding_limit, capacity_fit), so one bug gets one id there.
 padding_limit and minimal_bucket read as their sentences and spec/invariants.py do: any replayed int bucket
 outside [n, F*n] breaks the first, any above the least fitting one the second, captured or not (checked
@@ -49,6 +50,7 @@ from cpgraph.reference.expectation import (
 )
 from cpgraph.reference.invariants import INVARIANT_TABLE, INVARIANTS
 from cpgraph.reference.selection import window_top
+from cpgraph.reference.strategies import strategy_row
 
 __all__ = [
     "JUDGES",
@@ -114,6 +116,12 @@ def _admission_replay(case: JudgedBatch) -> str | None:
     for a in case.answers:
         if a.admit is None:
             return f"rank {a.rank}: admit raised {a.admit_error}; admit must answer True or False"
+        if a.admit and not case.expect.active:
+            rule = strategy_row(case.expect.strategy).cp_active_rule()
+            return (
+                f"rank {a.rank} admitted a batch that is not CP-active under {case.expect.strategy} ({rule}): "
+                "only a CP-active batch takes the CP graph path; the CP-local replay of any other batch has no layout to run"
+            )
         if a.admit and a.bucket is None:
             return f"rank {a.rank} admitted but replay_bucket refused ({a.replay_error})"
         if a.admit and a.admitted is not None and a.admitted != a.bucket:

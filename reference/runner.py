@@ -22,6 +22,7 @@ from cpgraph.reference.capacity import (
 from cpgraph.reference.keying import keying_row
 from cpgraph.reference.layout import Layout, build_layout, rank_loads
 from cpgraph.reference.selection import select_replay_bucket
+from cpgraph.reference.strategies import strategy_row
 from cpgraph.reference.validate import (
     check_cp_size,
     check_capacities,
@@ -39,8 +40,8 @@ class FallbackReason(str, enum.Enum):
     """Why a batch runs eagerly instead of replaying a graph (checked in this order)."""
 
     CP_DISABLED = "cp_disabled"  # cp_size == 1: not CP-active
-    TOO_FEW_TOKENS = "too_few_tokens"  # n < 2P: not CP-active
-    SHORT_REQUEST = "short_request"  # some length < 2P: not CP-active
+    TOO_FEW_TOKENS = "too_few_tokens"  # n < 2P (interleave: the lengths' sum < P): not CP-active
+    SHORT_REQUEST = "short_request"  # some length < 2P: not CP-active (not under interleave)
     TOO_MANY_TOKENS = "too_many_tokens"  # n above the largest captured bucket
     NO_BUCKET_WITHIN_PADDING_LIMIT = "no_bucket_within_padding_limit"  # no captured B in [n, F*n]
     NO_CAPACITY_WITHIN_PADDING_LIMIT = "no_capacity_within_padding_limit"  # none there has room
@@ -170,12 +171,9 @@ class ReferenceRunner:
         def fallback(reason: FallbackReason) -> Plan:
             return Plan(lengths, n, required, None, None, reason)
 
-        if p == 1:
-            return fallback(FallbackReason.CP_DISABLED)
-        if n < 2 * p:
-            return fallback(FallbackReason.TOO_FEW_TOKENS)
-        if any(length < 2 * p for length in lengths):
-            return fallback(FallbackReason.SHORT_REQUEST)
+        inactive = strategy_row(self.strategy).inactive_reason(lengths, n, p)  # the strategy's CP-activity gate
+        if inactive is not None:
+            return fallback(FallbackReason(inactive))
         if n > self.capture_num_tokens[-1]:
             return fallback(FallbackReason.TOO_MANY_TOKENS)
         if not any(n <= b <= self.max_padding_factor * n for b in self.capture_num_tokens):

@@ -5,15 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
 
+from cpgraph.reference.strategies import strategy_row
 from cpgraph.reference.validate import check_capacities, check_capture_list, check_cp_size, check_int, check_lengths, check_padding_factor
 
 
-def is_cp_active(extend_seq_lens: object, *, num_tokens: object, cp_size: object) -> bool:
-    """A batch takes the CP graph path only when P > 1, n >= 2P and every length >= 2P."""
+def is_cp_active(extend_seq_lens: object, *, num_tokens: object, cp_size: object, strategy: object = "zigzag") -> bool:
+    """Does a batch take the CP graph path? Under zigzag (and every strategy but interleave) only when P > 1,
+    n >= 2P and every length >= 2P; under interleave when P > 1 and the lengths' sum >= P (the strategy
+    table's ``cp_active`` column, reference/strategies.py)."""
     lengths = check_lengths("extend_seq_lens", extend_seq_lens)
     n = check_int("num_tokens", num_tokens, minimum=1)
     p = check_cp_size("cp_size", cp_size)
-    return p > 1 and n >= 2 * p and all(length >= 2 * p for length in lengths)
+    return strategy_row(strategy).is_cp_active(tuple(lengths), n, p)
 
 
 def fitting_buckets(

@@ -15,7 +15,13 @@ A row states, for its strategy:
   ``"round_robin"`` (the k-th decode of the batch on rank k mod P), or ``"dcp"`` (replicated, and so is a
   prefill too short to fill all 2P chunks, (2P-1) * ceil(L/2P) >= L);
 - ``mixed_rows``: the rank token order of a batch that may carry decodes (``is_prefilling`` per request),
-  for the rows whose ``decodes`` is not None.
+  for the rows whose ``decodes`` is not None;
+- ``cp_active``: the strategy's gate under a gated keying (``global``), whether a batch of these lengths and
+  n tokens on P ranks takes the CP graph path at all; a batch that is not CP-active runs eagerly upstream,
+  so a rank that admits it to the CP graph breaks ``admission_replay``. ``"blocks"`` (the default, the rule
+  the project states for zigzag): P > 1, n >= 2P and every length >= 2P, so every one of a request's 2P
+  blocks holds a token; ``"tokens"`` (interleave, as sglang's interleave strategy gates it): P > 1 and the
+  lengths' sum >= P, so every rank holds a token of the batch. ``cp_active_rule`` states each in words.
 
 vLLM's layout ("DualChunkSwap", Model Runner V2's PCPManager) is three rows, one per placement of its
 decodes, as its releases and configurations place them: ``dual_chunk_swap_replicated`` (0.26-0.31, and
@@ -30,7 +36,7 @@ is not a column. Adding a strategy adds one row here, one in ``spec/strategies.p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
@@ -206,6 +212,28 @@ class StrategyRow:
     request_loads: Callable[..., tuple[int, ...]] | None = None
     decodes: str | None = None
     mixed_rows: Callable[[tuple[int, ...], tuple[bool, ...], int], RankRows] | None = None
+    cp_active: str = "blocks"
+
+    def is_cp_active(self, lengths: Sequence[int], num_tokens: int, cp_size: int) -> bool:
+        """The gate of ``cp_active`` on valid arguments (not validated here: selection.is_cp_active does)."""
+        return self.inactive_reason(lengths, num_tokens, cp_size) is None
+
+    def inactive_reason(self, lengths: Sequence[int], num_tokens: int, cp_size: int) -> str | None:
+        """Why the gate keeps a batch off the CP graph path (a runner.FallbackReason value: "cp_disabled",
+        "too_few_tokens", "short_request"), or None when the batch is CP-active. Arguments not validated."""
+        if cp_size < 2:
+            return "cp_disabled"
+        if self.cp_active == "tokens":
+            return "too_few_tokens" if sum(lengths) < cp_size else None
+        if num_tokens < 2 * cp_size:
+            return "too_few_tokens"
+        return "short_request" if min(lengths) < 2 * cp_size else None
+
+    def cp_active_rule(self) -> str:
+        """The gate in words, as reports print it."""
+        if self.cp_active == "tokens":
+            return "P > 1 and the lengths' sum >= P"
+        return "P > 1, n >= 2P and every length >= 2P"
 
     def align_size(self, cp_size: int) -> int:
         """Upstream's default alignment for this strategy at ``cp_size`` ranks (``align_factor`` 0: none,
@@ -218,7 +246,7 @@ STRATEGY_TABLE: Mapping[str, StrategyRow] = MappingProxyType(
         "zigzag": StrategyRow(
             "zigzag", 2, _zigzag_rows, _per_request(zigzag_request_loads), lambda p: p - 1, zigzag_request_loads
         ),
-        "interleave": StrategyRow("interleave", 1, _interleave_rows, _interleave_loads, None),
+        "interleave": StrategyRow("interleave", 1, _interleave_rows, _interleave_loads, None, cp_active="tokens"),
         "contiguous": StrategyRow(
             "contiguous", 1, _contiguous_rows, _per_request(contiguous_request_loads), lambda p: p - 1,
             contiguous_request_loads,
@@ -239,6 +267,9 @@ STRATEGY_TABLE: Mapping[str, StrategyRow] = MappingProxyType(
 )
 
 DUAL_CHUNK_SWAP: Final = tuple(s for s, row in STRATEGY_TABLE.items() if row.decodes is not None)
+CP_ACTIVE_GATES: Final = ("blocks", "tokens")
+if any(row.cp_active not in CP_ACTIVE_GATES for row in STRATEGY_TABLE.values()):  # pragma: no cover - contributors
+    raise ImportError(f"every strategy row's cp_active must be one of {CP_ACTIVE_GATES}")
 
 
 def strategy_row(strategy: object) -> StrategyRow:

@@ -24,6 +24,7 @@ from cpgraph.spec.logic import And
 from cpgraph.spec.batch import LiveBatch
 from cpgraph.spec.keying import keying
 from cpgraph.spec.selection import CaptureList, Selection, scan_select
+from cpgraph.spec.strategies import strategy
 from cpgraph.spec.terms import BoolTerm, IntLike, IntTerm, Loads, check_index, int_term
 
 
@@ -71,15 +72,20 @@ class Admission:
     key: IntTerm
 
 
-def cp_active(batch: LiveBatch, num_tokens: IntLike) -> BoolTerm:
-    """The batch takes the CP graph path: P > 1, n >= 2P and every length >= 2P (no short request)."""
+def cp_active(batch: LiveBatch, num_tokens: IntLike, strategy_id: str = "zigzag") -> BoolTerm:
+    """The batch takes the CP graph path, by the strategy's gate (spec/strategies.py's ``cp_active``):
+    "blocks" (zigzag and every row but interleave): P > 1, n >= 2P and every length >= 2P (no short request);
+    "tokens" (interleave): P > 1 and the batch's tokens >= P. An unknown strategy is a ValueError."""
     p = batch.cp_size
+    if strategy(strategy_id).cp_active == "tokens":
+        return And(z3.BoolVal(p > 1), batch.tokens >= p)
     return And(z3.BoolVal(p > 1), int_term(num_tokens) >= 2 * p, batch.short_requests == 0)
 
 
 def gate(batch: LiveBatch, num_tokens: IntLike, setup: RankSetup) -> BoolTerm:
-    """The keying's gate: cp_active under a gated keying (global), always open under the other (local)."""
-    return cp_active(batch, num_tokens) if keying(setup.keying).gated else z3.BoolVal(True)
+    """The keying's gate: cp_active (under the setup's strategy) under a gated keying (global), always open
+    under the other (local)."""
+    return cp_active(batch, num_tokens, setup.strategy) if keying(setup.keying).gated else z3.BoolVal(True)
 
 
 def rank_decision(loads: Loads, rank: IntLike, setup: RankSetup, num_tokens: IntLike, name: str) -> Decision:

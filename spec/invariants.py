@@ -49,11 +49,16 @@ def rank_consensus(selections: Sequence[Selection], keying: str = "global") -> B
     return all_of(same_selection(first, second) for first, second in zip(selections, selections[1:]))
 
 
-def admission_replay(admission: Selection, replay: Selection, keying: str = "global") -> BoolTerm:
-    """Admitted on a rank => replay on that rank succeeds, returns the admitted bucket and its rows fit (the
-    part of it this term states: the two decisions are the same)."""
-    keying_row(keying)
-    return same_selection(admission, replay)
+def admission_replay(
+    admission: Selection, replay: Selection, keying: str = "global", active: BoolTerm | None = None
+) -> BoolTerm:
+    """Admitted on a rank => the batch is CP-active, and replay on that rank succeeds, returns the admitted
+    bucket and its rows fit (the parts of it this term states: the two decisions are the same, and under a
+    gated keying an admitted batch is ``active``, spec/admission.py's cp_active, when it is given)."""
+    same = same_selection(admission, replay)
+    if active is None or not keying_row(keying).gated:
+        return same
+    return And(same, Implies(admission.admitted, active))
 
 
 def captured_bucket(selection: Selection, capture: CaptureList, keying: str = "global") -> BoolTerm:

@@ -149,6 +149,12 @@ def interleave_loads(total: IntLike, cp_size: int, name: str) -> Loads:
 DECODE_PLACEMENTS = ("round_robin", "replicated", "dcp")  # the ``decodes`` column's values (None: prefills only)
 
 
+# The CP-activity gates (mirrors reference/strategies.py's ``cp_active`` column): "blocks", P > 1, n >= 2P and
+# every length >= 2P (every one of a request's 2P blocks holds a token); "tokens", P > 1 and the lengths' sum
+# >= P (every rank holds a token of the batch: interleave, as sglang gates it).
+CP_ACTIVE_GATES: tuple[str, ...] = ("blocks", "tokens")
+
+
 @dataclass(frozen=True)
 class Strategy:
     """One row of the strategy table."""
@@ -158,10 +164,13 @@ class Strategy:
     request_loads: RequestLoads | None  # per-request prefill loads; None when loads depend only on the total
     decodes: str | None = None  # where a decode goes (reference/, impl/, check/ only; see the module docstring)
     class_encodable: bool = True  # spec/batch.py's remainder classes hold for this row (see the module docstring)
+    cp_active: str = "blocks"  # the gate under a gated keying (spec/admission.py cp_active): "blocks" or "tokens"
 
     def __post_init__(self) -> None:
         if self.decodes is not None and self.decodes not in DECODE_PLACEMENTS:
             raise ValueError(f"decodes must be None or one of {', '.join(DECODE_PLACEMENTS)}; got {self.decodes!r}")
+        if self.cp_active not in CP_ACTIVE_GATES:
+            raise ValueError(f"cp_active must be one of {', '.join(CP_ACTIVE_GATES)}; got {self.cp_active!r}")
 
     def align_size(self, cp_size: int) -> int:
         """Upstream's default alignment for this strategy (align_factor 0: A = 1)."""
@@ -181,7 +190,7 @@ class Strategy:
 
 STRATEGIES: dict[str, Strategy] = {
     "zigzag": Strategy("zigzag", 2, zigzag_request_loads),
-    "interleave": Strategy("interleave", 1, None),
+    "interleave": Strategy("interleave", 1, None, cp_active="tokens"),
     "contiguous": Strategy("contiguous", 1, contiguous_request_loads),
     "dual_chunk_swap": Strategy("dual_chunk_swap", 0, dual_chunk_swap_request_loads, "round_robin", False),
     "dual_chunk_swap_replicated": Strategy(

@@ -48,8 +48,11 @@ def spec_by_reference(batch: Batch, strategy: str = "zigzag", keying: str = "glo
         )
     else:  # no window: every captured size from the key up whose capacity holds the rows
         fitting = tuple(b for b in batch.capture_num_tokens if b >= key and capacities.get(b, -1) >= required)
-    active = is_cp_active(batch.extend_seq_lens, num_tokens=batch.num_tokens, cp_size=batch.cp_size) if row.gated else True
-    return Expectation(active, loads, required, fitting, row.id, key)
+    active = (
+        is_cp_active(batch.extend_seq_lens, num_tokens=batch.num_tokens, cp_size=batch.cp_size, strategy=strategy)
+        if row.gated else True
+    )
+    return Expectation(active, loads, required, fitting, row.id, key, strategy)
 
 
 def judge(

@@ -121,22 +121,28 @@ def mirror_select(
     return min(fitting) if fitting else None
 
 
-def mirror_active(lengths: Sequence[int], n: int, cp_size: int) -> bool:
-    """The CP-active gate: P > 1, n >= 2P and every length >= 2P."""
-    return cp_size > 1 and n >= 2 * cp_size and min(lengths) >= 2 * cp_size
+def mirror_active(lengths: Sequence[int], n: int, cp_size: int, strategy: str = "zigzag") -> bool:
+    """The CP-active gate: P > 1, n >= 2P and every length >= 2P (interleave: P > 1 and the lengths' sum >= P)."""
+    return _inactive(lengths, n, cp_size, strategy) is None
+
+
+def _inactive(lengths: Sequence[int], n: int, p: int, strategy: str) -> str | None:
+    if p == 1:
+        return "cp_disabled"
+    if strategy == "interleave":
+        return "too_few_tokens" if sum(lengths) < p else None
+    if n < 2 * p:
+        return "too_few_tokens"
+    return "short_request" if min(lengths) < 2 * p else None
 
 
 def mirror_plan(config: RunnerArgs, lengths: Sequence[int], n: int) -> PlanTuple:
     """The runner's decision: the gates in the documented order, then the selection."""
     p, required = config.cp_size, mirror_required(lengths, config.cp_size, config.align_size, config.strategy)
     buckets = config.started
-    reason: str | None = None
-    if p == 1:
-        reason = "cp_disabled"
-    elif n < 2 * p:
-        reason = "too_few_tokens"
-    elif min(lengths) < 2 * p:
-        reason = "short_request"
+    reason: str | None = _inactive(lengths, n, p, config.strategy)
+    if reason is not None:
+        pass
     elif n > buckets[-1]:
         reason = "too_many_tokens"
     elif not any(n <= b <= config.max_padding_factor * n for b in buckets):

@@ -72,11 +72,15 @@ def admitted_batches_replay_the_admitted_bucket(
     cp_size: int, *, admit_fn: Admit = admit, replay_fn: ReplayFn = replay, layout: ReplayLayout = live_layout
 ) -> tuple[Query, ...]:
     """admission_replay: for every batch of any number of requests and any padded n, replay succeeds
-    exactly when admission admitted, and then pads to the admitted bucket."""
+    exactly when admission admitted, only a CP-active batch (the strategy's gate) is admitted, and replay
+    then pads to the admitted bucket."""
     out: list[Query] = []
     for s in _settings(cp_size):
         a, r = _sides(s, admit_fn, replay_fn, layout)
-        claim = same_decision(a.selection, Selection(r.succeeded, r.selection.bucket))[1]  # replay runs iff admitted, the same bucket
+        claim = And(  # replay runs iff admitted, the same bucket; and nothing but a CP-active batch is admitted
+            same_decision(a.selection, Selection(r.succeeded, r.selection.bucket))[1],
+            Implies(a.selection.admitted, is_active(s.batch, s.n, s.strategy)),
+        )
         steps = (*_sides_agree_and_fit(s, a, r), ("admission_replay", claim, ()))
         out += s.chain("admitted_batches_replay_the_admitted_bucket", steps, (a.holds, r.holds),
                        (("admitted", a.selection.bucket), ("replayed", r.selection.bucket)))
@@ -170,7 +174,7 @@ def active_batches_that_fit_are_admitted(cp_size: int, *, admit_fn: Admit = admi
         some = any_of(bucket_fits(s.capture, i, s.n, s.factor, need) for i in range(len(s.capture)))
         # Both directions: a batch the gates let through that some bucket fits is admitted, and nothing
         # else is (an inactive batch, or one no bucket fits, never replays a graph).
-        claim = a.selection.admitted == And(is_active(s.batch, s.n), some)
+        claim = a.selection.admitted == And(is_active(s.batch, s.n, s.strategy), some)
         out += s.chain("active_batches_that_fit_are_admitted", (same_rows(need, a.required), ("no_needless_fallback", claim)),
                        (a.holds, facts), (("rows needed", need),))
     return tuple(out)
@@ -194,7 +198,7 @@ def replay_runs_only_into_a_listed_bucket_with_room(
         r = s.replayed(replay_fn, layout=layout, decide=_any_decision)
         claim = Implies(
             r.succeeded,
-            And(r.selection.admitted, is_active(s.batch, s.n), is_listed_with_room(s.capture, r.selection.bucket, r.layout_loads)),
+            And(r.selection.admitted, is_active(s.batch, s.n, s.strategy), is_listed_with_room(s.capture, r.selection.bucket, r.layout_loads)),
         )
         out += s.chain("replay_runs_only_into_a_listed_bucket_with_room", (("tripwire", claim),), (r.holds,),
                        (("replayed", r.selection.bucket),))

@@ -78,7 +78,7 @@ def _least_fitting(s: Setting, chosen: Selection, rows: IntTerm) -> BoolTerm:
     n = len(s.capture)
     if s.keying == "global":
         fits = [bucket_fits(s.capture, i, s.n, s.factor, rows) for i in range(n)]
-        gate: BoolTerm = is_active(s.batch, s.n)
+        gate: BoolTerm = is_active(s.batch, s.n, s.strategy)
     else:
         fits = [size_fits(s.capture, i, rows) for i in range(n)]
         gate = z3.BoolVal(True)  # the local keying has no gate

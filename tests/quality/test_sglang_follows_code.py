@@ -34,6 +34,8 @@ from test_sglang_released import NEEDED  # the files the driven path runs (this 
 RUNNER = "sglang/srt/model_executor/runner/prefill_cuda_graph_runner.py"
 MODEL_RUNNER = "sglang/srt/model_executor/model_runner.py"
 BCG = "sglang/srt/layers/cp/bcg/bcg.py"
+UTILS = "sglang/srt/layers/cp/utils.py"
+ZIGZAG = "sglang/srt/layers/cp/zigzag.py"
 CHECK = dict(cp_sizes=(2, 4), boundary=False, workers=1, padding_factors="2")
 CASES = 80  # each plant below is met within the first 50 batches; every batch runs the whole path on each rank
 EXAMPLE = dict(
@@ -93,6 +95,13 @@ REGRESSIONS: dict[str, tuple[Edit, str]] = {
     "bucket scan capacity": ((BCG, "and required_local_tokens <= captured_local_tokens",
                               "and required_local_tokens <= captured_local_tokens + 8"),
                              "captured_local_tokens + 8"),
+    # the CP-activity gate always open: a batch too short to shard takes the CP graph (admission_replay)
+    "CP gate always open": ((UTILS, "    return strategy.can_apply(len(input_ids), forward_batch)", "    return True"),
+                            "    return True"),
+    # zigzag's gate asks for one long request instead of all: a batch with a short request takes the CP graph
+    "zigzag gate any length": ((ZIGZAG, "return all(int(length) >= self.cp_size * 2 for length in extend_lens)",
+                                "return any(int(length) >= self.cp_size * 2 for length in extend_lens)"),
+                               "return any(int(length) >= self.cp_size * 2"),
 }
 
 

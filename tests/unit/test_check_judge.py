@@ -84,7 +84,30 @@ def test_a_rank_dependent_answer_breaks_rank_consensus() -> None:
 def test_efficiency_invariants_do_not_apply_to_batches_that_are_not_cp_active() -> None:
     short = make_batch((3, 100), (103, 206), cp_size=2)  # a length below 2P
     assert _ids(_const(None), short) == set()
-    assert _ids(_const(206), short) == set()
+
+
+def test_admitting_a_batch_that_is_not_cp_active_breaks_admission_replay_and_nothing_else() -> None:
+    short = make_batch((3, 100), (103, 206), cp_size=2)  # a length below 2P: zigzag runs it eagerly
+    assert _ids(_const(206), short) == {"admission_replay"}
+    (finding,) = judge(short, ask(as_policy(_const(206)), short))
+    assert "not CP-active under zigzag (P > 1, n >= 2P and every length >= 2P)" in finding.why
+    few = make_batch((3,), (4, 6), cp_size=2)  # n = 3 < 2P
+    assert _ids(_const(4), few) == {"admission_replay"}
+
+
+def test_cp_activity_is_the_strategy_s_gate() -> None:
+    # interleave spreads tokens, not blocks: [3] on 2 ranks is CP-active there (sglang's interleave gate:
+    # the lengths' sum >= P), so admitting it is fine and declining it with a bucket that fits is a fallback.
+    short = make_batch((3,), (4, 6), cp_size=2, strategy="interleave")
+    assert {f.invariant for f in judge(short, ask(as_policy(_const(4)), short), strategy="interleave")} == set()
+    assert {f.invariant for f in judge(short, ask(as_policy(_const(None)), short), strategy="interleave")} == {
+        "no_needless_fallback"
+    }
+    assert {f.invariant for f in judge(short, ask(as_policy(_const(4)), short), strategy="zigzag")} == {"admission_replay"}
+    one = make_batch((1,), (1, 2), cp_size=2, strategy="interleave")  # a sum below P: eager under interleave too
+    assert {f.invariant for f in judge(one, ask(as_policy(_const(2)), one), strategy="interleave")} == {
+        "admission_replay"
+    }
 
 
 def test_minimiser_shrinks_the_seed_overflow_to_a_small_batch() -> None:
@@ -169,7 +192,7 @@ class _Strategic(PickedPolicy):
     def _pick(self, **b: Any) -> int | None:
         from cpgraph.reference import is_cp_active, required_local_tokens, select_replay_bucket
 
-        if not is_cp_active(b["extend_seq_lens"], num_tokens=b["num_tokens"], cp_size=b["cp_size"]):
+        if not is_cp_active(b["extend_seq_lens"], num_tokens=b["num_tokens"], cp_size=b["cp_size"], strategy=self.strategy):
             return None
         need = required_local_tokens(b["extend_seq_lens"], cp_size=b["cp_size"], align_size=b["align_size"], strategy=self.strategy)
         return select_replay_bucket(

@@ -29,7 +29,7 @@ def _ids(policy: object, batch: Any, **kw: Any) -> set[str]:
 def test_the_judge_has_one_rule_per_row_of_the_invariant_table_and_the_new_sentence() -> None:
     assert tuple(JUDGES) == tuple(INVARIANT_TABLE)
     assert INVARIANT_TABLE["admission_replay"].sentence == (
-        "admitted on a rank => replay on that rank succeeds, returns the admitted bucket and its rows fit"
+        "admitted on a rank => the batch is CP-active, and replay on that rank succeeds, returns the admitted bucket and its rows fit"
     )
 
 

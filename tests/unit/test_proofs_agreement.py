@@ -45,7 +45,7 @@ def _everywhere(monkeypatch: pytest.MonkeyPatch, original: object, new: object) 
 def plant_gate_without_short_requests(monkeypatch: pytest.MonkeyPatch) -> None:
     """(a) The CP-active gate without its short-request condition (P > 1 and n >= 2P only)."""
 
-    def cp_active(batch: Any, num_tokens: Any) -> z3.BoolRef:
+    def cp_active(batch: Any, num_tokens: Any, strategy_id: str = "zigzag") -> z3.BoolRef:
         p = batch.cp_size
         return z3.And(z3.BoolVal(p > 1), int_term(num_tokens) >= 2 * p)
 

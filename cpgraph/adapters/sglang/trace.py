@@ -19,7 +19,7 @@ DECIDING = frozenset({
     "forward", "_forward_raw", "_prefill_cuda_graph_allows_context_parallel", "can_run_graph", "can_replay_locally",
     "_has_inactive_dp_rank", "_pad_to_bucket", "load_batch", "execute", "execute_prefill_cp_bcg",
     "select_replay_bucket", "select_replay_bucket_for_batch", "required_local_tokens", "_max_local_tokens",
-    "allows_replay", "prepare", "is_cp_active", "is_cp_v2_active",
+    "allows_replay", "prepare", "is_cp_active", "is_cp_v2_active", "can_apply",
 })
 
 

@@ -100,8 +100,16 @@ def gate_and_lemmas() -> Outcome:
         s = 2 * p
         for lengths, n in (((s,), s), ((s - 1,), s), ((s,), s - 1), ((s, s - 1), 2 * s), ((1, s + 3), s + 4), ((s, s), 2 * s)):
             batch = RequestsBatch(p, _ints(lengths), z3.BoolVal(True))
-            _truth(tally, "is_active", f"is_active({list(lengths)}, n={n}) at cp_size={p}",
-                   is_cp_active(list(lengths), num_tokens=n, cp_size=p), claims.is_active(batch, z3.IntVal(n)))
+            for strategy in ("zigzag", "interleave"):
+                _truth(tally, "is_active", f"is_active({list(lengths)}, n={n}, {strategy!r}) at cp_size={p}",
+                       is_cp_active(list(lengths), num_tokens=n, cp_size=p, strategy=strategy),
+                       claims.is_active(batch, z3.IntVal(n), strategy))
+        for lengths in ((1,), (p - 1 or 1,), (p,), (1, p - 1 or 1)):  # interleave's own edge: the sum at P
+            batch = RequestsBatch(p, _ints(lengths), z3.BoolVal(True))
+            n = max(sum(lengths), 1)
+            _truth(tally, "is_active", f"is_active({list(lengths)}, n={n}, 'interleave') at cp_size={p}",
+                   is_cp_active(list(lengths), num_tokens=n, cp_size=p, strategy="interleave"),
+                   claims.is_active(batch, z3.IntVal(n), "interleave"))
     for a, b in ((3, 3), (3, 4), (0, 0)):
         _truth(tally, "same_rows", f"same_rows({a}, {b})", a == b, claims.same_rows(z3.IntVal(a), z3.IntVal(b))[1])
     pairs = (((True, 5), (True, 5)), ((True, 5), (True, 6)), ((True, 5), (False, 5)), ((False, 5), (False, 6)),
