@@ -14,7 +14,13 @@ have is skipped. For sglang (``--stack sglang``, default 0.5.23, ``cpgraph.adapt
 the prefill graph decision the adapter drives: ``_prefill_cuda_graph_allows_context_parallel``,
 ``PrefillCudaGraphRunner.can_run_graph``, the CP-BCG input's ``allows_replay``, ``required_local_tokens``,
 ``select_replay_bucket`` and ``select_replay_bucket_for_batch`` (and the zigzag input's ``_max_local_tokens``), and
-``is_cp_active`` / ``prepare_cp_forward``.
+``is_cp_active`` / ``prepare_cp_forward`` and the zigzag strategy's gate ``ZigzagCPStrategy.can_apply``.
+
+The sample is drawn over the executed glue: the mutants on lines of the regions that the unmutated kill command
+runs (recorded by benchmarks/lines_run.py, a line tracer around ``cpgraph check``, forks included). A line the
+check never runs is a branch of a configuration it does not drive (LoRA, no CP strategy configured, a batch of
+embeddings); its mutants cannot be killed by running the code, so they are not sampled, and the result lists
+those lines (``not_executed_lines``) so the gap stays visible.
 
 Operators: benchmarks/mutation.py's (comparison flips, arithmetic swaps, integer constants +1 and -1, and/or,
 ``not`` removal), and three of this file's: ``max`` <-> ``min``, dropping one simple statement (an assignment
@@ -83,6 +89,7 @@ SGLANG_REGIONS: Regions = {
         "PrefillCPBCGInput.select_replay_bucket", "PrefillCPBCGInput.select_replay_bucket_for_batch")),
     SRT + "layers/cp/bcg/zigzag_bcg.py": (("ZigzagCPBCGInput._max_local_tokens", None, None),),
     SRT + "layers/cp/utils.py": (("is_cp_active", None, None), ("prepare_cp_forward", None, None)),
+    SRT + "layers/cp/zigzag.py": (("ZigzagCPStrategy.can_apply", None, None),),
 }
 STACKS: dict[str, tuple[str, str, Regions]] = {  # stack -> (adapter policy, default release, regions)
     "vllm": ("cpgraph.adapters.vllm:pcp", "0.29.0", REGIONS),
@@ -184,6 +191,23 @@ def _tree(release: Path, mutant: Mutant | None) -> Path:
     return tree / "r"
 
 
+def lines_run(cpgraph_path: str, release: Path, timeout: float, stack: str = "vllm") -> frozenset[str]:
+    """The lines of the release (``path:line``) that the unmutated kill command runs (benchmarks/lines_run.py):
+    the executed glue, which the sample is drawn from."""
+    tree = _tree(release, None)
+    out = tree.parent / "lines.txt"
+    env = {**os.environ, "PYTHONPATH": cpgraph_path, "PYTHONDONTWRITEBYTECODE": "1"}
+    tracer = str(Path(__file__).resolve().parent / "lines_run.py")
+    argv = [sys.executable, tracer, str(tree), str(out), "check", STACKS[stack][0], "--adapter-root", str(tree), *KILL_FLAGS]
+    try:
+        done = subprocess.run(argv, cwd=tempfile.gettempdir(), env=env, capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            raise SystemExit(f"glue_mutation: the traced unmutated check exited {done.returncode}: {done.stderr[-500:]}")
+        return frozenset(out.read_text(encoding="utf-8").split())
+    finally:
+        shutil.rmtree(tree.parent, ignore_errors=True)
+
+
 def kill(cpgraph_path: str, release: Path, mutant: Mutant | None, timeout: float, stack: str = "vllm") -> tuple[str, int, float, str]:
     """(status, exit code, seconds, evidence) of ``cpgraph check`` on the release with ``mutant`` applied."""
     tree = _tree(release, mutant)
@@ -253,13 +277,16 @@ def run(stack: str, version: str, limit: int, seed: int, rev: str | None, timeou
 
     release = Path(fetch(stack, version))
     everything = glue_mutants(release, stack)
-    picked = [everything[i] for i in sorted(random.Random(seed).sample(range(len(everything)), min(limit, len(everything))))]
     path, revision, cleanup = _cpgraph_at(rev)
     try:
         status, code, base, evidence = kill(path, release, None, 1800, stack)
         if status != "survived":
             raise SystemExit(f"glue_mutation: the unmutated release does not pass (exit {code}: {evidence}); fix that first")
         timeout = max(60.0, timeout_factor * base)
+        ran = lines_run(path, release, 20 * timeout, stack)
+        executed = [m for m in everything if f"{m.path}:{m.line}" in ran]
+        idle = [m for m in everything if f"{m.path}:{m.line}" not in ran]
+        picked = [executed[i] for i in sorted(random.Random(seed).sample(range(len(executed)), min(limit, len(executed))))]
         print(f"glue_mutation: {stack} {version}: {len(picked)} of {len(everything)} mutants; unmutated check {base:.1f} s", file=sys.stderr)
         outcomes = []
         start = time.perf_counter()
@@ -273,11 +300,12 @@ def run(stack: str, version: str, limit: int, seed: int, rev: str | None, timeou
     finally:
         if cleanup is not None:
             shutil.rmtree(cleanup, ignore_errors=True)
-    return summarise(stack, version, revision, everything, picked, outcomes, seed, base, wall)
+    return summarise(stack, version, revision, everything, picked, outcomes, seed, base, wall, idle)
 
 
 def summarise(stack: str, version: str, revision: str, everything: Sequence[Mutant], picked: Sequence[Mutant],
-              outcomes: Sequence[dict[str, object]], seed: int, base: float, wall: float) -> dict[str, object]:
+              outcomes: Sequence[dict[str, object]], seed: int, base: float, wall: float,
+              idle: Sequence[Mutant] = ()) -> dict[str, object]:
     arguments = _arguments()
     killed = sum(o["status"] == "killed" for o in outcomes)
     survivors = [o for o in outcomes if o["status"] == "survived"]
@@ -296,6 +324,8 @@ def summarise(stack: str, version: str, revision: str, everything: Sequence[Muta
         "regions": {path: [r[0] + ("" if r[1] is None else f" [{r[1]} .. {r[2]}]") for r in regions]
                     for path, regions in STACKS[stack][2].items()},
         "mutants_in_regions": len(everything),
+        "mutants_executed": len(everything) - len(idle),
+        "not_executed_lines": sorted({f"{m.path}:{m.line}" for m in idle}, key=lambda w: (w.rpartition(":")[0], int(w.rpartition(":")[2]))),
         "sample_seed": seed,
         "planned": len(picked),
         "unmutated_kill_seconds": round(base, 2),
@@ -336,7 +366,11 @@ def render_markdown(result: dict[str, object]) -> str:
         f"{result['argued_equivalent']} argued equivalent: {_pct(result['score_without_equivalents'])}); errored "
         f"{result['errored']}, timed out {result['timed_out']}",
         "- killed by exit code: " + ", ".join(f"{n} by exit {k}" for k, n in result["killed_by_exit"].items()),  # type: ignore[attr-defined]
-        f"- sample seed {result['sample_seed']}: {result['planned']} of {result['mutants_in_regions']} mutants in the regions",
+        f"- sample seed {result['sample_seed']}: {result['planned']} of the {result.get('mutants_executed', result['mutants_in_regions'])} "
+        f"mutants on lines the unmutated check runs ({result['mutants_in_regions']} in the regions)",
+        *([f"- not sampled, the lines the unmutated check never runs (branches of configurations it does not drive): "
+           + ", ".join(f"`{w}`" for w in result["not_executed_lines"])]  # type: ignore[attr-defined]
+          if result.get("not_executed_lines") else []),
         "",
         "| status | where | operator | mutation | line | evidence |",
         "| --- | --- | --- | --- | --- | --- |",
