@@ -126,10 +126,13 @@ def mirror_active(lengths: Sequence[int], n: int, cp_size: int, strategy: str = 
     return _inactive(lengths, n, cp_size, strategy) is None
 
 
+GATED_BY_TOKENS = frozenset({"interleave"})  # the strategies whose CP-activity gate asks for tokens, not blocks
+
+
 def _inactive(lengths: Sequence[int], n: int, p: int, strategy: str) -> str | None:
     if p == 1:
         return "cp_disabled"
-    if strategy == "interleave":
+    if strategy in GATED_BY_TOKENS:
         return "too_few_tokens" if sum(lengths) < p else None
     if n < 2 * p:
         return "too_few_tokens"

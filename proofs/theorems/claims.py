@@ -66,11 +66,15 @@ def is_listed_with_room(capture: CaptureList, bucket: IntTerm, loads: Sequence[I
     return And(listed, room)
 
 
+# The strategies whose CP-activity gate asks for tokens, not blocks (stated here independently of the spec's table).
+GATED_BY_TOKENS: frozenset[str] = frozenset({"interleave"})
+
+
 def is_active(batch: LiveBatch, n: IntTerm, strategy: str = "zigzag") -> BoolTerm:
     """CP-active, restated per strategy: P > 1, n >= 2P and every request at least 2P long; under
     interleave (which spreads tokens, not blocks) P > 1 and the batch's tokens at least P."""
     p = batch.cp_size
-    if strategy == "interleave":
+    if strategy in GATED_BY_TOKENS:
         return And(z3.BoolVal(p > 1), batch.tokens >= p)
     return And(z3.BoolVal(p > 1), n >= 2 * p, all_of(s == 0 for s in batch.short_counts))
 
