@@ -192,6 +192,20 @@ def _mutation(target: str, scope_only: bool, label: str | None = None) -> Callab
     return read
 
 
+def _glue_sample(d: dict[str, Any]) -> str:
+    """Where the sample was drawn from, and what the survivors not argued equivalent are (by written kind)."""
+    kinds: dict[str, int] = {}
+    for o in d.get("outcomes", []):
+        argued = o.get("argued") if isinstance(o, dict) else None
+        if o.get("status") == "survived" and not (isinstance(argued, dict) and argued.get("kind") == "equivalent"):
+            kind = str(argued.get("kind")) if isinstance(argued, dict) else "not argued"
+            kinds[kind] = kinds.get(kind, 0) + 1
+    drawn = (f"; drawn over the {d['mutants_executed']} mutants on lines the check runs ({d['mutants_in_regions']} in the regions)"
+             if "mutants_executed" in d else "")
+    rest = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    return drawn + (f"; survivors not equivalent: {rest}" if rest else "")
+
+
 def _glue_mutation(stack: str) -> Callable[[Report], Row]:
     """A mutation sample of a ``stack`` release's decision glue, killed by `cpgraph check` (benchmarks/glue_mutation.py)."""
     return lambda r: _glue_row(stack, r)
@@ -206,7 +220,8 @@ def _glue_row(stack: str, r: Report) -> Row:
                f"({_num(100 * d['score'], 1)}%; {_num(100 * d['score_without_equivalents'], 1)}% without the "
                f"{d['argued_equivalent']} argued equivalent; "
                + ", ".join(f"{n} by exit {k.split()[0]}" for k, n in d.get("killed_by_exit", {}).items())
-               + f"), errored {d['errored']}, timed out {d['timed_out']}, cpgraph {d['revision']}")
+               + f"), errored {d['errored']}, timed out {d['timed_out']}, cpgraph {d['revision']}"
+               + _glue_sample(d))
     command = (f"python benchmarks/glue_mutation.py --stack {stack} --version {version} --limit {d['planned']} "
                f"--sample-seed {d['sample_seed']} --rev {d['revision']}")
     return Row(f"mutation score, a release's executed glue ({stack})", r, f"not recorded; {_num(d['wall_seconds'], 0)} s wall",
