@@ -185,8 +185,10 @@ def agreed(steps: Sequence[GraphStep], graphs: Sequence[Graph]) -> Graph | None:
 @dataclass(frozen=True)
 class PathAnswer:
     """What one rank did with a step: the descriptor it dispatched (``dispatched``, None: eager), the one it
-    replayed (``replayed``, None: eager or refused, ``refusal`` then says why) and its real ``rows`` and
-    ``requests``."""
+    replayed (``replayed``, None: eager or refused, ``refusal`` then says why), its real ``rows`` and
+    ``requests``, and (optional) ``padded_requests``, the request count its layout was padded to for the
+    replay (a FULL graph replays inputs laid out for exactly the requests it was captured with; None: not
+    known, or not padded)."""
 
     rank: int
     dispatched: Graph | None
@@ -194,6 +196,7 @@ class PathAnswer:
     rows: int
     requests: int
     refusal: str | None = None
+    padded_requests: int | None = None
 
     def describe(self) -> str:
         said = f"dispatched {self.dispatched.describe() if self.dispatched else 'eager'}"
@@ -247,6 +250,10 @@ def judge_dp(groups: Sequence[tuple[GraphStep, Sequence[PathAnswer]]], graphs: S
             add("admission_replay", f"{who(d, a)} dispatched {_shown(a.dispatched)} but its replay refused it: {a.refusal}")
         elif a.replayed != a.dispatched:
             add("admission_replay", f"{who(d, a)} dispatched {_shown(a.dispatched)} but replays {_shown(a.replayed)}")
+        elif (a.replayed is not None and a.replayed.requests is not None and a.padded_requests is not None
+              and a.padded_requests != a.replayed.requests):
+            add("admission_replay", f"{who(d, a)} replays {a.replayed.describe()} with its layout padded to "
+                                    f"{a.padded_requests} requests (it holds {a.requests}): the graph's inputs do not take it")
         g = a.dispatched
         if g is None:
             continue

@@ -136,3 +136,26 @@ def test_a_mode_the_release_does_not_run_under_pcp_is_a_usage_error(vllm_release
                           capture_output=True, text=True, timeout=300)
     said = ("this release runs PIECEWISE under PCP", "the policy's graph paths run PIECEWISE")  # the wording moved to check/
     assert done.returncode == 2 and any(w in done.stderr for w in said), done.stderr
+
+
+def test_a_full_graph_replayed_with_its_requests_padded_otherwise_breaks_admission_replay(
+    vllm_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """A plant in the partition's request padding (0.31.0's ``_resolve_num_reqs_after_padding`` hands a FULL graph
+    the rank's own request count instead of the count the graph was captured with): the descriptor replayed is
+    the one dispatched, but its inputs are laid out for other requests. The check reads the padded count the
+    release's partition made and reports it under admission_replay; the release as shipped keeps it."""
+    from cpgraph.adapters.vllm.plants import copy_release
+
+    root = Path(copy_release(str(vllm_release("0.31.0")), str(tmp_path / "planted")))
+    path = root / "vllm/v1/worker/gpu/pcp_manager.py"
+    text = path.read_text()
+    old = "        return padded_num_reqs\n"
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, "        return num_local_reqs\n"))
+    for tree, broken in ((vllm_release("0.31.0"), False), (root, True)):
+        paths = policy_from(str(tree)).graph_paths()
+        report = check_paths([paths], cp_sizes=(2,), modes=("FULL_DECODE_ONLY",), cases=40, seed=7)
+        assert ("admission_replay" in {v.invariant for v in report.violations}) is broken, report.text()
+    finding = next(v for v in report.violations if v.invariant == "admission_replay")
+    assert "padded to" in finding.why, finding.why

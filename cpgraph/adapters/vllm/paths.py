@@ -144,7 +144,9 @@ class VllmPaths:
             return PathAnswer(rank, dispatched, None, rows, requests, f"{type(made).__name__}: {made}")
         # execute_model on from prepare_inputs (handing back the local batch) to the call that replays: a FULL step's
         # run_fullgraph(descriptor), a PIECEWISE one's forward context (its batch_descriptor), run (execute.py)
-        return PathAnswer(rank, dispatched, self._replayed(found, dispatched, made), rows, requests)
+        replayed = self._replayed(found, dispatched, made)
+        padded = getattr(made, "num_reqs_after_padding", None) if replayed is not None and replayed.requests is not None else None
+        return PathAnswer(rank, dispatched, replayed, rows, requests, padded_requests=None if padded is None else int(padded))
 
     def _replayed(self, found: Any, dispatched: Graph, made: Any) -> Graph | None:
         """The graph execute_model replays (run from its call of prepare_inputs to its replay call): a FULL
