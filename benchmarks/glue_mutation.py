@@ -251,12 +251,15 @@ def _arguments() -> list[dict[str, object]]:
     return json.loads(EQUIVALENTS.read_text()) if EQUIVALENTS.exists() else []
 
 
-def _argued(entry: dict[str, object], arguments: Sequence[dict[str, object]]) -> dict[str, object] | None:
-    """The written argument for a survivor: same file, line text and mutation (or "*"), and the same line when
-    the argument names one (a line text such as ``return False`` recurs in a file)."""
+def _argued(entry: dict[str, object], arguments: Sequence[dict[str, object]], version: str | None = None) -> dict[str, object] | None:
+    """The written argument for a survivor: same file, line text and mutation (or "*"), the same line when
+    the argument names one (a line text such as ``return False`` recurs in a file), and one of its
+    ``releases`` when it names them (an argument that rests on what one release does, e.g. 0.29.0 running
+    PIECEWISE graphs only under PCP, does not carry over to a release that runs FULL ones)."""
     path, _, line = str(entry["where"]).rpartition(":")
     return next((a for a in arguments if a["file"] == path and a["line_text"] == entry["line_text"]
-                 and a["mutation"] in (entry["mutation"], "*") and str(a.get("line", line)) == line), None)
+                 and a["mutation"] in (entry["mutation"], "*") and str(a.get("line", line)) == line
+                 and (version is None or "releases" not in a or version in a["releases"])), None)  # type: ignore[operator]
 
 
 def _cpgraph_at(rev: str | None) -> tuple[str, str, Path | None]:
@@ -310,7 +313,7 @@ def summarise(stack: str, version: str, revision: str, everything: Sequence[Muta
     killed = sum(o["status"] == "killed" for o in outcomes)
     survivors = [o for o in outcomes if o["status"] == "survived"]
     for s in survivors:
-        argued = _argued(s, arguments)
+        argued = _argued(s, arguments, version)
         if argued is not None:
             s["argued"] = {"kind": str(argued.get("kind", "equivalent")), "argument": str(argued["argument"])}
     equivalent = sum(1 for s in survivors if _kind(s) == "equivalent")
