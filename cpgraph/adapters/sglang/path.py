@@ -133,15 +133,17 @@ class ForwardPath:
         cp_input.__dict__.update(given(extra, made))
         stub = {name: Helper(f"runner.{name}") for name in ("attention_layers", "quant_config", "moe_layers", "moe_fusions",
                                               "dsa_indexers", "mha_companion_layers", "device_module")}
+        # no recorded CP capacity at all: the runner captured no CP body (CP BCG capture off, no CP-BCG input)
+        captured = bool(capacities)
         runner_values: dict[str, object] = dict(
-            enable_cp_bcg_capture=True, enable_cp_v2_bcg_capture=True, prefill_backend_name="breakable",
+            enable_cp_bcg_capture=captured, enable_cp_v2_bcg_capture=captured, prefill_backend_name="breakable",
             max_context_size=None, max_seq_len=None, enable_lora=False, _capture_lora=False,
             _qwen_bcg_hc_sidechannel=False, _qwen_bcg_mtp_draft=False, _is_full_backend=False, _fa4_prefill=False,
             _capture_req_slots=1, has_mha_companion_layers=False, _capture_chunked_prefix=False,
             capture_hidden_mode=fbi.CaptureHiddenMode.NULL, _use_draft_input_embeds=False,
             static_draft_hidden_states=None, capture_return_pooled_hidden_states=False, _prefill_static_buffers=None,
             use_captured_attn_metadata=False, device="cuda", capture_num_tokens=buckets, max_num_tokens=max(buckets),
-            buffer_registry=stand_ins.BufferRegistry(), backend=self.backend(), prefill_cp_bcg_input=cp_input, **stub,
+            buffer_registry=stand_ins.BufferRegistry(), backend=self.backend(), prefill_cp_bcg_input=cp_input if captured else None, **stub,
         )
         model_runner_values: dict[str, object] = dict(
             device="cuda", is_generation=True, is_draft_worker=False, support_pp=False,

@@ -2,7 +2,9 @@
 
 The model runner and the CP graph runner are built without their constructors (those load a model and
 capture graphs on a GPU), so the adapter gives them the state their constructors leave under one declared
-configuration: a breakable CUDA-graph backend with CP BCG capture on, a generation model on CUDA with no
+configuration: a breakable CUDA-graph backend with CP BCG capture on (or, for a batch whose capacity table
+records no bucket, the state of a runner that captured no CP body: CP BCG capture off and no CP-BCG input, the
+only state in which sglang records no capacity), a generation model on CUDA with no
 LoRA, draft model, pipeline parallelism, DP attention, mamba state or hidden-state capture. A name is given
 only where the release's own code assigns it (``self.NAME = ...`` in the class's files, see ``assigned``):
 a release that renamed where it sets a flag but not where it reads it gets no value for the old name, so
@@ -39,7 +41,8 @@ MODEL_RUNNER_STATE: Mapping[str, str] = {
 }
 # The CP graph runner as PrefillCudaGraphRunner.__init__ leaves it under the configuration above.
 RUNNER_STATE: Mapping[str, str] = {
-    "enable_cp_bcg_capture": "True", "enable_cp_v2_bcg_capture": "True", "prefill_backend_name": "breakable",
+    "enable_cp_bcg_capture": "True (False when no bucket has a recorded capacity)",
+    "enable_cp_v2_bcg_capture": "True (False when no bucket has a recorded capacity)", "prefill_backend_name": "breakable",
     "max_context_size": "None (CP BCG ignores it)", "max_seq_len": "None", "enable_lora": "False",
     "_capture_lora": "False", "_qwen_bcg_hc_sidechannel": "False", "_qwen_bcg_mtp_draft": "False",
     "_is_full_backend": "False", "_fa4_prefill": "False", "_capture_req_slots": "1",
@@ -51,7 +54,8 @@ RUNNER_STATE: Mapping[str, str] = {
     "dsa_indexers": "a stub", "mha_companion_layers": "a stub",
     "capture_num_tokens": "the checked capture list", "max_num_tokens": "its largest bucket",
     "buffer_registry": "stand_ins.BufferRegistry", "backend": "stand_ins.backend_class",
-    "prefill_cp_bcg_input": "the CP-BCG input with the checked capacities", "model_runner": "the model runner",
+    "prefill_cp_bcg_input": "the CP-BCG input with the checked capacities (None when none is recorded)",
+    "model_runner": "the model runner",
 }
 # The server arguments and parallel state of the checked batch (get_parallel(), get_server_args()).
 SERVER_ARGS: tuple[str, ...] = (
