@@ -96,7 +96,7 @@ STACKS: dict[str, tuple[str, str, Regions]] = {  # stack -> (adapter policy, def
     "sglang": ("cpgraph.adapters.sglang:zigzag", "0.5.23", SGLANG_REGIONS),
 }
 EXTRA_OPERATORS = ("max-min", "drop-statement", "swap-arguments")
-KILL_FLAGS = ("--max-cases", "600", "--path-cases", "120", "-q", "--format", "json")
+KILL_FLAGS = ("--max-cases", "3000", "--path-cases", "120", "-q", "--format", "json")  # a default run checks ~20k prefill batches
 
 
 def _function(tree: ast.AST, qualified: str) -> ast.FunctionDef | None:
