@@ -143,18 +143,15 @@ def mirror_plan(config: RunnerArgs, lengths: Sequence[int], n: int) -> PlanTuple
     """The runner's decision: the gates in the documented order, then the selection."""
     p, required = config.cp_size, mirror_required(lengths, config.cp_size, config.align_size, config.strategy)
     buckets = config.started
-    reason: str | None = _inactive(lengths, n, p, config.strategy)
+    reason = _inactive(lengths, n, p, config.strategy)
     if reason is not None:
-        pass
-    elif n > buckets[-1]:
-        reason = "too_many_tokens"
-    elif not any(n <= b <= config.max_padding_factor * n for b in buckets):
-        reason = "no_bucket_within_padding_limit"
-    else:
-        table = {b: c for b, c in config.bucket_local_tokens.items() if b in buckets}
-        bucket = mirror_select(n, required, buckets, table, config.max_padding_factor)
-        if bucket is None:
-            reason = "no_capacity_within_padding_limit"
-        else:
-            return required, bucket, table[bucket], None
-    return required, None, None, reason
+        return required, None, None, reason
+    if n > buckets[-1]:
+        return required, None, None, "too_many_tokens"
+    if not any(n <= b <= config.max_padding_factor * n for b in buckets):
+        return required, None, None, "no_bucket_within_padding_limit"
+    table = {b: c for b, c in config.bucket_local_tokens.items() if b in buckets}
+    bucket = mirror_select(n, required, buckets, table, config.max_padding_factor)
+    if bucket is None:
+        return required, None, None, "no_capacity_within_padding_limit"
+    return required, bucket, table[bucket], None

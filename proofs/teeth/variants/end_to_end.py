@@ -163,7 +163,7 @@ def make_admit(**how: object) -> Callable[[LiveBatch, IntTerm, RankSetup, int, s
             chosen = _decision(loads.loads, loads.holds, setup, n, name, **how_local)  # type: ignore[arg-type]
         else:
             chosen = _decision(loads.loads, loads.holds, setup, n, name, **how)  # type: ignore[arg-type]
-        return chosen.admission(cp_active(batch, n) if gated else z3.BoolVal(True))
+        return chosen.admission(cp_active(batch, n, setup.strategy) if gated else z3.BoolVal(True))
 
     return admit
 
@@ -258,7 +258,7 @@ def make_replay(
         loads = batch.layout_loads(setup.strategy, f"{name}.layout")
         decided = _decision(loads.loads, loads.holds, setup, n, name, select=select, busiest=busiest)
         chosen = decided.selection
-        selection = Selection(And(cp_active(batch, n), chosen.admitted), chosen.bucket)
+        selection = Selection(And(cp_active(batch, n, setup.strategy), chosen.admitted), chosen.bucket)
         if strict_tripwire:
             capture = setup.capture
             fits = all_of(
@@ -303,7 +303,7 @@ tripwire_ignoring_membership = _with_tripwire(lambda r, setup: And(
 def replay_ignoring_its_decision(batch: LiveBatch, n: IntLike, setup: RankSetup, rank: IntLike, name: str, **how: object) -> Replay:
     """spec.replay that runs whenever the tripwire passes, even when its own selector call said run eagerly."""
     r = spec_replay(batch, n, setup, rank, name, **how)  # type: ignore[arg-type]
-    return Replay(r.selection, And(cp_active(batch, n), tripwire(setup.capture, r.selection.bucket, r.layout_loads)),
+    return Replay(r.selection, And(cp_active(batch, n, setup.strategy), tripwire(setup.capture, r.selection.bucket, r.layout_loads)),
                   r.layout_loads, r.required, r.holds, r.key)
 
 

@@ -127,7 +127,7 @@ def make_admit(
     def admit(batch: LiveBatch, n: IntTerm, setup: RankSetup, rank: int, name: str) -> Admission:
         loads = batch.layout_loads(setup.strategy, f"{name}.live")
         chosen = _decide(loads, n, rank, setup, name, key_of=key_of, window_of=window_of, sizes=sizes, select=select)
-        return chosen.admission(cp_active(batch, n) if gated else z3.BoolVal(True))
+        return chosen.admission(cp_active(batch, n, setup.strategy) if gated else z3.BoolVal(True))
 
     return admit
 
