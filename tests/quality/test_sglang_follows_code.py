@@ -4,8 +4,9 @@ exactly when they change behaviour.
 Each test copies the unpacked wheel (the ``sglang_release`` fixture) into tmp_path, edits text in one file and
 checks the copy:
 
-- a regression on the driven path (the model runner's graph decision, load_batch's bucket, the CP bucket scan)
-  is found: check_policy reports a violation, and ``decided_at`` cites the planted line;
+- a regression on the driven path (the model runner's graph decision, load_batch's bucket, the CP bucket scan,
+  can_run_graph's handling of the attention backend's own prefill-graph check) is found: check_policy reports a
+  violation, and ``decided_at`` cites the planted line;
 - a fix (0.5.17's capacity_fit bug patched in its own runner) passes;
 - behaviour-preserving refactors (keywords through a dict, a renamed local, a split statement) keep the
   release's verdict and answers;
@@ -137,6 +138,43 @@ def test_the_command_line_cites_the_planted_line_in_text_and_json(wheels: dict[s
     assert data.returncode == 1, data.stderr
     cited = [v["decided_at"] for v in json.loads(data.stdout)["violations"]]
     assert any(where in lines for lines in cited), cited
+
+
+# can_run_graph's handling of the attention backend's own prefill-graph check (0.5.21 on): the stand-in backend's
+# can_run_prefill_cuda_graph accepts every batch and the release's own __init__ line reads it, so the check runs
+BACKEND_CHECK = "        if backend_can_run is not None and not backend_can_run(forward_batch):\n"
+BACKEND_PLANTS = {
+    # the glue mutant once not reached (benchmarks/glue_mutation_equivalents.json): the backend's answer inverted
+    "backend check inverted": "        if backend_can_run is not None and backend_can_run(forward_batch):\n",
+    # the backend's answer ignored: every batch refused wherever the backend has a check
+    "backend check always refuses": "        if backend_can_run is not None and not False:\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BACKEND_PLANTS))
+def test_the_backends_prefill_graph_check_is_run_and_a_plant_in_its_handling_found(
+    wheels: dict[str, Path], tmp_path: Path, name: str
+) -> None:
+    """The attention backend's own check says yes to every batch (stand_ins.AttentionBackend); the release's
+    __init__ reads it into _backend_can_run_prefill_cuda_graph (its own statements, run on the runner) and
+    can_run_graph calls it. With its handling inverted or refusing always, the model runner keeps every batch
+    eager: ``cpgraph check --adapter-root`` exits 1 on no_needless_fallback, the planted line cited."""
+    shipped = policy_from(str(wheels["0.5.23"]))
+    assert shipped.path.runner_init is not None  # the release's own __init__ line that reads the backend's check
+    assert line_of(wheels["0.5.23"], RUNNER, BACKEND_CHECK.strip()) in shipped.lines_run(EXAMPLE)
+    marker = BACKEND_PLANTS[name]
+    root = planted(wheels["0.5.23"], tmp_path / "planted", (RUNNER, BACKEND_CHECK, marker))
+    where = line_of(root, RUNNER, marker.strip())
+    assert policy_from(str(root)).admit(**EXAMPLE) is False and shipped.admit(**EXAMPLE) is True
+    argv = [sys.executable, "-m", "cpgraph", "check", "cpgraph.adapters.sglang:zigzag", "--adapter-root", str(root),
+            "--max-cases", str(CASES), "--padding-factors", "2", "--cp-sizes", "2,4", "--no-graph-paths"]
+    text = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert text.returncode == 1, text.stdout + text.stderr
+    assert "no_needless_fallback violated" in text.stdout and f"decided at: {where}" in text.stdout, text.stdout
+    data = subprocess.run([*argv, "--format", "json"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert data.returncode == 1, data.stderr
+    cited = [v["decided_at"] for v in json.loads(data.stdout)["violations"] if v["invariant"] == "no_needless_fallback"]
+    assert cited and all(where in lines for lines in cited), cited
 
 
 def test_a_shipped_release_cites_the_bucket_choice_first_for_a_bucket_invariant(wheels: dict[str, Path]) -> None:

@@ -34,8 +34,10 @@ EXECUTED = (
     Driven("ModelRunner.forward and _forward_raw: the model runner's decision to take the prefill CUDA-graph path (its whole "
            "condition, with _prefill_cuda_graph_allows_context_parallel where the release has it) and the call into "
            "the graph runner or the eager runner", "sglang/srt/model_executor/model_runner.py"),
-    Driven("PrefillCudaGraphRunner.can_run_graph, execute and load_batch (the bucket chosen, the static batch "
-           "built, the replay metadata refreshed) up to the backend's replay, whose shape key is the bucket replayed",
+    Driven("PrefillCudaGraphRunner.can_run_graph (with its call of the attention backend's own prefill-graph check), "
+           "execute and load_batch (the bucket chosen, the static batch built, the replay metadata refreshed) up to "
+           "the backend's replay, whose shape key is the bucket replayed; of its __init__, the statements that read "
+           "the attention backend (state.py RUNNER_INIT)",
            "sglang/srt/model_executor/runner/prefill_cuda_graph_runner.py"),
     Driven("the CP-BCG input's select_replay_bucket_for_batch and prepare (its row guards), and execute_prefill_cp_bcg "
            "where the release has it", "sglang/srt/layers/cp/bcg.py or sglang/srt/layers/cp/bcg/"),
@@ -57,12 +59,17 @@ STOOD_IN = (
             "the checker records them; capture runs the model on a GPU"),
     StandIn("the captured backend's replay (ends the path, naming the bucket) and the eager runner's execute",
             "a replay launches a CUDA graph"),
+    StandIn("the model runner's attention backend (stand_ins.AttentionBackend): its own prefill-graph check "
+            "(can_run_prefill_cuda_graph) accepts every batch, no dLLM attention, no DP vote; the release's "
+            "__init__ reads the check and can_run_graph calls it; anything else it is asked is a strict helper",
+            "the server builds it from the model on a GPU; a check that says yes leaves the release's handling of "
+            "its answer to be judged"),
     StandIn("tensors: token ids, positions and static buffers as row counts; the CP split's tensor work "
             "(cp_split_before_forward, cp_interleave_input_ids) as the rank's rows of the release's own CP metadata",
             "torch is stubbed; a stub the release computes with raises (shim.py)"),
     StandIn("sglang's other modules: every name they hand out is a strict helper (helpers.py); a branch on one "
             "raises (exit 2 at the testing line) unless helpers.HELPERS / ATTRIBUTES declare its answer (no DP "
-            "attention, no PP, no DSA or MLA CP, a CUDA device); the model, the attention backend and the pipeline "
+            "attention, no PP, no DSA or MLA CP, a CUDA device); the model and the pipeline "
             "group are such helpers too; a stubbed sglang class named by an isinstance check is an empty class",
             "a CPU process has no server; a declared answer names the configuration it stands for"),
     StandIn("torch, triton and other packages, the KV location plan",

@@ -5,8 +5,10 @@ input's ``prepare`` with its row guards, the replay-metadata refresh) up to the 
 whose shape key is the bucket replayed.
 
 The modules on that path are loaded for real in the sandbox (``PATH_MODULES``); the release's classes are
-instantiated without their constructors and given only what cpgraph/adapters/sglang/state.py allows; what a
-server hands them is cpgraph/adapters/sglang/stand_ins.py. A stubbed class named in an ``isinstance`` check
+instantiated without their constructors and given only what cpgraph/adapters/sglang/state.py allows, except what
+the CP graph runner's constructor derives from the attention backend (state.py ``RUNNER_INIT``): the release's
+own ``__init__`` statements that set it run on the runner; what a server hands them is
+cpgraph/adapters/sglang/stand_ins.py. A stubbed class named in an ``isinstance`` check
 on the path becomes an empty class of that name (nothing the adapter builds is an instance of it, except the
 backend, built as the release's breakable backend).
 """
@@ -29,11 +31,13 @@ from cpgraph.adapters.sglang.state import (
     MODEL_RUNNER_FILES,
     MODEL_RUNNER_STATE,
     RUNNER_FILES,
+    RUNNER_INIT,
     RUNNER_STATE,
     SERVER_ARGS,
     assigned,
     declared,
     given,
+    init_statements,
 )
 from cpgraph.adapters.sglang.strict import strict
 
@@ -110,6 +114,8 @@ class ForwardPath:
 
         runner_cls: type = type("PrefillCudaGraphRunner", (self.runner_module.PrefillCudaGraphRunner,), {"execute": execute})
         self.runner_cls = runner_cls
+        # the release's own __init__ statements that read the attention backend (None: it reads none of RUNNER_INIT)
+        self.runner_init = init_statements(self.runner_module.PrefillCudaGraphRunner.__init__, RUNNER_INIT)
 
     def server_args(self, values: Mapping[str, object]) -> dict[str, object]:
         """The batch's server arguments the release declares (the others are not given)."""
@@ -152,7 +158,7 @@ class ForwardPath:
             graph_shared_output=None, forward_pass_id=0, msprobe_debugger=None, canary_manager=None,
             enable_elastic_ep=False, eplb_manager=None,
             model=Helper("model_runner.model"), req_to_token_pool=Helper("model_runner.req_to_token_pool"),
-            pp_group=Helper("model_runner.pp_group"), attn_backend=Helper("model_runner.attn_backend"),
+            pp_group=Helper("model_runner.pp_group"), attn_backend=stand_ins.AttentionBackend(),
             eager_runner=stand_ins.EagerRunner(),
         )
         assert set(runner_values) <= set(RUNNER_STATE) | {"model_runner"}, set(runner_values) - set(RUNNER_STATE)
@@ -165,6 +171,8 @@ class ForwardPath:
                 model_runner.__dict__[name] = value
         if "model_runner" in self.runner_sets:
             runner.__dict__["model_runner"] = model_runner
+        if self.runner_init is not None:  # what its constructor derives from the attention backend, by its own lines
+            self.runner_init(runner, model_runner)
         return model_runner, runner, self.forward_batch(batch)
 
     def recording(self, input_type: type) -> type:

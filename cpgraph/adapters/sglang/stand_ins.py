@@ -1,7 +1,8 @@
 """Stand-ins for what a server hands sglang's forward path and a CPU process cannot have: the captured graph
 backend (its ``replay`` is where the driven path ends, naming the bucket), the eager runner (where the path
-ends when the graph is refused), the static token buffers and their registry, the KV location plan, and the
-tensor work of the CP split. Each is listed in ``STOOD_IN`` (cpgraph/adapters/sglang/__init__.py)."""
+ends when the graph is refused), the model runner's attention backend (its own prefill-graph check accepts
+every batch), the static token buffers and their registry, the KV location plan, and the tensor work of the
+CP split. Each is listed in ``STOOD_IN`` (cpgraph/adapters/sglang/__init__.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from cpgraph.adapters.sglang.helpers import Helper
 
 
 @dataclass
@@ -73,6 +76,38 @@ def backend_class(base: type) -> type:
         return contextlib.nullcontext()
 
     return type("CapturedBackend", (base,), {"replay": replay, "replay_session": replay_session, "__init__": object.__init__})
+
+
+class AttentionBackend(Helper):
+    """The model runner's attention backend (``model_runner.attn_backend``: the server builds it from the model
+    and ``--attention-backend``), as the release's prefill graph runner asks it:
+
+    - ``can_run_prefill_cuda_graph(forward_batch)``, the backend's own prefill-graph check, accepts every batch
+      (as DeepSeek-V4's does for a batch within its sequence limit without bounded SWA replay). The release's
+      handling of it runs: ``PrefillCudaGraphRunner.__init__``'s own statements read it into
+      ``_backend_can_run_prefill_cuda_graph`` (state.py ``RUNNER_INIT``; 0.5.21 on) and ``can_run_graph`` calls
+      it (a release that drops or inverts that call is judged by what it does with a check that says yes);
+    - ``dllm_attention`` is None: not a dLLM model (the release's ``AttentionBackend`` default);
+    - no ``vote_prefill_cuda_graph``: like a flash-attention backend it has no schedule-time DP vote, so the
+      release's ``getattr(..., None)`` takes its default (0.5.23 reads the vote only in the DP-attention
+      scheduler, which the configuration keeps off).
+
+    Anything else it is asked is a strict helper (helpers.py): calls and attributes pass through (the replay's
+    metadata refresh), a branch on one is refused."""
+
+    ABSENT = frozenset({"vote_prefill_cuda_graph"})
+    dllm_attention = None
+
+    def __init__(self, name: str = "model_runner.attn_backend") -> None:
+        super().__init__(name)
+
+    def can_run_prefill_cuda_graph(self, forward_batch: object) -> bool:
+        return True
+
+    def __getattr__(self, name: str) -> Any:
+        if name in AttentionBackend.ABSENT:
+            raise AttributeError(f"the stand-in attention backend has no {name} (a flash-attention-like backend)")
+        return super().__getattr__(name)
 
 
 class Slot:

@@ -11,14 +11,20 @@ a release that renamed where it sets a flag but not where it reads it gets no va
 its read fails (cited at its line, exit 2) or takes its own default, never the adapter's. The same holds
 for the server arguments (``SERVER_ARGS``), given only where the release's configuration declares them.
 Every other read of these objects is refused (cpgraph/adapters/sglang/strict.py).
+
+What the CP graph runner's constructor derives from the attention backend the server hands it (``RUNNER_INIT``)
+is not given at all: the release's own ``__init__`` statements that set it run (``init_statements``), reading the
+stand-in backend (cpgraph/adapters/sglang/stand_ins.py ``AttentionBackend``).
 """
 
 from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
+from types import CodeType, FunctionType
+from typing import Any
 
 MODEL_RUNNER_FILES = ("sglang/srt/model_executor/model_runner.py",)
 RUNNER_FILES = (
@@ -37,7 +43,8 @@ MODEL_RUNNER_STATE: Mapping[str, str] = {
     "forward_pass_id": "0", "msprobe_debugger": "none", "canary_manager": "none", "enable_elastic_ep": "False",
     "eplb_manager": "none", "hisparse_coordinator": "none", "lora_manager": "none", "graph_shared_output": "none (eager logits)", "device_timer": "none", "kv_index_translator": "none",
     "model": "the model (a stub)", "req_to_token_pool": "a plain request pool (a stub)", "pp_group": "a stub",
-    "attn_backend": "the attention backend (a stub)",
+    "attn_backend": "stand_ins.AttentionBackend: its own prefill-graph check (can_run_prefill_cuda_graph) accepts "
+                    "every batch; no dLLM attention, no DP vote; everything else a strict helper",
 }
 # The CP graph runner as PrefillCudaGraphRunner.__init__ leaves it under the configuration above.
 RUNNER_STATE: Mapping[str, str] = {
@@ -56,6 +63,13 @@ RUNNER_STATE: Mapping[str, str] = {
     "buffer_registry": "stand_ins.BufferRegistry", "backend": "stand_ins.backend_class",
     "prefill_cp_bcg_input": "the CP-BCG input with the checked capacities (None when none is recorded)",
     "model_runner": "the model runner",
+}
+# What PrefillCudaGraphRunner.__init__ derives from the model runner's attention backend, where the release sets it:
+# never given, run from the release's own __init__ statements that set it (init_statements), on the stand-in backend.
+RUNNER_INIT: Mapping[str, str] = {
+    "_backend_can_run_prefill_cuda_graph": "the backend's can_run_prefill_cuda_graph (accepts every batch), which "
+                                           "can_run_graph calls (0.5.21 on)",
+    "dllm_attention": "the backend's dllm_attention: None, not a dLLM model (0.5.22 on)",
 }
 # The server arguments and parallel state of the checked batch (get_parallel(), get_server_args()).
 SERVER_ARGS: tuple[str, ...] = (
@@ -145,3 +159,64 @@ def declared(root: str, files: Iterable[str] = CONFIG_FILES) -> frozenset[str]:
 def given(values: Mapping[str, object], allowed: frozenset[str]) -> dict[str, object]:
     """``values`` restricted to the names the release sets or declares (``allowed``)."""
     return {name: value for name, value in values.items() if name in allowed}
+
+
+def _bound(node: ast.AST) -> set[str]:
+    """The local names and ``self.<attr>``s (as 'self.<attr>') a statement binds anywhere inside it."""
+    out: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+            out.add(sub.id)
+        elif (isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) and isinstance(sub.value, ast.Name)
+              and sub.value.id == "self"):
+            out.add(f"self.{sub.attr}")
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            out.update((alias.asname or alias.name).split(".")[0] for alias in sub.names)
+    return out
+
+
+def _read(node: ast.AST) -> set[str]:
+    """The local names and ``self.<attr>``s a statement reads."""
+    out: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+            out.add(sub.id)
+        elif (isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and isinstance(sub.value, ast.Name)
+              and sub.value.id == "self"):
+            out.add(f"self.{sub.attr}")
+    return out
+
+
+def init_statements(init: Callable[..., Any], targets: Iterable[str]) -> Callable[..., None] | None:
+    """The statements of the release's ``init`` (a constructor, e.g. ``PrefillCudaGraphRunner.__init__``) that set
+    ``self.<target>`` for ``targets``, with those setting what they read (names and ``self`` attributes, the
+    backward slice over its top-level statements, in order), compiled from the release's file so they keep its
+    file name and line numbers, as a function of ``init``'s own parameters in ``init``'s module globals.
+    None when the release's ``init`` sets none of ``targets`` (a release that never reads them)."""
+    code = getattr(init, "__code__", None)
+    if not isinstance(code, CodeType) or not os.path.isfile(code.co_filename):
+        return None
+    tree = _tree(code.co_filename, os.path.getmtime(code.co_filename))
+    node = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == code.co_name
+                 and min([n.lineno, *(d.lineno for d in n.decorator_list)]) == code.co_firstlineno), None)
+    if not isinstance(node, ast.FunctionDef):
+        return None
+    body = node.body
+    wanted = {f"self.{target}" for target in targets}
+    chosen: set[int] = set()
+    grew = True
+    while grew:
+        grew = False
+        for i, stmt in enumerate(body):
+            if i not in chosen and _bound(stmt) & wanted:
+                chosen.add(i)
+                wanted |= _read(stmt)
+                grew = True
+    if not chosen:
+        return None
+    fn = ast.FunctionDef(name=node.name, args=node.args, body=[body[i] for i in sorted(chosen)], decorator_list=[],
+                         returns=None, type_comment=None)
+    ast.copy_location(fn, node)
+    module = compile(ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[])), code.co_filename, "exec")
+    made = next(c for c in module.co_consts if isinstance(c, CodeType))
+    return FunctionType(made, getattr(init, "__globals__"), node.name)
