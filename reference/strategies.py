@@ -2,8 +2,9 @@
 
 A row states, for its strategy:
 - ``align_factor``: upstream's default alignment is ``align_factor * P`` rows;
-- ``rank_rows``: the rank token order, i.e. for each rank the (request, token) of every physical row in
-  row order (``None`` would mark a padding row inside the layout; no strategy of the table has one);
+- ``rank_spans``: the rank token order as spans, i.e. for each rank the runs (request, first token, stop) its
+  physical rows hold, in row order from row 0 (``rank_rows`` expands them to one (request, token) per row; no
+  strategy of the table leaves a padding row inside a layout);
 - ``batch_loads``: the rows each rank occupies for a batch of prefills (they sum to the batch's tokens,
   except where a strategy copies a request to every rank);
 - ``request_excess``: the most any one request can put on a rank beyond its mean, as P*l_r - L (so that
@@ -14,8 +15,8 @@ A row states, for its strategy:
   a decode in its batch is a ValueError): ``"replicated"`` (the whole query on every rank),
   ``"round_robin"`` (the k-th decode of the batch on rank k mod P), or ``"dcp"`` (replicated, and so is a
   prefill too short to fill all 2P chunks, (2P-1) * ceil(L/2P) >= L);
-- ``mixed_rows``: the rank token order of a batch that may carry decodes (``is_prefilling`` per request),
-  for the rows whose ``decodes`` is not None;
+- ``mixed_spans``: the rank token order (as spans) of a batch that may carry decodes (``is_prefilling`` per
+  request), for the rows whose ``decodes`` is not None (``mixed_rows`` expands it);
 - ``cp_active``: the strategy's gate under a gated keying (``global``), whether a batch of these lengths and
   n tokens on P ranks takes the CP graph path at all; a batch that is not CP-active runs eagerly upstream,
   so a rank that admits it to the CP graph breaks ``admission_replay``. ``"blocks"`` (the default, the rule
@@ -43,6 +44,13 @@ from typing import Final
 
 Slot = tuple[int, int]  # (request, token) or (rank, row)
 RankRows = list[list[Slot | None]]
+Span = tuple[int, int, int]  # (request, first token, stop): the request's tokens [first, stop) in consecutive rows
+RankSpans = list[list[Span]]
+
+
+def expand_spans(ranks: RankSpans) -> RankRows:
+    """One (request, token) per physical row of each rank, from its spans."""
+    return [[(i, k) for i, first, stop in spans for k in range(first, stop)] for spans in ranks]
 
 
 def zigzag_block_lens(length: int, *, cp_size: int) -> tuple[int, ...]:
@@ -106,39 +114,45 @@ def _interleave_loads(lengths: tuple[int, ...], cp_size: int) -> tuple[int, ...]
     return tuple(total // cp_size + (1 if r < total % cp_size else 0) for r in range(cp_size))
 
 
-def _zigzag_rows(lengths: tuple[int, ...], cp_size: int) -> RankRows:
-    ranks: RankRows = [[] for _ in range(cp_size)]
+def _zigzag_spans(lengths: tuple[int, ...], cp_size: int) -> RankSpans:
+    ranks: RankSpans = [[] for _ in range(cp_size)]
     for i, length in enumerate(lengths):
         sizes = zigzag_block_lens(length, cp_size=cp_size)
         starts = [sum(sizes[:j]) for j in range(len(sizes))]
         for r in range(cp_size):
             for b in zigzag_owned_blocks(r, cp_size=cp_size):
-                ranks[r].extend((i, k) for k in range(starts[b], starts[b] + sizes[b]))
+                _span(ranks[r], i, starts[b], starts[b] + sizes[b])
     return ranks
 
 
-def _dual_chunk_swap_prefill(ranks: RankRows, i: int, length: int, cp_size: int) -> None:
+def _span(spans: list[Span], request: int, first: int, stop: int) -> None:
+    """Append tokens [first, stop) of ``request`` to a rank's spans (nothing for an empty range)."""
+    if stop > first:
+        spans.append((request, first, stop))
+
+
+def _dual_chunk_swap_prefill(ranks: RankSpans, i: int, length: int, cp_size: int) -> None:
     sizes = dual_chunk_swap_chunk_lens(length, cp_size=cp_size)
     c = sizes[0]
     for r in range(cp_size):
         for j in (r, 2 * cp_size - 1 - r):
-            ranks[r].extend((i, k) for k in range(j * c, j * c + sizes[j]))
+            _span(ranks[r], i, j * c, j * c + sizes[j])
 
 
-def _dual_chunk_swap_rows(lengths: tuple[int, ...], cp_size: int) -> RankRows:
-    ranks: RankRows = [[] for _ in range(cp_size)]
+def _dual_chunk_swap_spans(lengths: tuple[int, ...], cp_size: int) -> RankSpans:
+    ranks: RankSpans = [[] for _ in range(cp_size)]
     for i, length in enumerate(lengths):
         _dual_chunk_swap_prefill(ranks, i, length, cp_size)
     return ranks
 
 
-def _placed_rows(decodes: str) -> Callable[[tuple[int, ...], tuple[bool, ...], int], RankRows]:
+def _placed_spans(decodes: str) -> Callable[[tuple[int, ...], tuple[bool, ...], int], RankSpans]:
     """The rank token order of a DualChunkSwap batch with decodes placed as ``decodes`` says. Rows on a
     rank follow request order, chunk r before chunk 2P-1-r (vLLM reorders a rank's segments for its
     attention kernels; the order inside a rank does not change its row count)."""
 
-    def rows(lengths: tuple[int, ...], is_prefilling: tuple[bool, ...], cp_size: int) -> RankRows:
-        ranks: RankRows = [[] for _ in range(cp_size)]
+    def spans(lengths: tuple[int, ...], is_prefilling: tuple[bool, ...], cp_size: int) -> RankSpans:
+        ranks: RankSpans = [[] for _ in range(cp_size)]
         ordinal = 0  # vLLM deals only the copied requests, in batch order, skipping empty ones
         for i, (length, prefill) in enumerate(zip(lengths, is_prefilling)):
             if length == 0:
@@ -147,20 +161,20 @@ def _placed_rows(decodes: str) -> Callable[[tuple[int, ...], tuple[bool, ...], i
             if not copied:
                 _dual_chunk_swap_prefill(ranks, i, length, cp_size)
             elif decodes == "round_robin":
-                ranks[ordinal % cp_size].extend((i, k) for k in range(length))
+                _span(ranks[ordinal % cp_size], i, 0, length)
                 ordinal += 1
             else:
                 for r in range(cp_size):
-                    ranks[r].extend((i, k) for k in range(length))
+                    _span(ranks[r], i, 0, length)
         return ranks
 
-    return rows
+    return spans
 
 
 def _prefills_only(
-    rows: Callable[[tuple[int, ...], tuple[bool, ...], int], RankRows],
-) -> Callable[[tuple[int, ...], int], RankRows]:
-    return lambda lengths, cp_size: rows(lengths, (True,) * len(lengths), cp_size)
+    spans: Callable[[tuple[int, ...], tuple[bool, ...], int], RankSpans],
+) -> Callable[[tuple[int, ...], int], RankSpans]:
+    return lambda lengths, cp_size: spans(lengths, (True,) * len(lengths), cp_size)
 
 
 def _dcp_request_loads(length: int, *, cp_size: int) -> tuple[int, ...]:
@@ -181,21 +195,20 @@ def _dcp_excess(cp_size: int) -> int:
     return max(_dual_chunk_swap_excess(cp_size), (cp_size - 1) * longest)
 
 
-def _contiguous_rows(lengths: tuple[int, ...], cp_size: int) -> RankRows:
-    ranks: RankRows = [[] for _ in range(cp_size)]
+def _contiguous_spans(lengths: tuple[int, ...], cp_size: int) -> RankSpans:
+    ranks: RankSpans = [[] for _ in range(cp_size)]
     for i, length in enumerate(lengths):
         for r in range(cp_size):
-            lo, hi = (length * r) // cp_size, (length * (r + 1)) // cp_size
-            ranks[r].extend((i, k) for k in range(lo, hi))
+            _span(ranks[r], i, (length * r) // cp_size, (length * (r + 1)) // cp_size)
     return ranks
 
 
-def _interleave_rows(lengths: tuple[int, ...], cp_size: int) -> RankRows:
-    ranks: RankRows = [[] for _ in range(cp_size)]
+def _interleave_spans(lengths: tuple[int, ...], cp_size: int) -> RankSpans:
+    ranks: RankSpans = [[] for _ in range(cp_size)]
     t = 0
     for i, length in enumerate(lengths):
         for k in range(length):
-            ranks[t % cp_size].append((i, k))
+            ranks[t % cp_size].append((i, k, k + 1))
             t += 1
     return ranks
 
@@ -206,13 +219,25 @@ class StrategyRow:
 
     id: str
     align_factor: int
-    rank_rows: Callable[[tuple[int, ...], int], RankRows]
+    rank_spans: Callable[[tuple[int, ...], int], RankSpans]
     batch_loads: Callable[[tuple[int, ...], int], tuple[int, ...]]
     request_excess: Callable[[int], int] | None
     request_loads: Callable[..., tuple[int, ...]] | None = None
     decodes: str | None = None
-    mixed_rows: Callable[[tuple[int, ...], tuple[bool, ...], int], RankRows] | None = None
+    mixed_spans: Callable[[tuple[int, ...], tuple[bool, ...], int], RankSpans] | None = None
     cp_active: str = "blocks"
+
+    def rank_rows(self, lengths: tuple[int, ...], cp_size: int) -> RankRows:
+        """``rank_spans`` expanded: the (request, token) of every physical row of each rank."""
+        return expand_spans(self.rank_spans(lengths, cp_size))
+
+    @property
+    def mixed_rows(self) -> Callable[[tuple[int, ...], tuple[bool, ...], int], RankRows] | None:
+        """``mixed_spans`` expanded to one (request, token) per row, or None where the row has none."""
+        spans = self.mixed_spans
+        if spans is None:
+            return None
+        return lambda lengths, prefilling, cp_size: expand_spans(spans(lengths, prefilling, cp_size))
 
     def is_cp_active(self, lengths: Sequence[int], num_tokens: int, cp_size: int) -> bool:
         """The gate of ``cp_active`` on valid arguments (not validated here: selection.is_cp_active does)."""
@@ -244,24 +269,24 @@ class StrategyRow:
 STRATEGY_TABLE: Mapping[str, StrategyRow] = MappingProxyType(
     {
         "zigzag": StrategyRow(
-            "zigzag", 2, _zigzag_rows, _per_request(zigzag_request_loads), lambda p: p - 1, zigzag_request_loads
+            "zigzag", 2, _zigzag_spans, _per_request(zigzag_request_loads), lambda p: p - 1, zigzag_request_loads
         ),
-        "interleave": StrategyRow("interleave", 1, _interleave_rows, _interleave_loads, None, cp_active="tokens"),
+        "interleave": StrategyRow("interleave", 1, _interleave_spans, _interleave_loads, None, cp_active="tokens"),
         "contiguous": StrategyRow(
-            "contiguous", 1, _contiguous_rows, _per_request(contiguous_request_loads), lambda p: p - 1,
+            "contiguous", 1, _contiguous_spans, _per_request(contiguous_request_loads), lambda p: p - 1,
             contiguous_request_loads,
         ),
         "dual_chunk_swap": StrategyRow(
-            "dual_chunk_swap", 0, _dual_chunk_swap_rows, _per_request(dual_chunk_swap_request_loads),
-            _dual_chunk_swap_excess, dual_chunk_swap_request_loads, "round_robin", _placed_rows("round_robin"),
+            "dual_chunk_swap", 0, _dual_chunk_swap_spans, _per_request(dual_chunk_swap_request_loads),
+            _dual_chunk_swap_excess, dual_chunk_swap_request_loads, "round_robin", _placed_spans("round_robin"),
         ),
         "dual_chunk_swap_replicated": StrategyRow(
-            "dual_chunk_swap_replicated", 0, _dual_chunk_swap_rows, _per_request(dual_chunk_swap_request_loads),
-            _dual_chunk_swap_excess, dual_chunk_swap_request_loads, "replicated", _placed_rows("replicated"),
+            "dual_chunk_swap_replicated", 0, _dual_chunk_swap_spans, _per_request(dual_chunk_swap_request_loads),
+            _dual_chunk_swap_excess, dual_chunk_swap_request_loads, "replicated", _placed_spans("replicated"),
         ),
         "dual_chunk_swap_dcp": StrategyRow(
-            "dual_chunk_swap_dcp", 0, _prefills_only(_placed_rows("dcp")),
-            _per_request(_dcp_request_loads), _dcp_excess, _dcp_request_loads, "dcp", _placed_rows("dcp"),
+            "dual_chunk_swap_dcp", 0, _prefills_only(_placed_spans("dcp")),
+            _per_request(_dcp_request_loads), _dcp_excess, _dcp_request_loads, "dcp", _placed_spans("dcp"),
         ),
     }
 )
