@@ -4,7 +4,8 @@ The API: ``check_all(policy, **options)`` checks a policy on every subject it of
 prefill protocol, graph-path steps through ``PathDriver``s, EP steps through an ``ep_step_driver()``) and returns
 one ``CheckReport``, every finding in it one ``cpgraph.check.Violation`` record; ``check_policy``
 checks the prefill batches alone. A graph-path driver answers with ``PathAnswer``s about ``GraphStep``s under a
-``GraphConfig``'s ``Graph``s. Importing the package is cheap: the names load on first use, and nothing here
+``GraphConfig``'s ``Graph``s. A prefill policy may show the layout a rank built (its optional ``local_layout``) as a
+``LaidOut`` record. Importing the package is cheap: the names load on first use, and nothing here
 imports torch, z3 or matplotlib.
 """
 
@@ -15,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from cpgraph.check import CheckReport, PathDriver, check_all, check_policy
     from cpgraph.reference.graph_paths import Graph, GraphConfig, GraphStep, PathAnswer
+    from cpgraph.reference.laid_out import LaidOut
 
-__all__ = ["CheckReport", "Graph", "GraphConfig", "GraphStep", "PathAnswer", "PathDriver", "check_all", "check_policy"]
+__all__ = ["CheckReport", "Graph", "GraphConfig", "GraphStep", "LaidOut", "PathAnswer", "PathDriver", "check_all", "check_policy"]
 _FROM_CHECK = ("CheckReport", "PathDriver", "check_all", "check_policy")
 
 
@@ -25,6 +27,10 @@ def __getattr__(name: str) -> Any:
         import cpgraph.check
 
         return getattr(cpgraph.check, name)
+    if name == "LaidOut":
+        from cpgraph.reference import laid_out
+
+        return laid_out.LaidOut
     if name in __all__:
         from cpgraph.reference import graph_paths
 

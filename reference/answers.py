@@ -53,6 +53,7 @@ class RankAnswer:
     rows_error: str | None
     replay_asked: bool = True
     admitted: object = None  # the size the rank's admission chose (admitted_bucket), when the policy says
+    layout: object = None  # the layout the rank built for its bucket (a laid_out.LaidOut, local_layout), when the policy shows it
 
     @property
     def decision(self) -> tuple[object, object]:
@@ -78,6 +79,8 @@ class RankAnswer:
             text += f" local_rows={list(self.rows)}"
         elif self.rows_error is not None:
             text += f" local_rows raised {self.rows_error}"
+        if isinstance(self.layout, str):
+            text += f" local_layout raised {self.layout}"
         return text
 
     def to_json(self) -> dict[str, object]:
@@ -94,21 +97,32 @@ class RankAnswer:
             "replay_error": self.replay_error,
             "local_rows": rows,
             "local_rows_error": self.rows_error,
+            **({} if self.layout is None else {"local_layout": _layout_json(self.layout)}),
         }
 
 
 
 
+def _layout_json(layout: object) -> object:
+    """A local_layout answer as JSON: its runs, or the error text it raised."""
+    if isinstance(layout, str):
+        return {"error": layout}
+    rows, restored = getattr(layout, "rows", None), getattr(layout, "restored", None)
+    return {"rows": [[list(run) for run in runs] for runs in rows or ()],
+            "restored": None if restored is None else [list(run) for run in restored]}
+
+
 def rank_answer(
     rank: int, admit: bool | None, admit_error: str | None, bucket: object, replay_error: str | None,
     rows: tuple[object, ...] | None, rows_error: str | None, replay_asked: bool, admitted: object = None,
+    layout: object = None,
 ) -> RankAnswer:
     """``RankAnswer(...)`` without the frozen dataclass's per-field ``object.__setattr__`` (a checker
     builds one per rank per batch; this is 2.5x cheaper). The record is the same frozen RankAnswer."""
     answer = object.__new__(RankAnswer)
     answer.__dict__.update(
         rank=rank, admit=admit, admit_error=admit_error, bucket=bucket, replay_error=replay_error,
-        rows=rows, rows_error=rows_error, replay_asked=replay_asked, admitted=admitted,
+        rows=rows, rows_error=rows_error, replay_asked=replay_asked, admitted=admitted, layout=layout,
     )
     return answer
 

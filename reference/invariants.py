@@ -103,9 +103,11 @@ INVARIANT_TABLE: Final[Mapping[str, Invariant]] = MappingProxyType(
             ),
             Invariant(
                 "capacity_fit", "safety",
-                "a static-buffer overflow: the live rows do not fit the graph's buffers",
-                "the live layout's rows on every rank fit the chosen bucket's recorded capacity",
-                "the live layout's rows on every rank fit the chosen size s",
+                "a static-buffer overflow or wrong output: the live rows do not fit the graph's buffers, or are not the rows it runs on",
+                "the live layout's rows on every rank fit the chosen bucket's recorded capacity (and a layout a rank shows "
+                "holds exactly its strategy's tokens from row 0, each read back from the row that holds it)",
+                "the live layout's rows on every rank fit the chosen size s (and a layout a rank shows holds exactly its "
+                "strategy's tokens from row 0, each read back from the row that holds it)",
                 "the descriptor holds every rank's rows and, a FULL one, its requests and query length",
                 ep_step="each EP rank's graph holds its prefill and decode requests (a decode may take a prefill slot)",
             ),

@@ -49,6 +49,7 @@ from cpgraph.reference.expectation import (
     memo_loads as memo_loads,
 )
 from cpgraph.reference.invariants import INVARIANT_TABLE, INVARIANTS
+from cpgraph.reference.laid_out import LaidOut, layout_mismatch
 from cpgraph.reference.selection import window_top
 from cpgraph.reference.strategies import strategy_row
 
@@ -173,6 +174,10 @@ def _capacity_fit(case: JudgedBatch) -> str | None:
 
 
 def _rows_fit(batch: AskedBatch, spec: Expectation, a: RankAnswer, bucket: int, capacity: int) -> str | None:
+    if a.layout is not None:  # the layout the rank built (local_layout): its rows must be the live layout's
+        why = _layout_fits(batch, spec, a, capacity)
+        if why is not None:
+            return why
     if a.rows_error is not None:
         return f"rank {a.rank}: local_rows(bucket={bucket}) raised {a.rows_error}"
     if a.rows is None:
@@ -193,6 +198,17 @@ def _rows_fit(batch: AskedBatch, spec: Expectation, a: RankAnswer, bucket: int, 
         if r < spec.loads[q]:
             return f"rank {a.rank}'s layout gives rank {q} {r} rows for its {spec.loads[q]} live tokens"
     return None
+
+
+def _layout_fits(batch: AskedBatch, spec: Expectation, a: RankAnswer, capacity: int) -> str | None:
+    if isinstance(a.layout, str):
+        return f"rank {a.rank}: local_layout raised {a.layout}"
+    assert isinstance(a.layout, LaidOut)
+    why = layout_mismatch(
+        a.layout, lengths=tuple(batch.extend_seq_lens), cp_size=batch.cp_size, strategy=spec.strategy,
+        is_prefilling=getattr(batch, "is_prefilling", None), capacity=capacity,
+    )
+    return None if why is None else f"rank {a.rank}: {why}"
 
 
 def _minimal_bucket(case: JudgedBatch) -> str | None:
@@ -249,7 +265,7 @@ def keeps_everything(batch: AskedBatch, answers: Sequence[RankAnswer], spec: Exp
     for a in answers:
         if a.admit is not True or type(a.bucket) is not int or a.bucket != want or a.admit_error is not None:
             return False
-        if a.admitted is not None and a.admitted != want:
+        if a.admitted is not None and a.admitted != want or a.layout is not None:  # a layout shown is judged
             return False
         if a.rows is not None or a.rows_error is not None:
             rows = a.rows

@@ -76,7 +76,11 @@ def padding_limit(selection: Selection, window: Window, keying: str = "global") 
 
 
 def capacity_fit(selection: Selection, capture: CaptureList, rows: IntLike, keying: str = "global") -> BoolTerm:
-    """The live layout's rows on every rank fit the chosen bucket's recorded capacity."""
+    """The live layout's rows on every rank fit the chosen bucket's recorded capacity (and a layout a rank shows
+    holds exactly its strategy's tokens from row 0, each read back from the row that holds it).
+
+    The term states the counts. The parenthesis is judged on a concrete layout a policy shows
+    (reference/laid_out.py, under this id); the spec has no term for a layout's contents."""
     capture = _capacities(capture, keying)
     room = any_of(
         And(selection.bucket == b, rec, c >= rows)

@@ -115,6 +115,7 @@ def _typed(name: str, method: str, rank: Any, kw: dict[str, Any], value: object)
     return value
 
 
+_LAYOUT = _METHODS.index("local_layout")
 KEEP_UNKNOWN: Any = object()  # RankAsker's ``want`` when the caller does not know the reference's decision
 
 
@@ -125,21 +126,25 @@ class RankAsker:
     ``capacity``: reference.judge.expected_bucket), it returns None instead of the answers when every
     rank's answers meet reference.judge.keeps_everything (no rule can fire), so no record is built."""
 
-    __slots__ = ("name", "fns", "wrappers", "signed")
+    __slots__ = ("name", "fns", "wrappers", "signed", "layout_fn", "layout_wrapper")
 
     def __init__(self, name: str, fns: tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any] | None],
-                 wrappers: tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any] | None], signed: list[bool]) -> None:
+                 wrappers: tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any] | None], signed: list[bool],
+                 layout_fn: Callable[..., Any] | None = None, layout_wrapper: Callable[..., Any] | None = None) -> None:
         self.name, self.fns, self.wrappers, self.signed = name, fns, wrappers, signed
+        self.layout_fn, self.layout_wrapper = layout_fn, layout_wrapper  # local_layout (optional) and its bound wrapper
 
     def serves(self, policy: Policy) -> bool:
         """Are ``policy``'s functions still the ones this asker was made for (not replaced since)?"""
         w = self.wrappers
-        return policy.admit is w[0] and policy.replay_bucket is w[1] and policy.local_rows is w[2]
+        return (policy.admit is w[0] and policy.replay_bucket is w[1] and policy.local_rows is w[2]
+                and policy.local_layout is self.layout_wrapper)
 
     def __call__(self, batch: Batch, ranks: Sequence[int] | None, always: bool, want: Any = KEEP_UNKNOWN,
                  loads: Sequence[int] = (), capacity: int = 0, table: dict[int, int] | None = None) -> tuple[RankAnswer, ...] | None:
         name, signed = self.name, self.signed
         admit_fn, replay_fn, rows_fn = self.fns
+        layout_fn, layout_m = self.layout_fn, _LAYOUT
         if table is None:  # the capacity mapping the ranks are given copies of (the caller's, if it made one)
             base = batch.kwargs()
             table = base.pop("bucket_local_tokens")
@@ -223,6 +228,15 @@ class RankAsker:
                     rows = tuple(_as_int(r) for r in _call(name, 2, rows_fn, rkw, rank, signed))
                 except Exception as exc:
                     rows_error = _error(exc)
+            layout: object = None
+            if layout_fn is not None and bucket is not None:  # a layout shown is always judged (no keep)
+                lkw = {"bucket": bucket}
+                lkw.update(kw)
+                try:
+                    layout = _call(name, layout_m, layout_fn, lkw, rank, signed)
+                except Exception as exc:
+                    layout = _error(exc)
+                keep = False
             if keep:  # reference.judge.keeps_everything, rank by rank (tests hold the two equal)
                 if want is None:
                     keep = admit is False and bucket is None
@@ -232,7 +246,7 @@ class RankAsker:
                     keep = rows is not None and len(rows) == len(loads) and all(
                         type(r) is int and load <= r <= capacity for r, load in zip(rows, loads)
                     )
-            out.append((rank, admit, admit_error, bucket, replay_error, rows, rows_error, asked))
+            out.append((rank, admit, admit_error, bucket, replay_error, rows, rows_error, asked, None, layout))
         if keep:
             return None
         return tuple(rank_answer(*a) for a in out)

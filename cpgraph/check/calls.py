@@ -60,7 +60,7 @@ from cpgraph.check.supervisor import (
     load_bounded as load_bounded,
     supervise as supervise,
 )
-from cpgraph.check.timer import real_interrupt as real_interrupt, session as session
+from cpgraph.check.timer import _METHODS, real_interrupt as real_interrupt, session as session
 
 __all__ = [
     "HARD_STOP_FIRES", "PROTOCOL_REQUIRES", "REFIRE_S", "SUPERVISOR_GRACE_S", "SUPERVISOR_POLL_S", "TRACEBACK_FRAMES",
@@ -83,15 +83,18 @@ def bound(policy: Policy) -> Policy:
     if getattr(policy.admit, "__cpgraph_bounded__", False):
         return policy
     rows = policy.local_rows
-    signed = [False, False, False, False, False]  # each method's signature checked at its first call, by either path
+    signed = [False] * len(_METHODS)  # each method's signature checked at its first call, by either path
     wrappers = (
         _bounded(policy.name, 0, policy.admit, signed),
         _bounded(policy.name, 1, policy.replay_bucket, signed),
         None if rows is None else _bounded(policy.name, 2, rows, signed),
     )
-    asker = RankAsker(policy.name, (policy.admit, policy.replay_bucket, rows), wrappers, signed)
+    layout = policy.local_layout
+    layout_wrapper = None if layout is None else _bounded(policy.name, _METHODS.index("local_layout"), layout, signed)
+    asker = RankAsker(policy.name, (policy.admit, policy.replay_bucket, rows), wrappers, signed, layout, layout_wrapper)
     admitted = policy.admitted_bucket
     return replace(
         policy, admit=wrappers[0], replay_bucket=wrappers[1], local_rows=wrappers[2], asker=asker,
         admitted_bucket=None if admitted is None else _bounded(policy.name, 4, admitted, signed),
+        local_layout=layout_wrapper,
     )

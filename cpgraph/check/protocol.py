@@ -44,6 +44,7 @@ class Policy:
     admitted_bucket: Callable[..., Any] | None = None  # optional: the size admission chose
     takes_prefilling: bool = False  # its functions accept ``is_prefilling`` (batches with decodes)
     decided_at: Callable[..., Any] | None = field(default=None, compare=False, repr=False)  # optional: where it decides
+    local_layout: Callable[..., Any] | None = None  # optional: the layout a rank built for its bucket (a LaidOut)
 
     def knob(self, name: str) -> object:
         """The declared value of knob ``name``, or None."""
@@ -128,12 +129,15 @@ def as_policy(policy: object, name: str | None = None) -> Policy:
     admitted = getattr(policy, "admitted_bucket", None)
     if admitted is not None and not callable(admitted):
         raise TypeError(f"policy {label}.admitted_bucket must be callable when present, got {admitted!r}")
+    layout = getattr(policy, "local_layout", None)
+    if layout is not None and not callable(layout):
+        raise TypeError(f"policy {label}.local_layout must be callable when present, got {layout!r}")
     knobs = _declared_knobs(policy, str(label))
     admit_fn, replay_fn = getattr(policy, "admit"), getattr(policy, "replay_bucket")
     takes = _takes_prefilling(admit_fn, replay_fn, rows, admitted)
     cites = getattr(policy, "decided_at", None)
     return Policy(str(label), admit_fn, replay_fn, rows, knobs, admitted_bucket=admitted, takes_prefilling=takes,
-                  decided_at=cites if callable(cites) else None)
+                  decided_at=cites if callable(cites) else None, local_layout=layout)
 
 
 def load_policy(target: str) -> Policy:
@@ -219,7 +223,7 @@ def ask(
     base = batch.kwargs()
     table = base.pop("bucket_local_tokens")
     admit_fn, replay_fn, rows_fn = policy.admit, policy.replay_bucket, policy.local_rows
-    admitted_fn = policy.admitted_bucket
+    admitted_fn, layout_fn = policy.admitted_bucket, policy.local_layout
     answers = []
     for rank in range(batch.cp_size) if ranks is None else ranks:
         kw = base.copy()
@@ -252,5 +256,11 @@ def ask(
                 rows = tuple(_as_int(r) for r in rows_fn(bucket=bucket, **kw))
             except Exception as exc:
                 rows_error = _error(exc)
-        answers.append(rank_answer(rank, admit, admit_error, bucket, replay_error, rows, rows_error, asked, admitted))
+        layout: object = None
+        if layout_fn is not None and bucket is not None:
+            try:
+                layout = layout_fn(bucket=bucket, **kw)
+            except Exception as exc:
+                layout = _error(exc)  # judged under capacity_fit, as a local_rows that raised is
+        answers.append(rank_answer(rank, admit, admit_error, bucket, replay_error, rows, rows_error, asked, admitted, layout))
     return tuple(answers)

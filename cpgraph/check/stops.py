@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import Any
 
 from cpgraph.adapters.glue import adapter_frames_dir
+from cpgraph.reference.laid_out import LaidOut
 from cpgraph.reference.lists import compact
 
 REFIRE_S = 0.25  # after the timeout, the timer fires again this often until the call gives up
@@ -23,6 +24,7 @@ PROTOCOL_REQUIRES = {
     "replay_bucket": "an int bucket from capture_num_tokens (raise, or return None, to refuse)",
     "local_rows": "a sequence of cp_size ints (the rows on each rank)",
     "admitted_bucket": "an int, the size admission chose (or None: it chose to run eagerly)",
+    "local_layout": "a cpgraph.LaidOut record (the rows every rank holds and where each token is read back from), or None",
     "captured": "a sequence of cpgraph.Graph records (the graphs the configuration captures)",
     "answers_dp": "one sequence per DP rank's step of one cpgraph.PathAnswer per rank (cp_size of them)",
     "graphs": "a sequence of GraphDims records (the graphs the EP configuration captures; raise ValueError: the release refuses it)",
@@ -150,6 +152,10 @@ def _check_answer(method: str, value: object) -> tuple[str | None, object]:
     (local_rows' iterable read once into a tuple)."""
     if method in PATH_METHODS or method in EP_METHODS:
         return None, value  # checked against the steps asked, by the subject (subjects/path_calls.py, ep_calls.py)
+    if method == "local_layout":
+        if value is None or isinstance(value, LaidOut):
+            return None, value
+        return f"returned {_short(value)} ({type(value).__name__})", value
     if method == "admit":
         if isinstance(value, bool) or type(value).__name__ == "bool_":  # numpy.bool_ is a bool too
             return None, value

@@ -22,7 +22,7 @@ from cpgraph.output import INTERRUPT
 _HEART = struct.Struct("<qdiiiq")  # seq, started (monotonic; 0.0: no call), method, rank, cp_size, num_tokens
 _STARTED = struct.Struct("<d")
 _METHODS = ("admit", "replay_bucket", "local_rows", "import", "admitted_bucket", "captured", "answers_dp", "graphs", "answers",
-            "chunk")  # captured, answers_dp: a graph-path driver's; graphs, answers, chunk: an EP driver's
+            "chunk", "local_layout")  # captured, answers_dp: a graph-path driver's; graphs, answers, chunk: an EP driver's
 
 
 @dataclass
