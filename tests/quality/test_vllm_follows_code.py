@@ -447,3 +447,50 @@ def test_the_partitions_guards_run(vllm_release: Callable[[str], Path], tmp_path
     small = dict(cp_rank=0, cp_size=4, num_tokens=50, extend_seq_lens=(30, 20), capture_num_tokens=SIZES)
     assert policy_from(str(root)).step(**small) == policy_from(str(vllm_release("0.34.0"))).step(**small)
     assert line > 1
+
+
+# -- the layout's contents (issue #44's mutation sample): the rows, not only their counts ------------------------
+RESTORED_ONCE = "                if not bool(is_prefilling[segment.global_batch_req_idx]) and rank != 0:\n"
+
+
+def test_a_layout_that_reads_tokens_back_from_rows_that_do_not_hold_them_fails_citing_the_line(
+    vllm_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    root = _copy(vllm_release, "0.29.0", tmp_path / "read-back")
+    line = _edit_manager(root, RESTORED_ONCE, RESTORED_ONCE.replace(" and rank != 0", " or rank != 0"))
+    done = _cli(root)
+    assert done.returncode == 1 and "capacity_fit violated" in done.stdout, done.stdout + done.stderr
+    assert "the layout reads request 0" in done.stdout
+    assert f"decided at: {MANAGER}:{line} `if not bool(is_prefilling[segment.global_batch_req_idx]) or rank != 0:`" in done.stdout
+
+
+def test_a_layout_that_sets_no_gather_index_is_refused_naming_its_function(
+    vllm_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    root = _copy(vllm_release, "0.29.0", tmp_path / "no-gather")
+    _edit_manager(root, "        self._padded_gather_idx = async_copy_to_gpu(\n", "        _dropped = async_copy_to_gpu(\n")
+    first = next(i for i, text in enumerate((root / MANAGER).read_text().splitlines()) if "def _build_batch_layout(" in text) + 1
+    done = _cli(root)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"PCPManager._build_batch_layout ({MANAGER}:{first}) set no gather and restore indices" in done.stderr
+
+
+def test_the_shipped_layout_is_the_live_one_on_every_rank(vllm_release: Callable[[str], Path]) -> None:
+    from cpgraph.reference.laid_out import layout_mismatch
+
+    for version in ("0.29.0", "0.34.0"):
+        policy = policy_from(str(vllm_release(version)))
+        for p, lengths, flags in _batches(46, 60):
+            if p == 1:
+                continue
+            kw = dict(cp_size=p, align_size=1, num_tokens=sum(lengths), extend_seq_lens=lengths, capture_num_tokens=SIZES,
+                      bucket_local_tokens={s: s for s in SIZES}, max_padding_factor=None, is_prefilling=flags)
+            for rank in range(p):
+                step = policy.step(cp_rank=rank, cp_size=p, num_tokens=sum(lengths), extend_seq_lens=lengths,
+                                   capture_num_tokens=SIZES, is_prefilling=flags)
+                if step.replay is None:
+                    continue
+                layout = policy.local_layout(bucket=step.replay, cp_rank=rank, **kw)
+                assert layout is not None and layout.restored is not None
+                assert layout_mismatch(layout, lengths=lengths, cp_size=p, strategy=policy.strategy, is_prefilling=flags,
+                                       capacity=step.replay) is None, (version, p, lengths, flags, rank)

@@ -25,6 +25,7 @@ import numpy as np
 from cpgraph.adapters.follow import Evaluation, FollowError, Site, Tally
 from cpgraph.adapters.shim import Stub
 from cpgraph.adapters.vllm.execute import ALLOWED_STUBS, PROVIDED
+from cpgraph.reference.laid_out import LaidOut
 
 CALLS = ("maybe_partition_pcp_batch", "partition_batch")
 BATCH = "input_batch"
@@ -270,3 +271,101 @@ def laid_out(manager: Any, batch: Any) -> Any:
     if isinstance(layouts, Layouts) and layouts.last is not None and layouts.last[0] == key:
         return layouts.last[1]
     return layouts(*batch.layout_args())
+
+
+HOST_COPIES = ("async_copy_to_gpu", "async_tensor_h2d")  # the pcp module's host-to-device copies (0.26-0.29, 0.30 on)
+LAYOUT_INDICES = ("_padded_gather_idx", "_hidden_restore_idx")  # what _build_batch_layout leaves on the manager
+
+
+def host_copy(data: Any, *args: Any, out: Any = None, **kwargs: Any) -> Any:
+    """Stand-in for the pcp module's host-to-device copy: the array stays on the host, copied, so the gather and
+    restore indices ``_build_batch_layout`` hands to the GPU can be read back (``out=``: the GPU buffer, stood
+    in, is returned as the real copy returns it)."""
+    if out is not None:
+        return out
+    return np.array(data, copy=True)
+
+
+def install_host_copies(pcp_module: Any) -> None:
+    """Put ``host_copy`` where the release's pcp module names its host-to-device copy."""
+    for name in HOST_COPIES:
+        if name in vars(pcp_module):
+            setattr(pcp_module, name, host_copy)
+
+
+def forget_layout(manager: Any) -> None:
+    """Clear the indices a previous step's layout left on ``manager``, so a partition that sets none is seen."""
+    for name in LAYOUT_INDICES:
+        setattr(manager, name, None)
+
+
+def layout_indices(manager: Any) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+    """The gather and restore indices the partition's layout just set on ``manager`` (None: it set none)."""
+    gather, restore = (getattr(manager, name, None) for name in LAYOUT_INDICES)
+    if isinstance(gather, np.ndarray) and isinstance(restore, np.ndarray):
+        return gather, restore
+    return None
+
+
+def observed_layout(gather: np.ndarray[Any, Any], restore: np.ndarray[Any, Any], starts: np.ndarray[Any, Any],
+                    rows: Sequence[int], order: Sequence[int]) -> LaidOut:
+    """The layout a rank's ``_build_batch_layout`` built, as reference.laid_out.LaidOut runs: rank q's rows are
+    ``gather[q*S : q*S + rows[q]]`` (S = len(gather) / P, the padded rows per rank; each entry a token's index in
+    the global batch), and token g is read back from row ``restore[g]`` of the gathered ranks. ``starts``: the
+    global batch's query start offsets (release order); ``order[j]``: the checker's request at the release's
+    position j."""
+    key = (gather.tobytes(), restore.tobytes(), tuple(rows), tuple(order), np.asarray(starts).tobytes())
+    found = _OBSERVED.get(key)  # every rank lays out the whole batch: the ranks of one step mostly share it
+    if found is not None:
+        return found
+    p = len(rows)
+    per_rank = len(gather) // p if p else 0
+    ends = np.asarray(starts, dtype=np.int64)
+    held = np.arange(len(gather), dtype=np.int64)
+    if per_rank:  # each rank's occupied rows [0, rows[q]): the rest of its per_rank rows are padding
+        held = held[held % per_rank < np.repeat(np.asarray(rows, dtype=np.int64), per_rank)[: len(gather)]]
+    ranks: list[list[tuple[int, int, int, int]]] = [[] for _ in range(p)]
+    for request, first, stop, at in _runs(np.asarray(gather, dtype=np.int64)[held], ends, order, held, per_rank):
+        q, row = divmod(at, per_rank)
+        ranks[q].append((request, first, stop, row))
+    tokens = np.arange(int(ends[-1]), dtype=np.int64)
+    restored = tuple(
+        (run[0], run[1], run[2], *divmod(run[3], per_rank)) if per_rank else (run[0], run[1], run[2], -1, run[3])
+        for run in _runs(tokens, ends, order, np.asarray(restore, dtype=np.int64), per_rank)
+    )
+    laid = LaidOut(tuple(tuple(runs) for runs in ranks), restored)
+    if len(_OBSERVED) >= 256:
+        _OBSERVED.clear()
+    _OBSERVED[key] = laid
+    return laid
+
+
+_OBSERVED: dict[tuple[object, ...], LaidOut] = {}
+
+
+def _runs(tokens: np.ndarray[Any, Any], ends: np.ndarray[Any, Any], order: Sequence[int], at: np.ndarray[Any, Any] | None,
+          per_rank: int) -> list[tuple[int, int, int, int]]:
+    """Runs (request, first token, stop, first position) of global token indices ``tokens`` placed at positions
+    ``at`` (None: 0, 1, 2, ...): a run breaks where the request changes, the token or the position does not go
+    up by one, or (``at`` given) the position enters another rank's rows."""
+    n = len(tokens)
+    if n == 0:
+        return []
+    valid = (tokens >= 0) & (tokens < ends[-1])
+    request = np.searchsorted(ends, np.where(valid, tokens, 0), side="right") - 1
+    token = np.where(valid, tokens - ends[request], -1)
+    where = np.arange(n, dtype=np.int64) if at is None else at
+    brk = np.ones(n, dtype=np.bool_)
+    brk[1:] = (request[1:] != request[:-1]) | (token[1:] != token[:-1] + 1) | (where[1:] != where[:-1] + 1) | ~valid[1:]
+    if at is not None and per_rank:
+        brk[1:] |= (where[1:] // per_rank) != (where[:-1] // per_rank)
+    firsts = np.flatnonzero(brk).tolist()
+    out = []
+    req, tok, pos = request.tolist(), token.tolist(), where.tolist()
+    for b, e in zip(firsts, firsts[1:] + [n]):
+        if tok[b] < 0:  # an index outside the batch: shown as request -1 (the judge names it)
+            out.append((-1, 0, e - b, pos[b]))
+            continue
+        j = req[b]
+        out.append((order[j] if order else j, tok[b], tok[e - 1] + 1, pos[b]))
+    return out

@@ -92,7 +92,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cpgraph.adapters import AdapterError
@@ -100,7 +100,17 @@ from cpgraph.adapters.follow import FollowError
 from cpgraph.adapters.glue import check_release, classify, raised_by_release
 from cpgraph.adapters.shim import Sandbox, StubModule
 from cpgraph.adapters.vllm.execute import Dispatched, Execute
-from cpgraph.adapters.vllm.partition import GlobalBatch, Layouts, Partition, Partitioned, laid_out
+from cpgraph.adapters.vllm.partition import (
+    GlobalBatch,
+    Layouts,
+    Partition,
+    Partitioned,
+    forget_layout,
+    install_host_copies,
+    laid_out,
+    layout_indices,
+    observed_layout,
+)
 from cpgraph.adapters.vllm.plants import PLANTS, planted_copy
 from cpgraph.adapters.vllm.release import (
     ADAPTER,
@@ -168,6 +178,8 @@ class Step:
     refusal: str | None
     rows: tuple[int, ...]
     order: tuple[int, ...] = ()  # the batch's requests in the order the release lays them out (empty: as given)
+    # (gather, restore, query starts) the partition's layout set for a replayed step; "unset": none (local_layout reads them)
+    indices: Any = field(default=None, compare=False, repr=False)
 
 
 def _ints(name: str, values: object, low: int) -> tuple[int, ...]:
@@ -244,6 +256,7 @@ class VllmPolicy:
             self.dp = self.sandbox.load(DP_UTILS)
         except ImportError as exc:
             raise VllmAdapterError(f"numpy is needed to run vLLM's PCP code (pip install numpy): {exc}") from exc
+        install_host_copies(self.pcp)  # the layout's gather and restore indices stay readable (partition.host_copy)
         try:  # execute_model, sliced back from dispatch_cg_and_sync_dp, and the partition, compiled from the tree's files
             self.execute = Execute(self.root, MODEL_RUNNER, self.sandbox, self.max_num_seqs)
             self.partition = Partition(self.root, MODEL_RUNNER, PCP_FILE, self.execute.program.namespace, self.pcp)
@@ -373,6 +386,8 @@ class VllmPolicy:
         # makes the local batch whose num_tokens_after_padding execute_model replays under
         # (BatchDescriptor(num_tokens=input_batch.num_tokens_after_padding)).
         refusal = self._partitioned(found, manager, batch, max((*sizes, n)))
+        laid = layout_indices(manager)  # the gather and restore indices this partition's layout set (None: none)
+        indices = "unset" if laid is None else (*laid, batch.query_start_loc)
         # the size the tree's partition handed its layout (None: laid out unpadded), as the call was made (run)
         layouts = manager._build_batch_layout
         padded = layouts.padded if isinstance(layouts, Layouts) else None
@@ -383,7 +398,7 @@ class VllmPolicy:
         if not admitted:  # eager: the layout is run, no graph is replayed
             return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, None, None, real, order)
         replay, eager = self._replayed(found, refusal)
-        return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, replay, eager, real, order)
+        return Step(count, desc.cg_mode.name, admitted, desc.num_tokens, padded, replay, eager, real, order, indices)
 
     def _replayed(self, found: Dispatched, made: Partitioned) -> tuple[int | None, str | None]:
         """The key execute_model replays the admitted step under, run from prepare_inputs' return to its replay
@@ -400,6 +415,7 @@ class VllmPolicy:
         laid = GlobalBatch.of(batch.num_scheduled_tokens, batch.is_prefilling, drafts)
         if isinstance(manager._build_batch_layout, Layouts):
             manager._build_batch_layout.padded = None  # what this run's partition hands its layout, if it gets there
+        forget_layout(manager)  # a layout that sets no gather index this step is seen, not read from the last one
         try:
             return self.partition.run(found.runner, manager, laid, found.handed, budget)
         except Exception as exc:
@@ -465,6 +481,37 @@ class VllmPolicy:
         except Exception as exc:
             raise self._classified(exc) from None
         return [int(r) for r in rows]
+
+    def local_layout(
+        self, *, bucket: int, cp_rank: int, cp_size: int, align_size: object, num_tokens: int,
+        extend_seq_lens: Sequence[int], capture_num_tokens: Sequence[int], bucket_local_tokens: object,
+        max_padding_factor: object, is_prefilling: Sequence[bool] | None = None,
+    ) -> Any:
+        """The layout the release's partition built for this replayed step, read from the gather and restore
+        indices its ``_build_batch_layout`` hands the GPU (a reference.laid_out.LaidOut: each rank's rows and
+        where each token is read back from), or None where nothing is laid out (one rank, an eager step)."""
+        step = self.step(cp_rank=cp_rank, cp_size=cp_size, num_tokens=num_tokens, extend_seq_lens=extend_seq_lens,
+                         capture_num_tokens=capture_num_tokens, is_prefilling=is_prefilling)
+        _int("bucket", bucket, 0)
+        if cp_size == 1 or not step.admitted or step.replay is None or step.indices is None:
+            return None
+        if step.indices == "unset":
+            line = self._layout_line()
+            raise VllmGlueError(
+                f"{ADAPTER} cannot read vLLM {self.version}'s layout under {self.root}: PCPManager._build_batch_layout "
+                f"({line}) set no gather and restore indices ({', '.join(('_padded_gather_idx', '_hidden_restore_idx'))}) "
+                f"for this step; the adapter reads each rank's rows from them"
+            )
+        gather, restore, starts = step.indices
+        return observed_layout(gather, restore, starts, step.rows, step.order)
+
+    def _layout_line(self) -> str:
+        """file:line of PCPManager._build_batch_layout in the tree checked."""
+        try:
+            function = getattr(self.pcp.PCPManager._build_batch_layout, "__code__", None)
+            return f"{PCP_FILE}:{function.co_firstlineno}" if function is not None else PCP_FILE
+        except AttributeError:
+            return PCP_FILE
 
     def _classified(self, exc: Exception) -> Exception:
         """``exc`` when the release raised it by design; else the GlueError it stands for (glue.classify)."""
