@@ -35,6 +35,7 @@ from types import MappingProxyType
 from typing import Final
 
 from cpgraph.reference.invariants import EFFICIENCY as EFFICIENCY, INVARIANT_TABLE, SAFETY as SAFETY
+from cpgraph.reference.laid_out import LaidOut, layout_mismatch
 from cpgraph.reference.strategies import strategy_row
 
 MODE_ORDER: Final = ("FULL", "PIECEWISE")  # the release's order: the fastest first; eager after both
@@ -188,7 +189,9 @@ class PathAnswer:
     replayed (``replayed``, None: eager or refused, ``refusal`` then says why), its real ``rows`` and
     ``requests``, and (optional) ``padded_requests``, the request count its layout was padded to for the
     replay (a FULL graph replays inputs laid out for exactly the requests it was captured with; None: not
-    known, or not padded)."""
+    known, or not padded), and (optional) ``layout``, the layout the rank built for the replay
+    (reference/laid_out.py: what every rank's rows hold and where each token is read back from; None: not
+    shown)."""
 
     rank: int
     dispatched: Graph | None
@@ -197,6 +200,7 @@ class PathAnswer:
     requests: int
     refusal: str | None = None
     padded_requests: int | None = None
+    layout: LaidOut | None = None
 
     def describe(self) -> str:
         said = f"dispatched {self.dispatched.describe() if self.dispatched else 'eager'}"
@@ -228,7 +232,7 @@ def judge_dp(groups: Sequence[tuple[GraphStep, Sequence[PathAnswer]]], graphs: S
     replays the descriptor it dispatched (its mode included) and its layout takes it, it was captured, it
     holds every rank's rows and requests (and its query length is the rank's step's), no smaller graph of its
     mode fits every rank, and no faster mode's graph does. A rank's rows and requests are its answer's (what
-    the release laid out)."""
+    the release laid out); a layout it shows must be the placement's layout of the step (capacity_fit)."""
     known = set(graphs)
     found: list[PathFinding] = []
     multi = len(groups) > 1
@@ -263,6 +267,11 @@ def judge_dp(groups: Sequence[tuple[GraphStep, Sequence[PathAnswer]]], graphs: S
             add("padding_limit", f"{who(d, a)} dispatched {g.tokens} tokens below its {a.rows} rows")
         if not fits(g, a.rows, a.requests, step.uniform_query_len):
             add("capacity_fit", f"{who(d, a)} holds {a.rows} rows of {a.requests} requests; {g.describe()} does not hold them")
+        elif a.layout is not None and a.replayed is not None:  # the rows the replay runs on: the live layout's?
+            why = layout_mismatch(a.layout, lengths=step.lengths, cp_size=step.cp_size, strategy=step.placement,
+                                  is_prefilling=step.prefilling, capacity=a.replayed.tokens)
+            if why is not None:
+                add("capacity_fit", f"{who(d, a)} replays {a.replayed.describe()}: {why}")
         if best is not None and best.mode == g.mode and (best.tokens, best.requests or 0) < (g.tokens, g.requests or 0):
             add("minimal_bucket", f"{best.describe()} fits every rank and is smaller than {g.describe()}, which {who(d, a)} dispatched")
     dispatched = next((a.dispatched for _, _, a in ranked if a.dispatched is not None), None)

@@ -108,7 +108,8 @@ INVARIANT_TABLE: Final[Mapping[str, Invariant]] = MappingProxyType(
                 "holds exactly its strategy's tokens from row 0, each read back from the row that holds it)",
                 "the live layout's rows on every rank fit the chosen size s (and a layout a rank shows holds exactly its "
                 "strategy's tokens from row 0, each read back from the row that holds it)",
-                "the descriptor holds every rank's rows and, a FULL one, its requests and query length",
+                "the descriptor holds every rank's rows and, a FULL one, its requests and query length (and a layout a "
+                "rank shows holds exactly its placement's tokens from row 0, each read back from the row that holds it)",
                 ep_step="each EP rank's graph holds its prefill and decode requests (a decode may take a prefill slot)",
             ),
             Invariant(

@@ -494,3 +494,16 @@ def test_the_shipped_layout_is_the_live_one_on_every_rank(vllm_release: Callable
                 assert layout is not None and layout.restored is not None
                 assert layout_mismatch(layout, lengths=lengths, cp_size=p, strategy=policy.strategy, is_prefilling=flags,
                                        capacity=step.replay) is None, (version, p, lengths, flags, rank)
+
+
+def test_a_dealt_decode_read_back_from_the_wrong_rank_fails_on_the_graph_paths(
+    vllm_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """0.34.0 deals decodes round-robin (dcp 1): a sharded decode has one owner, which must be the row its output is
+    read back from. With the owner test dropped, a decode dealt to rank 1 is read back from nowhere."""
+    root = _copy(vllm_release, "0.34.0", tmp_path / "dealt-read-back")
+    _edit_manager(root, "                    and not is_sharded_decode\n", "")
+    done = _cli(root)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "capacity_fit violated on the PIECEWISE, decodes dual_chunk_swap (dcp 1), DP 1 path" in done.stdout
+    assert "the layout reads request 1 [0, 1) back from rank 0 rows [1, 2), which do not hold those tokens" in done.stdout

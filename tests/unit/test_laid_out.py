@@ -147,3 +147,26 @@ def test_a_local_layout_that_raises_breaks_capacity_fit_and_a_wrong_type_stops_t
         ask_judge(bound(as_policy(_policy(local_layout=lambda **_: [1, 2]))), SEED)
     with pytest.raises(TypeError, match="local_layout must be callable when present, got 3"):
         as_policy(_policy(local_layout=3))
+
+
+# -- a graph path's step: the layout a rank shows for its replay ---------------------------------------------------
+def test_a_graph_path_rank_showing_a_layout_other_than_the_placements_breaks_capacity_fit() -> None:
+    from cpgraph.reference.graph_paths import Graph, GraphStep, PathAnswer, judge as judge_path
+
+    piecewise = Graph("PIECEWISE", 8)
+    step = GraphStep((10, 1), (True, False), 2, "dual_chunk_swap_replicated")
+    spans = strategy_row("dual_chunk_swap_replicated").mixed_spans
+    assert spans is not None
+    ranks = spans((10, 1), (True, False), 2)
+
+    def shown(shift: int) -> LaidOut:
+        rows = tuple(tuple((i, a, b, shift + sum(y - x for _, x, y in rank[:k])) for k, (i, a, b) in enumerate(rank)) for rank in ranks)
+        return LaidOut(rows, None)
+
+    loads = [sum(b - a for _, a, b in rank) for rank in ranks]
+    good = [PathAnswer(r, piecewise, piecewise, loads[r], 2, layout=shown(0)) for r in range(2)]
+    assert judge_path(step, [piecewise], good) == []
+    bad = [PathAnswer(r, piecewise, piecewise, loads[r], 2, layout=shown(1)) for r in range(2)]
+    found = judge_path(step, [piecewise], bad)
+    assert [f.invariant for f in found] == ["capacity_fit"]
+    assert found[0].why == "rank 0 replays PIECEWISE 8 tokens: rank 0's layout puts request 0 [0, 3) at row 1: row 0 is left empty"

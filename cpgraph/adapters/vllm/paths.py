@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from cpgraph.adapters.glue import GlueError
-from cpgraph.adapters.vllm.partition import laid_out
+from cpgraph.adapters.vllm.partition import laid_out, layout_indices, observed_layout
 from cpgraph.adapters.vllm.release import SPLIT_SIZES, mark_captured
 from cpgraph.adapters.vllm.stand_ins import ScheduledBatch, vllm_config
 from cpgraph.reference.graph_paths import Graph, GraphConfig, GraphStep, PathAnswer
@@ -136,6 +136,7 @@ class VllmPaths:
         # PIECEWISE step replays under; what the release raises by design is the step's refusal
         drafts = sum(query_len - 1 for n, pre in zip(lengths, prefilling) if not pre and query_len > 1 and n == query_len)
         made = self.policy._partitioned(found, manager, batch, max((*_sizes(built), sum(lengths))), drafts)
+        indices = layout_indices(manager)  # the gather and restore indices this partition's layout set (None: none)
         segments, real = laid_out(manager, batch)  # the real rows and segments on every rank
         rows, requests = int(real[rank]), max(1, len(segments[rank]))  # an empty rank runs one dummy segment
         if dispatched is None:
@@ -146,7 +147,13 @@ class VllmPaths:
         # run_fullgraph(descriptor), a PIECEWISE one's forward context (its batch_descriptor), run (execute.py)
         replayed = self._replayed(found, dispatched, made)
         padded = getattr(made, "num_reqs_after_padding", None) if replayed is not None and replayed.requests is not None else None
-        return PathAnswer(rank, dispatched, replayed, rows, requests, padded_requests=None if padded is None else int(padded))
+        layout = None
+        if replayed is not None:  # the layout the replay runs on, read from the release's own indices (partition.py)
+            if indices is None:
+                raise self.policy.unset_layout()
+            layout = observed_layout(*indices, batch.query_start_loc, [int(r) for r in real], found.order)
+        return PathAnswer(rank, dispatched, replayed, rows, requests, padded_requests=None if padded is None else int(padded),
+                          layout=layout)
 
     def _replayed(self, found: Any, dispatched: Graph, made: Any) -> Graph | None:
         """The graph execute_model replays (run from its call of prepare_inputs to its replay call): a FULL

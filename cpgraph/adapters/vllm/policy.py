@@ -496,14 +496,17 @@ class VllmPolicy:
         if cp_size == 1 or not step.admitted or step.replay is None or step.indices is None:
             return None
         if step.indices == "unset":
-            line = self._layout_line()
-            raise VllmGlueError(
-                f"{ADAPTER} cannot read vLLM {self.version}'s layout under {self.root}: PCPManager._build_batch_layout "
-                f"({line}) set no gather and restore indices ({', '.join(('_padded_gather_idx', '_hidden_restore_idx'))}) "
-                f"for this step; the adapter reads each rank's rows from them"
-            )
+            raise self.unset_layout()
         gather, restore, starts = step.indices
         return observed_layout(gather, restore, starts, step.rows, step.order)
+
+    def unset_layout(self) -> VllmGlueError:
+        """The refusal of a step whose partition's layout set no gather and restore indices (named at its line)."""
+        return VllmGlueError(
+            f"{ADAPTER} cannot read vLLM {self.version}'s layout under {self.root}: PCPManager._build_batch_layout "
+            f"({self._layout_line()}) set no gather and restore indices (_padded_gather_idx, _hidden_restore_idx) "
+            f"for this step; the adapter reads each rank's rows from them"
+        )
 
     def _layout_line(self) -> str:
         """file:line of PCPManager._build_batch_layout in the tree checked."""
