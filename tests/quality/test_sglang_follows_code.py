@@ -7,9 +7,12 @@ checks the copy:
 - a regression on the driven path (the model runner's graph decision, load_batch's bucket, the CP bucket scan,
   can_run_graph's handling of the attention backend's own prefill-graph check) is found: check_policy reports a
   violation, and ``decided_at`` cites the planted line;
+- a regression in the layout the replay reads (zigzag's ``build_metadata``: a rank's ``zigzag_index``, the
+  restore's ``cp_reverse_index``) is found through ``local_layout`` (exit 1, ``capacity_fit``, the planted line
+  cited), and metadata without a field the adapter reads is refused (exit 2 naming ``build_metadata``);
 - a fix (0.5.17's capacity_fit bug patched in its own runner) passes;
-- behaviour-preserving refactors (keywords through a dict, a renamed local, a split statement) keep the
-  release's verdict and answers;
+- behaviour-preserving refactors (keywords through a dict, a renamed local, a split statement, ``zigzag_index``
+  built in two statements) keep the release's verdict, answers and layouts;
 - a change the adapter does not drive (a server argument it does not give, an sglang helper it does not
   declare, a flag set under a new name but read under the old) is refused with exit 2 naming the release's
   file:line, never judged as if the flag were on.
@@ -27,9 +30,10 @@ from typing import Any
 
 import pytest
 
-from cpgraph import check_policy
+from cpgraph import LaidOut, check_policy
 from cpgraph.adapters.glue import GlueError
 from cpgraph.adapters.sglang import SglangPolicy, policy_from
+from cpgraph.reference.laid_out import layout_mismatch
 from test_sglang_released import NEEDED  # the files the driven path runs (this folder is on sys.path)
 
 RUNNER = "sglang/srt/model_executor/runner/prefill_cuda_graph_runner.py"
@@ -80,6 +84,21 @@ def line_of(root: Path, file: str, text: str) -> str:
 def answers(policy: SglangPolicy, batch: dict[str, Any]) -> tuple[object, ...]:
     admitted = policy.admit(**batch)
     return admitted, policy.replay_bucket(**batch) if admitted else None
+
+
+def layouts(policy: SglangPolicy, batch: dict[str, Any]) -> tuple[LaidOut | None, ...]:
+    """Every rank's ``local_layout`` for the bucket it replays (None where it replays none)."""
+    out = []
+    for rank in range(batch["cp_size"]):
+        kw = dict(batch, cp_rank=rank)
+        bucket = policy.replay_bucket(**kw)
+        out.append(None if bucket is None else policy.local_layout(bucket=bucket, **kw))
+    return tuple(out)
+
+
+def cli(root: Path, cwd: Path, *more: str) -> list[str]:
+    return [sys.executable, "-m", "cpgraph", "check", "cpgraph.adapters.sglang:zigzag", "--adapter-root", str(root),
+            "--max-cases", str(CASES), "--padding-factors", "2", "--cp-sizes", "2,4", "--no-graph-paths", *more]
 
 
 # -- regressions on the driven path: found, the planted line cited ------------------------------------------
@@ -213,6 +232,85 @@ def test_a_batch_too_small_for_cp_is_kept_off_the_cp_graph_by_two_gates_and_the_
     assert set(report.invariants) & {"capacity_fit", "captured_bucket", "admission_replay"}, report.text()
     assert all(not v.spec.active for v in report.violations), report.text()
 
+# -- the layout the replay reads: local_layout, from each rank's own metadata --------------------------------------
+ZIGZAG_INDEX_LATE = "                cp_segment_num - cp_rank - 1,\n"
+LAYOUT_PLANTS: dict[str, tuple[Edit, str]] = {
+    # every rank's late block one before its own: rank P-1 holds block P-1 twice, block P nowhere
+    "zigzag_index late block one off": ((ZIGZAG, ZIGZAG_INDEX_LATE, ZIGZAG_INDEX_LATE.replace("- 1,", "- 2,")),
+                                        "cp_segment_num - cp_rank - 2,"),
+    # every rank's early block the next rank's (kept in range): the early blocks move between ranks
+    "zigzag_index early block the next rank's": (
+        (ZIGZAG, "range(cp_rank, cp_rank + bs * cp_segment_num, cp_segment_num)",
+         "range((cp_rank + 1) % self.cp_size, (cp_rank + 1) % self.cp_size + bs * cp_segment_num, cp_segment_num)"),
+        "(cp_rank + 1) % self.cp_size + bs * cp_segment_num"),
+    # the restore takes each request's early pieces in reverse rank order (still a permutation: its asserts hold)
+    "cp_reverse_index early pieces reversed": (
+        (ZIGZAG, "list(range(batch_id, cp_segment_num * bs, 2 * bs))",
+         "list(range(batch_id, cp_segment_num * bs, 2 * bs))[::-1]"),
+        "list(range(batch_id, cp_segment_num * bs, 2 * bs))[::-1]"),
+}
+
+
+def test_the_shipped_layout_is_read_on_every_rank_and_is_the_live_one(release: SglangPolicy, wheels: dict[str, Path]) -> None:
+    """0.5.23's zigzag layout of the worked example, read from each rank's own metadata, is the reference's (rank 0
+    holds request 0's blocks 0 and 7: [0, 192) and [1343, 1534), 513 rows in all); where the release's own guard
+    stops the replay (0.5.17 on the worked example: bucket 2048 holds 512 rows, 520 needed) nothing is laid out;
+    interleave's metadata holds no per-token index, so its policy shows no layout."""
+    shown = layouts(release, EXAMPLE)
+    for laid in shown:
+        assert laid is not None
+        assert layout_mismatch(laid, lengths=EXAMPLE["extend_seq_lens"], cp_size=4, strategy="zigzag", capacity=576) is None
+    first = shown[0]
+    assert first is not None and (0, 0, 192, 0) in first.rows[0] and (0, 1343, 1534, 258) in first.rows[0]
+    assert max(at + stop - start for _, start, stop, at in first.rows[0]) == 513
+    first_release = policy_from(str(wheels["0.5.17"]))
+    assert first_release.replay_bucket(**EXAMPLE) == 2048
+    assert first_release.local_layout(bucket=2048, **EXAMPLE) is None
+    assert getattr(policy_from(str(wheels["0.5.23"]), "interleave"), "local_layout", None) is None
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUT_PLANTS))
+def test_a_regression_in_the_layout_is_found_through_local_layout_and_its_line_cited(
+    wheels: dict[str, Path], release: SglangPolicy, tmp_path: Path, name: str
+) -> None:
+    """The bucket and the row counts are the release's (only the indices changed), so only the layout shown can
+    see it: ``cpgraph check --adapter-root`` exits 1 on ``capacity_fit``, the planted line the finding's
+    ``decided at:`` (build_metadata is traced, its lines cited where they differ from the pristine release)."""
+    edit, marker = LAYOUT_PLANTS[name]
+    root = planted(wheels["0.5.23"], tmp_path / "planted", edit)
+    where = line_of(root, edit[0], marker)
+    policy = policy_from(str(root))
+    assert answers(policy, EXAMPLE) == answers(release, EXAMPLE)
+    assert policy.local_rows(bucket=2304, **EXAMPLE) == release.local_rows(bucket=2304, **EXAMPLE)
+    text = subprocess.run(cli(root, tmp_path), capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert text.returncode == 1, text.stdout + text.stderr
+    assert "capacity_fit violated" in text.stdout and f"decided at: {where}" in text.stdout, text.stdout
+    data = subprocess.run(cli(root, tmp_path, "--format", "json"), capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert data.returncode == 1, data.stderr
+    found = json.loads(data.stdout)["violations"]
+    assert {v["invariant"] for v in found} == {"capacity_fit"}, found
+    assert all(where in v["decided_at"] for v in found), found
+
+
+def test_metadata_without_a_field_the_layout_is_read_from_is_refused_naming_build_metadata(
+    wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    """``zigzag_index`` renamed throughout zigzag.py (the field, build_metadata and the shard that reads it): the
+    release runs as before, but the adapter reads the rows from ``zigzag_index``, so ``local_layout`` is refused
+    (exit 2) naming build_metadata's line, never judged on a layout it could not read."""
+    root = planted(wheels["0.5.23"], tmp_path / "renamed")
+    path = root / ZIGZAG
+    path.write_text(path.read_text().replace("zigzag_index", "zigzag_blocks"))
+    policy = policy_from(str(root))
+    assert answers(policy, EXAMPLE) == (True, 2304)
+    with pytest.raises(GlueError) as refused:
+        policy.local_layout(bucket=2304, **EXAMPLE)
+    where = line_of(root, ZIGZAG, "    def build_metadata(")
+    assert where in str(refused.value) and "zigzag_index" in str(refused.value), str(refused.value)
+    done = subprocess.run(cli(root, tmp_path), capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 2 and where in done.stdout + done.stderr, done.stdout + done.stderr
+
+
 # -- a fix: followed ----------------------------------------------------------------------------------------
 FIT = '''
     def _cp_fitting_bucket(self, forward_batch, num_tokens):
@@ -289,6 +387,18 @@ REFACTORS: dict[str, tuple[Edit, ...]] = {
                 continue
             if bucket > ceiling:
                 break"""),),
+    # zigzag's build_metadata builds zigzag_index in two statements (the layout the replay reads)
+    "zigzag_index in two statements": ((ZIGZAG, """        zigzag_index = list(
+            range(cp_rank, cp_rank + bs * cp_segment_num, cp_segment_num)
+        ) + list(
+            range(
+                cp_segment_num - cp_rank - 1,
+                bs * cp_segment_num,
+                cp_segment_num,
+            )
+        )""", """        early = range(cp_rank, cp_rank + bs * cp_segment_num, cp_segment_num)
+        late = range(cp_segment_num - cp_rank - 1, bs * cp_segment_num, cp_segment_num)
+        zigzag_index = [*early, *late]"""),),
     # the model runner's CP check split into statements
     "a split statement": ((MODEL_RUNNER, """    return get_cp_strategy() is None or (
         bool(getattr(prefill_runner, "enable_cp_bcg_capture", False))
@@ -307,6 +417,7 @@ def test_a_refactor_keeps_the_verdict_and_the_answers(wheels: dict[str, Path], r
     refactored = policy_from(str(planted(wheels["0.5.23"], tmp_path / "refactored", *REFACTORS[name])))
     for batch in (EXAMPLE, SMALL, dict(EXAMPLE, bucket_local_tokens={2048: 512, 2304: 560, 2560: 640})):
         assert answers(refactored, batch) == answers(release, batch), batch
+        assert layouts(refactored, batch) == layouts(release, batch), batch
     report = check_policy(refactored, max_cases=CASES, **CHECK)
     assert report.ok, report.text()
 

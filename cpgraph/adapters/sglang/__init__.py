@@ -41,7 +41,9 @@ EXECUTED = (
            "sglang/srt/model_executor/runner/prefill_cuda_graph_runner.py"),
     Driven("the CP-BCG input's select_replay_bucket_for_batch and prepare (its row guards), and execute_prefill_cp_bcg "
            "where the release has it", "sglang/srt/layers/cp/bcg.py or sglang/srt/layers/cp/bcg/"),
-    Driven("prepare_cp_forward (the CP layout's per_rank_actual_token) and the layout strategies",
+    Driven("prepare_cp_forward (the CP layout's per_rank_actual_token) and the layout strategies; zigzag's "
+           "build_metadata, whose metadata on the replayed batch local_layout reads (each rank's rows from its own "
+           "split_list and zigzag_index, the restore from its reverse_split_len and cp_reverse_index: layout.py)",
            "sglang/srt/layers/cp/utils.py, zigzag.py, interleave.py"),
     Driven("ForwardBatch and ForwardMode (the batch is the release's own dataclass, its defaults the release's)",
            "sglang/srt/model_executor/forward_batch_info.py"),
@@ -57,7 +59,8 @@ STOOD_IN = (
             "the constructors load a model and capture graphs on a GPU"),
     StandIn("the capture: the capture list and each bucket's recorded CP-local rows (bucket_local_tokens)",
             "the checker records them; capture runs the model on a GPU"),
-    StandIn("the captured backend's replay (ends the path, naming the bucket) and the eager runner's execute",
+    StandIn("the captured backend's replay (ends the path, naming the bucket and noting the CP metadata on the forward "
+            "batch handed to it) and the eager runner's execute",
             "a replay launches a CUDA graph"),
     StandIn("the model runner's attention backend (stand_ins.AttentionBackend): its own prefill-graph check "
             "(can_run_prefill_cuda_graph) accepts every batch, no dLLM attention, no DP vote; the release's "
@@ -65,7 +68,9 @@ STOOD_IN = (
             "the server builds it from the model on a GPU; a check that says yes leaves the release's handling of "
             "its answer to be judged"),
     StandIn("tensors: token ids, positions and static buffers as row counts; the CP split's tensor work "
-            "(cp_split_before_forward, cp_interleave_input_ids) as the rank's rows of the release's own CP metadata",
+            "(cp_split_before_forward, cp_interleave_input_ids) as the rank's rows of the release's own CP metadata; "
+            "zigzag's shard and gather (shard_hidden_states, gather_hidden_states) not run: the layout is read from "
+            "the indices they consume, as they consume them (layout.py)",
             "torch is stubbed; a stub the release computes with raises (shim.py)"),
     StandIn("sglang's other modules: every name they hand out is a strict helper (helpers.py); a branch on one "
             "raises (exit 2 at the testing line) unless helpers.HELPERS / ATTRIBUTES declare its answer (no DP "

@@ -59,13 +59,16 @@ ACCESSORS = ("get_exec", "get_schedule", "get_lora", "get_memory", "get_spec", "
 @dataclass(frozen=True)
 class Outcome:
     """Where the driven path ended for one batch on one rank: ``graph`` (the model runner took the prefill
-    graph path), ``bucket`` (the shape replayed, None when it did not get there) and ``raised`` (the
-    release's own exception on the way, None when it replayed or went eager)."""
+    graph path), ``bucket`` (the shape replayed, None when it did not get there), ``raised`` (the
+    release's own exception on the way, None when it replayed or went eager), ``preparing`` (the bucket the CP
+    input's ``prepare`` was asked to replay) and ``metadata`` (the CP metadata on the forward batch handed to the
+    replay, None when it did not get there)."""
 
     graph: bool
     bucket: object = None
     raised: BaseException | None = None
     preparing: object = None
+    metadata: object = None
 
 
 def _unstub_isinstance_targets(module: ModuleType) -> None:
@@ -220,7 +223,7 @@ class ForwardPath:
         try:
             model_runner.forward(forward_batch)
         except stand_ins.Replayed as done:
-            return Outcome(True, done.bucket)
+            return Outcome(True, done.bucket, metadata=done.metadata)
         except stand_ins.TookEager:
             return Outcome(False)
         except Exception as exc:
@@ -235,7 +238,7 @@ class ForwardPath:
         try:
             runner.execute(forward_batch)
         except stand_ins.Replayed as done:
-            return Outcome(True, done.bucket)
+            return Outcome(True, done.bucket, metadata=done.metadata)
         except Exception as exc:
             return Outcome(True, None, exc, self.preparing)
         raise AssertionError("execute returned without replaying a graph")

@@ -9,7 +9,9 @@ the batch (its whole condition: ``can_run_graph``, ``_prefill_cuda_graph_allows_
 release has it, the rest); ``replay_bucket`` is the bucket the graph runner's ``execute`` replays (``load_batch``, the CP-BCG
 input's ``prepare`` and its row guards, up to the captured backend's ``replay``; when the release's own guard
 in ``prepare`` stops the replay, the bucket it was preparing, whose overflow ``replay_guard`` raises);
-``local_rows`` is ``prepare_cp_forward``'s ``per_rank_actual_token``. The release's objects are built without
+``local_rows`` is ``prepare_cp_forward``'s ``per_rank_actual_token``; ``local_layout`` (zigzag) is the layout the
+CP metadata on the replayed forward batch describes, on every rank as its own ``build_metadata`` built it, read
+back as that rank's gather restores it (layout.py). The release's objects are built without
 their constructors and given only what the release itself sets (state.py, strict.py): a read of anything
 else, a branch on an undeclared sglang helper (helpers.py) or a name the release never defines is refused
 with exit 2 at the release's line, never answered by the adapter. What a server would hand the release is
@@ -52,11 +54,21 @@ from cpgraph.adapters.sglang.release import (
     read_against,
 )
 from cpgraph.adapters.sglang.helpers import driving, strict_helpers
-from cpgraph.adapters.sglang.trace import BUCKET_SIDE, CHOOSING, DECIDING, changed_lines, pristine_roots, traced
+from cpgraph.adapters.sglang.layout import ZigzagRank, missing_fields, read_zigzag, zigzag_laid_out
+from cpgraph.adapters.sglang.trace import (
+    BUCKET_SIDE,
+    CHOOSING,
+    DECIDING,
+    LAYING_OUT,
+    changed_lines,
+    pristine_roots,
+    traced,
+)
 from cpgraph.adapters.sglang.path import ACCESSORS, FORWARD_BATCH_INFO, MODEL_RUNNER, PATH_MODULES, ForwardPath, Outcome
 from cpgraph.adapters.sglang.stand_ins import TENSOR_WORK, cp_split, no_override
 from cpgraph.adapters.sglang.state import ENVIRON_FILES, ENVIRONMENT, assigned, given
 from cpgraph.adapters.sglang.strict import strict
+from cpgraph.reference.laid_out import LaidOut
 
 __all__ = [
     "MODEL_RUNNER_FILE", "NEWEST", "PACKAGE", "READ_AGAINST", "REAL_MODULES", "RUNNER", "STRATEGIES", "SglangAdapterError",
@@ -64,8 +76,15 @@ __all__ = [
 ]
 
 
+_CACHE = 4096  # driven outcomes kept per policy (a rank asks admit, replay_bucket and local_layout of one batch)
+
+
 class SglangPolicy:
-    """One strategy of one sglang release, driven through its own forward path (see the module docstring)."""
+    """One strategy of one sglang release, driven through its own forward path (see the module docstring).
+    ``local_layout`` is present for zigzag only: interleave's metadata holds no per-token index (its shard and
+    restore are tensor reshapes over the rank and size, which torch's stub does not run)."""
+
+    local_layout: Callable[..., LaidOut | None]
 
     def __init__(self, root: str, strategy: str = "zigzag", *, planted_prefix: bool = False) -> None:
         if strategy not in STRATEGIES:
@@ -119,6 +138,11 @@ class SglangPolicy:
         self.prepare_cp_forward = self.utils.prepare_cp_forward
         self.__name__ = f"sglang:{strategy}@{self.root}"
         self._changes: dict[str, frozenset[str]] = {}  # file inside the tree -> its lines changed from the pristine release
+        # one rank's batch (frozen keywords) -> where ModelRunner.forward ended / where the replay asked of it ended
+        self._forwards: dict[tuple[object, ...], Outcome] = {}
+        self._replays: dict[tuple[object, ...], Outcome] = {}
+        if strategy == "zigzag":
+            self.local_layout = self._zigzag_layout
 
     # -- the release's classes and functions -------------------------------------------------------
     def _input_type(self) -> type:
@@ -175,17 +199,20 @@ class SglangPolicy:
         CP bucket scan, load_batch and the CP input's prepare). Narrowed to the lines that differ from the
         pristine release of the same version (``pristine_changes``) when that release is unpacked in the
         cache and some of them ran: a regression planted in, or patched into, a release is cited at its
-        own lines. Otherwise every line that ran (a tracer, not a slice), for an invariant judged on the
+        own lines; so is one in the functions that build the CP layout the replay reads (``LAYING_OUT``:
+        the strategy's ``build_metadata``), whose lines are cited only there. Otherwise every line that ran
+        in ``DECIDING`` (a tracer, not a slice), for an invariant judged on the
         replayed bucket (``BUCKET_SIDE``) those of the functions that choose and lay out the bucket
         (``CHOOSING``: load_batch, the CP bucket scan, the CP input's prepare) first. No batch: nothing ran, ()."""
         if batch is None:
             return ()
-        ran = self.functions_run(batch)
-        lines = tuple(ran)
-        changed = self.pristine_changes({line.rpartition(":")[0] for line in lines})
-        narrowed = tuple(line for line in lines if line in changed)
+        laid = self.functions_run(batch, DECIDING | LAYING_OUT)
+        changed = self.pristine_changes({line.rpartition(":")[0] for line in laid})
+        narrowed = tuple(line for line in laid if line in changed)
         if narrowed:
             return narrowed
+        ran = {line: name for line, name in laid.items() if name in DECIDING}
+        lines = tuple(ran)
         if invariant in BUCKET_SIDE:
             return tuple(sorted(lines, key=lambda line: ran[line] not in CHOOSING))  # stable: run order kept within each
         return lines
@@ -194,10 +221,10 @@ class SglangPolicy:
         """Every line of the release (file:line, in the order first run) that ran on ``batch`` in ``DECIDING``."""
         return tuple(self.functions_run(batch))
 
-    def functions_run(self, batch: Mapping[str, object]) -> dict[str, str]:
-        """``lines_run``'s lines, each with the name of the deciding function it ran in."""
+    def functions_run(self, batch: Mapping[str, object], functions: frozenset[str] = DECIDING) -> dict[str, str]:
+        """``lines_run``'s lines, each with the name of the deciding function it ran in (or of ``functions``)."""
         lines: dict[str, str] = {}
-        with traced(self.root, DECIDING, lines):
+        with traced(self.root, functions, lines):
             try:
                 self._outcome(dict(batch), replay=True)
             except Exception:
@@ -246,17 +273,43 @@ class SglangPolicy:
             raise self._classified(exc) from None
         return outcome
 
+    def _forward(self, batch: dict[str, Any]) -> Outcome:
+        """Where ``ModelRunner.forward`` ends on ``batch`` (one rank's keywords), run once per batch."""
+        key = _frozen(batch)
+        found = self._forwards.get(key)
+        if found is None:
+            found = self._outcome(batch, replay=False)
+            if len(self._forwards) >= _CACHE:
+                self._forwards.clear()
+            self._forwards[key] = found
+        return found
+
+    def _replayed(self, batch: dict[str, Any]) -> Outcome:
+        """Where the replay of ``batch`` ends: the forward path's own when it took the graph (what ``_outcome``
+        with ``replay=True`` returns then), else ``execute`` asked directly, run once per batch."""
+        forward = self._forward(batch)
+        if forward.graph:
+            return forward
+        key = _frozen(batch)
+        found = self._replays.get(key)
+        if found is None:
+            found = self._outcome(batch, replay=True)
+            if len(self._replays) >= _CACHE:
+                self._replays.clear()
+            self._replays[key] = found
+        return found
+
     # -- the protocol ----------------------------------------------------------------------------
     def admit(self, **batch: Any) -> bool:
         """The release's own decision: did ``ModelRunner.forward`` take the prefill graph path?"""
         if batch["cp_size"] < 2:
             return False  # cp_size 1: no CP graph is captured
-        return self._outcome(batch, replay=False).graph
+        return self._forward(batch).graph
 
     def replay_bucket(self, **batch: Any) -> object:
         """The bucket the runner's ``execute`` replays (through the forward path; asked directly when the
         model runner would not take the graph path), or the release's own exception on the way."""
-        outcome = self._outcome(batch, replay=True)
+        outcome = self._replayed(batch)
         if outcome.raised is None:
             return outcome.bucket
         error = self._classified(outcome.raised)
@@ -275,6 +328,44 @@ class SglangPolicy:
         except Exception as exc:
             raise self._classified(exc) from None
 
+    def _zigzag_layout(self, *, bucket: int, **batch: Any) -> LaidOut | None:
+        """``local_layout`` (zigzag): the layout the release built for the replayed step, as a cpgraph LaidOut.
+        Every rank's rows are read from the CP metadata its own run put on the forward batch handed to the
+        captured backend's ``replay`` (``split_list`` and that rank's ``zigzag_index``, as its
+        ``shard_hidden_states`` consumes them), and ``restored`` from this rank's own (``reverse_split_len``,
+        ``cp_reverse_index`` and its gathered row counts, as its ``gather_hidden_states`` consumes them):
+        layout.py, which computes no layout itself. None where nothing was laid out for a replay on every
+        rank: one rank, or a rank whose replay did not reach the backend (its own guard raised, the release
+        raised, no CP metadata). Metadata without the fields read (``layout.FIELDS``) is refused (exit 2)
+        naming the strategy's ``build_metadata``. The tensor work itself (the split, the all-gather, the cat)
+        is not run (torch is stubbed)."""
+        size = int(batch["cp_size"])
+        if size < 2:
+            return None
+        ranks: list[ZigzagRank] = []
+        for q in range(size):
+            outcome = self._replayed(dict(batch, cp_rank=q))
+            if outcome.raised is not None or outcome.bucket is None or outcome.metadata is None:
+                return None
+            missing = missing_fields(outcome.metadata)
+            if missing:
+                raise SglangGlueError(
+                    f"{ADAPTER} cannot read sglang {self.version}'s zigzag layout under {self.root}: the CP metadata its "
+                    f"build_metadata ({self._build_metadata_line()}) returned for the replay has no {', '.join(missing)}; "
+                    f"the adapter reads each rank's rows and the restore from them ({read_against()})"
+                )
+            ranks.append(read_zigzag(outcome.metadata))
+        return zigzag_laid_out(ranks, int(batch["cp_rank"]), [int(n) for n in batch["extend_seq_lens"]])
+
+    def _build_metadata_line(self) -> str:
+        """file:line of the zigzag strategy's build_metadata in the tree checked."""
+        try:
+            strategy = self.sandbox.load("sglang.srt.layers.cp.zigzag").ZigzagCPStrategy
+            code = strategy.build_metadata.__code__
+            return f"{os.path.relpath(code.co_filename, self.root)}:{code.co_firstlineno}"
+        except Exception:
+            return "sglang/srt/layers/cp/zigzag.py"
+
     def _classified(self, exc: BaseException) -> Exception:
         """``exc`` when the release raised it by design (its own guard); else the GlueError it stands for."""
         if not isinstance(exc, Exception):
@@ -292,6 +383,19 @@ class SglangPolicy:
                 runner.prefill_cp_bcg_input.prepare(runner, fb, static_num_tokens=bucket, capture=False)
         except Exception as exc:
             raise self._classified(exc) from None
+
+
+def _frozen(batch: Mapping[str, Any]) -> tuple[object, ...]:
+    """One rank's keywords as a hashable key (mappings and sequences as tuples)."""
+
+    def frozen(value: object) -> object:
+        if isinstance(value, Mapping):
+            return tuple(sorted((frozen(k), frozen(v)) for k, v in value.items()))
+        if isinstance(value, (list, tuple)):
+            return tuple(frozen(v) for v in value)
+        return value
+
+    return tuple(sorted((name, frozen(value)) for name, value in batch.items()))
 
 
 def _returning(value: object) -> Callable[[], object]:

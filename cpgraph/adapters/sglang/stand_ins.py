@@ -16,9 +16,12 @@ from cpgraph.adapters.sglang.helpers import Helper
 
 @dataclass
 class Replayed(Exception):
-    """The captured backend's ``replay`` was called: the driven path replays the graph of ``bucket``."""
+    """The captured backend's ``replay`` was called: the driven path replays the graph of ``bucket``, with the
+    forward batch handed to it carrying ``metadata`` (its ``attn_cp_metadata``: the CP layout the release built
+    for the replay, which its gather after the replay reads; None when it carries none)."""
 
     bucket: object
+    metadata: object = None
 
 
 class TookEager(Exception):
@@ -67,10 +70,13 @@ class EagerRunner:
 
 def backend_class(base: type) -> type:
     """The captured CUDA-graph backend, a subclass of the release's backend class ``base`` (so the release's
-    ``isinstance`` checks on its backend hold): ``replay(shape_key, ...)`` ends the path with Replayed."""
+    ``isinstance`` checks on its backend hold): ``replay(shape_key, forward_batch, ...)`` ends the path with
+    Replayed, noting the CP metadata on the forward batch it is handed (every release 0.5.17-0.5.23 hands it the
+    static forward batch its CP input's ``prepare`` laid out)."""
 
     def replay(self: object, shape_key: Any, *args: object, **kwargs: object) -> None:
-        raise Replayed(shape_key.size)
+        batch = args[0] if args else kwargs.get("forward_batch")
+        raise Replayed(shape_key.size, getattr(batch, "attn_cp_metadata", None))
 
     def replay_session(self: object) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()

@@ -23,6 +23,11 @@ DECIDING = frozenset({
 })
 
 
+# The functions that build the CP layout the replay reads (local_layout): traced for decided_at, their lines cited only
+# where they differ from the pristine release (a plant in the layout), never among every line that ran.
+LAYING_OUT = frozenset({"build_metadata"})
+
+
 # The invariants judged on the replayed bucket, and the deciding functions that choose and lay it out: their
 # lines are cited first for those invariants when every line that ran is cited.
 BUCKET_SIDE = frozenset({"captured_bucket", "padding_limit", "capacity_fit", "minimal_bucket"})
