@@ -107,9 +107,10 @@ def _layout_json(layout: object) -> object:
     """A local_layout answer as JSON: its runs, or the error text it raised."""
     if isinstance(layout, str):
         return {"error": layout}
-    rows, restored = getattr(layout, "rows", None), getattr(layout, "restored", None)
+    rows, restored, order = getattr(layout, "rows", None), getattr(layout, "restored", None), getattr(layout, "order", None)
     return {"rows": [[list(run) for run in runs] for runs in rows or ()],
-            "restored": None if restored is None else [list(run) for run in restored]}
+            "restored": None if restored is None else [list(run) for run in restored],
+            "order": None if order is None else list(order)}
 
 
 def rank_answer(

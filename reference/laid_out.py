@@ -10,7 +10,10 @@ runs, so a batch of thousands of tokens costs a few tuples per request:
 - ``rows``: per rank, the runs its rows hold, ``(request, first token, stop, first row)``: the request's
   tokens [first, stop) in rows [first row, first row + stop - first), in any order;
 - ``restored``: where each of the batch's tokens is read back from after the step, runs ``(request, first
-  token, stop, rank, first row)``; None where the stack reads nothing back (its ranks keep their rows).
+  token, stop, rank, first row)``; None where the stack reads nothing back (its ranks keep their rows);
+- ``order``: the batch's requests in the order the stack laid them out (None: as given). A strategy that deals
+  requests to ranks by their place in the batch (``round_robin`` decodes) deals them in the stack's order: vLLM
+  sorts a batch before it lays it out. Requests are still named by their index in the batch as given.
 
 The layout is the live one when every rank's runs tile its rows [0, n) from row 0 with no gap and no
 row twice, n is within the graph's capacity, the tokens they hold are exactly the ones the strategy's
@@ -37,6 +40,7 @@ class LaidOut:
 
     rows: tuple[tuple[RowRun, ...], ...]
     restored: tuple[ReadBack, ...] | None = None
+    order: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.rows, tuple) or not all(isinstance(r, tuple) for r in self.rows):
@@ -49,6 +53,11 @@ class LaidOut:
                 raise TypeError(f"restored must be a tuple of runs or None, got {self.restored!r}")
             for back in self.restored:
                 _check_run("restored", back, 5)
+        if self.order is not None and (
+            not isinstance(self.order, tuple) or not all(type(i) is int for i in self.order)
+            or sorted(self.order) != list(range(len(self.order)))
+        ):
+            raise ValueError(f"order must be None or a permutation of 0..R-1 as a tuple of ints, got {self.order!r}")
 
 
 def _check_run(name: str, run: object, width: int) -> None:
@@ -84,6 +93,18 @@ def strategy_spans(
             raise ValueError(f"strategy {strategy!r} lays out prefills only; this batch carries decodes")
         ranks = row.mixed_spans(lengths, is_prefilling, cp_size)
     return tuple(merged(spans) for spans in ranks)
+
+
+def _expected(lengths: tuple[int, ...], cp_size: int, strategy: str, is_prefilling: tuple[bool, ...] | None,
+              order: tuple[int, ...] | None) -> tuple[tuple[Span, ...], ...]:
+    """``strategy_spans`` of the batch laid out in ``order`` (None: as given), its requests named as given."""
+    if order is None or order == tuple(range(len(lengths))):
+        return strategy_spans(lengths, cp_size, strategy, is_prefilling)
+    if len(order) != len(lengths):
+        raise ValueError(f"the layout's order names {len(order)} requests; the batch has {len(lengths)}")
+    flags = None if is_prefilling is None else tuple(is_prefilling[i] for i in order)
+    laid = strategy_spans(tuple(lengths[i] for i in order), cp_size, strategy, flags)
+    return tuple(merged([(order[j], a, b) for j, a, b in spans]) for spans in laid)
 
 
 def _text(spans: Sequence[Span]) -> str:
@@ -143,7 +164,7 @@ def layout_mismatch(
     ``capacity`` rows per rank (see the module docstring), or None when it is."""
     if len(laid.rows) != cp_size:
         return f"the layout shows {len(laid.rows)} ranks' rows, not {cp_size}"
-    expected = strategy_spans(lengths, cp_size, strategy, is_prefilling)
+    expected = _expected(lengths, cp_size, strategy, is_prefilling, laid.order)
     for rank, runs in enumerate(laid.rows):
         why = _rows_of(rank, runs, capacity)
         if why is not None:

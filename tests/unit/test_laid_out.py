@@ -170,3 +170,17 @@ def test_a_graph_path_rank_showing_a_layout_other_than_the_placements_breaks_cap
     found = judge_path(step, [piecewise], bad)
     assert [f.invariant for f in found] == ["capacity_fit"]
     assert found[0].why == "rank 0 replays PIECEWISE 8 tokens: rank 0's layout puts request 0 [0, 3) at row 1: row 0 is left empty"
+
+
+def test_a_stack_that_laid_the_batch_out_in_its_own_order_is_judged_in_that_order() -> None:
+    """vLLM sorts a batch (decodes first, shorter first) before it deals decodes round-robin: the dealing follows
+    the stack's order, and the layout says which (``order``); requests keep their names in the batch as given."""
+    lengths, flags = (1, 3), (False, False)
+    dealt = LaidOut((((1, 0, 3, 0),), ((0, 0, 1, 0),)), None)  # request 1 on rank 0: dealt first in the order (1, 0)
+    judged = dict(lengths=lengths, cp_size=2, strategy="dual_chunk_swap", is_prefilling=flags, capacity=3)
+    assert layout_mismatch(dealt, **judged) == ("rank 0's rows hold request 1 [0, 3) where the dual_chunk_swap layout of "
+                                                 "the live lengths puts request 0 [0, 1)")
+    assert layout_mismatch(LaidOut(dealt.rows, None, (1, 0)), **judged) is None
+    assert layout_mismatch(LaidOut(dealt.rows, None, (0, 1)), **judged) is not None
+    with pytest.raises(ValueError, match=r"order must be None or a permutation of 0..R-1 as a tuple of ints, got \(0, 0\)"):
+        LaidOut(dealt.rows, None, (0, 0))

@@ -333,7 +333,7 @@ def observed_layout(gather: np.ndarray[Any, Any], restore: np.ndarray[Any, Any],
         (run[0], run[1], run[2], *divmod(run[3], per_rank)) if per_rank else (run[0], run[1], run[2], -1, run[3])
         for run in _runs(tokens, ends, order, np.asarray(restore, dtype=np.int64), per_rank)
     )
-    laid = LaidOut(tuple(tuple(runs) for runs in ranks), restored)
+    laid = LaidOut(tuple(tuple(runs) for runs in ranks), restored, tuple(int(i) for i in order) if order else None)
     if len(_OBSERVED) >= 256:
         _OBSERVED.clear()
     _OBSERVED[key] = laid
