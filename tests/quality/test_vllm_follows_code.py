@@ -507,3 +507,20 @@ def test_a_dealt_decode_read_back_from_the_wrong_rank_fails_on_the_graph_paths(
     assert done.returncode == 1, done.stdout + done.stderr
     assert "capacity_fit violated on the PIECEWISE, decodes dual_chunk_swap (dcp 1), DP 1 path" in done.stdout
     assert "the layout reads request 1 [0, 1) back from rank 0 rows [1, 2), which do not hold those tokens" in done.stdout
+
+
+def test_decodes_dealt_in_the_releases_own_order_are_its_live_layout(vllm_release: Callable[[str], Path]) -> None:
+    """0.34.0 sorts a batch before dealing decodes round-robin (here the 3-token decode before the 1-token one): with
+    speculative decodes of unequal lengths the dealing follows that order, and the layout it shows is judged in it
+    (no finding; judged in the batch's given order it would break capacity_fit)."""
+    from cpgraph.reference.graph_paths import GraphConfig, GraphStep, judge_dp
+
+    policy = policy_from(str(vllm_release("0.34.0")))
+    driver = policy.graph_path_drivers((1,))[0]
+    config = GraphConfig("PIECEWISE", (3, 8), (1, 2), (3,), 256)
+    step = GraphStep((1, 3), (False, False), 2, driver.placement(2))
+    answers = driver.answers_dp(steps=[step], config=config)
+    layout = answers[0][0].layout
+    assert layout is not None and layout.order == (1, 0)  # the 3-token decode first: dealt to rank 0
+    assert layout.rows[0] == ((1, 0, 3, 0),)
+    assert judge_dp(list(zip([step], answers)), driver.captured(config=config)) == []
