@@ -360,8 +360,10 @@ def _vllm_adapter_rate(r: Report) -> Row:
     runs = _get(r.data, "runs")
     sides = {side: [x["per_cpu_minute"] for x in runs if x["side"] == side] for side in ("before", "after")}
     walls = [x["per_minute"] for x in runs if x["side"] == "after"]
-    figures = (f"`cpgraph.adapters.vllm:pcp` on {r.data['release']}, the glue run from the release ({r.data['after']}): "
-               f"{_span(sides['after'], 0)} batches per CPU-minute, {_span(walls, 0)} a minute wall; the restated glue "
+    after = r.data.get("after_label", "the glue run from the release")  # the labels of the first report, unless named
+    before = r.data.get("before_label", "the restated glue")
+    figures = (f"`cpgraph.adapters.vllm:pcp` on {r.data['release']}, {after} ({r.data['after']}): "
+               f"{_span(sides['after'], 0)} batches per CPU-minute, {_span(walls, 0)} a minute wall; {before} "
                f"({r.data['before']}, interleaved): {_span(sides['before'], 0)} per CPU-minute")
     return Row("`cpgraph check` rate, a vLLM release", r, str(r.data.get("machine", "not recorded")), figures, r.data["command"])
 
