@@ -265,7 +265,9 @@ def keeps_everything(batch: AskedBatch, answers: Sequence[RankAnswer], spec: Exp
     for a in answers:
         if a.admit is not True or type(a.bucket) is not int or a.bucket != want or a.admit_error is not None:
             return False
-        if a.admitted is not None and a.admitted != want or a.layout is not None:  # a layout shown is judged
+        if a.admitted is not None and a.admitted != want:
+            return False
+        if a.layout is not None and _layout_fits(batch, spec, a, capacity) is not None:  # a layout shown is judged
             return False
         if a.rows is not None or a.rows_error is not None:
             rows = a.rows

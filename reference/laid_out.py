@@ -161,7 +161,15 @@ def layout_mismatch(
     capacity: int | None = None,
 ) -> str | None:
     """Why ``laid`` is not ``strategy``'s layout of the live ``lengths`` on ``cp_size`` ranks within
-    ``capacity`` rows per rank (see the module docstring), or None when it is."""
+    ``capacity`` rows per rank (see the module docstring), or None when it is. Memoised: the ranks of one step
+    show one layout, and the judge and its fast path both ask."""
+    flags = None if is_prefilling is None else tuple(is_prefilling)
+    return _mismatch(laid, tuple(lengths), cp_size, strategy, flags, capacity)
+
+
+@lru_cache(maxsize=1024)
+def _mismatch(laid: LaidOut, lengths: tuple[int, ...], cp_size: int, strategy: str, is_prefilling: tuple[bool, ...] | None,
+              capacity: int | None) -> str | None:
     if len(laid.rows) != cp_size:
         return f"the layout shows {len(laid.rows)} ranks' rows, not {cp_size}"
     expected = _expected(lengths, cp_size, strategy, is_prefilling, laid.order)
