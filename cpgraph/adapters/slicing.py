@@ -9,6 +9,10 @@ it against the stand-ins). A ``return`` that can end the function before a sink 
 (``early``): it decides whether the sink is reached, its value does not reach it. A ``raise`` or ``assert``
 before a sink (``guards``) is a seed of its own: the callers add them, so a guard that stops the run is run.
 
+A constructor's state is sliced more coarsely (``setting``): the top-level statements of a body that set chosen
+``self`` attributes, closed over the names and attributes they read, in order. The adapters run such a slice of
+a release's ``__init__`` (Megatron-Core's context, sglang's prefill graph runner) instead of restating it.
+
 What this deliberately does not do: follow calls (follow.py follows ``self.<method>`` calls and runs the
 rest), or slice inside a callee's arguments more finely than the whole call.
 """
@@ -16,7 +20,7 @@ rest), or slice inside a callee's arguments more finely than the whole call.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -137,6 +141,24 @@ def statements(function: ast.FunctionDef) -> Iterator[ast.stmt]:
             inner: list[ast.stmt] = list(getattr(stmt, "body", [])) + list(getattr(stmt, "orelse", []))
             inner += [s for h in getattr(stmt, "handlers", []) for s in h.body] + list(getattr(stmt, "finalbody", []))
             stack.extend(reversed(inner))
+
+
+def setting(body: Sequence[ast.stmt], wanted: Iterable[str], binds: Callable[[ast.stmt], set[str]],
+            reads: Callable[[ast.stmt], set[str]], given: frozenset[str] = frozenset()) -> list[int]:
+    """The indices (in order) of the statements of ``body`` that bind a name in ``wanted`` (``binds``: the names and
+    'self.<attr>'s a statement binds), grown to a fixpoint by what each chosen statement ``reads``. A statement
+    binding a ``given`` name is never chosen (the caller provides it), and ``given`` names are not followed."""
+    want = set(wanted)
+    chosen: set[int] = set()
+    grew = True
+    while grew:
+        grew = False
+        for i, stmt in enumerate(body):
+            if i not in chosen and binds(stmt) & want and not binds(stmt) & given:
+                chosen.add(i)
+                want |= reads(stmt) - given
+                grew = True
+    return sorted(chosen)
 
 
 def guards(function: ast.FunctionDef, before: int | None = None) -> list[ast.stmt]:

@@ -184,3 +184,17 @@ def test_a_stack_that_laid_the_batch_out_in_its_own_order_is_judged_in_that_orde
     assert layout_mismatch(LaidOut(dealt.rows, None, (0, 1)), **judged) is not None
     with pytest.raises(ValueError, match=r"order must be None or a permutation of 0..R-1 as a tuple of ints, got \(0, 0\)"):
         LaidOut(dealt.rows, None, (0, 0))
+
+
+def test_a_layout_the_vllm_adapter_cannot_read_is_a_glue_error_never_a_finding() -> None:
+    """cpgraph's own reading of the release's indices failing is a usage error (exit 2) naming the file, not an
+    answer the judge would hold against the release."""
+    import numpy as np
+
+    from cpgraph.adapters.glue import GlueError
+    from cpgraph.adapters.vllm.partition import observed_layout
+
+    good = observed_layout(np.array([0, 1, 2, 0]), np.array([0, 1, 2]), np.array([0, 3]), [2, 1], [0])
+    assert good == LaidOut((((0, 0, 2, 0),), ((0, 2, 3, 0),)), ((0, 0, 2, 0, 0), (0, 2, 3, 1, 0)), (0,))
+    with pytest.raises(GlueError, match=r"vllm/v1/worker/gpu/pcp_manager.py: the layout's gather and restore indices could not be read"):
+        observed_layout(np.array([0, 1]), np.array([0, 1]), np.array([], dtype=np.int64), [1, 1], [])

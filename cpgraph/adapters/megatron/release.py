@@ -16,6 +16,7 @@ from types import CodeType
 from typing import Any
 
 from cpgraph.adapters.glue import GlueError, find, tree_of
+from cpgraph.adapters.slicing import setting
 
 PACKAGE = "megatron-core"
 IMPORT = "megatron"
@@ -114,19 +115,10 @@ def init_slice(root: str) -> Slice:
     come from (top-level statements, in order; ``GIVEN`` names excluded)."""
     init = function(root, CONTEXT, f"{CONTEXT_CLASS}.__init__")
     body = _body(init)
-    wanted = {f"self.{t}" for t in INIT_TARGETS}
-    chosen: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for i, stmt in enumerate(body):
-            if i not in chosen and _assigns(stmt) & wanted and not (_assigns(stmt) & set(GIVEN)):
-                chosen.add(i)
-                changed = True
-                wanted |= _reads(stmt) - set(GIVEN)
+    chosen = setting(body, (f"self.{t}" for t in INIT_TARGETS), _assigns, _reads, frozenset(GIVEN))
     if not any("self.cuda_graph_batch_dimensions_list" in _assigns(body[i]) for i in chosen):
         raise MegatronGlueError(f"{CONTEXT}:{init.lineno}: {CONTEXT_CLASS}.__init__ sets no cuda_graph_batch_dimensions_list")
-    return _compile([body[i] for i in sorted(chosen)], os.path.join(root, CONTEXT), CONTEXT)
+    return _compile([body[i] for i in chosen], os.path.join(root, CONTEXT), CONTEXT)
 
 
 def body_slice(root: str, file: str, qualname: str, until: Callable[[ast.stmt], bool] | None = None,

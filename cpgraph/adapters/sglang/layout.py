@@ -99,6 +99,18 @@ def _blocks(split_list: Sequence[int]) -> list[tuple[int, int]]:
     return [(offsets[k], offsets[k + 1]) for k in range(len(split_list))]
 
 
+def _nth(ranges: list[tuple[int, int]], i: int, index: str, cuts: str, what: str, consumer: str) -> tuple[int, int]:
+    """``ranges[i]`` as the release's Python indexing takes it (a negative index wraps), or the IndexError the
+    release's ``consumer`` would raise, naming the index list and the list that cut the ranges."""
+    try:
+        return ranges[i]
+    except IndexError:
+        raise IndexError(
+            f"the rank's {index} names {what} {i}, but its {cuts} cuts the {'batch' if what == 'block' else 'gathered rows'} "
+            f"into {len(ranges)} {what}s (the release's {consumer} would index past them)"
+        ) from None
+
+
 def rank_rows(rank: ZigzagRank, lengths: Sequence[int]) -> tuple[RowRun, ...]:
     """The runs one rank's rows hold: the blocks its own ``zigzag_index`` names, in order, from row 0."""
     tokens = _Tokens(lengths)
@@ -106,13 +118,7 @@ def rank_rows(rank: ZigzagRank, lengths: Sequence[int]) -> tuple[RowRun, ...]:
     runs: list[RowRun] = []
     row = 0
     for i in rank.zigzag_index:
-        try:
-            first, stop = chunks[i]
-        except IndexError:
-            raise IndexError(
-                f"the rank's zigzag_index names block {i}, but its split_list cuts the batch into {len(chunks)} blocks "
-                f"(the release's shard_hidden_states would index past them)"
-            ) from None
+        first, stop = _nth(chunks, i, "zigzag_index", "split_list", "block", "shard_hidden_states")
         for request, a, b, offset in tokens.runs(first, stop):
             runs.append((request, a, b, row + offset))
         row += stop - first
@@ -129,13 +135,7 @@ def restored(rank: ZigzagRank, lengths: Sequence[int]) -> tuple[ReadBack, ...]:
     out: list[ReadBack] = []
     position = 0  # in the restored output
     for j in rank.cp_reverse_index:
-        try:
-            first, stop = pieces[j]
-        except IndexError:
-            raise IndexError(
-                f"the rank's cp_reverse_index names piece {j}, but its reverse_split_len cuts the gathered rows into "
-                f"{len(pieces)} pieces (the release's gather_hidden_states would index past them)"
-            ) from None
+        first, stop = _nth(pieces, j, "cp_reverse_index", "reverse_split_len", "piece", "gather_hidden_states")
         g = first
         while g < stop and position + (g - first) < tokens.total:
             q = bisect_right(shard_starts, g) - 1

@@ -354,7 +354,14 @@ class SglangPolicy:
                     f"build_metadata ({self._build_metadata_line()}) returned for the replay has no {', '.join(missing)}; "
                     f"the adapter reads each rank's rows and the restore from them ({read_against()})"
                 )
-            ranks.append(read_zigzag(outcome.metadata))
+            try:
+                ranks.append(read_zigzag(outcome.metadata))
+            except (TypeError, ValueError) as exc:  # cpgraph's own reading failed: a usage error, not a finding
+                raise SglangGlueError(
+                    f"{ADAPTER} cannot read sglang {self.version}'s zigzag layout under {self.root}: the CP metadata its "
+                    f"build_metadata ({self._build_metadata_line()}) returned for the replay does not read as int lists "
+                    f"({type(exc).__name__}: {exc})"
+                ) from None
         return zigzag_laid_out(ranks, int(batch["cp_rank"]), [int(n) for n in batch["extend_seq_lens"]])
 
     def _build_metadata_line(self) -> str:

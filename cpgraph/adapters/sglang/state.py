@@ -26,6 +26,8 @@ from functools import lru_cache
 from types import CodeType, FunctionType
 from typing import Any
 
+from cpgraph.adapters.slicing import setting
+
 MODEL_RUNNER_FILES = ("sglang/srt/model_executor/model_runner.py",)
 RUNNER_FILES = (
     "sglang/srt/model_executor/runner/prefill_cuda_graph_runner.py",
@@ -161,30 +163,28 @@ def given(values: Mapping[str, object], allowed: frozenset[str]) -> dict[str, ob
     return {name: value for name, value in values.items() if name in allowed}
 
 
-def _bound(node: ast.AST) -> set[str]:
-    """The local names and ``self.<attr>``s (as 'self.<attr>') a statement binds anywhere inside it."""
+def _names(node: ast.AST, ctx: type[ast.expr_context]) -> set[str]:
+    """The local names and ``self.<attr>``s (as 'self.<attr>') a statement stores or loads (``ctx``) anywhere inside it."""
     out: set[str] = set()
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ctx):
             out.add(sub.id)
-        elif (isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) and isinstance(sub.value, ast.Name)
+        elif (isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ctx) and isinstance(sub.value, ast.Name)
               and sub.value.id == "self"):
             out.add(f"self.{sub.attr}")
-        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
-            out.update((alias.asname or alias.name).split(".")[0] for alias in sub.names)
     return out
+
+
+def _bound(node: ast.AST) -> set[str]:
+    """What a statement binds: its stores and the names its imports bind."""
+    imported = {(alias.asname or alias.name).split(".")[0]
+                for sub in ast.walk(node) if isinstance(sub, (ast.Import, ast.ImportFrom)) for alias in sub.names}
+    return _names(node, ast.Store) | imported
 
 
 def _read(node: ast.AST) -> set[str]:
-    """The local names and ``self.<attr>``s a statement reads."""
-    out: set[str] = set()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
-            out.add(sub.id)
-        elif (isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and isinstance(sub.value, ast.Name)
-              and sub.value.id == "self"):
-            out.add(f"self.{sub.attr}")
-    return out
+    """What a statement reads: its loads."""
+    return _names(node, ast.Load)
 
 
 def init_statements(init: Callable[..., Any], targets: Iterable[str]) -> Callable[..., None] | None:
@@ -202,19 +202,10 @@ def init_statements(init: Callable[..., Any], targets: Iterable[str]) -> Callabl
     if not isinstance(node, ast.FunctionDef):
         return None
     body = node.body
-    wanted = {f"self.{target}" for target in targets}
-    chosen: set[int] = set()
-    grew = True
-    while grew:
-        grew = False
-        for i, stmt in enumerate(body):
-            if i not in chosen and _bound(stmt) & wanted:
-                chosen.add(i)
-                wanted |= _read(stmt)
-                grew = True
+    chosen = setting(body, (f"self.{target}" for target in targets), _bound, _read)
     if not chosen:
         return None
-    fn = ast.FunctionDef(name=node.name, args=node.args, body=[body[i] for i in sorted(chosen)], decorator_list=[],
+    fn = ast.FunctionDef(name=node.name, args=node.args, body=[body[i] for i in chosen], decorator_list=[],
                          returns=None, type_comment=None)
     ast.copy_location(fn, node)
     module = compile(ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[])), code.co_filename, "exec")

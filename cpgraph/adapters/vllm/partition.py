@@ -25,6 +25,7 @@ import numpy as np
 from cpgraph.adapters.follow import Evaluation, FollowError, Site, Tally
 from cpgraph.adapters.shim import Stub
 from cpgraph.adapters.vllm.execute import ALLOWED_STUBS, PROVIDED
+from cpgraph.adapters.vllm.release import PCP_FILE
 from cpgraph.reference.laid_out import LaidOut
 
 CALLS = ("maybe_partition_pcp_batch", "partition_batch")
@@ -318,6 +319,19 @@ def observed_layout(gather: np.ndarray[Any, Any], restore: np.ndarray[Any, Any],
     found = _OBSERVED.get(key)  # every rank lays out the whole batch: the ranks of one step mostly share it
     if found is not None:
         return found
+    try:
+        laid = _observed(gather, restore, starts, rows, order)
+    except Exception as exc:  # cpgraph's own reading of the indices failed: a usage error, never the release's finding
+        raise FollowError(f"{PCP_FILE}: the layout's gather and restore indices could not be read "
+                          f"({type(exc).__name__}: {exc}); the adapter reads each rank's rows from them") from exc
+    if len(_OBSERVED) >= 256:
+        _OBSERVED.clear()
+    _OBSERVED[key] = laid
+    return laid
+
+
+def _observed(gather: np.ndarray[Any, Any], restore: np.ndarray[Any, Any], starts: np.ndarray[Any, Any],
+              rows: Sequence[int], order: Sequence[int]) -> LaidOut:
     p = len(rows)
     per_rank = len(gather) // p if p else 0
     ends = np.asarray(starts, dtype=np.int64)
@@ -333,31 +347,26 @@ def observed_layout(gather: np.ndarray[Any, Any], restore: np.ndarray[Any, Any],
         (run[0], run[1], run[2], *divmod(run[3], per_rank)) if per_rank else (run[0], run[1], run[2], -1, run[3])
         for run in _runs(tokens, ends, order, np.asarray(restore, dtype=np.int64), per_rank)
     )
-    laid = LaidOut(tuple(tuple(runs) for runs in ranks), restored, tuple(int(i) for i in order) if order else None)
-    if len(_OBSERVED) >= 256:
-        _OBSERVED.clear()
-    _OBSERVED[key] = laid
-    return laid
+    return LaidOut(tuple(tuple(runs) for runs in ranks), restored, tuple(int(i) for i in order) if order else None)
 
 
 _OBSERVED: dict[tuple[object, ...], LaidOut] = {}
 
 
-def _runs(tokens: np.ndarray[Any, Any], ends: np.ndarray[Any, Any], order: Sequence[int], at: np.ndarray[Any, Any] | None,
+def _runs(tokens: np.ndarray[Any, Any], ends: np.ndarray[Any, Any], order: Sequence[int], where: np.ndarray[Any, Any],
           per_rank: int) -> list[tuple[int, int, int, int]]:
     """Runs (request, first token, stop, first position) of global token indices ``tokens`` placed at positions
-    ``at`` (None: 0, 1, 2, ...): a run breaks where the request changes, the token or the position does not go
-    up by one, or (``at`` given) the position enters another rank's rows."""
+    ``where``: a run breaks where the request changes, the token or the position does not go up by one, or the
+    position enters another rank's ``per_rank`` rows."""
     n = len(tokens)
     if n == 0:
         return []
     valid = (tokens >= 0) & (tokens < ends[-1])
     request = np.searchsorted(ends, np.where(valid, tokens, 0), side="right") - 1
     token = np.where(valid, tokens - ends[request], -1)
-    where = np.arange(n, dtype=np.int64) if at is None else at
     brk = np.ones(n, dtype=np.bool_)
     brk[1:] = (request[1:] != request[:-1]) | (token[1:] != token[:-1] + 1) | (where[1:] != where[:-1] + 1) | ~valid[1:]
-    if at is not None and per_rank:
+    if per_rank:
         brk[1:] |= (where[1:] // per_rank) != (where[:-1] // per_rank)
     firsts = np.flatnonzero(brk).tolist()
     out = []

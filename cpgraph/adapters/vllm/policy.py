@@ -510,11 +510,8 @@ class VllmPolicy:
 
     def _layout_line(self) -> str:
         """file:line of PCPManager._build_batch_layout in the tree checked."""
-        try:
-            function = getattr(self.pcp.PCPManager._build_batch_layout, "__code__", None)
-            return f"{PCP_FILE}:{function.co_firstlineno}" if function is not None else PCP_FILE
-        except AttributeError:
-            return PCP_FILE
+        code = getattr(getattr(self.pcp.PCPManager, "_build_batch_layout", None), "__code__", None)
+        return f"{PCP_FILE}:{code.co_firstlineno}" if code is not None else PCP_FILE
 
     def _classified(self, exc: Exception) -> Exception:
         """``exc`` when the release raised it by design; else the GlueError it stands for (glue.classify)."""
